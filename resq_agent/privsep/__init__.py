@@ -1,0 +1,29 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Privilege separation contexts of resq-nova.
+
+Only the functions in this package's modules run as root; callers write
+``import resq_agent.privsep.resctrl`` so each call into root is visible.
+"""
+
+from oslo_privsep import capabilities
+from oslo_privsep import priv_context
+
+# resctrl files are owned by root with mode 0644 and group directories are
+# created with mkdir in a root-owned directory: DAC override is all the
+# resctrl writes need.
+resctrl_pctxt = priv_context.PrivContext(
+    'resq_agent',
+    cfg_section='resq_privsep_resctrl',
+    pypath=__name__ + '.resctrl_pctxt',
+    capabilities=[capabilities.CAP_DAC_OVERRIDE],
+)

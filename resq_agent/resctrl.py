@@ -1,0 +1,201 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The resctrl file system, read side, under a configurable root.
+
+Every resctrl path resq-nova uses is built here from a root directory
+(``/sys/fs/resctrl`` on a real host, a copied tree in tests). Writes are
+privileged and live in :mod:`resq_agent.privsep.resctrl`; they use the
+helpers here to check names and masks first.
+"""
+
+import errno
+import os
+import re
+
+from resq_agent import cbm
+from resq_profiler import exception
+
+DEFAULT_ROOT = '/sys/fs/resctrl'
+GROUP_PREFIX = 'resq-'
+GROUP_RE = re.compile(r'^resq-[a-z0-9][a-z0-9_.-]{0,62}$')
+REQUIRED_INFO = ('cbm_mask', 'min_cbm_bits', 'num_closids')
+# Files the kernel creates in a new group; a copied tree lacks them.
+GROUP_FILES = ('schemata', 'cpus_list', 'tasks')
+_NOT_GROUPS = ('info', 'mon_groups', 'mon_data')
+
+
+def check_group_name(name):
+    """Reject any group name that resq-nova does not own."""
+    if not isinstance(name, str) or not GROUP_RE.match(name):
+        raise exception.ResctrlError(
+            reason='resctrl group name %r is not one of ours: names must '
+            'start with %r and use lower-case letters, digits, ".", "_" '
+            'or "-"' % (name, GROUP_PREFIX))
+    return name
+
+
+def parse_schemata(text):
+    """``{'L3': {0: 0xfffff, 1: 0xfffff}, ...}`` from a schemata file."""
+    result = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or ':' not in line:
+            continue
+        resource, _, rest = line.partition(':')
+        domains = {}
+        for item in rest.split(';'):
+            if '=' not in item:
+                continue
+            dom, _, value = item.partition('=')
+            if resource.strip().startswith('L3'):
+                domains[int(dom)] = cbm.parse(value)
+            else:
+                domains[int(dom)] = value.strip()
+        result[resource.strip()] = domains
+    return result
+
+
+def format_schemata(resources):
+    lines = []
+    for resource, domains in resources.items():
+        items = ';'.join('%d=%s' % (d, cbm.fmt(m) if isinstance(m, int)
+                                    else m)
+                         for d, m in sorted(domains.items()))
+        lines.append('%s:%s' % (resource, items))
+    return '\n'.join(lines) + '\n'
+
+
+class Resctrl:
+    """A resctrl tree rooted at ``root``."""
+
+    def __init__(self, root=DEFAULT_ROOT):
+        self.root = os.path.abspath(root)
+
+    def _read(self, *parts):
+        with open(os.path.join(self.root, *parts), encoding='ascii') as f:
+            return f.read().strip()
+
+    @property
+    def l3_info_dir(self):
+        for name in ('L3', 'L3CODE'):
+            if os.path.isdir(os.path.join(self.root, 'info', name)):
+                return name
+        return 'L3'
+
+    def check(self):
+        """Make sure the root looks like a mounted resctrl file system.
+
+        :raises resq_profiler.exception.ResctrlError: naming what is
+            missing and how to fix it.
+        """
+        hint = ('mount it with "mount -t resctrl resctrl %s" on a host with '
+                'Intel RDT, or point the resctrl_root option at a tree laid '
+                'out like the kernel\'s' % DEFAULT_ROOT)
+        if not os.path.isdir(self.root):
+            raise exception.ResctrlError(
+                reason='resctrl root %s does not exist; %s' % (self.root,
+                                                               hint))
+        info = os.path.join(self.root, 'info', self.l3_info_dir)
+        for name in REQUIRED_INFO:
+            if not os.path.isfile(os.path.join(info, name)):
+                raise exception.ResctrlError(
+                    reason='%s is not a resctrl file system with L3 CAT: '
+                    'missing info/%s/%s; %s' % (self.root, self.l3_info_dir,
+                                                name, hint))
+        if not os.path.isfile(os.path.join(self.root, 'schemata')):
+            raise exception.ResctrlError(
+                reason='%s is not a resctrl file system: missing the '
+                'default group\'s schemata file; %s' % (self.root, hint))
+        return self
+
+    def info(self):
+        """CAT parameters of the platform, from ``info/L3``."""
+        self.check()
+        d = self.l3_info_dir
+        shareable = '0'
+        if os.path.exists(os.path.join(self.root, 'info', d,
+                                       'shareable_bits')):
+            shareable = self._read('info', d, 'shareable_bits')
+        return {
+            'cbm_mask': cbm.parse(self._read('info', d, 'cbm_mask')),
+            'min_cbm_bits': int(self._read('info', d, 'min_cbm_bits')),
+            'num_closids': int(self._read('info', d, 'num_closids')),
+            'shareable_bits': cbm.parse(shareable),
+            'cdp': d == 'L3CODE',
+        }
+
+    def domains(self):
+        """L3 cache domain ids, from the default group's schemata."""
+        sch = parse_schemata(self._read('schemata'))
+        for key in ('L3', 'L3CODE'):
+            if key in sch:
+                return sorted(sch[key])
+        raise exception.ResctrlError(
+            reason='%s/schemata has no L3 line; is L3 CAT enabled?'
+            % self.root)
+
+    def group_path(self, name):
+        return os.path.join(self.root, check_group_name(name))
+
+    def groups(self):
+        """Every resource group directory (ours and foreign)."""
+        return sorted(n for n in os.listdir(self.root)
+                      if n not in _NOT_GROUPS
+                      and os.path.isdir(os.path.join(self.root, n)))
+
+    def owned_groups(self):
+        return [g for g in self.groups() if GROUP_RE.match(g)]
+
+    def read_schemata(self, name):
+        return parse_schemata(self._read(check_group_name(name),
+                                         'schemata'))
+
+    def read_cpus(self, name):
+        return self._read(check_group_name(name), 'cpus_list')
+
+    def read_tasks(self, name):
+        text = self._read(check_group_name(name), 'tasks')
+        return [int(t) for t in text.split()]
+
+    def validate_masks(self, masks):
+        """Check a ``{domain: mask}`` map against the platform's rules."""
+        info = self.info()
+        known = set(self.domains())
+        for dom, mask in masks.items():
+            if dom not in known:
+                raise exception.ResctrlError(
+                    reason='cache domain %s does not exist under %s; known '
+                    'domains: %s' % (dom, self.root, sorted(known)))
+            try:
+                cbm.validate(mask, info['cbm_mask'], info['min_cbm_bits'])
+            except cbm.InvalidMask as exc:
+                raise exception.ResctrlError(
+                    reason='cache domain %s: %s' % (dom, exc))
+        return info
+
+    def remove_tree(self, name):
+        """rmdir a group; the kernel removes its files itself, a copy not."""
+        path = self.group_path(name)
+        try:
+            os.rmdir(path)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                return False
+            if exc.errno != errno.ENOTEMPTY:
+                raise
+            for fname in GROUP_FILES:
+                try:
+                    os.unlink(os.path.join(path, fname))
+                except FileNotFoundError:
+                    pass
+            os.rmdir(path)
+        return True

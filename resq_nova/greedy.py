@@ -1,0 +1,240 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Greedy admission of reserved SLO terms (ResQ §5.3.1).
+
+For one SLO term, given its NF profile:
+
+1. The load cap: the largest load fraction whose p95 latency meets the
+   term's target, less a 3% discount for the residual degradation left
+   under isolation (ResQ Appendix A).
+2. K instances: the target over what one instance sustains under the cap
+   with the fair LLC share (usable ways / cores of a server).
+3. Ways: every instance starts at the profile's smallest allocation; one
+   way at a time is added round-robin until the instances together meet
+   the target.
+4. Placement: first-fit decreasing, largest instance first, over servers
+   with a free core and enough free ways.
+
+Admission is all or nothing: a refused term leaves the cluster unchanged
+and says which constraint failed. Pure logic, no I/O.
+"""
+
+import dataclasses
+import math
+
+from resq_profiler import exception as prof_exc
+
+DEFAULT_DISCOUNT = 0.03
+
+# Reasons a term can be refused, for callers that branch on them.
+LATENCY = 'latency'
+INSTANCES = 'instances'
+CLUSTER_CAPACITY = 'cluster_capacity'
+NO_ROOM = 'no_server_with_room'
+PROFILE = 'profile'
+
+
+class AdmissionRefused(prof_exc.ResQException):
+    """A term cannot be admitted; ``constraint`` names the failed one."""
+
+    msg_fmt = 'SLO term %(term)s refused (%(constraint)s): %(reason)s'
+
+    def __init__(self, term, constraint, reason):
+        super().__init__(term=term, constraint=constraint, reason=reason)
+        self.term = term
+        self.constraint = constraint
+        self.reason = reason
+
+
+@dataclasses.dataclass(frozen=True)
+class SLOTerm:
+    """A reserved SLO: an NF profile, a throughput and a p95 latency."""
+
+    name: str
+    profile: object
+    throughput_mpps: float
+    latency_p95_us: float
+    packet_bytes: int = None
+    max_instances: int = None
+
+
+@dataclasses.dataclass
+class Server:
+    """A server's capacity for ResQ instances and what is already used."""
+
+    name: str
+    cores: int = 9
+    ways: int = 18
+    used_cores: int = 0
+    used_ways: int = 0
+
+    @property
+    def free_cores(self):
+        return self.cores - self.used_cores
+
+    @property
+    def free_ways(self):
+        return self.ways - self.used_ways
+
+    def fits(self, ways):
+        return self.free_cores >= 1 and self.free_ways >= ways
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizing:
+    """How many instances a term needs and the ways of each."""
+
+    term: str
+    load_cap: float
+    ways: tuple
+    per_instance_mpps: tuple
+
+    @property
+    def instances(self):
+        return len(self.ways)
+
+    @property
+    def aggregate_mpps(self):
+        return sum(self.per_instance_mpps)
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    term: str
+    index: int
+    server: str
+    ways: int
+    mpps: float
+
+
+def size(term, cores_per_server, ways_per_server,
+         discount=DEFAULT_DISCOUNT):
+    """Steps 1-3: the load cap, K and the ways of each instance.
+
+    :raises AdmissionRefused: for a latency target below the profile's
+        floor, a packet size the profile was not measured with, or more
+        instances than the term allows.
+    """
+    prof = term.profile
+    if term.throughput_mpps <= 0 or term.latency_p95_us <= 0:
+        raise AdmissionRefused(
+            term.name, PROFILE, 'throughput and latency targets must be '
+            'positive (got %s Mpps, %s us)' % (term.throughput_mpps,
+                                              term.latency_p95_us))
+    if (term.packet_bytes is not None
+            and term.packet_bytes != prof.traffic['packet_bytes']):
+        raise AdmissionRefused(
+            term.name, PROFILE, 'profile %s was measured with %d B packets, '
+            'the term asks for %d B; profile the NF with this traffic'
+            % (prof.profile_id, prof.traffic['packet_bytes'],
+               term.packet_bytes))
+    try:
+        max_load = prof.max_load_for_latency(term.latency_p95_us)
+    except prof_exc.TargetUnreachable as exc:
+        raise AdmissionRefused(term.name, LATENCY, str(exc))
+    cap = max_load * (1.0 - discount)
+    max_ways = min(prof.max_ways, ways_per_server)
+    fair = max(min(ways_per_server // max(cores_per_server, 1), max_ways),
+               prof.min_ways)
+    per_fair = prof.throughput_at(fair) * cap
+    k = max(1, math.ceil(term.throughput_mpps / per_fair - 1e-9))
+    if term.max_instances is not None and k > term.max_instances:
+        raise AdmissionRefused(
+            term.name, INSTANCES, 'needs %d instances (%.3f Mpps each at '
+            'the fair share of %d ways and %.0f%% load for the latency '
+            'target) but at most %d are allowed' % (
+                k, per_fair, fair, cap * 100, term.max_instances))
+    ways = [min(prof.min_ways, max_ways)] * k
+
+    def aggregate():
+        return sum(prof.throughput_at(w) * cap for w in ways)
+
+    i = 0
+    while aggregate() < term.throughput_mpps - 1e-9:
+        if all(w >= max_ways for w in ways):
+            # Cannot happen with K from the fair share, unless the profile
+            # is not monotone; one more instance restores progress.
+            ways.append(min(prof.min_ways, max_ways))
+            continue
+        if ways[i % len(ways)] < max_ways:
+            ways[i % len(ways)] += 1
+        i += 1
+    ways.sort(reverse=True)
+    return Sizing(term.name, cap, tuple(ways),
+                  tuple(prof.throughput_at(w) * cap for w in ways))
+
+
+def place(sizing, servers):
+    """Step 4: first-fit decreasing; all instances or none.
+
+    :param servers: list of :class:`Server`, in fill order; updated only
+        when every instance fits.
+    :raises AdmissionRefused: when the cluster lacks cores or ways in
+        total, or no server has room for some instance.
+    """
+    need_cores = sizing.instances
+    need_ways = sum(sizing.ways)
+    free_cores = sum(s.free_cores for s in servers)
+    free_ways = sum(s.free_ways for s in servers)
+    if need_cores > free_cores or need_ways > free_ways:
+        raise AdmissionRefused(
+            sizing.term, CLUSTER_CAPACITY, 'needs %d cores and %d ways; the '
+            'cluster has %d cores and %d ways free across %d servers; add '
+            'servers or lower the throughput target' % (
+                need_cores, need_ways, free_cores, free_ways, len(servers)))
+    trial = [dataclasses.replace(s) for s in servers]
+    placements = []
+    for index, (ways, mpps) in enumerate(zip(sizing.ways,
+                                             sizing.per_instance_mpps)):
+        for server in trial:
+            if server.fits(ways):
+                server.used_cores += 1
+                server.used_ways += ways
+                placements.append(Placement(sizing.term, index, server.name,
+                                            ways, mpps))
+                break
+        else:
+            best = max(trial, key=lambda s: (s.free_ways if s.free_cores
+                                             else -1))
+            raise AdmissionRefused(
+                sizing.term, NO_ROOM, 'instance %d needs a core and %d ways; '
+                'no server has both free (the most ways with a free core is '
+                '%d on %s); fragmentation: the background optimizer can '
+                'repack, or add servers' % (
+                    index, ways, max(best.free_ways, 0) if best.free_cores
+                    else 0, best.name))
+    for server, done in zip(servers, trial):
+        server.used_cores = done.used_cores
+        server.used_ways = done.used_ways
+    return placements
+
+
+def admit(term, servers, discount=DEFAULT_DISCOUNT):
+    """Size and place one term; ``servers`` change only on success.
+
+    :returns: ``(sizing, placements)``.
+    """
+    shape = servers[0] if servers else Server('none')
+    sizing = size(term, shape.cores, shape.ways, discount)
+    return sizing, place(sizing, servers)
+
+
+def make_cluster(count, cores=9, ways=18, prefix='server'):
+    """``count`` empty servers named ``<prefix>-000`` and up."""
+    if count <= 0:
+        raise ValueError('a cluster needs at least one server, got %d'
+                         % count)
+    if cores <= 0 or ways <= 0:
+        raise ValueError('servers need cores and ways (got %d cores, %d '
+                         'ways)' % (cores, ways))
+    return [Server('%s-%03d' % (prefix, i), cores, ways)
+            for i in range(count)]

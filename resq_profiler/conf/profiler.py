@@ -1,0 +1,122 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ``[resq_profiler]`` options."""
+
+from oslo_config import cfg
+
+GROUP = 'resq_profiler'
+
+DEFAULT_LOAD_LEVELS = [round(0.1 + 0.075 * i, 3) for i in range(13)]
+
+profile_opts = [
+    cfg.StrOpt('profile_dir',
+               default='/var/lib/resq/profiles',
+               help='Directory holding the profile documents, one '
+                    '<profile id>.json file each. The profiler writes here; '
+                    'Nova and the optimizer read the same store (see '
+                    '[resq] profile_dir), so on a cloud this is a shared or '
+                    'synchronised directory.'),
+    cfg.StrOpt('driver',
+               default='model',
+               help='How measurements are taken. "model" uses the analytic '
+                    'NF model (planning, tests, the evaluation); "command" '
+                    'runs the real NF inside a resctrl group (see the '
+                    'command_* options). Other drivers can be added through '
+                    'the resq_profiler.drivers entry point group.'),
+    cfg.FloatOpt('max_interpolation_error_pct',
+                 default=1.0, min=0.01, max=50.0,
+                 help='The adaptive profiler splits an interval while linear '
+                      'interpolation misses the measured midpoint by more '
+                      'than this many percent (ResQ uses 1). Lower values '
+                      'take more measurements.'),
+    cfg.IntOpt('max_measurements_per_curve',
+               default=20, min=3,
+               help='Upper bound on measurements per curve, whatever the '
+                    'error. The profile records the error it reached.'),
+    cfg.ListOpt('latency_load_levels',
+                item_type=cfg.types.Float(min=0.001, max=1.0),
+                default=DEFAULT_LOAD_LEVELS,
+                help='Offered load levels, as fractions of the throughput '
+                     'at the best allocation, among which the latency curve '
+                     'is sampled (strictly increasing). The default is 13 '
+                     'levels, as in the ResQ authors\' sweeps.'),
+]
+
+model_opts = [
+    cfg.FloatOpt('model_noise_pct', default=0.0, min=0.0, max=20.0,
+                 help='Standard deviation of Gaussian noise, in percent, '
+                      'that the model driver adds to every measurement, to '
+                      'emulate run-to-run variance. 0 gives exact values.'),
+    cfg.IntOpt('model_seed', default=0,
+               help='Seed of the model driver\'s noise.'),
+]
+
+command_opts = [
+    cfg.StrOpt('command',
+               help='Command line of the NF for the command driver. '
+                    'Placeholders: {cpu} (the core it is pinned to), '
+                    '{housekeeping_cpu}, {mbufs} (the DMA buffer pool '
+                    'ResQ sizes), {duration_s}, {load_mpps} (0 means '
+                    'saturate), {load_fraction}, {packet_bytes}, {flows}, '
+                    '{ways}, {file_prefix} (unique per run, for DPDK). '
+                    'Example: dpdk-testpmd -l {housekeeping_cpu},{cpu} '
+                    '--no-huge -m 512 --no-pci --file-prefix {file_prefix} '
+                    '--vdev net_null0 --vdev net_null1 -- '
+                    '--forward-mode=io --total-num-mbufs={mbufs} '
+                    '--stats-period 1'),
+    cfg.StrOpt('command_output',
+               default='keyvalue', choices=[
+                   ('keyvalue', 'lines "throughput_mpps=<x>" and '
+                                '"latency_p95_us=<y>" (":" also accepted)'),
+                   ('testpmd', 'dpdk-testpmd\'s periodic port statistics '
+                               '(throughput only)')],
+               help='How the command driver reads a measurement from the '
+                    'command\'s output.'),
+    cfg.FloatOpt('command_duration_s', default=5.0, min=0.5,
+                 help='How long each measurement runs. After this the '
+                      'command gets SIGINT (commands may also exit on their '
+                      'own earlier).'),
+    cfg.FloatOpt('command_grace_s', default=10.0, min=0.5,
+                 help='How long to wait for the command to print its '
+                      'statistics and exit after SIGINT before it is '
+                      'killed and the measurement fails.'),
+    cfg.IntOpt('cpu', default=1, min=0,
+               help='The core the NF is pinned to; the resctrl group gets '
+                    'this CPU and the NF\'s process.'),
+    cfg.IntOpt('housekeeping_cpu', default=0, min=0,
+               help='A second core for the NF\'s control thread (DPDK\'s '
+                    'main lcore), passed as {housekeeping_cpu}.'),
+    cfg.IntOpt('cache_domain', default=0, min=0,
+               help='L3 cache domain (resctrl domain id) of the profiling '
+                    'core.'),
+    cfg.IntOpt('mbufs', min=0, default=0,
+               help='Size of the NF\'s packet buffer pool, passed as '
+                    '{mbufs}. 0 sizes it as ResQ does: as many buffers of '
+                    'the profiled packet size as fit in the I/O (DDIO) '
+                    'ways.'),
+    cfg.IntOpt('io_ways', default=2, min=0,
+               help='LLC ways DDIO uses on the profiling host, for sizing '
+                    'mbufs when mbufs is 0.'),
+    cfg.StrOpt('resctrl_root', default='/sys/fs/resctrl',
+               help='Where resctrl is mounted. Tests point this at a '
+                    'temporary tree laid out like the kernel\'s.'),
+    cfg.StrOpt('resctrl_group', default='resq-profiler',
+               help='Name of the resctrl group the profiler creates for the '
+                    'NF (must start with "resq-"); removed when profiling '
+                    'ends.'),
+]
+
+ALL_OPTS = profile_opts + model_opts + command_opts
+
+
+def register_opts(conf):
+    conf.register_opts(ALL_OPTS, group=GROUP)

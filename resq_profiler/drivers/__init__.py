@@ -1,0 +1,79 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Measurement drivers: how the profiler gets one throughput or latency.
+
+A driver is loaded by name from the ``resq_profiler.drivers`` entry point
+group (``model`` and ``command`` ship with resq-nova).
+"""
+
+import abc
+
+from stevedore import driver as stevedore_driver
+
+from resq_profiler import exception
+
+NAMESPACE = 'resq_profiler.drivers'
+
+
+class Driver(metaclass=abc.ABCMeta):
+    """One way of running an NF at an LLC allocation and a load."""
+
+    name = None
+
+    def __init__(self, conf, nf, traffic):
+        """:param conf: an oslo.config ``ConfigOpts`` with [resq_profiler].
+        :param nf: the NF name.
+        :param traffic: a :class:`resq_profiler.nfmodel.Traffic`.
+        """
+        self.conf = conf
+        self.nf = nf
+        self.traffic = traffic
+
+    @abc.abstractmethod
+    def platform(self):
+        """``{'llc_ways', 'way_size_bytes', 'cpu_model'}`` measured on."""
+
+    def way_range(self):
+        """The allocations this driver can measure, smallest first."""
+        return list(range(1, self.platform()['llc_ways'] + 1))
+
+    @abc.abstractmethod
+    def throughput(self, ways):
+        """Saturation throughput (Mpps) alone with ``ways`` LLC ways."""
+
+    @abc.abstractmethod
+    def latency(self, ways, load_fraction, peak_mpps):
+        """p95 latency (µs) at ``load_fraction`` of ``peak_mpps``."""
+
+    def close(self):
+        """Release whatever the driver holds (groups, processes)."""
+
+
+def load(name, conf, nf, traffic):
+    """Instantiate driver ``name``.
+
+    :raises resq_profiler.exception.MeasurementError: for unknown names.
+    """
+    try:
+        mgr = stevedore_driver.DriverManager(
+            NAMESPACE, name, invoke_on_load=True,
+            invoke_args=(conf, nf, traffic))
+    except stevedore_driver.NoMatches:
+        raise exception.MeasurementError(
+            reason='unknown profiling driver %r; choose one of: %s'
+            % (name, ', '.join(available())))
+    return mgr.driver
+
+
+def available():
+    from stevedore import extension
+    return sorted(extension.ExtensionManager(NAMESPACE).names())

@@ -1,0 +1,288 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ``command`` driver: measure a real NF process under CAT.
+
+For every measurement the driver gives the profiler's resctrl group a
+contiguous mask of the requested number of ways (from the lowest way up,
+away from the I/O ways DDIO uses at the top), binds the profiling core to
+it, starts the NF pinned to that core, puts the process into the group
+before it runs a single instruction of the NF (the child waits on a pipe
+until the parent has written its PID to ``tasks``), lets it run, stops it
+with SIGINT and parses its output.
+"""
+
+import math
+import os
+import re
+import shlex
+import signal
+import subprocess
+
+from oslo_log import log as logging
+
+from resq_agent import cbm
+from resq_agent import resctrl
+import resq_agent.privsep.resctrl
+from resq_profiler import drivers
+from resq_profiler import exception
+from resq_profiler import nfmodel
+
+LOG = logging.getLogger(__name__)
+
+_KV_RE = re.compile(r'^\s*(throughput_mpps|latency_p95_us)\s*[=:]\s*'
+                    r'([0-9.eE+-]+)\s*$', re.MULTILINE)
+_TESTPMD_TX_RE = re.compile(r'Tx-pps:\s+(\d+)')
+_TESTPMD_BLOCK = 'Port statistics ='
+
+
+def parse_keyvalue(text):
+    found = {}
+    for key, value in _KV_RE.findall(text):
+        try:
+            found[key] = float(value)
+        except ValueError:
+            continue
+    return found.get('throughput_mpps'), found.get('latency_p95_us')
+
+
+def parse_testpmd(text):
+    """Mean forwarded Mpps over testpmd's periodic statistics blocks.
+
+    Every ``--stats-period`` block lists each port's Tx-pps since the
+    previous block; the first block (warm-up) is skipped, as are blocks
+    that are all zero (before forwarding started).
+    """
+    totals = []
+    for block in text.split(_TESTPMD_BLOCK)[1:]:
+        pps = [int(v) for v in _TESTPMD_TX_RE.findall(block)]
+        if pps and sum(pps) > 0:
+            totals.append(sum(pps))
+    if len(totals) > 1:
+        totals = totals[1:]
+    if not totals:
+        return None, None
+    return sum(totals) / len(totals) / 1e6, None
+
+
+PARSERS = {'keyvalue': parse_keyvalue, 'testpmd': parse_testpmd}
+
+
+class CommandDriver(drivers.Driver):
+    name = 'command'
+
+    def __init__(self, conf, nf, traffic):
+        super().__init__(conf, nf, traffic)
+        group = conf.resq_profiler
+        self.opts = group
+        if not group.command:
+            raise exception.MeasurementError(
+                reason='the command driver needs [resq_profiler] command '
+                '(the NF command line to run)')
+        try:
+            self.argv_template = shlex.split(group.command)
+        except ValueError as exc:
+            raise exception.MeasurementError(
+                reason='[resq_profiler] command cannot be parsed: %s' % exc)
+        self.parse = PARSERS[group.command_output]
+        self.tree = resctrl.Resctrl(group.resctrl_root).check()
+        self.info = self.tree.info()
+        resctrl.check_group_name(group.resctrl_group)
+        domains = self.tree.domains()
+        if group.cache_domain not in domains:
+            raise exception.MeasurementError(
+                reason='[resq_profiler] cache_domain %d is not a cache domain '
+                'of %s (domains: %s)' % (group.cache_domain, self.tree.root,
+                                         domains))
+        self.total_ways = cbm.bits(self.info['cbm_mask'])
+        self.way_size = _way_size(self.opts.cpu, self.total_ways)
+        self._runs = 0
+        self._group_made = False
+
+    # -- platform ---------------------------------------------------------
+    def platform(self):
+        return {'llc_ways': self.total_ways,
+                'way_size_bytes': self.way_size,
+                'cpu_model': _cpu_model()}
+
+    def way_range(self):
+        return list(range(self.info['min_cbm_bits'], self.total_ways + 1))
+
+    def mbufs(self):
+        if self.opts.mbufs:
+            return self.opts.mbufs
+        lines = math.ceil(self.traffic.packet_bytes / nfmodel.CACHE_LINE)
+        ddio = self.opts.io_ways * self.way_size
+        return max(int(ddio // (lines * nfmodel.CACHE_LINE)), 1024)
+
+    # -- measuring --------------------------------------------------------
+    def throughput(self, ways):
+        mpps, _ = self._run(ways, 1.0, 0.0)
+        if mpps is None:
+            raise exception.MeasurementError(
+                reason='%s printed no throughput (%s format)'
+                % (self.argv_template[0], self.opts.command_output))
+        return mpps
+
+    def latency(self, ways, load_fraction, peak_mpps):
+        _, lat = self._run(ways, load_fraction, load_fraction * peak_mpps)
+        if lat is None:
+            raise exception.MeasurementError(
+                reason='%s printed no p95 latency at load %.0f%% (%s '
+                'format); the latency curve needs a command that reports '
+                '"latency_p95_us", e.g. a wrapper around the NF and its '
+                'traffic generator' % (self.argv_template[0],
+                                      load_fraction * 100,
+                                      self.opts.command_output))
+        return lat
+
+    def _apply_mask(self, ways):
+        root, group = self.opts.resctrl_root, self.opts.resctrl_group
+        mask = cbm.make(0, ways)
+        if not self._group_made:
+            resq_agent.privsep.resctrl.create_group(root, group)
+            self._group_made = True
+        resq_agent.privsep.resctrl.write_l3_masks(
+            root, group, {self.opts.cache_domain: mask})
+        resq_agent.privsep.resctrl.assign_cpus(root, group, [self.opts.cpu])
+        return mask
+
+    def _argv(self, ways, load_fraction, load_mpps):
+        self._runs += 1
+        values = {
+            'cpu': self.opts.cpu,
+            'housekeeping_cpu': self.opts.housekeeping_cpu,
+            'mbufs': self.mbufs(),
+            'duration_s': self.opts.command_duration_s,
+            'load_mpps': round(load_mpps, 6),
+            'load_fraction': round(load_fraction, 6),
+            'packet_bytes': self.traffic.packet_bytes,
+            'flows': self.traffic.flows,
+            'ways': ways,
+            'file_prefix': 'resq-prof-%d-%d' % (os.getpid(), self._runs),
+        }
+        try:
+            return [arg.format(**values) for arg in self.argv_template]
+        except (KeyError, IndexError, ValueError) as exc:
+            raise exception.MeasurementError(
+                reason='[resq_profiler] command has an unknown placeholder '
+                '%s; known: %s' % (exc, ', '.join(sorted(values))))
+
+    def _run(self, ways, load_fraction, load_mpps):
+        mask = self._apply_mask(ways)
+        argv = self._argv(ways, load_fraction, load_mpps)
+        LOG.debug('Running %s with L3 mask %s', argv, cbm.fmt(mask))
+        gate_r, gate_w = os.pipe()
+        cpu = self.opts.cpu
+
+        def _wait_for_group():
+            os.close(gate_w)
+            os.read(gate_r, 1)
+            os.close(gate_r)
+            os.sched_setaffinity(0, {cpu})
+
+        try:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, text=True, errors='replace',
+                preexec_fn=_wait_for_group, pass_fds=(gate_r, gate_w))
+        except OSError as exc:
+            os.close(gate_r)
+            os.close(gate_w)
+            raise exception.MeasurementError(
+                reason='cannot start %s: %s' % (argv[0], exc.strerror))
+        os.close(gate_r)
+        try:
+            resq_agent.privsep.resctrl.assign_task(
+                self.opts.resctrl_root, self.opts.resctrl_group, proc.pid)
+        except Exception:
+            os.close(gate_w)
+            proc.kill()
+            proc.wait()
+            raise
+        os.write(gate_w, b'g')
+        os.close(gate_w)
+        output = self._collect(proc, argv)
+        mpps, lat = self.parse(output)
+        if mpps is None and lat is None:
+            raise exception.MeasurementError(
+                reason='%s exited %s and printed nothing parseable as %s '
+                'output; last lines:\n%s' % (
+                    argv[0], proc.returncode, self.opts.command_output,
+                    _tail(output)))
+        for value, what in ((mpps, 'throughput'), (lat, 'latency')):
+            if value is not None and (not math.isfinite(value)
+                                      or value <= 0):
+                raise exception.MeasurementError(
+                    reason='%s reported a %s of %r, which is not a '
+                    'positive number' % (argv[0], what, value))
+        return mpps, lat
+
+    def _collect(self, proc, argv):
+        try:
+            out, _ = proc.communicate(timeout=self.opts.command_duration_s)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                out, _ = proc.communicate(timeout=self.opts.command_grace_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+                raise exception.MeasurementError(
+                    reason='%s did not exit within %.0f s of SIGINT and was '
+                    'killed; last lines:\n%s' % (
+                        argv[0], self.opts.command_grace_s, _tail(out)))
+            if proc.returncode not in (0, -signal.SIGINT):
+                raise exception.MeasurementError(
+                    reason='%s exited with status %s after SIGINT; last '
+                    'lines:\n%s' % (argv[0], proc.returncode, _tail(out)))
+            return out
+        if proc.returncode != 0:
+            raise exception.MeasurementError(
+                reason='%s exited with status %s before the measurement '
+                'ended; last lines:\n%s' % (argv[0], proc.returncode,
+                                           _tail(out)))
+        return out
+
+    def close(self):
+        if self._group_made:
+            resq_agent.privsep.resctrl.remove_group(
+                self.opts.resctrl_root, self.opts.resctrl_group)
+            self._group_made = False
+
+
+def _tail(text, lines=8):
+    return '\n'.join((text or '').strip().splitlines()[-lines:]) or '(none)'
+
+
+def _way_size(cpu, ways):
+    """Bytes per LLC way: the core's L3 size over the way count."""
+    path = '/sys/devices/system/cpu/cpu%d/cache/index3/size' % cpu
+    try:
+        with open(path, encoding='ascii') as f:
+            text = f.read().strip().upper()
+        units = {'K': 1024, 'M': 1024 * 1024}
+        size = int(text[:-1]) * units[text[-1]] if text[-1] in units else (
+            int(text))
+        return max(size // ways, 1)
+    except (OSError, ValueError, IndexError):
+        return nfmodel.Platform().way_size_bytes
+
+
+def _cpu_model():
+    try:
+        with open('/proc/cpuinfo', encoding='ascii', errors='replace') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return 'unknown'

@@ -1,0 +1,56 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ``model`` driver: measurements from the analytic NF model.
+
+For planning, tests and the cluster evaluation. ``[resq_profiler]
+model_noise_pct`` adds seeded Gaussian noise to emulate run-to-run
+variance of a real testbed.
+"""
+
+import random
+import zlib
+
+from resq_profiler import catalog
+from resq_profiler import drivers
+from resq_profiler import nfmodel
+
+
+class ModelDriver(drivers.Driver):
+    name = 'model'
+
+    def __init__(self, conf, nf, traffic):
+        super().__init__(conf, nf, traffic)
+        self.spec = catalog.get(nf)
+        self.model = nfmodel.NFModel(self.spec)
+        group = conf.resq_profiler
+        self.noise_pct = group.model_noise_pct
+        seed = zlib.crc32(('%s/%s' % (self.spec.name, group.model_seed))
+                          .encode())
+        self._rng = random.Random(seed)
+        self.calls = 0
+
+    def _noisy(self, value):
+        if not self.noise_pct:
+            return value
+        return value * (1.0 + self._rng.gauss(0.0, self.noise_pct / 100.0))
+
+    def platform(self):
+        return self.model.platform.as_dict()
+
+    def throughput(self, ways):
+        self.calls += 1
+        return self._noisy(self.model.throughput_mpps(ways, self.traffic))
+
+    def latency(self, ways, load_fraction, peak_mpps):
+        self.calls += 1
+        cap = self.model.throughput_mpps(ways, self.traffic)
+        return self._noisy(self.model.latency_p95_us(load_fraction, cap))

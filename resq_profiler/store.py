@@ -1,0 +1,157 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""A directory of profile documents, one ``<id>.json`` file each.
+
+Writes are atomic: a document is written to a temporary file in the same
+directory, flushed to disk and renamed over the old one, so a reader sees
+the old profile or the new one, never half of either, and a crash leaves at
+most a ``.tmp`` file that the next write or ``cleanup()`` removes.
+"""
+
+import contextlib
+import os
+import tempfile
+
+from oslo_log import log as logging
+
+from resq_profiler import exception
+from resq_profiler import profile as profile_mod
+
+LOG = logging.getLogger(__name__)
+_SUFFIX = '.json'
+_TMP_PREFIX = '.resq-profile-'
+
+
+def atomic_write(path, text):
+    """Write ``text`` to ``path`` atomically (temp file, fsync, rename)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix='.tmp',
+                               dir=directory)
+    try:
+        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+def load_file(path):
+    """Read and validate one profile document.
+
+    :raises resq_profiler.exception.InvalidProfile: naming the file.
+    """
+    try:
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+    except OSError as exc:
+        raise exception.InvalidProfile(path, '(document)',
+                                       'cannot be read: %s' % exc.strerror)
+    return profile_mod.Profile.from_json(text, source=path)
+
+
+class ProfileStore:
+    """Profiles kept as JSON files in one directory."""
+
+    def __init__(self, directory):
+        self.directory = os.path.abspath(directory)
+
+    def _path(self, profile_id):
+        if (not profile_mod._ID_RE.match(profile_id)
+                or profile_id.startswith('.')):
+            raise exception.ProfileNotFound(profile_id=profile_id,
+                                            store=self.directory)
+        return os.path.join(self.directory, profile_id + _SUFFIX)
+
+    def _ensure_dir(self):
+        try:
+            os.makedirs(self.directory, exist_ok=True)
+        except OSError as exc:
+            raise exception.ProfileStoreError(
+                store=self.directory,
+                reason='cannot create the directory (%s); set '
+                '[resq_profiler] profile_dir to a writable place'
+                % exc.strerror)
+
+    def put(self, prof):
+        """Store ``prof`` (replacing a profile with the same id)."""
+        self._ensure_dir()
+        # Round-trip through validation: never store what we cannot load.
+        text = prof.to_json()
+        profile_mod.Profile.from_json(text, source=prof.profile_id)
+        path = self._path(prof.profile_id)
+        try:
+            atomic_write(path, text)
+        except OSError as exc:
+            raise exception.ProfileStoreError(
+                store=self.directory, reason='cannot write %s: %s'
+                % (path, exc.strerror))
+        LOG.info('Stored profile %s in %s', prof.profile_id, path)
+        return path
+
+    def get(self, profile_id):
+        path = self._path(profile_id)
+        if not os.path.exists(path):
+            raise exception.ProfileNotFound(profile_id=profile_id,
+                                            store=self.directory)
+        return load_file(path)
+
+    def exists(self, profile_id):
+        try:
+            return os.path.exists(self._path(profile_id))
+        except exception.ProfileNotFound:
+            return False
+
+    def delete(self, profile_id):
+        path = self._path(profile_id)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            raise exception.ProfileNotFound(profile_id=profile_id,
+                                            store=self.directory)
+
+    def ids(self):
+        if not os.path.isdir(self.directory):
+            return []
+        return sorted(name[:-len(_SUFFIX)]
+                      for name in os.listdir(self.directory)
+                      if name.endswith(_SUFFIX) and not name.startswith('.'))
+
+    def list(self):
+        """Every valid profile; invalid files are logged and skipped."""
+        result = []
+        for profile_id in self.ids():
+            try:
+                result.append(self.get(profile_id))
+            except exception.InvalidProfile as exc:
+                LOG.warning('Skipping invalid profile: %s', exc)
+        return result
+
+    def cleanup(self):
+        """Remove temporary files a crashed writer left behind."""
+        removed = []
+        if os.path.isdir(self.directory):
+            for name in os.listdir(self.directory):
+                if name.startswith(_TMP_PREFIX) and name.endswith('.tmp'):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(self.directory, name))
+                        removed.append(name)
+        return removed
