@@ -1,0 +1,271 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``resq-profiler``: measure, store, check and plot NF profiles."""
+
+import json
+import os
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resq_profiler import catalog
+from resq_profiler import conf as resq_conf
+from resq_profiler import exception
+from resq_profiler import nfmodel
+from resq_profiler import profiler
+from resq_profiler import store as store_mod
+
+LOG = logging.getLogger(__name__)
+
+
+def _add_parsers(subparsers):
+    p = subparsers.add_parser(
+        'profile', help='measure an NF and store its profile')
+    p.add_argument('nf', help='NF name (see "resq-profiler catalog")')
+    p.add_argument('--packet-bytes', type=int, default=64)
+    p.add_argument('--flows', type=int, default=100000)
+    p.add_argument('--nf-config', metavar='PATH',
+                   help='the NF configuration file; its digest is recorded '
+                        'and the profile is valid for it only')
+    p.add_argument('--id', dest='profile_id',
+                   help='profile id (default: derived from NF, traffic and '
+                        'configuration digest)')
+    p.add_argument('--plot', metavar='PNG',
+                   help='also write a plot of both curves')
+    p.set_defaults(func=cmd_profile)
+
+    p = subparsers.add_parser(
+        'profile-catalog',
+        help='profile every NF of the catalog with the model driver')
+    p.add_argument('--packet-bytes', type=int, default=64)
+    p.add_argument('--flows', type=int, default=100000)
+    p.add_argument('--plot-dir', metavar='DIR',
+                   help='write one PNG per profile here')
+    p.set_defaults(func=cmd_profile_catalog)
+
+    p = subparsers.add_parser(
+        'validate', help='check profile documents; non-zero exit if invalid')
+    p.add_argument('paths', nargs='+', metavar='PATH')
+    p.set_defaults(func=cmd_validate)
+
+    p = subparsers.add_parser('show', help='print a profile and its fit')
+    p.add_argument('profile', help='profile id in the store, or a file')
+    p.add_argument('--json', action='store_true')
+    p.set_defaults(func=cmd_show)
+
+    p = subparsers.add_parser('list', help='list the stored profiles')
+    p.set_defaults(func=cmd_list)
+
+    p = subparsers.add_parser('plot', help='write a PNG of both curves')
+    p.add_argument('profile', help='profile id in the store, or a file')
+    p.add_argument('--output', '-o', required=True, metavar='PNG')
+    p.set_defaults(func=cmd_plot)
+
+    p = subparsers.add_parser('catalog', help='list the NF catalog')
+    p.set_defaults(func=cmd_catalog)
+
+
+command_opt = cfg.SubCommandOpt('command', title='Commands',
+                                handler=_add_parsers)
+
+
+def _store(conf):
+    return store_mod.ProfileStore(conf.resq_profiler.profile_dir)
+
+
+def _load(conf, ref):
+    if os.path.sep in ref or ref.endswith('.json') or os.path.isfile(ref):
+        return store_mod.load_file(ref)
+    return _store(conf).get(ref)
+
+
+def _progress(curve, x, y, count):
+    unit = 'ways' if curve == 'throughput' else 'load'
+    value = 'Mpps' if curve == 'throughput' else 'us p95'
+    shown = ('%d' % x) if curve == 'throughput' else ('%.0f%%' % (x * 100))
+    print('  [%s %2d] %s %s -> %.4g %s' % (curve, count, unit, shown, y,
+                                          value), flush=True)
+
+
+def _profile_one(conf, nf, traffic, config_text='', profile_id=None,
+                 plot=None, quiet=False):
+    spec = catalog.CATALOG.get(nf)
+    print('Profiling %s (%d B packets, %d flows) with the %s driver' % (
+        nf, traffic.packet_bytes, traffic.flows, conf.resq_profiler.driver),
+        flush=True)
+    prof = profiler.run(conf, nf, traffic, config_text=config_text,
+                        progress=None if quiet else _progress,
+                        profile_id=profile_id,
+                        description=spec.description if spec else None)
+    path = _store(conf).put(prof)
+    m = prof.measurement
+    print('  stored %s (%d + %d measurements, max interpolation error '
+          '%.2f%%) in %s' % (prof.profile_id, m['points']['throughput'],
+                             m['points']['latency'],
+                             m['max_interpolation_error_pct'], path),
+          flush=True)
+    if plot:
+        from resq_profiler import plot as plot_mod
+        plot_mod.write_profile_png(prof, plot)
+        print('  plot written to %s' % plot)
+    return prof
+
+
+def cmd_profile(conf):
+    args = conf.command
+    nf = args.nf
+    if conf.resq_profiler.driver == 'model':
+        nf = catalog.get(nf).name
+    config_text = ''
+    if args.nf_config:
+        try:
+            with open(args.nf_config, encoding='utf-8') as f:
+                config_text = f.read()
+        except OSError as exc:
+            raise exception.MeasurementError(
+                reason='cannot read NF configuration %s: %s'
+                % (args.nf_config, exc.strerror))
+    _profile_one(conf, nf, _traffic(args), config_text, args.profile_id,
+                 args.plot)
+    return 0
+
+
+def _traffic(args):
+    if not 64 <= args.packet_bytes <= 9216:
+        raise exception.MeasurementError(
+            reason='--packet-bytes must be between 64 and 9216, got %d'
+            % args.packet_bytes)
+    if args.flows < 1:
+        raise exception.MeasurementError(
+            reason='--flows must be at least 1, got %d' % args.flows)
+    return nfmodel.Traffic(args.packet_bytes, args.flows)
+
+
+def cmd_profile_catalog(conf):
+    args = conf.command
+    traffic = _traffic(args)
+    conf.set_override('driver', 'model', group='resq_profiler')
+    names = catalog.names()
+    for i, nf in enumerate(names, 1):
+        print('(%d/%d) ' % (i, len(names)), end='')
+        plot = None
+        if args.plot_dir:
+            os.makedirs(args.plot_dir, exist_ok=True)
+            plot = os.path.join(args.plot_dir, '%s.png' % nf.lower())
+        _profile_one(conf, nf, traffic, plot=plot, quiet=True)
+    return 0
+
+
+def cmd_validate(conf):
+    bad = 0
+    for path in conf.command.paths:
+        try:
+            prof = store_mod.load_file(path)
+        except exception.InvalidProfile as exc:
+            print('INVALID %s' % exc, file=sys.stderr)
+            bad += 1
+            continue
+        _, over = prof.concave_fit()
+        note = ''
+        if over > prof.measurement.get('tolerance_pct', 1.0):
+            note = (' (warning: throughput is not concave; the fit lies up '
+                    'to %.2f%% above it)' % over)
+        print('OK %s: %s%s' % (path, prof.profile_id, note))
+    return 1 if bad else 0
+
+
+def _describe(prof):
+    pieces, over = prof.concave_fit()
+    lines = [
+        'Profile %s' % prof.profile_id,
+        '  NF %s, config %s' % (prof.name, prof.nf['config_digest'][:19]),
+        '  traffic %d B packets, %d flows' % (prof.traffic['packet_bytes'],
+                                               prof.traffic['flows']),
+        '  platform %s, %d ways of %d bytes' % (
+            prof.platform['cpu_model'], prof.platform['llc_ways'],
+            prof.platform['way_size_bytes']),
+        '  measured by %s: %s' % (prof.measurement['driver'],
+                                  prof.measurement['points']),
+        '  throughput (ways -> Mpps): ' + ', '.join(
+            '%d:%.3f' % (w, t) for w, t in prof.throughput),
+        '  p95 latency at %d ways (load -> us): ' % prof.latency_ways
+        + ', '.join('%.0f%%:%.1f' % (x * 100, y) for x, y in prof.latency),
+        '  concave fit (%d pieces, at most %.2f%% above the curve):'
+        % (len(pieces), over),
+    ]
+    for p in pieces:
+        lines.append('    ways %g-%g: %.4f * ways + %.4f Mpps'
+                     % (p.pivot, p.end, p.slope, p.intercept))
+    return '\n'.join(lines)
+
+
+def cmd_show(conf):
+    prof = _load(conf, conf.command.profile)
+    if conf.command.json:
+        print(prof.to_json(), end='')
+    else:
+        print(_describe(prof))
+    return 0
+
+
+def cmd_list(conf):
+    profiles = _store(conf).list()
+    if not profiles:
+        print('No profiles in %s' % conf.resq_profiler.profile_dir)
+    for prof in profiles:
+        print('%-40s %-9s %5d B %7d flows  peak %.3f Mpps  %s' % (
+            prof.profile_id, prof.name, prof.traffic['packet_bytes'],
+            prof.traffic['flows'], prof.peak_mpps,
+            prof.measurement['driver']))
+    return 0
+
+
+def cmd_plot(conf):
+    from resq_profiler import plot as plot_mod
+    prof = _load(conf, conf.command.profile)
+    plot_mod.write_profile_png(prof, conf.command.output)
+    print('plot written to %s' % conf.command.output)
+    return 0
+
+
+def cmd_catalog(conf):
+    rows = [{'name': s.name, 'sensitivity': s.sensitivity,
+             'solo_mpps': s.mpps, 'description': s.description}
+            for s in sorted(catalog.CATALOG.values(), key=lambda s: s.name)]
+    for r in rows:
+        print('%-9s %-11s %6.3f Mpps  %s' % (r['name'], r['sensitivity'],
+                                             r['solo_mpps'],
+                                             r['description']))
+    return 0
+
+
+def main(argv=None):
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    resq_conf.register_opts(conf)
+    conf.register_cli_opt(command_opt)
+    conf(sys.argv[1:] if argv is None else argv, project='resq',
+         prog='resq-profiler')
+    logging.setup(conf, 'resq-profiler')
+    try:
+        return conf.command.func(conf)
+    except exception.ResQException as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 1
+    except (json.JSONDecodeError, ValueError) as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Shared test base classes and fixtures."""
+
+import json
+import os
+
+import fixtures
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+import testtools
+
+from resq_agent import privsep
+from resq_nova import conf as nova_conf
+from resq_profiler import conf as prof_conf
+
+
+class PrivsepInProcess(fixtures.Fixture):
+    """Run the resctrl privsep entry points in the test process.
+
+    The tests run as an ordinary user's tree in a temporary directory, so
+    the privileged functions need no daemon; their argument checks still
+    run, which is what the tests exercise.
+    """
+
+    def _setUp(self):
+        privsep.resctrl_pctxt.set_client_mode(False)
+        self.addCleanup(privsep.resctrl_pctxt.set_client_mode, True)
+
+
+class TestCase(testtools.TestCase):
+    """Base class: a private ConfigOpts with every resq group registered."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.NestedTempfile())
+        conf = cfg.ConfigOpts()
+        prof_conf.register_opts(conf)
+        nova_conf.register_opts(conf)
+        conf([], project='resq')
+        self.conf_fixture = self.useFixture(config_fixture.Config(conf))
+        self.conf = conf
+        self.tmp = self.useFixture(fixtures.TempDir()).path
+
+    def flags(self, group, **kw):
+        for key, value in kw.items():
+            self.conf_fixture.config(group=group, **{key: value})
+
+    def write_json(self, name, doc):
+        path = os.path.join(self.tmp, name)
+        with open(path, 'w') as f:
+            if isinstance(doc, str):
+                f.write(doc)
+            else:
+                json.dump(doc, f)
+        return path

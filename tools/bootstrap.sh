@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install what the two README commands need on a fresh Debian machine:
+# tox and bindep from PyPI, then the Debian packages bindep.txt lists.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+python3 -m pip install --quiet --disable-pip-version-check 'tox>=4.6' bindep 2>&1 \
+    | grep -v -e '^WARNING: Location' -e 'Running pip as the' || true
+
+missing=$(bindep -b test || true)
+if [ -n "$missing" ]; then
+    echo "Installing Debian packages: $missing"
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+fi
