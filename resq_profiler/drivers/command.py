@@ -26,6 +26,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 
 from oslo_log import log as logging
 
@@ -42,6 +43,18 @@ _KV_RE = re.compile(r'^\s*(throughput_mpps|latency_p95_us)\s*[=:]\s*'
                     r'([0-9.eE+-]+)\s*$', re.MULTILINE)
 _TESTPMD_TX_RE = re.compile(r'Tx-pps:\s+(\d+)')
 _TESTPMD_BLOCK = 'Port statistics ='
+_GATE_SHIM = (
+    'import os, sys\n'
+    'fd = int(sys.argv[1])\n'
+    'go = os.read(fd, 1)\n'
+    'os.close(fd)\n'
+    'if go != b"g":\n'
+    '    sys.exit(125)\n'
+    'try:\n'
+    '    os.execvp(sys.argv[2], sys.argv[2:])\n'
+    'except OSError as exc:\n'
+    '    print("cannot start %s: %s" % (sys.argv[2], exc.strerror))\n'
+    '    sys.exit(127)\n')
 
 
 def parse_keyvalue(text):
@@ -119,9 +132,10 @@ class CommandDriver(drivers.Driver):
     def mbufs(self):
         if self.opts.mbufs:
             return self.opts.mbufs
-        lines = math.ceil(self.traffic.packet_bytes / nfmodel.CACHE_LINE)
+        per_buffer = (nfmodel.buffer_lines(self.traffic.packet_bytes)
+                      * nfmodel.CACHE_LINE)
         ddio = self.opts.io_ways * self.way_size
-        return max(int(ddio // (lines * nfmodel.CACHE_LINE)), 1024)
+        return max(int(ddio // per_buffer), 1024)
 
     # -- measuring --------------------------------------------------------
     def throughput(self, ways):
@@ -182,18 +196,17 @@ class CommandDriver(drivers.Driver):
         LOG.debug('Running %s with L3 mask %s', argv, cbm.fmt(mask))
         gate_r, gate_w = os.pipe()
         cpu = self.opts.cpu
-
-        def _wait_for_group():
-            os.close(gate_w)
-            os.read(gate_r, 1)
-            os.close(gate_r)
-            os.sched_setaffinity(0, {cpu})
-
+        # The shim blocks on the gate pipe and then execs the NF in place,
+        # keeping its PID: the NF's first instruction already runs under
+        # the group's mask. (A blocking preexec_fn cannot do this: Popen
+        # waits for the exec before returning the PID.)
+        shim = [sys.executable, '-c', _GATE_SHIM, str(gate_r)] + argv
         try:
             proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                shim, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True, errors='replace',
-                preexec_fn=_wait_for_group, pass_fds=(gate_r, gate_w))
+                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+                pass_fds=(gate_r,))
         except OSError as exc:
             os.close(gate_r)
             os.close(gate_w)
@@ -206,7 +219,7 @@ class CommandDriver(drivers.Driver):
         except Exception:
             os.close(gate_w)
             proc.kill()
-            proc.wait()
+            proc.communicate()
             raise
         os.write(gate_w, b'g')
         os.close(gate_w)

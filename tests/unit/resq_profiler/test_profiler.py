@@ -1,0 +1,182 @@
+import os
+import sys
+import textwrap
+
+from resq_profiler import catalog
+from resq_profiler import drivers
+from resq_profiler import exception
+from resq_profiler import nfmodel
+from resq_profiler import profiler
+from resq_profiler import store as store_mod
+from tests import base
+from tests.fixtures import resctrl as resctrl_fixture
+
+# A stand-in NF for the command driver's unit tests: it checks that it runs
+# inside the profiler's resctrl group (its PID is in "tasks" before it
+# starts), reads its way mask from "schemata" and reports a throughput that
+# grows concavely with it and a latency that grows with the offered load.
+FAKE_NF = textwrap.dedent('''\
+    import os, sys
+    root, group, load = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    d = os.path.join(root, group)
+    tasks = open(os.path.join(d, 'tasks')).read().split()
+    if str(os.getpid()) not in tasks:
+        print('not in group'); sys.exit(3)
+    line = open(os.path.join(d, 'schemata')).read().split(':')[1]
+    ways = bin(int(line.split('=')[1], 16)).count('1')
+    print('throughput_mpps=%.6f' % (4.0 - 3.0 / ways))
+    print('latency_p95_us: %.4f' % (10.0 + 5.0 / (1.05 - load)))
+''')
+
+
+class ModelProfilerTest(base.TestCase):
+
+    def test_every_catalog_nf_profiles_within_budget(self):
+        for name in catalog.names():
+            prof = profiler.run(self.conf, name, nfmodel.Traffic())
+            m = prof.measurement
+            self.assertLessEqual(m['points']['throughput'], 12, name)
+            self.assertLessEqual(m['points']['latency'], 12, name)
+            self.assertLessEqual(m['max_interpolation_error_pct'], 1.0)
+            self.assertEqual(prof.peak_mpps,
+                             prof.throughput_at(prof.latency_ways))
+            self.assertAlmostEqual(catalog.get(name).mpps, prof.peak_mpps,
+                                   places=6)
+            self.assertEqual('model', m['driver'])
+
+    def test_profile_depends_on_config_and_traffic(self):
+        a = profiler.run(self.conf, 'Stats', nfmodel.Traffic(),
+                         config_text='rules-a')
+        b = profiler.run(self.conf, 'Stats', nfmodel.Traffic(),
+                         config_text='rules-b')
+        c = profiler.run(self.conf, 'Stats', nfmodel.Traffic(1518, 1000))
+        self.assertNotEqual(a.profile_id, b.profile_id)
+        self.assertNotEqual(a.nf['config_digest'], b.nf['config_digest'])
+        self.assertEqual({'packet_bytes': 1518, 'flows': 1000}, c.traffic)
+
+    def test_noise_is_seeded(self):
+        self.flags('resq_profiler', model_noise_pct=0.5, model_seed=7)
+        a = profiler.run(self.conf, 'LPM', nfmodel.Traffic())
+        b = profiler.run(self.conf, 'LPM', nfmodel.Traffic())
+        self.assertEqual(a.throughput, b.throughput)
+
+    def test_progress_reports_every_measurement(self):
+        seen = []
+        prof = profiler.run(self.conf, 'IPsec', nfmodel.Traffic(),
+                            progress=lambda *a: seen.append(a))
+        self.assertEqual(sum(prof.measurement['points'].values()),
+                         len(seen))
+        self.assertEqual({'throughput', 'latency'}, {s[0] for s in seen})
+
+    def test_unknown_nf_and_driver(self):
+        self.assertRaises(exception.UnknownNF, profiler.run, self.conf,
+                          'Nope', nfmodel.Traffic())
+        exc = self.assertRaises(exception.MeasurementError, profiler.run,
+                                self.conf, 'LPM', nfmodel.Traffic(),
+                                driver_name='magic')
+        self.assertIn('command, model', str(exc))
+
+
+class CommandDriverTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(base.PrivsepInProcess())
+        self.tree = self.useFixture(resctrl_fixture.ResctrlTree(ways=8))
+        script = os.path.join(self.tmp, 'fake_nf.py')
+        with open(script, 'w') as f:
+            f.write(FAKE_NF)
+        self.flags('resq_profiler', driver='command',
+                   resctrl_root=self.tree.root, cpu=0,
+                   command_duration_s=20,
+                   command='%s %s %s resq-profiler {load_fraction}'
+                           % (sys.executable, script, self.tree.root))
+
+    def test_profiles_inside_the_resctrl_group(self):
+        prof = profiler.run(self.conf, 'fake', nfmodel.Traffic())
+        thr = dict(prof.throughput)
+        self.assertEqual(1.0, thr[1])
+        self.assertAlmostEqual(4.0 - 3.0 / 8, thr[8])
+        self.assertEqual(8, prof.latency_ways)
+        self.assertEqual('command', prof.measurement['driver'])
+        self.assertAlmostEqual(10.0 + 5.0 / 0.95, prof.latency_at(0.1),
+                               places=3)
+        # The group is gone afterwards; foreign groups are untouched.
+        self.assertEqual(['other-app'], sorted(
+            n for n in os.listdir(self.tree.root)
+            if n not in ('info', 'mon_data', 'schemata', 'tasks',
+                         'cpus_list')))
+
+    def test_masks_are_contiguous_from_way_zero(self):
+        drv = drivers.load('command', self.conf, 'fake', nfmodel.Traffic())
+        self.addCleanup(drv.close)
+        drv.throughput(3)
+        self.assertEqual('L3:0=7\n', self.tree.read('resq-profiler',
+                                                    'schemata'))
+        self.assertEqual('0\n', self.tree.read('resq-profiler', 'cpus_list'))
+        self.assertEqual(list(range(1, 9)), drv.way_range())
+
+    def test_mbufs_sized_for_ddio(self):
+        drv = drivers.load('command', self.conf, 'fake',
+                           nfmodel.Traffic(1518))
+        self.addCleanup(drv.close)
+        self.assertEqual(2 * drv.way_size // 1600, drv.mbufs())
+        self.flags('resq_profiler', mbufs=4096)
+        self.assertEqual(4096, drv.mbufs())
+
+    def _fails(self, command, *expected):
+        self.flags('resq_profiler', command=command)
+        st = store_mod.ProfileStore(os.path.join(self.tmp, 'store'))
+        exc = self.assertRaises(exception.ResQException, profiler.run,
+                                self.conf, 'fake', nfmodel.Traffic())
+        for text in expected:
+            self.assertIn(text, str(exc))
+        self.assertEqual([], st.ids())
+        self.assertNotIn('resq-profiler', os.listdir(self.tree.root))
+        return exc
+
+    def test_command_that_fails(self):
+        self._fails('%s -c "print(\'boom\'); raise SystemExit(4)"'
+                    % sys.executable, 'exited with status 4', 'boom')
+
+    def test_command_that_prints_nothing_parseable(self):
+        self._fails('%s -c "print(\'hello\')"' % sys.executable,
+                    'nothing parseable', 'hello')
+
+    def test_command_without_latency(self):
+        self._fails('%s -c "print(\'throughput_mpps=2\')"' % sys.executable,
+                    'no p95 latency')
+
+    def test_missing_program_and_placeholder(self):
+        self._fails('/nonexistent/nf', 'cannot start /nonexistent/nf')
+        self._fails('echo {bogus}', 'unknown placeholder')
+
+    def test_bad_resctrl_root(self):
+        self.flags('resq_profiler', resctrl_root=os.path.join(self.tmp, 'x'))
+        exc = self.assertRaises(exception.ResctrlError, profiler.run,
+                                self.conf, 'fake', nfmodel.Traffic())
+        self.assertIn('does not exist', str(exc))
+
+    def test_no_command(self):
+        self.flags('resq_profiler', command=None)
+        exc = self.assertRaises(exception.MeasurementError, profiler.run,
+                                self.conf, 'fake', nfmodel.Traffic())
+        self.assertIn('[resq_profiler] command', str(exc))
+
+
+class ParserTest(base.TestCase):
+
+    def test_testpmd(self):
+        from resq_profiler.drivers import command
+        block = ('Port statistics ====\n  Rx-pps: %d\n  Tx-pps: %d\n'
+                 '  Tx-pps: %d\n')
+        text = (block % (0, 0, 0) + block % (9, 1000000, 1000000)
+                + block % (9, 2000000, 2000000)
+                + block % (9, 3000000, 3000000))
+        self.assertEqual((5.0, None), command.parse_testpmd(text))
+        self.assertEqual((None, None), command.parse_testpmd('nothing'))
+
+    def test_keyvalue(self):
+        from resq_profiler.drivers import command
+        self.assertEqual((1.5, 20.0), command.parse_keyvalue(
+            'x\nthroughput_mpps = 1.5\nlatency_p95_us: 20\n'))
