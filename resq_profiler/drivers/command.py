@@ -87,6 +87,13 @@ def parse_testpmd(text):
 
 
 PARSERS = {'keyvalue': parse_keyvalue, 'testpmd': parse_testpmd}
+_HINTS = {
+    'keyvalue': ' (expected lines "throughput_mpps=<x>" and '
+                '"latency_p95_us=<y>")',
+    'testpmd': ' (no periodic statistics block with traffic: pass '
+               '"--stats-period 1" and give it a command_duration_s of a '
+               'few seconds more than its start-up time)',
+}
 
 
 class CommandDriver(drivers.Driver):
@@ -118,6 +125,7 @@ class CommandDriver(drivers.Driver):
         self.total_ways = cbm.bits(self.info['cbm_mask'])
         self.way_size = _way_size(self.opts.cpu, self.total_ways)
         self._runs = 0
+        self.last_output = None
         self._group_made = False
 
     # -- platform ---------------------------------------------------------
@@ -224,12 +232,14 @@ class CommandDriver(drivers.Driver):
         os.write(gate_w, b'g')
         os.close(gate_w)
         output = self._collect(proc, argv)
+        self.last_output = output
         mpps, lat = self.parse(output)
         if mpps is None and lat is None:
             raise exception.MeasurementError(
                 reason='%s exited %s and printed nothing parseable as %s '
-                'output; last lines:\n%s' % (
+                'output%s; last lines:\n%s' % (
                     argv[0], proc.returncode, self.opts.command_output,
+                    _HINTS.get(self.opts.command_output, ''),
                     _tail(output)))
         for value, what in ((mpps, 'throughput'), (lat, 'latency')):
             if value is not None and (not math.isfinite(value)

@@ -1,0 +1,97 @@
+"""The command driver end to end with a real packet-processing program.
+
+dpdk-testpmd (Debian's dpdk package, see bindep.txt) forwards packets
+between two null virtual devices without a NIC or huge pages. The profiler
+runs it pinned to a core inside its resctrl group (a temporary tree laid out
+like the kernel's: there is no CAT here), hands it the mbuf pool size, stops
+it with SIGINT and reads the forwarding rate from its statistics.
+"""
+
+import os
+import shutil
+
+from resq_profiler import drivers
+from resq_profiler import exception
+from resq_profiler import nfmodel
+from resq_profiler import profiler
+from resq_profiler import store as store_mod
+from tests import base
+from tests.fixtures import resctrl as resctrl_fixture
+
+TESTPMD = ('dpdk-testpmd -l {housekeeping_cpu},{cpu} --no-huge -m 512 '
+           '--no-pci --file-prefix {file_prefix} '
+           '--vdev net_null0,size={packet_bytes} '
+           '--vdev net_null1,size={packet_bytes} -- '
+           '--forward-mode=%s --total-num-mbufs={mbufs} --stats-period 1')
+
+
+class TestpmdProfilerTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        if not shutil.which('dpdk-testpmd'):
+            self.fail('dpdk-testpmd is missing: install the Debian packages '
+                      'in bindep.txt (bash tools/bootstrap.sh)')
+        self.useFixture(base.PrivsepInProcess())
+        # Three ways keep the profile to three runs of testpmd.
+        self.tree = self.useFixture(resctrl_fixture.ResctrlTree(ways=3))
+        cpus = sorted(os.sched_getaffinity(0))
+        self.flags('resq_profiler', driver='command', command_output='testpmd',
+                   command=TESTPMD % 'io', command_duration_s=4.0,
+                   resctrl_root=self.tree.root, cpu=cpus[-1],
+                   housekeeping_cpu=cpus[0], mbufs=4096,
+                   profile_dir=os.path.join(self.tmp, 'profiles'))
+
+    def test_throughput_curve_with_testpmd(self):
+        drv = drivers.load('command', self.conf, 'testpmd-io',
+                           nfmodel.Traffic(64))
+        self.addCleanup(drv.close)
+        seen = {}
+        for ways in drv.way_range():
+            mpps = drv.throughput(ways)
+            seen[ways] = mpps
+            # testpmd got the pool size the driver chose.
+            self.assertIn('n=4096,', drv.last_output)
+            self.assertEqual('L3:0=%x\n' % ((1 << ways) - 1),
+                             self.tree.read('resq-profiler', 'schemata'))
+            self.assertEqual('%d\n' % self.conf.resq_profiler.cpu,
+                             self.tree.read('resq-profiler', 'cpus_list'))
+        # Real forwarding happened at every allocation.
+        for ways, mpps in seen.items():
+            self.assertGreater(mpps, 0.5, ways)
+        # Every run's PID went into the group's tasks before it started.
+        self.assertEqual(3, len(self.tree.read('resq-profiler',
+                                               'tasks').split()))
+        drv.close()
+        self.assertNotIn('resq-profiler', os.listdir(self.tree.root))
+        self.assertIn('other-app', os.listdir(self.tree.root))
+
+    def test_latency_needs_a_reporting_command(self):
+        store = store_mod.ProfileStore(self.conf.resq_profiler.profile_dir)
+        exc = self.assertRaises(exception.MeasurementError, profiler.run,
+                                self.conf, 'testpmd-io', nfmodel.Traffic())
+        self.assertIn('no p95 latency', str(exc))
+        self.assertEqual([], store.ids())
+        self.assertNotIn('resq-profiler', os.listdir(self.tree.root))
+
+    def test_noisy_forwarding_is_slower_than_io(self):
+        """testpmd's noisy mode does NF-like memory lookups per packet."""
+        drv = drivers.load('command', self.conf, 'testpmd-io',
+                           nfmodel.Traffic())
+        self.addCleanup(drv.close)
+        io_mpps = drv.throughput(3)
+        self.flags('resq_profiler', command=TESTPMD % 'noisy'
+                   + ' --noisy-lkup-memory=64 --noisy-lkup-num-reads=32')
+        noisy = drivers.load('command', self.conf, 'testpmd-noisy',
+                             nfmodel.Traffic())
+        self.addCleanup(noisy.close)
+        self.assertLess(noisy.throughput(3), io_mpps)
+
+    def test_bad_mbuf_pool_is_reported(self):
+        self.flags('resq_profiler', mbufs=1)
+        drv = drivers.load('command', self.conf, 'testpmd-io',
+                           nfmodel.Traffic())
+        self.addCleanup(drv.close)
+        exc = self.assertRaises(exception.MeasurementError, drv.throughput,
+                                2)
+        self.assertIn('dpdk-testpmd', str(exc))

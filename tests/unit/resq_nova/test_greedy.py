@@ -1,0 +1,109 @@
+from resq_nova import greedy
+from resq_profiler import profile as profile_mod
+from tests import base
+from tests.unit.resq_profiler import test_profile
+
+
+def make_profile(**changes):
+    return profile_mod.Profile.from_dict(test_profile.make_doc(**changes))
+
+
+class SizeTest(base.TestCase):
+    """The test profile: 3, 4, 4.5, 5 ... 5.5 Mpps at 1, 2, 3, 4 ... 20."""
+
+    def setUp(self):
+        super().setUp()
+        self.prof = make_profile()
+
+    def test_k_from_fair_share_then_round_robin_ways(self):
+        # Fair share 18/9 = 2 ways: 4 Mpps * 0.97 = 3.88 per instance.
+        term = greedy.SLOTerm('t', self.prof, 10.0, 25.0)
+        sizing = greedy.size(term, 9, 18)
+        self.assertEqual(0.97, sizing.load_cap)
+        self.assertEqual(3, sizing.instances)
+        # Start at 1 way each (3 * 2.91 = 8.73), then round-robin:
+        # 2,1,1 -> 9.7; 2,2,1 -> 10.67 >= 10.
+        self.assertEqual((2, 2, 1), sizing.ways)
+        self.assertGreaterEqual(sizing.aggregate_mpps, 10.0)
+        self.assertAlmostEqual(0.97 * (4 + 4 + 3), sizing.aggregate_mpps)
+
+    def test_latency_target_lowers_the_load_cap(self):
+        term = greedy.SLOTerm('t', self.prof, 10.0, 12.0)
+        sizing = greedy.size(term, 9, 18)
+        self.assertAlmostEqual(0.5 * 0.97, sizing.load_cap)
+        self.assertEqual(6, sizing.instances)
+
+    def test_discount_is_configurable(self):
+        term = greedy.SLOTerm('t', self.prof, 2.9, 25.0)
+        self.assertEqual((1,), greedy.size(term, 9, 18, 0.0).ways)
+        self.assertEqual((2,), greedy.size(term, 9, 18, 0.1).ways)
+
+    def test_refusals_name_the_constraint(self):
+        exc = self.assertRaises(
+            greedy.AdmissionRefused, greedy.size,
+            greedy.SLOTerm('fast', self.prof, 1.0, 5.0), 9, 18)
+        self.assertEqual(greedy.LATENCY, exc.constraint)
+        self.assertIn('below the floor', str(exc))
+        self.assertIn('fast', str(exc))
+        exc = self.assertRaises(
+            greedy.AdmissionRefused, greedy.size,
+            greedy.SLOTerm('big', self.prof, 100.0, 25.0, max_instances=4),
+            9, 18)
+        self.assertEqual(greedy.INSTANCES, exc.constraint)
+        self.assertIn('at most 4', str(exc))
+        exc = self.assertRaises(
+            greedy.AdmissionRefused, greedy.size,
+            greedy.SLOTerm('mtu', self.prof, 1.0, 25.0, packet_bytes=1518),
+            9, 18)
+        self.assertEqual(greedy.PROFILE, exc.constraint)
+        self.assertIn('1518', str(exc))
+        self.assertRaises(greedy.AdmissionRefused, greedy.size,
+                          greedy.SLOTerm('zero', self.prof, 0, 25.0), 9, 18)
+
+
+class PlaceTest(base.TestCase):
+
+    def test_first_fit_decreasing(self):
+        servers = greedy.make_cluster(3, cores=2, ways=6)
+        sizing = greedy.Sizing('t', 1.0, (4, 3, 2, 1), (1, 1, 1, 1))
+        placements = greedy.place(sizing, servers)
+        self.assertEqual([('server-000', 4), ('server-001', 3),
+                          ('server-000', 2), ('server-001', 1)],
+                         [(p.server, p.ways) for p in placements])
+        self.assertEqual([2, 2, 0], [s.used_cores for s in servers])
+        self.assertEqual([6, 4, 0], [s.used_ways for s in servers])
+
+    def test_refusal_leaves_cluster_unchanged(self):
+        servers = greedy.make_cluster(2, cores=2, ways=6)
+        servers[0].used_cores, servers[0].used_ways = 1, 5
+        before = [(s.used_cores, s.used_ways) for s in servers]
+        # 4 ways fit only server-001; the 3-way instance then fits nowhere
+        # although 3 cores and 7 ways are free in total.
+        exc = self.assertRaises(greedy.AdmissionRefused, greedy.place,
+                                greedy.Sizing('t', 1.0, (4, 3), (1, 1)),
+                                servers)
+        self.assertEqual(greedy.NO_ROOM, exc.constraint)
+        self.assertIn('instance 1 needs a core and 3 ways', str(exc))
+        self.assertEqual(before, [(s.used_cores, s.used_ways)
+                                  for s in servers])
+
+    def test_cluster_capacity(self):
+        servers = greedy.make_cluster(1, cores=2, ways=6)
+        exc = self.assertRaises(greedy.AdmissionRefused, greedy.place,
+                                greedy.Sizing('t', 1.0, (1, 1, 1), (1,) * 3),
+                                servers)
+        self.assertEqual(greedy.CLUSTER_CAPACITY, exc.constraint)
+        self.assertIn('needs 3 cores', str(exc))
+        self.assertIn('2 cores and 6 ways free', str(exc))
+
+    def test_admit_is_online_and_incremental(self):
+        prof = make_profile()
+        servers = greedy.make_cluster(2)
+        greedy.admit(greedy.SLOTerm('a', prof, 10.0, 25.0), servers)
+        greedy.admit(greedy.SLOTerm('b', prof, 10.0, 25.0), servers)
+        self.assertEqual([6, 0], [s.used_cores for s in servers])
+        self.assertEqual([10, 0], [s.used_ways for s in servers])
+
+    def test_make_cluster_rejects_nonsense(self):
+        self.assertRaises(ValueError, greedy.make_cluster, 0)
+        self.assertRaises(ValueError, greedy.make_cluster, 2, cores=0)

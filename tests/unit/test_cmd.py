@@ -1,0 +1,113 @@
+"""The console scripts, run in-process through their main()."""
+
+import contextlib
+import io
+import json
+import os
+
+from resq_nova.cmd import plan
+from resq_profiler.cmd import profiler as profiler_cmd
+from resq_profiler import store as store_mod
+from tests import base
+from tests.unit.resq_profiler import test_profile
+
+
+class CommandTestCase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.store_dir = os.path.join(self.tmp, 'profiles')
+        self.conf_file = os.path.join(self.tmp, 'resq.conf')
+        with open(self.conf_file, 'w') as f:
+            f.write('[resq]\nprofile_dir = %s\n[resq_profiler]\n'
+                    'profile_dir = %s\n' % (self.store_dir, self.store_dir))
+
+    def run_main(self, main, *args):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(['--config-file', self.conf_file] + list(args))
+        return rc, out.getvalue(), err.getvalue()
+
+
+class ProfilerCommandTest(CommandTestCase):
+
+    def test_profile_show_list_plot(self):
+        png = os.path.join(self.tmp, 'stats.png')
+        rc, out, err = self.run_main(profiler_cmd.main, 'profile', 'stats',
+                                     '--plot', png)
+        self.assertEqual(0, rc, err)
+        self.assertIn('[throughput  1] ways 1', out)
+        self.assertIn('[latency', out)
+        ids = store_mod.ProfileStore(self.store_dir).ids()
+        self.assertEqual(1, len(ids))
+        with open(png, 'rb') as f:
+            self.assertEqual(b'\x89PNG', f.read(4))
+        rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0])
+        self.assertEqual(0, rc)
+        self.assertIn('concave fit', out)
+        rc, out, _ = self.run_main(profiler_cmd.main, 'list')
+        self.assertIn(ids[0], out)
+        rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0],
+                                   '--json')
+        self.assertEqual(ids[0], json.loads(out)['id'])
+
+    def test_validate(self):
+        good = self.write_json('good.json', test_profile.make_doc())
+        bad = self.write_json('bad.json', test_profile.make_doc(
+            **{'traffic.flows': 0}))
+        rc, out, _ = self.run_main(profiler_cmd.main, 'validate', good)
+        self.assertEqual(0, rc)
+        self.assertIn('OK', out)
+        rc, out, err = self.run_main(profiler_cmd.main, 'validate', good,
+                                     bad)
+        self.assertEqual(1, rc)
+        self.assertIn(bad, err)
+        self.assertIn('traffic.flows', err)
+
+    def test_bad_input_exits_non_zero_and_stores_nothing(self):
+        for args, text in ((['profile', 'Nope'], "Unknown NF 'Nope'"),
+                           (['profile', 'LPM', '--packet-bytes', '10'],
+                            '--packet-bytes'),
+                           (['profile', 'LPM', '--nf-config', '/no/such'],
+                            'cannot read NF configuration'),
+                           (['show', 'missing-id'], 'No profile')):
+            rc, _, err = self.run_main(profiler_cmd.main, *args)
+            self.assertEqual(1, rc, args)
+            self.assertIn(text, err)
+        self.assertEqual([], store_mod.ProfileStore(self.store_dir).ids())
+
+    def test_catalog(self):
+        rc, out, _ = self.run_main(profiler_cmd.main, 'catalog')
+        self.assertEqual(0, rc)
+        self.assertEqual(9, len(out.strip().splitlines()))
+
+
+class PlanCommandTest(CommandTestCase):
+
+    def test_example_plan(self):
+        out_json = os.path.join(self.tmp, 'plan.json')
+        rc, out, err = self.run_main(plan.main, '--servers', '30',
+                                     '--json', out_json)
+        self.assertEqual(0, rc, err)
+        self.assertIn('(9/9) profile Suricata', out)
+        with open(out_json) as f:
+            doc = json.load(f)
+        self.assertEqual(27, len(doc['admitted']))
+        self.assertEqual(9, len(doc['refused']))
+        self.assertEqual({'latency'}, {r['constraint']
+                                       for r in doc['refused']})
+        self.assertGreater(doc['servers_used'], 1)
+        # Profiles are reused on the next run.
+        rc, out, _ = self.run_main(plan.main, '--servers', '30')
+        self.assertIn('reusing', out)
+
+    def test_cluster_too_small(self):
+        rc, out, _ = self.run_main(plan.main, '--servers', '1')
+        self.assertEqual(0, rc)
+        self.assertIn('cluster_capacity', out)
+
+    def test_bad_slo_file(self):
+        path = self.write_json('slo.json', '{"terms": 3}')
+        rc, _, err = self.run_main(plan.main, '--slo-file', path)
+        self.assertEqual(1, rc)
+        self.assertIn(path, err)
