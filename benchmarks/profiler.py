@@ -51,9 +51,8 @@ def main(argv):
     rows = run()
     print('Adaptive profiler vs exhaustive sweep (model driver, 64 B, '
           '100k flows, tolerance 1%)')
-    print('%-9s %-11s %10s %9s %10s %9s' % ('NF', 'class', 'thr pts',
-                                           'thr err%', 'lat pts',
-                                           'lat err%'))
+    print('%-9s %-11s %10s %9s %10s %9s' % (
+        'NF', 'class', 'thr pts', 'thr err%', 'lat pts', 'lat err%'))
     for r in rows:
         print('%-9s %-11s %10d %9.3f %10d %9.3f' % (
             r['nf'], r['sensitivity'], r['throughput_points'],

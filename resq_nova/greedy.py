@@ -128,8 +128,8 @@ def size(term, cores_per_server, ways_per_server,
     if term.throughput_mpps <= 0 or term.latency_p95_us <= 0:
         raise AdmissionRefused(
             term.name, PROFILE, 'throughput and latency targets must be '
-            'positive (got %s Mpps, %s us)' % (term.throughput_mpps,
-                                              term.latency_p95_us))
+            'positive (got %s Mpps, %s us)' % (
+                term.throughput_mpps, term.latency_p95_us))
     if (term.packet_bytes is not None
             and term.packet_bytes != prof.traffic['packet_bytes']):
         raise AdmissionRefused(

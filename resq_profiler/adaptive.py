@@ -165,5 +165,5 @@ def max_error_pct(points, reference):
 
     :param reference: ``(x, y)`` pairs of an exhaustive sweep.
     """
-    return max((_err_pct(profile.interpolate(points, x), y) for x, y in reference),
-               default=0.0)
+    return max((_err_pct(profile.interpolate(points, x), y)
+                for x, y in reference), default=0.0)

@@ -61,4 +61,3 @@ def save_figure(fig, path):
     tmp = path + '.tmp.png'
     fig.savefig(tmp, dpi=100)
     os.replace(tmp, path)
-

@@ -93,8 +93,8 @@ def _progress(curve, x, y, count):
     unit = 'ways' if curve == 'throughput' else 'load'
     value = 'Mpps' if curve == 'throughput' else 'us p95'
     shown = ('%d' % x) if curve == 'throughput' else ('%.0f%%' % (x * 100))
-    print('  [%s %2d] %s %s -> %.4g %s' % (curve, count, unit, shown, y,
-                                          value), flush=True)
+    print('  [%s %2d] %s %s -> %.4g %s' % (
+        curve, count, unit, shown, y, value), flush=True)
 
 
 def _profile_one(conf, nf, traffic, config_text='', profile_id=None,
@@ -189,8 +189,8 @@ def _describe(prof):
     lines = [
         'Profile %s' % prof.profile_id,
         '  NF %s, config %s' % (prof.name, prof.nf['config_digest'][:19]),
-        '  traffic %d B packets, %d flows' % (prof.traffic['packet_bytes'],
-                                               prof.traffic['flows']),
+        '  traffic %d B packets, %d flows' % (
+            prof.traffic['packet_bytes'], prof.traffic['flows']),
         '  platform %s, %d ways of %d bytes' % (
             prof.platform['cpu_model'], prof.platform['llc_ways'],
             prof.platform['way_size_bytes']),

@@ -30,7 +30,9 @@ class Driver(metaclass=abc.ABCMeta):
     name = None
 
     def __init__(self, conf, nf, traffic):
-        """:param conf: an oslo.config ``ConfigOpts`` with [resq_profiler].
+        """Prepare to measure ``nf``.
+
+        :param conf: an oslo.config ``ConfigOpts`` with [resq_profiler].
         :param nf: the NF name.
         :param traffic: a :class:`resq_profiler.nfmodel.Traffic`.
         """

@@ -31,8 +31,8 @@ import sys
 from oslo_log import log as logging
 
 from resq_agent import cbm
-from resq_agent import resctrl
 import resq_agent.privsep.resctrl
+from resq_agent import resctrl
 from resq_profiler import drivers
 from resq_profiler import exception
 from resq_profiler import nfmodel
@@ -161,9 +161,9 @@ class CommandDriver(drivers.Driver):
                 reason='%s printed no p95 latency at load %.0f%% (%s '
                 'format); the latency curve needs a command that reports '
                 '"latency_p95_us", e.g. a wrapper around the NF and its '
-                'traffic generator' % (self.argv_template[0],
-                                      load_fraction * 100,
-                                      self.opts.command_output))
+                'traffic generator' % (
+                    self.argv_template[0], load_fraction * 100,
+                    self.opts.command_output))
         return lat
 
     def _apply_mask(self, ways):
@@ -271,8 +271,8 @@ class CommandDriver(drivers.Driver):
         if proc.returncode != 0:
             raise exception.MeasurementError(
                 reason='%s exited with status %s before the measurement '
-                'ended; last lines:\n%s' % (argv[0], proc.returncode,
-                                           _tail(out)))
+                'ended; last lines:\n%s' % (
+                    argv[0], proc.returncode, _tail(out)))
         return out
 
     def close(self):

@@ -1,7 +1,7 @@
 import os
 
-from resq_agent import resctrl
 import resq_agent.privsep.resctrl
+from resq_agent import resctrl
 from resq_profiler import exception
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture

@@ -1,0 +1,22 @@
+# Sphinx configuration of the resq-nova documentation.
+
+extensions = [
+    'sphinx.ext.autodoc',
+    'oslo_config.sphinxext',
+    'oslo_config.sphinxconfiggen',
+]
+
+config_generator_config_file = [
+    ('../../etc/resq/resq-nova-config-generator.conf',
+     '_static/resq-nova'),
+    ('../../etc/resq/resq-profiler-config-generator.conf',
+     '_static/resq-profiler'),
+]
+
+project = 'resq-nova'
+copyright = '2026, resq-nova developers'
+master_doc = 'index'
+exclude_patterns = ['_build']
+html_theme = 'alabaster'
+html_static_path = ['_static']
+pygments_style = 'sphinx'
