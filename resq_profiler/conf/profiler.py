@@ -82,13 +82,21 @@ command_opts = [
                help='How the command driver reads a measurement from the '
                     'command\'s output.'),
     cfg.FloatOpt('command_duration_s', default=5.0, min=0.5,
-                 help='How long each measurement runs. After this the '
-                      'command gets SIGINT (commands may also exit on their '
-                      'own earlier).'),
+                 help='How long each measurement runs, from the moment the '
+                      'output matches command_ready_pattern (or from the '
+                      'start without one). Then the command gets SIGINT; '
+                      'commands may also exit on their own earlier.'),
+    cfg.StrOpt('command_ready_pattern',
+               help='Regular expression that marks the end of the NF\'s '
+                    'start-up in its output; the measurement window starts '
+                    'at the first matching line. For dpdk-testpmd with '
+                    '--stats-period, "Port statistics" (forwarding has '
+                    'begun). Unset: the window starts with the process.'),
     cfg.FloatOpt('command_grace_s', default=10.0, min=0.5,
-                 help='How long to wait for the command to print its '
-                      'statistics and exit after SIGINT before it is '
-                      'killed and the measurement fails.'),
+                 help='How long to wait for the command to become ready '
+                      '(command_ready_pattern), and to print its statistics '
+                      'and exit after SIGINT, before it is killed and the '
+                      'measurement fails.'),
     cfg.IntOpt('cpu', default=1, min=0,
                help='The core the NF is pinned to; the resctrl group gets '
                     'this CPU and the NF\'s process.'),

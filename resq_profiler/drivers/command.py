@@ -27,6 +27,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 
 from oslo_log import log as logging
 
@@ -113,6 +114,14 @@ class CommandDriver(drivers.Driver):
             raise exception.MeasurementError(
                 reason='[resq_profiler] command cannot be parsed: %s' % exc)
         self.parse = PARSERS[group.command_output]
+        self._ready_re = None
+        if group.command_ready_pattern:
+            try:
+                self._ready_re = re.compile(group.command_ready_pattern)
+            except re.error as exc:
+                raise exception.MeasurementError(
+                    reason='[resq_profiler] command_ready_pattern is not a '
+                    'regular expression: %s' % exc)
         self.tree = resctrl.Resctrl(group.resctrl_root).check()
         self.info = self.tree.info()
         resctrl.check_group_name(group.resctrl_group)
@@ -250,29 +259,66 @@ class CommandDriver(drivers.Driver):
         return mpps, lat
 
     def _collect(self, proc, argv):
+        """Run the measurement window and return everything printed.
+
+        The window of ``command_duration_s`` starts when the output first
+        matches ``command_ready_pattern`` (start-up and warm-up are not
+        measured), or at once without a pattern; then the command gets
+        SIGINT. A command may also end by itself earlier.
+        """
+        lines = []
+        ready = threading.Event()
+        matched = []
+        pattern = self._ready_re
+
+        def reader():
+            for line in proc.stdout:
+                lines.append(line)
+                if not matched and pattern and pattern.search(line):
+                    matched.append(line)
+                    ready.set()
+            ready.set()  # end of output: stop waiting either way
+
+        thread = threading.Thread(target=reader, daemon=True)
+        if pattern is None:
+            ready.set()
+        thread.start()
+        if not ready.wait(self.opts.command_grace_s) or (
+                pattern is not None and not matched):
+            proc.kill()
+            proc.wait()
+            thread.join()
+            raise exception.MeasurementError(
+                reason='%s printed nothing matching command_ready_pattern '
+                '%r within %.0f s; last lines:\n%s' % (
+                    argv[0], pattern.pattern, self.opts.command_grace_s,
+                    _tail(''.join(lines))))
         try:
-            out, _ = proc.communicate(timeout=self.opts.command_duration_s)
+            proc.wait(timeout=self.opts.command_duration_s)
+            interrupted = False
         except subprocess.TimeoutExpired:
+            interrupted = True
             proc.send_signal(signal.SIGINT)
             try:
-                out, _ = proc.communicate(timeout=self.opts.command_grace_s)
+                proc.wait(timeout=self.opts.command_grace_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                out, _ = proc.communicate()
+                proc.wait()
+                thread.join()
                 raise exception.MeasurementError(
                     reason='%s did not exit within %.0f s of SIGINT and was '
                     'killed; last lines:\n%s' % (
-                        argv[0], self.opts.command_grace_s, _tail(out)))
-            if proc.returncode not in (0, -signal.SIGINT):
-                raise exception.MeasurementError(
-                    reason='%s exited with status %s after SIGINT; last '
-                    'lines:\n%s' % (argv[0], proc.returncode, _tail(out)))
-            return out
-        if proc.returncode != 0:
+                        argv[0], self.opts.command_grace_s,
+                        _tail(''.join(lines))))
+        thread.join()
+        out = ''.join(lines)
+        ok = (0, -signal.SIGINT) if interrupted else (0,)
+        if proc.returncode not in ok:
             raise exception.MeasurementError(
-                reason='%s exited with status %s before the measurement '
-                'ended; last lines:\n%s' % (
-                    argv[0], proc.returncode, _tail(out)))
+                reason='%s exited with status %s %s; last lines:\n%s' % (
+                    argv[0], proc.returncode,
+                    'after SIGINT' if interrupted
+                    else 'before the measurement ended', _tail(out)))
         return out
 
     def close(self):

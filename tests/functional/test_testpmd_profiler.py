@@ -37,7 +37,8 @@ class TestpmdProfilerTest(base.TestCase):
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(ways=3))
         cpus = sorted(os.sched_getaffinity(0))
         self.flags('resq_profiler', driver='command', command_output='testpmd',
-                   command=TESTPMD % 'io', command_duration_s=4.0,
+                   command=TESTPMD % 'io', command_duration_s=2.5,
+                   command_ready_pattern='Port statistics',
                    resctrl_root=self.tree.root, cpu=cpus[-1],
                    housekeeping_cpu=cpus[0], mbufs=4096,
                    profile_dir=os.path.join(self.tmp, 'profiles'))

@@ -157,6 +157,25 @@ class CommandDriverTest(base.TestCase):
                                 self.conf, 'fake', nfmodel.Traffic())
         self.assertIn('does not exist', str(exc))
 
+    def test_ready_pattern(self):
+        self.flags('resq_profiler', command_ready_pattern='^throughput')
+        prof = profiler.run(self.conf, 'fake', nfmodel.Traffic())
+        self.assertEqual(8, prof.max_ways)
+        self.flags('resq_profiler', command_ready_pattern='never-printed',
+                   command_grace_s=1.0)
+        self._fails(self.conf.resq_profiler.command,
+                    "nothing matching command_ready_pattern 'never-printed'")
+        self.flags('resq_profiler', command_ready_pattern='(')
+        self._fails(self.conf.resq_profiler.command,
+                    'not a regular expression')
+
+    def test_command_that_ignores_sigint_is_killed(self):
+        self.flags('resq_profiler', command_duration_s=0.5,
+                   command_grace_s=0.5)
+        self._fails('%s -c "import signal, time; signal.signal('
+                    'signal.SIGINT, signal.SIG_IGN); time.sleep(30)"'
+                    % sys.executable, 'did not exit within 0 s of SIGINT')
+
     def test_no_command(self):
         self.flags('resq_profiler', command=None)
         exc = self.assertRaises(exception.MeasurementError, profiler.run,
