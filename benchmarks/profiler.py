@@ -30,8 +30,7 @@ def run(noise_pct=0.0):
         model = nfmodel.NFModel(catalog.get(name))
         sweep_thr = [(w, model.throughput_mpps(w, traffic))
                      for w in range(1, 21)]
-        cap = model.throughput_mpps(prof.latency_ways, traffic)
-        sweep_lat = [(x, model.latency_p95_us(x, cap))
+        sweep_lat = [(x, model.latency_p95_us(x, traffic))
                      for x in conf.resq_profiler.latency_load_levels]
         rows.append({
             'nf': name,

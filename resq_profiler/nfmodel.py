@@ -208,17 +208,25 @@ class NFModel:
         return self._hz / self.cycles_per_packet(cache, traffic,
                                                  mem_speed) / 1e6
 
-    def latency_p95_us(self, load_fraction, capacity_mpps):
-        """p95 latency at ``load_fraction`` of ``capacity_mpps``.
+    def latency_p95_us(self, load_fraction, traffic=Traffic()):
+        """p95 latency when offered ``load_fraction`` of current capacity.
 
-        A fixed pipeline latency plus the p95 sojourn of a single-server
-        queue (exponential with rate mu - lambda), bounded because the
-        ring stops admitting packets when it is full.
+        Below saturation: a fixed pipeline latency plus the p95 sojourn of
+        a single-server queue, ``ln(20) / mu / (1 - 0.95 rho)``, with the
+        solo service time. It depends on the load as a fraction of what
+        the NF can do, not on its cache share: ResQ §5.2 found the latency
+        curves of an NF "vary only slightly" with the LLC allocation. The
+        0.95 bounds it at full load: a full ring admits no more packets.
+        Past saturation (``load_fraction > 1``) the ring stays full and
+        drains at the slower current rate, so latency grows with the
+        overload.
         """
-        rho = min(max(load_fraction, 0.0), 1.0)
-        service_us = 1.0 / capacity_mpps
-        return (self.spec.base_latency_us
-                + math.log(20.0) * service_us / (1.0 - 0.95 * rho))
+        rho = max(load_fraction, 0.0)
+        solo = self.throughput_mpps(self.platform.llc_ways, traffic)
+        queue_us = math.log(20.0) / solo
+        if rho <= 1.0:
+            return self.spec.base_latency_us + queue_us / (1.0 - 0.95 * rho)
+        return (self.spec.base_latency_us + queue_us / 0.05) * rho
 
     def dma_footprint_bytes(self, traffic, buffers):
         return buffers * buffer_lines(traffic.packet_bytes) * CACHE_LINE
@@ -333,7 +341,8 @@ def simulate_server(instances, platform=Platform(), iterations=80):
         outcomes.append(Outcome(
             throughput_mpps=served,
             capacity_mpps=caps[i],
-            latency_p95_us=model.latency_p95_us(offered / caps[i], caps[i]),
+            latency_p95_us=model.latency_p95_us(offered / caps[i],
+                                                inst.traffic),
             occupancy_bytes=occupancy[i],
             miss_ratio=model.miss_ratio(occupancy[i], inst.traffic),
             mem_bw_utilisation=util))

@@ -52,5 +52,5 @@ class ModelDriver(drivers.Driver):
 
     def latency(self, ways, load_fraction, peak_mpps):
         self.calls += 1
-        cap = self.model.throughput_mpps(ways, self.traffic)
-        return self._noisy(self.model.latency_p95_us(load_fraction, cap))
+        return self._noisy(self.model.latency_p95_us(load_fraction,
+                                                     self.traffic))

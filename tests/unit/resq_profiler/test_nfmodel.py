@@ -37,8 +37,7 @@ class SoloModelTest(base.TestCase):
             self.assertTrue(all(b <= a + 1e-9 for a, b in
                                 zip(steps, steps[1:])),
                             '%s throughput not concave' % spec.name)
-            lat = [model.latency_p95_us(x / 10.0, thr[-1])
-                   for x in range(1, 11)]
+            lat = [model.latency_p95_us(x / 10.0) for x in range(1, 11)]
             lsteps = [b - a for a, b in zip(lat, lat[1:])]
             self.assertTrue(all(s > 0 for s in lsteps), spec.name)
             self.assertTrue(all(b >= a - 1e-9 for a, b in
@@ -135,6 +134,12 @@ class ServerSimulationTest(base.TestCase):
                for _ in range(11)])[0]
         solo64 = nfmodel.NFModel(spec).throughput_mpps(1)
         self.assertLess(1 - small.throughput_mpps / solo64, 0.03)
+
+    def test_latency_grows_past_saturation(self):
+        model = nfmodel.NFModel(catalog.get('Snort'))
+        full = model.latency_p95_us(1.0)
+        self.assertLess(model.latency_p95_us(0.9), full)
+        self.assertAlmostEqual(1.2 * full, model.latency_p95_us(1.2))
 
     def test_offered_load_and_latency(self):
         spec = catalog.get('LPM')

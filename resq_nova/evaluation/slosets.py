@@ -1,0 +1,60 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The SLO sets of ResQ §6: about 200 reserved terms each.
+
+``sensitive`` draws its NFs from the cache-sensitive class, ``insensitive``
+from the insensitive one, ``mixed`` from all nine. Every term targets 90% of
+what one instance sustains alone with the whole LLC and 100% of its solo p95
+latency (at full load). Deterministic for a seed.
+"""
+
+import random
+
+from resq_nova import greedy
+from resq_profiler import catalog
+
+SETS = {
+    'sensitive': catalog.SENSITIVE,
+    'insensitive': catalog.INSENSITIVE,
+    'mixed': None,
+}
+THROUGHPUT_FRACTION = 0.9
+LATENCY_FRACTION = 1.0
+
+
+class UnknownSet(ValueError):
+    pass
+
+
+def make(name, profiles, terms=200, seed=0):
+    """Build SLO set ``name`` from ``profiles`` (``{nf name: Profile}``).
+
+    :returns: a list of :class:`resq_nova.greedy.SLOTerm`.
+    """
+    if name not in SETS:
+        raise UnknownSet('unknown SLO set %r; choose from %s'
+                         % (name, ', '.join(sorted(SETS))))
+    if terms <= 0:
+        raise ValueError('an SLO set needs at least one term, got %d'
+                         % terms)
+    nfs = catalog.names(SETS[name])
+    rng = random.Random('%s/%d' % (name, seed))
+    result = []
+    for i in range(terms):
+        nf = rng.choice(nfs)
+        prof = profiles[nf]
+        result.append(greedy.SLOTerm(
+            name='%s-%03d-%s' % (name, i, nf.lower()), profile=prof,
+            throughput_mpps=THROUGHPUT_FRACTION * prof.peak_mpps,
+            latency_p95_us=LATENCY_FRACTION * prof.latency_at(1.0),
+            packet_bytes=prof.traffic['packet_bytes']))
+    return result
