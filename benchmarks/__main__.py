@@ -4,6 +4,7 @@ import importlib
 import sys
 
 BENCHMARKS = {
+    'milp': 'benchmarks.milp',
     'profiler': 'benchmarks.profiler',
 }
 

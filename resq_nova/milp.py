@@ -185,6 +185,8 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
     solver.config.mip_gap = mip_gap
     solver.config.warmstart = bool(warm_start)
     solver.config.load_solution = False
+    # HiGHS output goes to the debug log, not the console.
+    solver.config.log_level = 10
     solved_at = time.monotonic()
     res = solver.solve(m)
     solve_s = time.monotonic() - solved_at

@@ -50,10 +50,16 @@ class TermGroup:
     members: tuple
 
 
+MAX_ENUMERATED_INSTANCES = 6
+
+
 def configurations(capacity, target, limit=5000):
     """Minimal configurations (tuples of ways, largest first) for a target.
 
-    :raises TooManyConfigurations: past ``limit`` configurations.
+    :raises TooManyConfigurations: past ``limit`` configurations, when a
+        configuration could need more than ``MAX_ENUMERATED_INSTANCES``
+        instances, or when the search visits more than ``50 * limit``
+        partial configurations; callers then fall back to per-term counts.
     """
     sizes = sorted(capacity)
     smallest = sizes[0]
@@ -62,7 +68,10 @@ def configurations(capacity, target, limit=5000):
         raise ValueError('capacity must be positive: %s' % capacity)
     kmax = max(1, math.ceil(target / capacity[smallest] - eps))
     best = capacity[sizes[-1]]
+    if kmax > MAX_ENUMERATED_INSTANCES:
+        raise TooManyConfigurations('up to %d instances per term' % kmax)
     found = []
+    visits = [0]
 
     def minimal(config):
         total = sum(capacity[w] for w in config)
@@ -81,6 +90,10 @@ def configurations(capacity, target, limit=5000):
         return True
 
     def dfs(prefix, total, cap_size):
+        visits[0] += 1
+        if visits[0] > 50 * limit:
+            raise TooManyConfigurations('search exceeded %d steps'
+                                        % (50 * limit))
         if total >= target - eps:
             if minimal(prefix):
                 found.append(tuple(prefix))
