@@ -120,5 +120,3 @@ def main(argv):
     }
     print(json.dumps(figures, sort_keys=True))
     return 0
-
-

@@ -77,8 +77,8 @@ class Result:
 
 def _load_solver():
     try:
-        import pyomo.environ as pyo
         from pyomo.contrib.appsi.solvers import highs
+        import pyomo.environ as pyo
     except ImportError as exc:
         raise SolverUnavailable(
             'the optimizer needs Pyomo and HiGHS (pip install pyomo '

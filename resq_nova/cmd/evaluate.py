@@ -22,6 +22,7 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from resq_nova import conf as nova_conf
 from resq_nova.evaluation import figures
 from resq_nova.evaluation import run
 from resq_nova.evaluation import schemes
@@ -43,10 +44,12 @@ cli_opts = [
     cfg.IntOpt('ways', default=18,
                help='usable LLC ways per server (the other 2 are DDIO\'s)'),
     cfg.IntOpt('packet-bytes', default=64, help='packet size of the traffic'),
-    cfg.FloatOpt('time-limit', default=60.0,
-                 help='MILP time limit per set, seconds'),
-    cfg.FloatOpt('mip-gap', default=0.0,
-                 help='stop the MILP at this relative gap'),
+    cfg.FloatOpt('time-limit',
+                 help='MILP time limit per set, seconds (default: '
+                      '[resq_optimizer] time_limit)'),
+    cfg.FloatOpt('mip-gap',
+                 help='stop the MILP at this relative gap (default: '
+                      '[resq_optimizer] mip_gap)'),
     cfg.StrOpt('json', help='write the numbers as JSON to this file'),
     cfg.StrOpt('figures', help='write PNG figures into this directory'),
 ]
@@ -60,6 +63,7 @@ def main(argv=None):
     conf = cfg.ConfigOpts()
     logging.register_options(conf)
     prof_conf.register_opts(conf)
+    nova_conf.register_opts(conf)
     conf.register_cli_opts(cli_opts)
     conf(sys.argv[1:] if argv is None else argv, project='resq',
          prog='resq-evaluate')
@@ -72,8 +76,15 @@ def main(argv=None):
         doc = run.evaluate(conf, conf.sets, conf.schemes, terms=conf.terms,
                            seed=conf.seed, cores=conf.cores, ways=conf.ways,
                            packet_bytes=conf.packet_bytes,
-                           time_limit=conf.time_limit,
-                           mip_gap=conf.mip_gap, progress=_progress)
+                           time_limit=(conf.resq_optimizer.time_limit
+                                       if conf.time_limit is None
+                                       else conf.time_limit),
+                           mip_gap=(conf.resq_optimizer.mip_gap
+                                    if conf.mip_gap is None
+                                    else conf.mip_gap),
+                           config_limit=(conf.resq_optimizer.
+                                         max_configurations_per_term),
+                           progress=_progress)
     except (ValueError, milp.SolverUnavailable,
             exception.ResQException) as exc:
         print('ERROR: %s' % exc, file=sys.stderr)

@@ -11,8 +11,10 @@
 #    under the License.
 """Configuration of resq_nova; no global CONF, callers pass one in."""
 
+from resq_nova.conf import optimizer
 from resq_nova.conf import resq
 
 
 def register_opts(conf):
     resq.register_opts(conf)
+    optimizer.register_opts(conf)

@@ -11,8 +11,10 @@
 #    under the License.
 """Options of resq_nova for oslo-config-generator."""
 
+from resq_nova.conf import optimizer
 from resq_nova.conf import resq
 
 
 def list_opts():
-    return [(resq.GROUP, resq.ALL_OPTS)]
+    return [(resq.GROUP, resq.ALL_OPTS),
+            (optimizer.GROUP, optimizer.ALL_OPTS)]

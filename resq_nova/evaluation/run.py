@@ -38,7 +38,8 @@ def profile_catalog(conf, packet_bytes=64, progress=None):
 
 
 def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
-             packet_bytes=64, time_limit=60.0, mip_gap=0.0, progress=None):
+             packet_bytes=64, time_limit=60.0, mip_gap=0.0, config_limit=2000,
+             progress=None):
     """Place every SLO set with every scheme and measure the result.
 
     :returns: the JSON-ready document ``{"sets": {set: {scheme: {...}}},
@@ -77,7 +78,8 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
             stats = {}
             placed = schemes_mod.SCHEMES[scheme](
                 slo_terms, cores, ways, packet_bytes=packet_bytes,
-                time_limit=time_limit, mip_gap=mip_gap, stats=stats)
+                time_limit=time_limit, mip_gap=mip_gap,
+                config_limit=config_limit, stats=stats)
             outcome = cluster.ground_truth(placed, packet_bytes)
             row = {
                 'servers': cluster.servers_used(placed),
@@ -121,8 +123,8 @@ def table(doc):
         for scheme, row in rows.items():
             extra = ''
             if 'gap_pct' in row:
-                extra = '  (gap %.2f%%, bound %d)' % (row['gap_pct'],
-                                                       row['lower_bound'])
+                extra = '  (gap %.2f%%, bound %d)' % (
+                    row['gap_pct'], row['lower_bound'])
             lines.append('%-12s %-13s %8d %10.1f %9.1f %9.1f%s' % (
                 set_name, scheme, row['servers'], row['violation_pct'],
                 row['throughput_violation_pct'],

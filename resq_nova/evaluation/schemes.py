@@ -203,7 +203,7 @@ def resq_greedy(terms, cores, ways, packet_bytes=64, **_):
 
 
 def resq_optimal(terms, cores, ways, packet_bytes=64, time_limit=60.0,
-                 mip_gap=0.0, stats=None, **_):
+                 mip_gap=0.0, config_limit=2000, stats=None, **_):
     """ResQ's optimal schedule (the MILP), warm-started from the greedy."""
     greedy_sched = _greedy_schedule(terms, cores, ways)
     configs, servers = {}, {}
@@ -227,7 +227,7 @@ def resq_optimal(terms, cores, ways, packet_bytes=64, time_limit=60.0,
         rows.append((t.name, t.throughput_mpps, key))
     groups = milp.groups_from_terms(rows, capacity_of)
     result = milp.solve(groups, cores, ways, time_limit=time_limit,
-                        mip_gap=mip_gap,
+                        mip_gap=mip_gap, config_limit=config_limit,
                         warm_start=(configs, list(servers.values())))
     if stats is not None:
         stats.update(gap_pct=result.gap_pct, lower_bound=result.lower_bound,

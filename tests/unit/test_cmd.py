@@ -5,6 +5,7 @@ import io
 import json
 import os
 
+from resq_nova.cmd import evaluate
 from resq_nova.cmd import plan
 from resq_profiler.cmd import profiler as profiler_cmd
 from resq_profiler import store as store_mod
@@ -111,3 +112,38 @@ class PlanCommandTest(CommandTestCase):
         rc, _, err = self.run_main(plan.main, '--slo-file', path)
         self.assertEqual(1, rc)
         self.assertIn(path, err)
+
+
+class EvaluateCommandTest(CommandTestCase):
+
+    def test_small_run_writes_json_and_figures(self):
+        out_json = os.path.join(self.tmp, 'ev.json')
+        figs = os.path.join(self.tmp, 'figs')
+        rc, out, err = self.run_main(
+            evaluate.main, '--sets', 'sensitive,insensitive', '--terms', '18',
+            '--schemes', 'agnostic,even_cat,resq_greedy,resq_optimal',
+            '--time-limit', '20', '--json', out_json, '--figures', figs)
+        self.assertEqual(0, rc, err)
+        self.assertIn('... profiled Stats', out)
+        self.assertIn('sensitive / resq_optimal', out)
+        with open(out_json) as f:
+            doc = json.load(f)
+        self.assertEqual({'sensitive', 'insensitive'}, set(doc['sets']))
+        self.assertEqual(0, doc['sets']['sensitive']['resq_optimal']
+                         ['violation_pct'])
+        self.assertIn('gap_pct', doc['sets']['sensitive']['resq_optimal'])
+        for name in ('violations.png', 'servers.png'):
+            with open(os.path.join(figs, name), 'rb') as f:
+                self.assertEqual(b'\x89PNG', f.read(4))
+
+    def test_bad_input_leaves_no_output(self):
+        out_json = os.path.join(self.tmp, 'ev.json')
+        for args, text in ((['--sets', 'spicy'], "unknown SLO set 'spicy'"),
+                           (['--terms', '0'], '--terms must be positive'),
+                           (['--time-limit', '0'], 'time limit'),
+                           (['--cores', '-1'], 'at least one core')):
+            rc, _, err = self.run_main(evaluate.main, '--json', out_json,
+                                       *args)
+            self.assertEqual(1, rc, args)
+            self.assertIn(text, err)
+            self.assertFalse(os.path.exists(out_json))

@@ -25,9 +25,9 @@ class ConfigurationsTest(base.TestCase):
                     continue
                 if len(c) > 1 and _meets(c[:-1], target):
                     continue
-                if any(_meets(tuple(sorted(c[:i] + (c[i] - 1,) + c[i + 1:],
-                                          reverse=True)), target)
-                       for i in range(len(c)) if c[i] > 1):
+                smaller = [c[:i] + (c[i] - 1,) + c[i + 1:]
+                           for i in range(len(c)) if c[i] > 1]
+                if any(_meets(s, target) for s in smaller):
                     continue
                 brute.add(c)
         self.assertEqual(brute, found)
