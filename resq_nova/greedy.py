@@ -191,30 +191,36 @@ def place(sizing, servers):
             'cluster has %d cores and %d ways free across %d servers; add '
             'servers or lower the throughput target' % (
                 need_cores, need_ways, free_cores, free_ways, len(servers)))
-    trial = [dataclasses.replace(s) for s in servers]
+    # Tentative use per server index; the servers change only at the end.
+    taken = {}
+
+    def free(i):
+        cores, ways = taken.get(i, (0, 0))
+        return (servers[i].free_cores - cores, servers[i].free_ways - ways)
+
     placements = []
     for index, (ways, mpps) in enumerate(zip(sizing.ways,
                                              sizing.per_instance_mpps)):
-        for server in trial:
-            if server.fits(ways):
-                server.used_cores += 1
-                server.used_ways += ways
+        for i, server in enumerate(servers):
+            f_cores, f_ways = free(i)
+            if f_cores >= 1 and f_ways >= ways:
+                cores, used = taken.get(i, (0, 0))
+                taken[i] = (cores + 1, used + ways)
                 placements.append(Placement(sizing.term, index, server.name,
                                             ways, mpps))
                 break
         else:
-            best = max(trial, key=lambda s: (s.free_ways if s.free_cores
-                                             else -1))
+            room = [(free(i)[1], s.name) for i, s in enumerate(servers)
+                    if free(i)[0] >= 1]
+            most, where = max(room) if room else (0, 'no server')
             raise AdmissionRefused(
                 sizing.term, NO_ROOM, 'instance %d needs a core and %d ways; '
                 'no server has both free (the most ways with a free core is '
                 '%d on %s); fragmentation: the background optimizer can '
-                'repack, or add servers' % (
-                    index, ways, max(best.free_ways, 0) if best.free_cores
-                    else 0, best.name))
-    for server, done in zip(servers, trial):
-        server.used_cores = done.used_cores
-        server.used_ways = done.used_ways
+                'repack, or add servers' % (index, ways, most, where))
+    for i, (cores, ways) in taken.items():
+        servers[i].used_cores += cores
+        servers[i].used_ways += ways
     return placements
 
 
