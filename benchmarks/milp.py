@@ -47,7 +47,7 @@ def _solve(terms, limit, gap):
             'gap_pct': round(stats['gap_pct'], 3),
             'lower_bound': stats['lower_bound'],
             'seconds': round(elapsed, 3),
-            'solver_seconds': stats['solve_s'],
+            'solver_seconds': stats['solver_only_s'],
             'greedy_servers': greedy_servers}
 
 
@@ -60,7 +60,8 @@ def case(name, terms, limit):
         'greedy_servers': final['greedy_servers'],
         'servers': final['servers'], 'lower_bound': final['lower_bound'],
         # The greedy schedule is the warm start: a schedule that good
-        # exists as soon as the model is built and handed to HiGHS.
+        # exists as soon as the greedy ran and the model is built and
+        # handed to HiGHS.
         'seconds_to_greedy_quality': final['seconds'] - final[
             'solver_seconds'],
         'seconds_to_gap_1pct': (to_1pct['seconds']
@@ -76,6 +77,8 @@ def main(argv):
     prof_conf.register_opts(conf)
     conf([], project='resq')
     profiles = run.profile_catalog(conf)
+    # Warm up (imports, solver load) so that the first case is not charged.
+    _solve(slosets.make('mixed', profiles, 20, 1), 60.0, 0.0)
     rows = []
     for set_name in ('sensitive', 'insensitive', 'mixed'):
         rows.append(case('paper-' + set_name,

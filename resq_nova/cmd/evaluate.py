@@ -50,6 +50,9 @@ cli_opts = [
     cfg.FloatOpt('mip-gap',
                  help='stop the MILP at this relative gap (default: '
                       '[resq_optimizer] mip_gap)'),
+    cfg.StrOpt('slo-file',
+               help='also evaluate the SLO set in this JSON file (set '
+                    '"custom"; terms name catalog NFs)'),
     cfg.StrOpt('json', help='write the numbers as JSON to this file'),
     cfg.StrOpt('figures', help='write PNG figures into this directory'),
 ]
@@ -84,7 +87,7 @@ def main(argv=None):
                                     else conf.mip_gap),
                            config_limit=(conf.resq_optimizer.
                                          max_configurations_per_term),
-                           progress=_progress)
+                           slo_file=conf.slo_file, progress=_progress)
     except (ValueError, milp.SolverUnavailable,
             exception.ResQException) as exc:
         print('ERROR: %s' % exc, file=sys.stderr)

@@ -39,7 +39,7 @@ def profile_catalog(conf, packet_bytes=64, progress=None):
 
 def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
              packet_bytes=64, time_limit=60.0, mip_gap=0.0, config_limit=2000,
-             progress=None):
+             slo_file=None, progress=None):
     """Place every SLO set with every scheme and measure the result.
 
     :returns: the JSON-ready document ``{"sets": {set: {scheme: {...}}},
@@ -58,6 +58,8 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
             raise ValueError('unknown scheme %r; choose from %s'
                              % (name, ', '.join(schemes_mod.NAMES)))
     for name in sets:
+        if name == slosets.CUSTOM and slo_file:
+            continue
         if name not in slosets.SETS:
             raise slosets.UnknownSet('unknown SLO set %r; choose from %s'
                                      % (name, ', '.join(sorted(
@@ -66,12 +68,18 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
         raise ValueError('the solver time limit must be positive, got %r'
                          % time_limit)
     profiles = profile_catalog(conf, packet_bytes, progress)
+    custom = slosets.load(slo_file, profiles) if slo_file else None
+    if custom and slosets.CUSTOM not in sets:
+        sets = list(sets) + [slosets.CUSTOM]
     doc = {'sets': {}, 'ratios': {}, 'config': {
         'terms': terms, 'seed': seed, 'cores': cores, 'ways': ways,
         'packet_bytes': packet_bytes, 'time_limit_s': time_limit,
         'violation_tolerance_pct': cluster.VIOLATION_TOLERANCE * 100}}
     for set_name in sets:
-        slo_terms = slosets.make(set_name, profiles, terms, seed)
+        if set_name == slosets.CUSTOM:
+            slo_terms = custom
+        else:
+            slo_terms = slosets.make(set_name, profiles, terms, seed)
         doc['sets'][set_name] = {}
         for scheme in schemes:
             started = time.monotonic()

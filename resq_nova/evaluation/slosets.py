@@ -17,10 +17,13 @@ what one instance sustains alone with the whole LLC and 100% of its solo p95
 latency (at full load). Deterministic for a seed.
 """
 
+import json
 import random
 
 from resq_nova import greedy
+from resq_nova import slo
 from resq_profiler import catalog
+from resq_profiler import exception
 
 SETS = {
     'sensitive': catalog.SENSITIVE,
@@ -56,5 +59,56 @@ def make(name, profiles, terms=200, seed=0):
             name='%s-%03d-%s' % (name, i, nf.lower()), profile=prof,
             throughput_mpps=THROUGHPUT_FRACTION * prof.peak_mpps,
             latency_p95_us=LATENCY_FRACTION * prof.latency_at(1.0),
+            packet_bytes=prof.traffic['packet_bytes']))
+    return result
+
+
+CUSTOM = 'custom'
+
+
+def load(path, profiles):
+    """An SLO set from a JSON file naming catalog NFs.
+
+    ``{"terms": [{"name": "a", "nf": "Stats", "throughput_mpps": 3.0,
+    "latency_p95_us": 30}]}``; the latency target may be omitted (the NF's
+    solo p95 at full load).
+
+    :raises resq_nova.slo.InvalidSLOFile: naming the file and the field.
+    """
+    try:
+        with open(path, encoding='utf-8') as f:
+            doc = json.load(f)
+    except OSError as exc:
+        raise slo.InvalidSLOFile(path=path, reason='cannot be read: %s'
+                                 % exc.strerror)
+    except ValueError as exc:
+        raise slo.InvalidSLOFile(path=path, reason='not JSON: %s' % exc)
+    items = doc.get('terms') if isinstance(doc, dict) else None
+    if not isinstance(items, list) or not items:
+        raise slo.InvalidSLOFile(path=path,
+                                 reason='needs a non-empty "terms" list')
+    result = []
+    for i, item in enumerate(items):
+        where = 'terms[%d]' % i
+        if not isinstance(item, dict) or 'nf' not in item:
+            raise slo.InvalidSLOFile(path=path, reason='%s needs an "nf"'
+                                     % where)
+        try:
+            prof = profiles[catalog.get(item['nf']).name]
+        except exception.UnknownNF as exc:
+            raise slo.InvalidSLOFile(path=path, reason='%s.nf: %s'
+                                     % (where, exc))
+        thr = item.get('throughput_mpps')
+        lat = item.get('latency_p95_us', prof.latency_at(1.0))
+        for key, value in (('throughput_mpps', thr),
+                           ('latency_p95_us', lat)):
+            if (isinstance(value, bool)
+                    or not isinstance(value, (int, float)) or value <= 0):
+                raise slo.InvalidSLOFile(
+                    path=path, reason='%s.%s must be a positive number, '
+                    'got %r' % (where, key, value))
+        result.append(greedy.SLOTerm(
+            name=str(item.get('name', 'term-%03d' % i)), profile=prof,
+            throughput_mpps=float(thr), latency_p95_us=float(lat),
             packet_bytes=prof.traffic['packet_bytes']))
     return result

@@ -136,12 +136,40 @@ class EvaluateCommandTest(CommandTestCase):
             with open(os.path.join(figs, name), 'rb') as f:
                 self.assertEqual(b'\x89PNG', f.read(4))
 
+    def test_custom_slo_file(self):
+        path = self.write_json('slo.json', {'terms': [
+            {'name': 'big-nat', 'nf': 'MazuNAT', 'throughput_mpps': 6.0},
+            {'name': 'fw', 'nf': 'firewall', 'throughput_mpps': 0.3,
+             'latency_p95_us': 200}]})
+        out_json = os.path.join(self.tmp, 'ev.json')
+        rc, out, err = self.run_main(
+            evaluate.main, '--sets', 'insensitive', '--terms', '9',
+            '--schemes', 'resq_greedy,resq_optimal', '--slo-file', path,
+            '--json', out_json)
+        self.assertEqual(0, rc, err)
+        with open(out_json) as f:
+            doc = json.load(f)
+        self.assertEqual({'insensitive', 'custom'}, set(doc['sets']))
+        self.assertEqual(0, doc['sets']['custom']['resq_greedy']
+                         ['violation_pct'])
+        self.assertGreaterEqual(doc['sets']['custom']['resq_greedy']
+                                ['instances'], 4)
+
     def test_bad_input_leaves_no_output(self):
         out_json = os.path.join(self.tmp, 'ev.json')
         for args, text in ((['--sets', 'spicy'], "unknown SLO set 'spicy'"),
                            (['--terms', '0'], '--terms must be positive'),
                            (['--time-limit', '0'], 'time limit'),
-                           (['--cores', '-1'], 'at least one core')):
+                           (['--cores', '-1'], 'at least one core'),
+                           (['--slo-file', self.write_json('s.json', '{')],
+                            'not JSON'),
+                           (['--slo-file', self.write_json(
+                               't.json', {'terms': [{'nf': 'Nope'}]})],
+                            "terms[0].nf: Unknown NF 'Nope'"),
+                           (['--slo-file', self.write_json(
+                               'u.json', {'terms': [
+                                   {'nf': 'LPM', 'throughput_mpps': -1}]})],
+                            'terms[0].throughput_mpps must be a positive')):
             rc, _, err = self.run_main(evaluate.main, '--json', out_json,
                                        *args)
             self.assertEqual(1, rc, args)
