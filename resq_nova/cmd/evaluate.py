@@ -20,7 +20,6 @@ import json
 import sys
 
 from oslo_config import cfg
-from oslo_log import log as logging
 
 from resq_nova import conf as nova_conf
 from resq_nova.evaluation import figures
@@ -28,6 +27,7 @@ from resq_nova.evaluation import run
 from resq_nova.evaluation import schemes
 from resq_nova.evaluation import slosets
 from resq_nova import milp
+from resq_profiler import cmd
 from resq_profiler import conf as prof_conf
 from resq_profiler import exception
 from resq_profiler import store as store_mod
@@ -63,14 +63,9 @@ def _progress(message):
 
 
 def main(argv=None):
-    conf = cfg.ConfigOpts()
-    logging.register_options(conf)
-    prof_conf.register_opts(conf)
-    nova_conf.register_opts(conf)
-    conf.register_cli_opts(cli_opts)
-    conf(sys.argv[1:] if argv is None else argv, project='resq',
-         prog='resq-evaluate')
-    logging.setup(conf, 'resq-evaluate')
+    conf = cmd.parse_config(argv, 'resq-evaluate',
+                            (prof_conf.register_opts,
+                             nova_conf.register_opts), cli_opts)
     if conf.terms <= 0:
         print('ERROR: --terms must be positive, got %d' % conf.terms,
               file=sys.stderr)

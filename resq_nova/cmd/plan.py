@@ -23,12 +23,12 @@ import json
 import sys
 
 from oslo_config import cfg
-from oslo_log import log as logging
 
 from resq_nova import conf as nova_conf
 from resq_nova import greedy
 from resq_nova import slo
 from resq_profiler import catalog
+from resq_profiler import cmd
 from resq_profiler import conf as prof_conf
 from resq_profiler import exception
 from resq_profiler import nfmodel
@@ -113,14 +113,9 @@ def _report(admitted, refused, servers):
 
 
 def main(argv=None):
-    conf = cfg.ConfigOpts()
-    logging.register_options(conf)
-    nova_conf.register_opts(conf)
-    prof_conf.register_opts(conf)
-    conf.register_cli_opts(cli_opts)
-    conf(sys.argv[1:] if argv is None else argv, project='resq',
-         prog='resq-plan')
-    logging.setup(conf, 'resq-plan')
+    conf = cmd.parse_config(argv, 'resq-plan', (nova_conf.register_opts,
+                                                prof_conf.register_opts),
+                            cli_opts)
     store = store_mod.ProfileStore(conf.profile_dir or conf.resq.profile_dir)
     try:
         servers = greedy.make_cluster(conf.servers, conf.resq.server_cores,

@@ -19,6 +19,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from resq_profiler import catalog
+from resq_profiler import cmd
 from resq_profiler import conf as resq_conf
 from resq_profiler import exception
 from resq_profiler import nfmodel
@@ -250,13 +251,8 @@ def cmd_catalog(conf):
 
 
 def main(argv=None):
-    conf = cfg.ConfigOpts()
-    logging.register_options(conf)
-    resq_conf.register_opts(conf)
-    conf.register_cli_opt(command_opt)
-    conf(sys.argv[1:] if argv is None else argv, project='resq',
-         prog='resq-profiler')
-    logging.setup(conf, 'resq-profiler')
+    conf = cmd.parse_config(argv, 'resq-profiler', (resq_conf.register_opts,),
+                            [command_opt])
     try:
         return conf.command.func(conf)
     except exception.ResQException as exc:

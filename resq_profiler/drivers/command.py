@@ -283,16 +283,20 @@ class CommandDriver(drivers.Driver):
         if pattern is None:
             ready.set()
         thread.start()
-        if not ready.wait(self.opts.command_grace_s) or (
-                pattern is not None and not matched):
+
+        def abort(why):
             proc.kill()
             proc.wait()
             thread.join()
             raise exception.MeasurementError(
-                reason='%s printed nothing matching command_ready_pattern '
-                '%r within %.0f s; last lines:\n%s' % (
-                    argv[0], pattern.pattern, self.opts.command_grace_s,
+                reason='%s %s within %.0f s; last lines:\n%s' % (
+                    argv[0], why, self.opts.command_grace_s,
                     _tail(''.join(lines))))
+
+        if not ready.wait(self.opts.command_grace_s) or (
+                pattern is not None and not matched):
+            abort('printed nothing matching command_ready_pattern %r'
+                  % pattern.pattern)
         try:
             proc.wait(timeout=self.opts.command_duration_s)
             interrupted = False
@@ -302,14 +306,7 @@ class CommandDriver(drivers.Driver):
             try:
                 proc.wait(timeout=self.opts.command_grace_s)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                thread.join()
-                raise exception.MeasurementError(
-                    reason='%s did not exit within %.0f s of SIGINT and was '
-                    'killed; last lines:\n%s' % (
-                        argv[0], self.opts.command_grace_s,
-                        _tail(''.join(lines))))
+                abort('was killed: it did not exit after SIGINT')
         thread.join()
         out = ''.join(lines)
         ok = (0, -signal.SIGINT) if interrupted else (0,)
