@@ -38,6 +38,15 @@ ALL_OPTS = [
                default=18, min=1,
                help='LLC ways per server available to ResQ instances '
                     '(excluding the ways DDIO uses), for planning.'),
+    cfg.FloatOpt('weigher_multiplier',
+                 default=10.0,
+                 help='Multiplier of the ResQ weigher, which prefers the '
+                      'host whose cores are fullest after placing a ResQ '
+                      'instance (first-fit packing). Nova normalises every '
+                      'weigher to 0..1 before multiplying, so 10 makes '
+                      'packing dominate the default weighers (multipliers '
+                      'of 1); negative values spread instead. It has no '
+                      'effect on requests without resq: extra specs.'),
 ]
 
 

@@ -1,0 +1,194 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ``resq:`` flavor extra specs: definitions and parsing. Pure.
+
+One table (:data:`SPECS`) defines every key; Nova's API validators, the
+scheduler filter and the admission command all read it, so a key cannot be
+accepted by one and misread by another.
+"""
+
+import dataclasses
+import re
+
+NAMESPACE = 'resq'
+RC_LLC_WAY = 'CUSTOM_LLC_WAY'
+RC_LLC_CLOS = 'CUSTOM_LLC_CLOS'
+TRAIT_CAT_L3 = 'CUSTOM_CAT_L3'
+RESERVED = 'reserved'
+ON_DEMAND = 'on-demand'
+_NUMBER = r'(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)'
+_RESOURCE_KEY = re.compile(r'^resources(?P<suffix>[A-Za-z0-9_-]*):'
+                           r'(?P<rc>[A-Z0-9_]+)$')
+
+
+class InvalidResQSpec(ValueError):
+    """A ``resq:`` spec or its companions are wrong; says which and why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    key: str
+    kind: str          # 'enum', 'number', 'int', 'id'
+    description: str
+    allowed: str
+    enum: tuple = ()
+    minimum: float = None
+    maximum: float = None
+
+
+SPECS = {s.key: s for s in (
+    Spec('resq:slo', 'enum',
+         'ResQ SLO class: "reserved" (a dedicated, profiled LLC partition '
+         'sized for the throughput target) or "on-demand" (LLC shared among '
+         'on-demand NFs by the host agent, isolated when latency suffers).',
+         'reserved, on-demand', enum=(RESERVED, ON_DEMAND)),
+    Spec('resq:profile', 'id',
+         'Id of the NF profile (resq-profiler) the SLO was sized with.',
+         '1-128 letters, digits, ".", "_" or "-"'),
+    Spec('resq:throughput_mpps', 'number',
+         'Throughput this instance must sustain, in million packets per '
+         'second.', 'a number > 0 and <= 1000', minimum=0.0,
+         maximum=1000.0),
+    Spec('resq:latency_p95_us', 'number',
+         'Target 95th-percentile packet latency, in microseconds.',
+         'a number > 0 and <= 1000000', minimum=0.0, maximum=1e6),
+    Spec('resq:packet_bytes', 'int',
+         'Packet size of the traffic profile the SLO assumes; sizes the DMA '
+         'buffer budget (leaky DMA, ResQ section 4.3).',
+         'an integer from 64 to 9216', minimum=64, maximum=9216),
+    Spec('resq:term', 'id',
+         'Name of the SLO term this instance belongs to (set by '
+         'resq-admit), to group the instances of one term.',
+         '1-128 letters, digits, ".", "_" or "-"'),
+)}
+
+_ID = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
+
+
+def check_value(key, value):
+    """Validate one ``resq:`` key and value; return the parsed value.
+
+    :raises InvalidResQSpec: naming the key and the allowed values.
+    """
+    spec = SPECS.get(key)
+    if spec is None:
+        raise InvalidResQSpec(
+            "extra spec '%s' is not a resq-nova key; known keys: %s"
+            % (key, ', '.join(sorted(SPECS))))
+    value = str(value).strip()
+    bad = InvalidResQSpec("extra spec '%s' has invalid value '%s'; allowed: "
+                          "%s" % (key, value, spec.allowed))
+    if spec.kind == 'enum':
+        if value not in spec.enum:
+            raise bad
+        return value
+    if spec.kind == 'id':
+        if not _ID.match(value):
+            raise bad
+        return value
+    if spec.kind == 'int':
+        if not re.fullmatch(r'[0-9]+', value):
+            raise bad
+        number = int(value)
+        if not spec.minimum <= number <= spec.maximum:
+            raise bad
+        return number
+    if not re.fullmatch(_NUMBER, value):
+        raise bad
+    number = float(value)
+    if not spec.minimum < number <= spec.maximum:
+        raise bad
+    return number
+
+
+@dataclasses.dataclass(frozen=True)
+class ResQRequest:
+    """What a flavor asks of ResQ."""
+
+    slo: str
+    profile: str = None
+    throughput_mpps: float = None
+    latency_p95_us: float = None
+    packet_bytes: int = None
+    term: str = None
+    ways: int = 0
+    clos: int = 0
+    group_suffix: str = None
+    dedicated_cpus: bool = False
+    vcpus: int = 0
+
+
+def parse(extra_specs, vcpus=0):
+    """A :class:`ResQRequest` from a flavor's extra specs, or ``None``.
+
+    ``None`` means the flavor has no ``resq:`` key: not a ResQ request.
+
+    :raises InvalidResQSpec: for bad values, or a reserved SLO without the
+        isolation it needs (a ``CUSTOM_LLC_WAY`` request in one request
+        group and ``hw:cpu_policy=dedicated``).
+    """
+    values = {}
+    for key, value in (extra_specs or {}).items():
+        if key.startswith(NAMESPACE + ':'):
+            values[key.split(':', 1)[1]] = check_value(key, value)
+    if not values:
+        return None
+    slo = values.get('slo')
+    if slo is None:
+        raise InvalidResQSpec("flavor has resq: extra specs but no "
+                              "'resq:slo'; set resq:slo=reserved or "
+                              "resq:slo=on-demand")
+    ways, clos, suffix = 0, 0, None
+    for key, value in (extra_specs or {}).items():
+        m = _RESOURCE_KEY.match(key)
+        if not m or m.group('rc') not in (RC_LLC_WAY, RC_LLC_CLOS):
+            continue
+        if suffix is not None and m.group('suffix') != suffix:
+            raise InvalidResQSpec(
+                'CUSTOM_LLC_WAY and CUSTOM_LLC_CLOS must be requested in one '
+                'request group (one resources<suffix>: prefix), so both come '
+                'from the same cache domain; found %r and %r'
+                % (suffix, m.group('suffix')))
+        suffix = m.group('suffix')
+        try:
+            amount = int(value)
+        except ValueError:
+            raise InvalidResQSpec("extra spec '%s' must be an integer, got "
+                                  "'%s'" % (key, value))
+        if m.group('rc') == RC_LLC_WAY:
+            ways = amount
+        else:
+            clos = amount
+    dedicated = extra_specs.get('hw:cpu_policy') == 'dedicated'
+    if slo == RESERVED:
+        if ways <= 0:
+            raise InvalidResQSpec(
+                'resq:slo=reserved needs LLC ways from Placement: add '
+                '"resources_LLC:%s=<ways>" (and "resources_LLC:%s=1") to '
+                'the flavor' % (RC_LLC_WAY, RC_LLC_CLOS))
+        if not dedicated:
+            raise InvalidResQSpec(
+                'resq:slo=reserved needs dedicated cores: add '
+                '"hw:cpu_policy=dedicated" to the flavor')
+        if suffix == '':
+            raise InvalidResQSpec(
+                'request %s in a named request group (e.g. '
+                '"resources_LLC:%s") so it is served by one cache domain '
+                'provider, not the compute node' % (RC_LLC_WAY, RC_LLC_WAY))
+    return ResQRequest(slo=slo, profile=values.get('profile'),
+                       throughput_mpps=values.get('throughput_mpps'),
+                       latency_p95_us=values.get('latency_p95_us'),
+                       packet_bytes=values.get('packet_bytes'),
+                       term=values.get('term'), ways=ways,
+                       clos=clos if clos else (1 if ways else 0),
+                       group_suffix=suffix, dedicated_cpus=dedicated,
+                       vcpus=vcpus)

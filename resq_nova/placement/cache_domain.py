@@ -1,0 +1,90 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""How an L3 cache domain appears in Placement. Pure.
+
+One child resource provider per cache domain, under the compute node's
+provider, owned by the resq agent:
+
+* name ``<hypervisor hostname>_llc_<domain id>``, UUID ``uuid5(<compute
+  node provider UUID>, "resq-llc-<domain id>")``: deterministic, so the agent
+  finds its providers again after a restart and the scheduler filter can
+  tell which domain serves a request group from the UUID alone;
+* ``CUSTOM_LLC_WAY``: the domain's ways, with the I/O (DDIO) ways and the
+  default group's minimum reserved; ``min_unit`` is the platform's
+  ``min_cbm_bits``;
+* ``CUSTOM_LLC_CLOS``: classes of service, one reserved for the default
+  group, so Placement never hands out more partitions than CAT can enforce;
+* traits ``CUSTOM_CAT_L3`` (CAT-capable) and ``CUSTOM_RESQ_L3_<id>``.
+
+The domain id is the L3 cache id, which on Intel Xeons without sub-NUMA
+clustering is also the socket and the NUMA cell: the filter relies on it.
+"""
+
+import dataclasses
+import uuid
+
+from resq_nova import extra_specs
+
+TRAIT_DOMAIN_PREFIX = 'CUSTOM_RESQ_L3_'
+MAX_DOMAINS = 64
+
+
+def provider_uuid(compute_rp_uuid, domain_id):
+    return str(uuid.uuid5(uuid.UUID(str(compute_rp_uuid)),
+                          'resq-llc-%d' % domain_id))
+
+
+def provider_name(hypervisor_hostname, domain_id):
+    return '%s_llc_%d' % (hypervisor_hostname, domain_id)
+
+
+def domain_of(compute_rp_uuid, rp_uuid):
+    """The domain id whose provider has ``rp_uuid``, or ``None``."""
+    for domain in range(MAX_DOMAINS):
+        if provider_uuid(compute_rp_uuid, domain) == rp_uuid:
+            return domain
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheDomain:
+    """What the agent discovered about one L3 cache domain."""
+
+    domain_id: int
+    ways: int
+    min_cbm_bits: int = 1
+    num_closids: int = 16
+    io_ways: int = 2
+    default_group_ways: int = 0
+    cat: bool = True
+
+    def inventory(self):
+        """Placement inventories of the domain's provider."""
+        reserved = min(self.io_ways + self.default_group_ways, self.ways)
+        inv = {extra_specs.RC_LLC_WAY: {
+            'total': self.ways, 'reserved': reserved,
+            'min_unit': max(self.min_cbm_bits, 1),
+            'max_unit': max(self.ways - reserved, 1), 'step_size': 1,
+            'allocation_ratio': 1.0}}
+        if self.num_closids > 1:
+            inv[extra_specs.RC_LLC_CLOS] = {
+                'total': self.num_closids, 'reserved': 1, 'min_unit': 1,
+                'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}
+        if not self.cat or reserved >= self.ways:
+            return {}
+        return inv
+
+    def traits(self):
+        traits = ['%s%d' % (TRAIT_DOMAIN_PREFIX, self.domain_id)]
+        if self.cat:
+            traits.append(extra_specs.TRAIT_CAT_L3)
+        return sorted(traits)

@@ -1,0 +1,264 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The one Placement client of resq-nova.
+
+A method per operation, each with a named microversion; one response check
+that turns failures into exceptions an operator can act on; idempotent
+``ensure``/``set`` operations that retry when another writer (Nova's
+resource tracker, another agent) bumped a provider's generation.
+"""
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_log import log as logging
+
+from resq_profiler import exception
+
+LOG = logging.getLogger(__name__)
+
+# Microversions, named for what they give us.
+MV_RESOURCE_CLASS_PUT = '1.7'      # PUT /resource_classes/{name}
+MV_TRAITS = '1.6'                  # traits API
+MV_PROVIDER_BODY = '1.20'          # POST /resource_providers returns it
+MV_NESTED = '1.14'                 # parent_provider_uuid, in_tree
+MV_ALLOCATIONS = '1.28'            # consumer generation in allocations
+GENERATION_RETRIES = 5
+CONFLICT_CODE = 'placement.concurrent_update'
+
+
+class PlacementError(exception.ResQException):
+    msg_fmt = 'Placement %(method)s %(url)s failed: %(reason)s'
+
+
+class PlacementUnavailable(PlacementError):
+    msg_fmt = ('Placement is unreachable (%(reason)s); check the [placement] '
+               'options and that the service is running')
+
+
+class ProviderNotFound(PlacementError):
+    msg_fmt = 'Resource provider %(what)s does not exist in Placement'
+
+
+class GenerationConflict(PlacementError):
+    msg_fmt = ('Resource provider %(uuid)s kept changing under us '
+               '(%(attempts)d attempts); another service writes it too often')
+
+
+def register_opts(conf, group='placement'):
+    """Register keystoneauth session, auth and adapter options."""
+    ks_loading.register_session_conf_options(conf, group)
+    ks_loading.register_auth_conf_options(conf, group)
+    ks_loading.register_adapter_conf_options(conf, group)
+
+
+def list_opts(group='placement'):
+    return (ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+
+
+class PlacementClient:
+    """Placement over a keystoneauth adapter."""
+
+    def __init__(self, adapter):
+        self._adapter = adapter
+
+    @classmethod
+    def from_conf(cls, conf, group='placement'):
+        auth = ks_loading.load_auth_from_conf_options(conf, group)
+        session = ks_loading.load_session_from_conf_options(conf, group,
+                                                            auth=auth)
+        adapter = ks_loading.load_adapter_from_conf_options(
+            conf, group, session=session, service_type='placement',
+            raise_exc=False)
+        return cls(adapter)
+
+    @classmethod
+    def for_endpoint(cls, endpoint, token='admin'):
+        """A client for a no-auth Placement (tests, standalone)."""
+        from keystoneauth1 import session as ks_session
+        return cls(ks_adapter.Adapter(
+            ks_session.Session(auth=None), endpoint_override=endpoint,
+            service_type='placement',
+            additional_headers={'x-auth-token': token}, raise_exc=False))
+
+    # -- the one response check -------------------------------------------
+    def _call(self, method, url, microversion, body=None, ok=(200,),
+              missing=None):
+        kwargs = {'microversion': microversion,
+                  'headers': {'accept': 'application/json'}}
+        if body is not None:
+            kwargs['json'] = body
+        try:
+            resp = self._adapter.request(url, method, **kwargs)
+        except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
+                ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure) as exc:
+            raise PlacementUnavailable(method=method, url=url, reason=exc)
+        if resp.status_code in ok:
+            return resp.json() if resp.content else None
+        if resp.status_code == 404 and missing is not None:
+            raise ProviderNotFound(method=method, url=url, what=missing)
+        reason = '%s %s' % (resp.status_code, _errors(resp))
+        if resp.status_code == 409:
+            cls = _Conflict if _code(resp) == CONFLICT_CODE else Conflict
+            raise cls(method=method, url=url, reason=reason)
+        raise PlacementError(method=method, url=url, reason=reason)
+
+    # -- operations ---------------------------------------------------------
+    def ensure_resource_class(self, name):
+        self._call('PUT', '/resource_classes/%s' % name,
+                   MV_RESOURCE_CLASS_PUT, ok=(201, 204))
+
+    def ensure_trait(self, name):
+        self._call('PUT', '/traits/%s' % name, MV_TRAITS, ok=(201, 204))
+
+    def get_provider(self, uuid):
+        try:
+            return self._call('GET', '/resource_providers/%s' % uuid,
+                              MV_NESTED, missing=uuid)
+        except ProviderNotFound:
+            return None
+
+    def find_provider(self, name):
+        """The provider called ``name`` (e.g. a hypervisor hostname)."""
+        found = self._call('GET', '/resource_providers?name=%s' % name,
+                           MV_NESTED)['resource_providers']
+        if not found:
+            raise ProviderNotFound(method='GET', url='/resource_providers',
+                                   what='named %r' % name)
+        return found[0]
+
+    def tree(self, root_uuid):
+        """Every provider in the tree rooted at ``root_uuid``."""
+        return self._call('GET', '/resource_providers?in_tree=%s'
+                          % root_uuid, MV_NESTED)['resource_providers']
+
+    def ensure_provider(self, uuid, name, parent_uuid=None):
+        """Create the provider unless it exists; return it (idempotent)."""
+        current = self.get_provider(uuid)
+        if current is not None:
+            if (current['name'] != name or current.get(
+                    'parent_provider_uuid') != parent_uuid):
+                raise PlacementError(
+                    method='GET', url='/resource_providers/%s' % uuid,
+                    reason='provider exists as %r under %s, expected %r '
+                    'under %s' % (current['name'],
+                                  current.get('parent_provider_uuid'), name,
+                                  parent_uuid))
+            return current
+        body = {'uuid': uuid, 'name': name}
+        if parent_uuid:
+            body['parent_provider_uuid'] = parent_uuid
+        try:
+            return self._call('POST', '/resource_providers',
+                              MV_PROVIDER_BODY, body, ok=(200,))
+        except Conflict:
+            # Someone created it between our GET and POST.
+            return self.ensure_provider(uuid, name, parent_uuid)
+
+    def _with_generation(self, uuid, update):
+        for attempt in range(1, GENERATION_RETRIES + 1):
+            provider = self.get_provider(uuid)
+            if provider is None:
+                raise ProviderNotFound(method='GET',
+                                       url='/resource_providers/%s' % uuid,
+                                       what=uuid)
+            try:
+                return update(provider['generation'])
+            except _Conflict:
+                LOG.debug('Generation conflict on %s (attempt %d)', uuid,
+                          attempt)
+        raise GenerationConflict(method='PUT', url=uuid, uuid=uuid,
+                                 attempts=GENERATION_RETRIES)
+
+    def get_inventories(self, uuid):
+        return self._call('GET', '/resource_providers/%s/inventories' % uuid,
+                          MV_NESTED, missing=uuid)['inventories']
+
+    def set_inventories(self, uuid, inventories):
+        """Replace the provider's inventory (retries generation conflicts).
+
+        Resource classes are created first; an empty dict clears it.
+        """
+        for rc in inventories:
+            if rc.startswith('CUSTOM_'):
+                self.ensure_resource_class(rc)
+        if self.get_inventories(uuid) == inventories:
+            return
+
+        def put(generation):
+            return self._call(
+                'PUT', '/resource_providers/%s/inventories' % uuid,
+                MV_NESTED, {'resource_provider_generation': generation,
+                            'inventories': inventories}, missing=uuid)
+        self._with_generation(uuid, put)
+
+    def get_traits(self, uuid):
+        return sorted(self._call('GET', '/resource_providers/%s/traits'
+                                 % uuid, MV_TRAITS, missing=uuid)['traits'])
+
+    def set_traits(self, uuid, traits):
+        traits = sorted(set(traits))
+        for trait in traits:
+            if trait.startswith('CUSTOM_'):
+                self.ensure_trait(trait)
+        if self.get_traits(uuid) == traits:
+            return
+
+        def put(generation):
+            return self._call(
+                'PUT', '/resource_providers/%s/traits' % uuid, MV_TRAITS,
+                {'resource_provider_generation': generation,
+                 'traits': traits}, missing=uuid)
+        self._with_generation(uuid, put)
+
+    def get_usages(self, uuid):
+        return self._call('GET', '/resource_providers/%s/usages' % uuid,
+                          MV_NESTED, missing=uuid)['usages']
+
+    def get_allocations(self, consumer_uuid):
+        """``{provider uuid: {resource class: amount}}`` of a consumer."""
+        body = self._call('GET', '/allocations/%s' % consumer_uuid,
+                          MV_ALLOCATIONS)
+        return {rp: alloc['resources']
+                for rp, alloc in body.get('allocations', {}).items()}
+
+    def delete_provider(self, uuid):
+        try:
+            self._call('DELETE', '/resource_providers/%s' % uuid, MV_NESTED,
+                       ok=(204,), missing=uuid)
+        except ProviderNotFound:
+            pass
+
+
+class Conflict(PlacementError):
+    """409 for another reason than a generation (e.g. a duplicate)."""
+
+
+class _Conflict(PlacementError):
+    """A generation conflict: retry with a fresh generation."""
+
+
+def _errors(resp):
+    try:
+        return '; '.join(e.get('detail', '') for e in
+                         resp.json().get('errors', [])) or resp.text
+    except ValueError:
+        return resp.text
+
+
+def _code(resp):
+    try:
+        return resp.json()['errors'][0].get('code')
+    except (ValueError, KeyError, IndexError):
+        return None

@@ -1,0 +1,81 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ResQ scheduler filter.
+
+Requests without ``resq:`` extra specs pass untouched. For a reserved ResQ
+request the filter keeps a host only if one of its Placement allocation
+candidates takes the LLC ways from one of the host's cache-domain providers
+and that domain is the NUMA cell Nova will pin the instance's dedicated
+cores to; it prunes the other candidates, so the candidate the scheduler
+claims is a right one. A flavor whose ResQ specs are inconsistent never
+passes: the reason goes to the scheduler log.
+"""
+
+from nova.scheduler import filters
+from nova.virt import hardware
+from oslo_log import log as logging
+
+from resq_nova import extra_specs
+from resq_nova import scheduler
+
+LOG = logging.getLogger(__name__)
+
+
+class ResQFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
+    """Cores and LLC ways of a ResQ instance in one cache domain."""
+
+    RUN_ON_REBUILD = False
+
+    def host_passes(self, host_state, spec_obj):
+        request, error = scheduler.resq_request(spec_obj)
+        if error:
+            LOG.info('ResQFilter refuses %s for flavor %s: %s', host_state,
+                     spec_obj.flavor.name, error)
+            return False
+        if request is None or request.slo != extra_specs.RESERVED:
+            return True
+        cell = self._pinned_cell(host_state, spec_obj)
+        if cell is False:
+            LOG.info('ResQFilter: %s cannot pin %d dedicated cores in one '
+                     'NUMA cell', host_state, request.vcpus)
+            return False
+        domains = scheduler.domain_uuids(host_state.uuid)
+
+        def serves(candidate):
+            for rp in candidate['mappings'].get(request.group_suffix, ()):
+                domain = domains.get(rp)
+                if domain is not None and (cell is None or domain == cell):
+                    return True
+            return False
+
+        if not self.filter_candidates(host_state, serves):
+            LOG.info('ResQFilter: no allocation candidate of %s takes %d LLC '
+                     'ways from the cache domain of NUMA cell %s, where the '
+                     'cores would be pinned', host_state, request.ways, cell)
+            return False
+        return True
+
+    @staticmethod
+    def _pinned_cell(host_state, spec_obj):
+        """The NUMA cell Nova will pin to; None if unknown, False if none."""
+        if not host_state.numa_topology or not spec_obj.numa_topology:
+            return None
+        # The fit writes CPU pinning into the topology it is given: fit a
+        # copy, as NUMATopologyFilter does.
+        fitted = hardware.numa_fit_instance_to_host(
+            host_state.numa_topology, spec_obj.numa_topology.obj_clone(),
+            provider_mapping=None,
+            limits=host_state.limits.get('numa_topology'))
+        if fitted is None:
+            return False
+        cells = {c.id for c in fitted.cells}
+        return cells.pop() if len(cells) == 1 else False

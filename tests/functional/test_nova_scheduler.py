@@ -1,0 +1,186 @@
+"""resq-nova inside real Nova services.
+
+Nova's own functional harness runs nova-api, conductor, scheduler and
+compute services in-process; computes use Nova's real libvirt driver over
+fakelibvirt with the host shape each test chooses (NUMA cells, cores), and
+Placement runs in-process. The ResQ filter and weigher are enabled the way
+a deployer enables them, and the cache-domain providers are created by
+resq-nova's Placement client, as the agent does.
+"""
+
+import sys
+
+from nova.tests.fixtures import libvirt as fakelibvirt
+from nova.tests.functional.api import client as api_client
+from nova.tests.functional.libvirt import base
+
+from resq_nova.placement import cache_domain
+from resq_nova.placement import client as placement_client
+from resq_nova.placement import reporter
+
+RESQ_FILTERS = ['ResQFilter']
+
+
+class ResQNovaTestBase(base.ServersTestBase):
+    ADDITIONAL_FILTERS = RESQ_FILTERS
+    microversion = 'latest'
+    ADMIN_API = True
+
+    def setUp(self):
+        self.flags(api_paste_config=sys.prefix + '/etc/nova/api-paste.ini',
+                   group='wsgi')
+        self.flags(available_filters=[
+            'nova.scheduler.filters.all_filters',
+            'resq_nova.scheduler.filters.ResQFilter'],
+            group='filter_scheduler')
+        self.flags(weight_classes=[
+            'nova.scheduler.weights.all_weighers',
+            'resq_nova.scheduler.weights.ResQWeigher'],
+            group='filter_scheduler')
+        # Cells of 4 cores: cell 0 has 0-3 dedicated, cell 1 has 4-5
+        # dedicated and 6-7 for ordinary (shared-CPU) instances.
+        self.flags(cpu_dedicated_set='0-5', cpu_shared_set='6-7',
+                   group='compute')
+        self.flags(vcpu_pin_set=None)
+        super().setUp()
+        self.client = placement_client.PlacementClient.for_endpoint(
+            self.placement.fixture.endpoint)
+
+    def start_resq_compute(self, hostname, sockets=1, ways=11,
+                           domains=None):
+        """A compute with ``sockets`` NUMA cells of 4 cores each, and one
+        cache domain of ``ways`` ways per cell reported to Placement."""
+        info = fakelibvirt.HostInfo(cpu_nodes=sockets, cpu_sockets=1,
+                                    cpu_cores=8 // sockets, cpu_threads=1,
+                                    kB_mem=16 * 1024 * 1024)
+        self.start_compute(hostname=hostname, host_info=info)
+        doms = domains or [cache_domain.CacheDomain(d, ways, io_ways=2,
+                                                    num_closids=4)
+                           for d in range(sockets)]
+        return reporter.report(self.client, hostname, doms)
+
+    def resq_flavor(self, ways, vcpus=1, name=None, **extra):
+        spec = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
+                'resources_LLC:CUSTOM_LLC_WAY': str(ways),
+                'resources_LLC:CUSTOM_LLC_CLOS': '1',
+                'resq:throughput_mpps': '1.5'}
+        spec.update(extra)
+        return self._create_flavor(name=name, vcpu=vcpus, memory_mb=512,
+                                   disk=1, ephemeral=0, extra_spec=spec)
+
+    def llc_usage(self, rp_uuid):
+        return self.client.get_usages(rp_uuid).get('CUSTOM_LLC_WAY', 0)
+
+    def host_of(self, server):
+        return server['OS-EXT-SRV-ATTR:host']
+
+
+class ExtraSpecValidationTest(ResQNovaTestBase):
+
+    def test_invalid_values_get_http_400_naming_key(self):
+        flavor = self._create_flavor(vcpu=1, memory_mb=512, disk=1,
+                                     ephemeral=0)
+        for key, value, text in (
+                ('resq:throughput_mpps', 'abc', 'a number > 0'),
+                ('resq:slo', 'gold', 'reserved, on-demand'),
+                ('resq:packet_bytes', '10', '64 to 9216'),
+                ('resq:colour', 'red', 'not a resq-nova key')):
+            exc = self.assertRaises(
+                api_client.OpenStackApiException,
+                self.api.post_extra_spec, flavor,
+                {'extra_specs': {key: value}})
+            self.assertEqual(400, exc.response.status_code)
+            self.assertIn(key, exc.response.text)
+            self.assertIn(text, exc.response.text)
+
+    def test_valid_values_are_accepted(self):
+        flavor = self._create_flavor(vcpu=1, memory_mb=512, disk=1,
+                                     ephemeral=0)
+        self.api.post_extra_spec(flavor, {'extra_specs': {
+            'resq:slo': 'reserved', 'resq:throughput_mpps': '2.5',
+            'resq:latency_p95_us': '40', 'resq:packet_bytes': '64',
+            'resq:profile': 'stats-64B-100000flows-e3b0c442'}})
+
+
+class SchedulingTest(ResQNovaTestBase):
+
+    def test_packs_first_fit_and_accounts_ways_per_domain(self):
+        rps = {h: self.start_resq_compute(h) for h in ('host1', 'host2')}
+        flavor = self.resq_flavor(ways=3)
+        hosts = [self.host_of(self._create_server(flavor_id=flavor,
+                                                  networks='none'))
+                 for _ in range(3)]
+        # 11 ways, 2 reserved for DDIO: three 3-way instances fill one host.
+        self.assertEqual(1, len(set(hosts)))
+        full = hosts[0]
+        self.assertEqual(9, self.llc_usage(rps[full][0]))
+        other = 'host2' if full == 'host1' else 'host1'
+        self.assertEqual(0, self.llc_usage(rps[other][0]))
+        # The next one cannot fit the full host's domain.
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual(other, self.host_of(server))
+        self.assertEqual(3, self.llc_usage(rps[other][0]))
+
+    def test_too_many_ways_is_no_valid_host(self):
+        self.start_resq_compute('host1')
+        flavor = self.resq_flavor(ways=10)
+        server = self._create_server(flavor_id=flavor, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+
+    def test_deleting_servers_returns_ways(self):
+        rps = self.start_resq_compute('host1')
+        flavor = self.resq_flavor(ways=4)
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual(4, self.llc_usage(rps[0]))
+        self._delete_server(server)
+        self.assertEqual(0, self.llc_usage(rps[0]))
+
+    def test_flavors_without_resq_specs_schedule_as_before(self):
+        self.start_resq_compute('host1')
+        flavor = self._create_flavor(vcpu=1, memory_mb=512, disk=1,
+                                     ephemeral=0)
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual('host1', self.host_of(server))
+
+    def test_reserved_without_isolation_is_refused(self):
+        self.start_resq_compute('host1')
+        # Dedicated cores but no LLC ways: the filter refuses, with the
+        # reason in the scheduler log, instead of booting unisolated.
+        flavor = self._create_flavor(vcpu=1, memory_mb=512, disk=1,
+                                     ephemeral=0, extra_spec={
+                                         'hw:cpu_policy': 'dedicated',
+                                         'resq:slo': 'reserved'})
+        server = self._create_server(flavor_id=flavor, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertIn('needs LLC ways from Placement',
+                      self.stdlog.logger.output)
+
+    def test_two_sockets_ways_and_cores_in_one_domain(self):
+        rps = self.start_resq_compute('host1', sockets=2)
+        flavor = self.resq_flavor(ways=5, vcpus=2)
+        for _ in range(2):
+            server = self._create_server(flavor_id=flavor, networks='none')
+            inst = self._get_instance(server)
+            cells = {c.id for c in inst.numa_topology.cells}
+            self.assertEqual(1, len(cells))
+            cell = cells.pop()
+            allocs = self.client.get_allocations(server['id'])
+            llc = [rp for rp, res in allocs.items()
+                   if 'CUSTOM_LLC_WAY' in res]
+            self.assertEqual([rps[cell]], llc)
+        # Both domains now hold 5 of their 9 usable ways. Nova would pin a
+        # third instance to a cell whose domain cannot give 5 more ways:
+        # the filter refuses rather than split cores and ways.
+        server = self._create_server(flavor_id=flavor, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual(5, self.llc_usage(rps[0]))
+        self.assertEqual(5, self.llc_usage(rps[1]))
+
+    def _get_instance(self, server):
+        from nova import context
+        from nova import objects
+        return objects.Instance.get_by_uuid(context.get_admin_context(),
+                                            server['id'])
