@@ -32,6 +32,7 @@ MV_TRAITS = '1.6'                  # traits API
 MV_PROVIDER_BODY = '1.20'          # POST /resource_providers returns it
 MV_NESTED = '1.14'                 # parent_provider_uuid, in_tree
 MV_ALLOCATIONS = '1.28'            # consumer generation in allocations
+MV_ERROR_CODES = '1.23'            # 409s say placement.concurrent_update
 GENERATION_RETRIES = 5
 CONFLICT_CODE = 'placement.concurrent_update'
 
@@ -199,8 +200,9 @@ class PlacementClient:
         def put(generation):
             return self._call(
                 'PUT', '/resource_providers/%s/inventories' % uuid,
-                MV_NESTED, {'resource_provider_generation': generation,
-                            'inventories': inventories}, missing=uuid)
+                MV_ERROR_CODES,
+                {'resource_provider_generation': generation,
+                 'inventories': inventories}, missing=uuid)
         self._with_generation(uuid, put)
 
     def get_traits(self, uuid):
@@ -217,7 +219,7 @@ class PlacementClient:
 
         def put(generation):
             return self._call(
-                'PUT', '/resource_providers/%s/traits' % uuid, MV_TRAITS,
+                'PUT', '/resource_providers/%s/traits' % uuid, MV_ERROR_CODES,
                 {'resource_provider_generation': generation,
                  'traits': traits}, missing=uuid)
         self._with_generation(uuid, put)

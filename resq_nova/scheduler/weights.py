@@ -12,9 +12,10 @@
 """The ResQ weigher: pack ResQ instances, first fit.
 
 For a ResQ request a host weighs the share of its dedicated cores (pCPUs)
-that would be pinned after placing the instance, so the fullest host that still fits wins
-and the number of active servers stays small (ResQ's first-fit decreasing
-packing; admission boots the largest instances first). Other requests get
+that would be pinned after placing the instance, so the fullest host that
+still fits wins and the number of active servers stays small (ResQ's
+first-fit decreasing packing; admission boots the largest instances
+first). Other requests get
 the same weight everywhere, which Nova's normalisation turns into no effect
 at all. ``[resq] weigher_multiplier`` scales it against Nova's weighers.
 """

@@ -48,8 +48,11 @@ class ResQNovaTestBase(base.ServersTestBase):
 
     def start_resq_compute(self, hostname, sockets=1, ways=11,
                            domains=None):
-        """A compute with ``sockets`` NUMA cells of 4 cores each, and one
-        cache domain of ``ways`` ways per cell reported to Placement."""
+        """Start a compute and report its cache domains.
+
+        ``sockets`` NUMA cells share 8 cores; each cell has one cache domain
+        of ``ways`` ways, reported to Placement as the agent would.
+        """
         info = fakelibvirt.HostInfo(cpu_nodes=sockets, cpu_sockets=1,
                                     cpu_cores=8 // sockets, cpu_threads=1,
                                     kB_mem=16 * 1024 * 1024)

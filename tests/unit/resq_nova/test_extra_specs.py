@@ -1,0 +1,89 @@
+from resq_nova import extra_specs
+from resq_nova.placement import cache_domain
+from tests import base
+
+GOOD = {'resq:slo': 'reserved', 'hw:cpu_policy': 'dedicated',
+        'resources_LLC:CUSTOM_LLC_WAY': '4',
+        'resources_LLC:CUSTOM_LLC_CLOS': '1',
+        'resq:throughput_mpps': '2.5', 'resq:latency_p95_us': '40',
+        'resq:packet_bytes': '64', 'resq:profile': 'stats-64B'}
+
+
+class ParseTest(base.TestCase):
+
+    def test_not_a_resq_flavor(self):
+        self.assertIsNone(extra_specs.parse({'hw:cpu_policy': 'dedicated'}))
+        self.assertIsNone(extra_specs.parse(None))
+
+    def test_reserved(self):
+        req = extra_specs.parse(GOOD, vcpus=2)
+        self.assertEqual(('reserved', 4, 1, '_LLC', 2.5, 40.0, 64, True, 2),
+                         (req.slo, req.ways, req.clos, req.group_suffix,
+                          req.throughput_mpps, req.latency_p95_us,
+                          req.packet_bytes, req.dedicated_cpus, req.vcpus))
+
+    def test_values_name_key_and_allowed(self):
+        for key, value, text in (
+                ('resq:throughput_mpps', 'abc', 'a number > 0'),
+                ('resq:throughput_mpps', '0', 'a number > 0'),
+                ('resq:slo', 'gold', 'reserved, on-demand'),
+                ('resq:packet_bytes', '63', '64 to 9216'),
+                ('resq:profile', '../x', 'letters, digits'),
+                ('resq:colour', 'x', 'known keys')):
+            exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                    extra_specs.check_value, key, value)
+            self.assertIn(key, str(exc))
+            self.assertIn(text, str(exc))
+
+    def test_reserved_needs_isolation(self):
+        for drop, text in (('resources_LLC:CUSTOM_LLC_WAY', 'needs LLC ways'),
+                           ('hw:cpu_policy', 'needs dedicated cores'),
+                           ('resq:slo', "no 'resq:slo'")):
+            specs = dict(GOOD)
+            del specs[drop]
+            if drop == 'resources_LLC:CUSTOM_LLC_WAY':
+                del specs['resources_LLC:CUSTOM_LLC_CLOS']
+            exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                    extra_specs.parse, specs)
+            self.assertIn(text, str(exc))
+        specs = dict(GOOD)
+        specs['resources_OTHER:CUSTOM_LLC_CLOS'] = '1'
+        del specs['resources_LLC:CUSTOM_LLC_CLOS']
+        self.assertRaises(extra_specs.InvalidResQSpec, extra_specs.parse,
+                          specs)
+        specs = {k: v for k, v in GOOD.items() if 'resources' not in k}
+        specs['resources:CUSTOM_LLC_WAY'] = '3'
+        exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                extra_specs.parse, specs)
+        self.assertIn('named request group', str(exc))
+
+    def test_on_demand_needs_no_ways(self):
+        req = extra_specs.parse({'resq:slo': 'on-demand'})
+        self.assertEqual((0, 0), (req.ways, req.clos))
+
+
+class CacheDomainTest(base.TestCase):
+
+    def test_deterministic_identity(self):
+        root = '3c0d6b8e-8d6e-4a43-9b8c-2f0f3b2f2a11'
+        uuid1 = cache_domain.provider_uuid(root, 1)
+        self.assertEqual(uuid1, cache_domain.provider_uuid(root, 1))
+        self.assertNotEqual(uuid1, cache_domain.provider_uuid(root, 0))
+        self.assertEqual(1, cache_domain.domain_of(root, uuid1))
+        self.assertIsNone(cache_domain.domain_of(root, root))
+        self.assertEqual('cn1_llc_1', cache_domain.provider_name('cn1', 1))
+
+    def test_inventory(self):
+        dom = cache_domain.CacheDomain(0, ways=20, min_cbm_bits=2,
+                                       num_closids=16, io_ways=2,
+                                       default_group_ways=1)
+        inv = dom.inventory()
+        self.assertEqual({'total': 20, 'reserved': 3, 'min_unit': 2,
+                          'max_unit': 17, 'step_size': 1,
+                          'allocation_ratio': 1.0}, inv['CUSTOM_LLC_WAY'])
+        self.assertEqual(16, inv['CUSTOM_LLC_CLOS']['total'])
+        self.assertEqual(1, inv['CUSTOM_LLC_CLOS']['reserved'])
+        self.assertEqual(['CUSTOM_CAT_L3', 'CUSTOM_RESQ_L3_0'], dom.traits())
+        self.assertEqual({}, cache_domain.CacheDomain(0, 2).inventory())
+        self.assertEqual({}, cache_domain.CacheDomain(0, 11,
+                                                      cat=False).inventory())
