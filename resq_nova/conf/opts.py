@@ -13,8 +13,10 @@
 
 from resq_nova.conf import optimizer
 from resq_nova.conf import resq
+from resq_nova.placement import client as placement_client
 
 
 def list_opts():
     return [(resq.GROUP, resq.ALL_OPTS),
-            (optimizer.GROUP, optimizer.ALL_OPTS)]
+            (optimizer.GROUP, optimizer.ALL_OPTS),
+            ('placement', placement_client.list_opts())]
