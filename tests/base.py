@@ -6,7 +6,7 @@ import os
 import fixtures
 from oslo_config import cfg
 from oslo_config import fixture as config_fixture
-import testtools
+from oslotest import base as oslotest_base
 
 from resq_agent import privsep
 from resq_nova import conf as nova_conf
@@ -26,8 +26,11 @@ class PrivsepInProcess(fixtures.Fixture):
         self.addCleanup(privsep.resctrl_pctxt.set_client_mode, True)
 
 
-class TestCase(testtools.TestCase):
-    """Base class: a private ConfigOpts with every resq group registered."""
+class TestCase(oslotest_base.BaseTestCase):
+    """Base class: a private ConfigOpts with every resq group registered.
+
+    oslotest captures stdout, stderr and logging (OS_*_CAPTURE in tox.ini).
+    """
 
     def setUp(self):
         super().setUp()
