@@ -5,6 +5,7 @@ import sys
 
 BENCHMARKS = {
     'milp': 'benchmarks.milp',
+    'scheduler': 'benchmarks.scheduler',
     'profiler': 'benchmarks.profiler',
 }
 

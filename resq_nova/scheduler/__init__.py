@@ -24,8 +24,16 @@ def resq_request(spec_obj):
         ``(None, reason)`` when the flavor's ResQ specs are inconsistent.
     """
     flavor = spec_obj.flavor
+    return _parse(tuple(sorted((flavor.extra_specs or {}).items())),
+                  flavor.vcpus)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse(items, vcpus):
+    # Filters and weighers ask once per host; the answer depends only on
+    # the flavor, so parse each flavor once.
     try:
-        return extra_specs.parse(flavor.extra_specs, flavor.vcpus), None
+        return extra_specs.parse(dict(items), vcpus), None
     except extra_specs.InvalidResQSpec as exc:
         return None, str(exc)
 

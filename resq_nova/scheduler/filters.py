@@ -30,7 +30,7 @@ from resq_nova import scheduler
 LOG = logging.getLogger(__name__)
 
 
-class ResQFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
+class ResQFilter(filters.BaseHostFilter):
     """Cores and LLC ways of a ResQ instance in one cache domain."""
 
     RUN_ON_REBUILD = False
@@ -57,25 +57,49 @@ class ResQFilter(filters.BaseHostFilter, filters.CandidateFilterMixin):
                     return True
             return False
 
-        if not self.filter_candidates(host_state, serves):
+        # The same pruning as CandidateFilterMixin.filter_candidates, minus
+        # its per-candidate debug strings, which cost more than the check.
+        good = [c for c in host_state.allocation_candidates if serves(c)]
+        host_state.allocation_candidates = good
+        if not good:
             LOG.info('ResQFilter: no allocation candidate of %s takes %d LLC '
                      'ways from the cache domain of NUMA cell %s, where the '
                      'cores would be pinned', host_state, request.ways, cell)
             return False
         return True
 
-    @staticmethod
-    def _pinned_cell(host_state, spec_obj):
-        """The NUMA cell Nova will pin to; None if unknown, False if none."""
+    def __init__(self):
+        super().__init__()
+        self._fits = {}
+        self._fits_for = None
+
+    def _pinned_cell(self, host_state, spec_obj):
+        """The NUMA cell Nova will pin to; None if unknown, False if none.
+
+        Runs Nova's own NUMA fit, memoised per request on the state that
+        decides it (each cell's free dedicated CPUs, free memory and pages,
+        the limits): hosts in the same state get the same answer, so a
+        fleet costs one fit per distinct state rather than one per host.
+        """
         if not host_state.numa_topology or not spec_obj.numa_topology:
             return None
-        # The fit writes CPU pinning into the topology it is given: fit a
-        # copy, as NUMATopologyFilter does.
-        fitted = hardware.numa_fit_instance_to_host(
-            host_state.numa_topology, spec_obj.numa_topology.obj_clone(),
-            provider_mapping=None,
-            limits=host_state.limits.get('numa_topology'))
-        if fitted is None:
-            return False
-        cells = {c.id for c in fitted.cells}
-        return cells.pop() if len(cells) == 1 else False
+        owner = (spec_obj.instance_uuid, id(spec_obj))
+        if owner != self._fits_for:
+            self._fits, self._fits_for = {}, owner
+        limits = host_state.limits.get('numa_topology')
+        key = (tuple((c.id, frozenset(c.pcpuset - c.pinned_cpus),
+                      c.memory - c.memory_usage,
+                      tuple((p.size_kb, p.total, p.used)
+                            for p in (c.mempages or ())))
+                     for c in host_state.numa_topology.cells),
+               None if limits is None else (limits.cpu_allocation_ratio,
+                                            limits.ram_allocation_ratio))
+        if key not in self._fits:
+            # The fit writes CPU pinning into the topology it is given:
+            # fit a copy, as NUMATopologyFilter does.
+            fitted = hardware.numa_fit_instance_to_host(
+                host_state.numa_topology, spec_obj.numa_topology.obj_clone(),
+                provider_mapping=None, limits=limits)
+            cells = {c.id for c in fitted.cells} if fitted else set()
+            self._fits[key] = cells.pop() if len(cells) == 1 else False
+        return self._fits[key]
