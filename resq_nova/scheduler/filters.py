@@ -22,10 +22,16 @@ passes: the reason goes to the scheduler log.
 
 from nova.scheduler import filters
 from nova.virt import hardware
+from oslo_config import cfg
 from oslo_log import log as logging
 
+from resq_nova import conf as resq_conf
 from resq_nova import extra_specs
 from resq_nova import scheduler
+from resq_profiler import exception
+from resq_profiler import store as store_mod
+
+CONF = cfg.CONF
 
 LOG = logging.getLogger(__name__)
 
@@ -43,6 +49,11 @@ class ResQFilter(filters.BaseHostFilter):
             return False
         if request is None or request.slo != extra_specs.RESERVED:
             return True
+        self._start_request(spec_obj, request)
+        if self._profile_error:
+            LOG.info('ResQFilter refuses %s for flavor %s: %s', host_state,
+                     spec_obj.flavor.name, self._profile_error)
+            return False
         cell = self._pinned_cell(host_state, spec_obj)
         if cell is False:
             LOG.info('ResQFilter: %s cannot pin %d dedicated cores in one '
@@ -70,8 +81,30 @@ class ResQFilter(filters.BaseHostFilter):
 
     def __init__(self):
         super().__init__()
+        # Inside nova-scheduler options live in Nova's global CONF.
+        if 'resq' not in CONF:
+            resq_conf.register_opts(CONF)
         self._fits = {}
         self._fits_for = None
+        self._profile_error = None
+
+    def _check_profile(self, request):
+        """Why the request's profile is unusable, or None."""
+        if not request.profile:
+            return None
+        store = store_mod.ProfileStore(CONF.resq.profile_dir)
+        try:
+            store.get(request.profile)
+        except exception.ResQException as exc:
+            return str(exc)
+        return None
+
+    def _start_request(self, spec_obj, request):
+        """Per-request state: checked once, used for every host."""
+        owner = (spec_obj.instance_uuid, id(spec_obj))
+        if owner != self._fits_for:
+            self._fits, self._fits_for = {}, owner
+            self._profile_error = self._check_profile(request)
 
     def _pinned_cell(self, host_state, spec_obj):
         """The NUMA cell Nova will pin to; None if unknown, False if none.
@@ -83,9 +116,6 @@ class ResQFilter(filters.BaseHostFilter):
         """
         if not host_state.numa_topology or not spec_obj.numa_topology:
             return None
-        owner = (spec_obj.instance_uuid, id(spec_obj))
-        if owner != self._fits_for:
-            self._fits, self._fits_for = {}, owner
         limits = host_state.limits.get('numa_topology')
         key = (tuple((c.id, frozenset(c.pcpuset - c.pinned_cpus),
                       c.memory - c.memory_usage,

@@ -10,6 +10,7 @@ resq-nova's Placement client, as the agent does.
 
 import sys
 
+import fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.api import client as api_client
 from nova.tests.functional.libvirt import base
@@ -17,6 +18,9 @@ from nova.tests.functional.libvirt import base
 from resq_nova.placement import cache_domain
 from resq_nova.placement import client as placement_client
 from resq_nova.placement import reporter
+from resq_profiler import profile as profile_mod
+from resq_profiler import store as store_mod
+from tests.unit.resq_profiler import test_profile
 
 RESQ_FILTERS = ['ResQFilter']
 
@@ -159,6 +163,21 @@ class SchedulingTest(ResQNovaTestBase):
         self.assertIn('No valid host', server['fault']['message'])
         self.assertIn('needs LLC ways from Placement',
                       self.stdlog.logger.output)
+
+    def test_unknown_profile_is_refused_with_reason(self):
+        profiles = self.useFixture(fixtures.TempDir()).path
+        self.flags(profile_dir=profiles, group='resq')
+        store_mod.ProfileStore(profiles).put(
+            profile_mod.Profile.from_dict(test_profile.make_doc()))
+        self.start_resq_compute('host1')
+        good = self.resq_flavor(
+            ways=2, **{'resq:profile': 'lpm-64B-100000flows-abcdef12'})
+        self._create_server(flavor_id=good, networks='none')
+        bad = self.resq_flavor(ways=2, **{'resq:profile': 'no-such'})
+        server = self._create_server(flavor_id=bad, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertIn("No profile 'no-such'", self.stdlog.logger.output)
 
     def test_two_sockets_ways_and_cores_in_one_domain(self):
         rps = self.start_resq_compute('host1', sockets=2)
