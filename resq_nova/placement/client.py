@@ -167,15 +167,22 @@ class PlacementClient:
             # Someone created it between our GET and POST.
             return self.ensure_provider(uuid, name, parent_uuid)
 
-    def _with_generation(self, uuid, update):
+    def _replace(self, uuid, what, value):
+        """Replace a provider's ``what`` (inventories or traits).
+
+        PUT at the provider's current generation; while another writer wins
+        the race, read the new generation and try again.
+        """
+        url = '/resource_providers/%s/%s' % (uuid, what)
         for attempt in range(1, GENERATION_RETRIES + 1):
             provider = self.get_provider(uuid)
             if provider is None:
-                raise ProviderNotFound(method='GET',
-                                       url='/resource_providers/%s' % uuid,
-                                       what=uuid)
+                raise ProviderNotFound(method='GET', url=url, what=uuid)
             try:
-                return update(provider['generation'])
+                return self._call(
+                    'PUT', url, MV_ERROR_CODES,
+                    {'resource_provider_generation': provider['generation'],
+                     what: value}, missing=uuid)
             except _Conflict:
                 LOG.debug('Generation conflict on %s (attempt %d)', uuid,
                           attempt)
@@ -194,16 +201,8 @@ class PlacementClient:
         for rc in inventories:
             if rc.startswith('CUSTOM_'):
                 self.ensure_resource_class(rc)
-        if self.get_inventories(uuid) == inventories:
-            return
-
-        def put(generation):
-            return self._call(
-                'PUT', '/resource_providers/%s/inventories' % uuid,
-                MV_ERROR_CODES,
-                {'resource_provider_generation': generation,
-                 'inventories': inventories}, missing=uuid)
-        self._with_generation(uuid, put)
+        if self.get_inventories(uuid) != inventories:
+            self._replace(uuid, 'inventories', inventories)
 
     def get_traits(self, uuid):
         return sorted(self._call('GET', '/resource_providers/%s/traits'
@@ -214,15 +213,8 @@ class PlacementClient:
         for trait in traits:
             if trait.startswith('CUSTOM_'):
                 self.ensure_trait(trait)
-        if self.get_traits(uuid) == traits:
-            return
-
-        def put(generation):
-            return self._call(
-                'PUT', '/resource_providers/%s/traits' % uuid, MV_ERROR_CODES,
-                {'resource_provider_generation': generation,
-                 'traits': traits}, missing=uuid)
-        self._with_generation(uuid, put)
+        if self.get_traits(uuid) != traits:
+            self._replace(uuid, 'traits', traits)
 
     def get_usages(self, uuid):
         return self._call('GET', '/resource_providers/%s/usages' % uuid,
