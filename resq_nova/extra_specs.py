@@ -19,6 +19,8 @@ accepted by one and misread by another.
 import dataclasses
 import re
 
+from resq_profiler import profile
+
 NAMESPACE = 'resq'
 RC_LLC_WAY = 'CUSTOM_LLC_WAY'
 RC_LLC_CLOS = 'CUSTOM_LLC_CLOS'
@@ -66,12 +68,10 @@ SPECS = {s.key: s for s in (
          'buffer budget (leaky DMA, ResQ section 4.3).',
          'an integer from 64 to 9216', minimum=64, maximum=9216),
     Spec('resq:term', 'id',
-         'Name of the SLO term this instance belongs to (set by '
-         'resq-admit), to group the instances of one term.',
+         'Name of the SLO term this instance belongs to, to group the '
+         'instances of one term.',
          '1-128 letters, digits, ".", "_" or "-"'),
 )}
-
-_ID = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
 
 
 def check_value(key, value):
@@ -92,7 +92,7 @@ def check_value(key, value):
             raise bad
         return value
     if spec.kind == 'id':
-        if not _ID.match(value):
+        if not profile.ID_RE.match(value):
             raise bad
         return value
     if spec.kind == 'int':

@@ -33,8 +33,8 @@ class InvalidSLOFile(exception.ResQException):
     msg_fmt = 'SLO file %(path)s: %(reason)s'
 
 
-def load_terms(path, store):
-    """Parse an SLO file and resolve its profiles from ``store``."""
+def read_items(path):
+    """The ``terms`` list of an SLO file; errors name the file."""
     try:
         with open(path, encoding='utf-8') as f:
             doc = json.load(f)
@@ -47,6 +47,21 @@ def load_terms(path, store):
     if not isinstance(terms, list) or not terms:
         raise InvalidSLOFile(path=path, reason='needs a non-empty "terms" '
                              'list')
+    return terms
+
+
+def positive(path, field, value):
+    """``value`` as a float if it is a positive number, else an error."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or value <= 0):
+        raise InvalidSLOFile(path=path, reason='%s must be a positive '
+                             'number, got %r' % (field, value))
+    return float(value)
+
+
+def load_terms(path, store):
+    """Parse an SLO file and resolve its profiles from ``store``."""
+    terms = read_items(path)
     result = []
     names = set()
     for i, item in enumerate(terms):
@@ -58,13 +73,10 @@ def load_terms(path, store):
             if key not in item:
                 raise InvalidSLOFile(path=path, reason='%s lacks "%s"'
                                      % (where, key))
-        for key in ('throughput_mpps', 'latency_p95_us'):
-            value = item[key]
-            if (isinstance(value, bool) or not isinstance(value, (int, float))
-                    or value <= 0):
-                raise InvalidSLOFile(path=path, reason='%s.%s must be a '
-                                     'positive number, got %r'
-                                     % (where, key, value))
+        thr = positive(path, where + '.throughput_mpps',
+                       item['throughput_mpps'])
+        lat = positive(path, where + '.latency_p95_us',
+                       item['latency_p95_us'])
         if item['name'] in names:
             raise InvalidSLOFile(path=path, reason='%s.name %r is used twice'
                                  % (where, item['name']))
@@ -76,8 +88,7 @@ def load_terms(path, store):
                                  % (where, exc))
         result.append(greedy.SLOTerm(
             name=item['name'], profile=prof,
-            throughput_mpps=float(item['throughput_mpps']),
-            latency_p95_us=float(item['latency_p95_us']),
+            throughput_mpps=thr, latency_p95_us=lat,
             packet_bytes=item.get('packet_bytes'),
             max_instances=item.get('max_instances')))
     return result

@@ -305,6 +305,7 @@ def simulate_server(instances, platform=Platform(), iterations=80):
         footprint += model.dma_footprint_bytes(inst.traffic, buffers)
     leak = max(0.0, 1.0 - ddio / footprint) if footprint else 0.0
 
+    hz = platform.cpu_ghz * 1e9
     rates = [model.throughput_mpps(platform.llc_ways, inst.traffic)
              for model, inst in zip(models, instances)]
     occupancy = [0.0] * len(instances)
@@ -321,7 +322,6 @@ def simulate_server(instances, platform=Platform(), iterations=80):
                 occupancy[i] = 0.5 * occupancy[i] + 0.5 * share
         traffic_bytes = 0.0
         for i, (model, inst) in enumerate(zip(models, instances)):
-            hz = platform.cpu_ghz * 1e9
             caps[i] = hz / model.cycles_per_packet(
                 occupancy[i], inst.traffic, speed) / 1e6
             offered = inst.offered_mpps

@@ -32,7 +32,7 @@ import re
 from resq_profiler import exception
 from resq_profiler import schema
 
-_ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
+ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
 
 
 def interpolate(points, x):
@@ -126,7 +126,7 @@ class Profile:
             raise exception.InvalidProfile(
                 source, 'latency.ways', '%d exceeds platform.llc_ways %d'
                 % (doc['latency']['ways'], ways))
-        if not _ID_RE.match(doc['id']):
+        if not ID_RE.match(doc['id']):
             raise exception.InvalidProfile(
                 source, 'id', 'must be 1-128 letters, digits, ".", "_" or '
                 '"-", starting with a letter or digit')

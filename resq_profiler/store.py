@@ -75,7 +75,7 @@ class ProfileStore:
         self.directory = os.path.abspath(directory)
 
     def _path(self, profile_id):
-        if (not profile_mod._ID_RE.match(profile_id)
+        if (not profile_mod.ID_RE.match(profile_id)
                 or profile_id.startswith('.')):
             raise exception.ProfileNotFound(profile_id=profile_id,
                                             store=self.directory)

@@ -189,10 +189,10 @@ def _load_cap(term, discount=greedy.DEFAULT_DISCOUNT):
 
 def _greedy_schedule(terms, cores, ways):
     servers = greedy.make_cluster(max(len(terms), 1), cores, ways)
+    index = {s.name: i for i, s in enumerate(servers)}
     result = []
     for term in terms:
         _, placements = greedy.admit(term, servers)
-        index = {s.name: i for i, s in enumerate(servers)}
         result += [(term, p.ways, index[p.server]) for p in placements]
     return result
 
@@ -231,6 +231,7 @@ def resq_optimal(terms, cores, ways, packet_bytes=64, time_limit=60.0,
                         warm_start=(configs, list(servers.values())))
     if stats is not None:
         stats.update(gap_pct=result.gap_pct, lower_bound=result.lower_bound,
+                     greedy_servers=len(servers),
                      milp_servers=result.servers, status=result.status,
                      solve_s=round(result.build_s + result.solve_s, 3),
                      solver_only_s=round(result.solve_s, 3))

@@ -17,7 +17,6 @@ what one instance sustains alone with the whole LLC and 100% of its solo p95
 latency (at full load). Deterministic for a seed.
 """
 
-import json
 import random
 
 from resq_nova import greedy
@@ -75,20 +74,8 @@ def load(path, profiles):
 
     :raises resq_nova.slo.InvalidSLOFile: naming the file and the field.
     """
-    try:
-        with open(path, encoding='utf-8') as f:
-            doc = json.load(f)
-    except OSError as exc:
-        raise slo.InvalidSLOFile(path=path, reason='cannot be read: %s'
-                                 % exc.strerror)
-    except ValueError as exc:
-        raise slo.InvalidSLOFile(path=path, reason='not JSON: %s' % exc)
-    items = doc.get('terms') if isinstance(doc, dict) else None
-    if not isinstance(items, list) or not items:
-        raise slo.InvalidSLOFile(path=path,
-                                 reason='needs a non-empty "terms" list')
     result = []
-    for i, item in enumerate(items):
+    for i, item in enumerate(slo.read_items(path)):
         where = 'terms[%d]' % i
         if not isinstance(item, dict) or 'nf' not in item:
             raise slo.InvalidSLOFile(path=path, reason='%s needs an "nf"'
@@ -98,17 +85,12 @@ def load(path, profiles):
         except exception.UnknownNF as exc:
             raise slo.InvalidSLOFile(path=path, reason='%s.nf: %s'
                                      % (where, exc))
-        thr = item.get('throughput_mpps')
-        lat = item.get('latency_p95_us', prof.latency_at(1.0))
-        for key, value in (('throughput_mpps', thr),
-                           ('latency_p95_us', lat)):
-            if (isinstance(value, bool)
-                    or not isinstance(value, (int, float)) or value <= 0):
-                raise slo.InvalidSLOFile(
-                    path=path, reason='%s.%s must be a positive number, '
-                    'got %r' % (where, key, value))
+        thr = slo.positive(path, where + '.throughput_mpps',
+                           item.get('throughput_mpps'))
+        lat = slo.positive(path, where + '.latency_p95_us',
+                           item.get('latency_p95_us', prof.latency_at(1.0)))
         result.append(greedy.SLOTerm(
             name=str(item.get('name', 'term-%03d' % i)), profile=prof,
-            throughput_mpps=float(thr), latency_p95_us=float(lat),
+            throughput_mpps=thr, latency_p95_us=lat,
             packet_bytes=prof.traffic['packet_bytes']))
     return result

@@ -30,6 +30,7 @@ clustering is also the socket and the NUMA cell: the filter relies on it.
 """
 
 import dataclasses
+import functools
 import uuid
 
 from resq_nova import extra_specs
@@ -47,12 +48,15 @@ def provider_name(hypervisor_hostname, domain_id):
     return '%s_llc_%d' % (hypervisor_hostname, domain_id)
 
 
+@functools.lru_cache(maxsize=65536)
+def domain_map(compute_rp_uuid):
+    """``{provider uuid: domain id}`` of a compute node's cache domains."""
+    return {provider_uuid(compute_rp_uuid, d): d for d in range(MAX_DOMAINS)}
+
+
 def domain_of(compute_rp_uuid, rp_uuid):
     """The domain id whose provider has ``rp_uuid``, or ``None``."""
-    for domain in range(MAX_DOMAINS):
-        if provider_uuid(compute_rp_uuid, domain) == rp_uuid:
-            return domain
-    return None
+    return domain_map(compute_rp_uuid).get(rp_uuid)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,8 +13,12 @@
 
 import functools
 
+from oslo_config import cfg
+
+from resq_nova import conf as resq_conf
 from resq_nova import extra_specs
-from resq_nova.placement import cache_domain
+
+CONF = cfg.CONF
 
 
 def resq_request(spec_obj):
@@ -38,8 +42,11 @@ def _parse(items, vcpus):
         return None, str(exc)
 
 
-@functools.lru_cache(maxsize=65536)
-def domain_uuids(compute_rp_uuid):
-    """``{provider uuid: domain id}`` of a compute node's cache domains."""
-    return {cache_domain.provider_uuid(compute_rp_uuid, d): d
-            for d in range(cache_domain.MAX_DOMAINS)}
+def conf():
+    """Nova's global CONF, with the [resq] options registered once.
+
+    Inside nova-scheduler the plugins can only reach Nova's configuration.
+    """
+    if 'resq' not in CONF:
+        resq_conf.register_opts(CONF)
+    return CONF

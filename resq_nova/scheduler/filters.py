@@ -22,16 +22,13 @@ passes: the reason goes to the scheduler log.
 
 from nova.scheduler import filters
 from nova.virt import hardware
-from oslo_config import cfg
 from oslo_log import log as logging
 
-from resq_nova import conf as resq_conf
 from resq_nova import extra_specs
+from resq_nova.placement import cache_domain
 from resq_nova import scheduler
 from resq_profiler import exception
 from resq_profiler import store as store_mod
-
-CONF = cfg.CONF
 
 LOG = logging.getLogger(__name__)
 
@@ -59,7 +56,7 @@ class ResQFilter(filters.BaseHostFilter):
             LOG.info('ResQFilter: %s cannot pin %d dedicated cores in one '
                      'NUMA cell', host_state, request.vcpus)
             return False
-        domains = scheduler.domain_uuids(host_state.uuid)
+        domains = cache_domain.domain_map(host_state.uuid)
 
         def serves(candidate):
             for rp in candidate['mappings'].get(request.group_suffix, ()):
@@ -81,9 +78,7 @@ class ResQFilter(filters.BaseHostFilter):
 
     def __init__(self):
         super().__init__()
-        # Inside nova-scheduler options live in Nova's global CONF.
-        if 'resq' not in CONF:
-            resq_conf.register_opts(CONF)
+        self.conf = scheduler.conf()
         self._fits = {}
         self._fits_for = None
         self._profile_error = None
@@ -92,7 +87,7 @@ class ResQFilter(filters.BaseHostFilter):
         """Why the request's profile is unusable, or None."""
         if not request.profile:
             return None
-        store = store_mod.ProfileStore(CONF.resq.profile_dir)
+        store = store_mod.ProfileStore(self.conf.resq.profile_dir)
         try:
             store.get(request.profile)
         except exception.ResQException as exc:

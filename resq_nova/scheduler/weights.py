@@ -21,24 +21,18 @@ at all. ``[resq] weigher_multiplier`` scales it against Nova's weighers.
 """
 
 from nova.scheduler import weights
-from oslo_config import cfg
 
-from resq_nova import conf as resq_conf
 from resq_nova import scheduler
-
-CONF = cfg.CONF
 
 
 class ResQWeigher(weights.BaseHostWeigher):
 
     def __init__(self):
         super().__init__()
-        # Inside nova-scheduler options live in Nova's global CONF.
-        if 'resq' not in CONF:
-            resq_conf.register_opts(CONF)
+        self.conf = scheduler.conf()
 
     def weight_multiplier(self, host_state):
-        return CONF.resq.weigher_multiplier
+        return self.conf.resq.weigher_multiplier
 
     def _weigh_object(self, host_state, spec_obj):
         request, _ = scheduler.resq_request(spec_obj)
