@@ -8,6 +8,7 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 from oslotest import base as oslotest_base
 
+from resq_agent import conf as agent_conf
 from resq_agent import privsep
 from resq_nova import conf as nova_conf
 from resq_profiler import conf as prof_conf
@@ -38,6 +39,7 @@ class TestCase(oslotest_base.BaseTestCase):
         conf = cfg.ConfigOpts()
         prof_conf.register_opts(conf)
         nova_conf.register_opts(conf)
+        agent_conf.register_opts(conf)
         conf([], project='resq')
         self.conf_fixture = self.useFixture(config_fixture.Config(conf))
         self.conf = conf

@@ -23,7 +23,12 @@ provider, owned by the resq agent:
   ``min_cbm_bits``;
 * ``CUSTOM_LLC_CLOS``: classes of service, one reserved for the default
   group, so Placement never hands out more partitions than CAT can enforce;
-* traits ``CUSTOM_CAT_L3`` (CAT-capable) and ``CUSTOM_RESQ_L3_<id>``.
+* traits ``CUSTOM_CAT_L3`` (CAT-capable), ``CUSTOM_RESQ_L3_<id>`` and the
+  platform traits ``CUSTOM_RESQ_LLC_WAYS_<n>`` and
+  ``CUSTOM_RESQ_LLC_WAY_KIB_<k>`` (the domain's way count and way size).
+  A profile is only valid on the platform it was measured on; flavors made
+  by SLO admission require the profile's platform traits in their LLC
+  request group, so Placement only offers cache domains of that shape.
 
 The domain id is the L3 cache id, which on Intel Xeons without sub-NUMA
 clustering is also the socket and the NUMA cell: the filter relies on it.
@@ -36,6 +41,8 @@ import uuid
 from resq_nova import extra_specs
 
 TRAIT_DOMAIN_PREFIX = 'CUSTOM_RESQ_L3_'
+TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
+TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
 MAX_DOMAINS = 64
 
 
@@ -54,6 +61,22 @@ def domain_map(compute_rp_uuid):
     return {provider_uuid(compute_rp_uuid, d): d for d in range(MAX_DOMAINS)}
 
 
+def platform_traits(ways, way_size_bytes):
+    """Traits naming a cache shape: way count and way size in KiB.
+
+    A profile measured with ``ways`` ways of ``way_size_bytes`` is valid on
+    domains that carry both traits.
+    """
+    ways, way_size_bytes = int(ways), int(way_size_bytes)
+    if ways <= 0 or way_size_bytes <= 0:
+        raise ValueError('a cache shape needs a positive way count and way '
+                         'size; got %r ways of %r bytes'
+                         % (ways, way_size_bytes))
+    kib = -(-way_size_bytes // 1024)
+    return ['%s%d' % (TRAIT_WAYS_PREFIX, ways),
+            '%s%d' % (TRAIT_WAY_KIB_PREFIX, kib)]
+
+
 def domain_of(compute_rp_uuid, rp_uuid):
     """The domain id whose provider has ``rp_uuid``, or ``None``."""
     return domain_map(compute_rp_uuid).get(rp_uuid)
@@ -70,6 +93,7 @@ class CacheDomain:
     io_ways: int = 2
     default_group_ways: int = 0
     cat: bool = True
+    way_size_bytes: int = 0
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -91,4 +115,6 @@ class CacheDomain:
         traits = ['%s%d' % (TRAIT_DOMAIN_PREFIX, self.domain_id)]
         if self.cat:
             traits.append(extra_specs.TRAIT_CAT_L3)
+        if self.way_size_bytes:
+            traits.extend(platform_traits(self.ways, self.way_size_bytes))
         return sorted(traits)
