@@ -30,6 +30,8 @@ ON_DEMAND = 'on-demand'
 _NUMBER = r'(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)'
 _RESOURCE_KEY = re.compile(r'^resources(?P<suffix>[A-Za-z0-9_-]*):'
                            r'(?P<rc>[A-Z0-9_]+)$')
+_TRAIT_KEY = re.compile(r'^trait(?P<suffix>[A-Za-z0-9_-]*):'
+                        r'(?P<trait>[A-Z0-9_]+)$')
 
 
 class InvalidResQSpec(ValueError):
@@ -125,6 +127,7 @@ class ResQRequest:
     group_suffix: str = None
     dedicated_cpus: bool = False
     vcpus: int = 0
+    required_traits: frozenset = frozenset()
 
 
 def parse(extra_specs, vcpus=0):
@@ -148,7 +151,11 @@ def parse(extra_specs, vcpus=0):
                               "'resq:slo'; set resq:slo=reserved or "
                               "resq:slo=on-demand")
     ways, clos, suffix = 0, 0, None
+    traits = {}
     for key, value in (extra_specs or {}).items():
+        t = _TRAIT_KEY.match(key)
+        if t and str(value).strip() == 'required':
+            traits.setdefault(t.group('suffix'), set()).add(t.group('trait'))
         m = _RESOURCE_KEY.match(key)
         if not m or m.group('rc') not in (RC_LLC_WAY, RC_LLC_CLOS):
             continue
@@ -191,4 +198,5 @@ def parse(extra_specs, vcpus=0):
                        term=values.get('term'), ways=ways,
                        clos=clos if clos else (1 if ways else 0),
                        group_suffix=suffix, dedicated_cpus=dedicated,
-                       vcpus=vcpus)
+                       vcpus=vcpus,
+                       required_traits=frozenset(traits.get(suffix, ())))

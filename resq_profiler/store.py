@@ -74,7 +74,8 @@ class ProfileStore:
     def __init__(self, directory):
         self.directory = os.path.abspath(directory)
 
-    def _path(self, profile_id):
+    def path(self, profile_id):
+        """The file of profile ``profile_id`` (which may not exist)."""
         if (not profile_mod.ID_RE.match(profile_id)
                 or profile_id.startswith('.')):
             raise exception.ProfileNotFound(profile_id=profile_id,
@@ -97,7 +98,7 @@ class ProfileStore:
         # Round-trip through validation: never store what we cannot load.
         text = prof.to_json()
         profile_mod.Profile.from_json(text, source=prof.profile_id)
-        path = self._path(prof.profile_id)
+        path = self.path(prof.profile_id)
         try:
             atomic_write(path, text)
         except OSError as exc:
@@ -108,7 +109,7 @@ class ProfileStore:
         return path
 
     def get(self, profile_id):
-        path = self._path(profile_id)
+        path = self.path(profile_id)
         if not os.path.exists(path):
             raise exception.ProfileNotFound(profile_id=profile_id,
                                             store=self.directory)
@@ -116,12 +117,12 @@ class ProfileStore:
 
     def exists(self, profile_id):
         try:
-            return os.path.exists(self._path(profile_id))
+            return os.path.exists(self.path(profile_id))
         except exception.ProfileNotFound:
             return False
 
     def delete(self, profile_id):
-        path = self._path(profile_id)
+        path = self.path(profile_id)
         try:
             os.unlink(path)
         except FileNotFoundError:

@@ -11,7 +11,9 @@
 #    under the License.
 """resq-nova plugins for nova-scheduler."""
 
+import collections
 import functools
+import itertools
 
 from oslo_config import cfg
 
@@ -40,6 +42,58 @@ def _parse(items, vcpus):
         return extra_specs.parse(dict(items), vcpus), None
     except extra_specs.InvalidResQSpec as exc:
         return None, str(exc)
+
+
+NUMAState = collections.namedtuple('NUMAState', 'key pinned total')
+
+# id(topology) -> (topology, NUMAState). Nova's HostManager keeps a host's
+# NUMATopology object until the compute node reports a change, and the
+# scheduler's own claim (HostState.consume_from_request) replaces it with a
+# new object rather than changing it, so a topology object's identity
+# stands for its content for as long as the object lives. Holding a
+# reference keeps the id from being reused.
+_NUMA_STATES = {}
+_NUMA_STATES_MAX = 16384
+# Distinct NUMA states seen -> a small int, so per-host lookups hash and
+# compare an int instead of nested tuples of frozensets.
+_STATE_IDS = {}
+_NEXT_ID = itertools.count()
+
+
+def numa_state(topology):
+    """What ResQ reads from a host's NUMA topology, computed once per object.
+
+    ``key`` is an int naming the state that decides Nova's NUMA fit for a
+    dedicated-CPU request (each cell's free pCPUs, free memory and pages):
+    hosts in the same state get the same key, so they share one fit; ``pinned`` and ``total`` count dedicated
+    pCPUs for the weigher. Reading oslo.versionedobjects fields is what
+    costs in a 1,000-host pass, so it is done once per topology object.
+    """
+    entry = _NUMA_STATES.get(id(topology))
+    if entry is not None and entry[0] is topology:
+        return entry[1]
+    cells = topology.cells
+    key = []
+    pinned = total = 0
+    for c in cells:
+        pcpus, used = c.pcpuset, c.pinned_cpus
+        pinned += len(used)
+        total += len(pcpus)
+        key.append((c.id, frozenset(pcpus - used), c.memory - c.memory_usage,
+                    tuple((p.size_kb, p.total, p.used)
+                          for p in (c.mempages or ()))))
+    if len(_NUMA_STATES) >= _NUMA_STATES_MAX:
+        _NUMA_STATES.clear()
+        _STATE_IDS.clear()
+    key = tuple(key)
+    key_id = _STATE_IDS.get(key)
+    if key_id is None:
+        # Never reused, even after a clear: a request in flight may hold
+        # fits keyed by older ids.
+        key_id = _STATE_IDS[key] = next(_NEXT_ID)
+    state = NUMAState(key_id, pinned, total)
+    _NUMA_STATES[id(topology)] = (topology, state)
+    return state
 
 
 def conf():

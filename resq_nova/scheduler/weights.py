@@ -30,28 +30,39 @@ class ResQWeigher(weights.BaseHostWeigher):
     def __init__(self):
         super().__init__()
         self.conf = scheduler.conf()
+        self._multiplier = self.conf.resq.weigher_multiplier
 
     def weight_multiplier(self, host_state):
-        return self.conf.resq.weigher_multiplier
+        # Nova asks once per host, right after weigh_objects; the option
+        # is read once per request there.
+        return self._multiplier
+
+    def weigh_objects(self, weighed_obj_list, weight_properties):
+        """Weights of one request's hosts; zeros for non-ResQ requests."""
+        self._multiplier = self.conf.resq.weigher_multiplier
+        request, _ = scheduler.resq_request(weight_properties)
+        if request is None:
+            return [0.0] * len(weighed_obj_list)
+        need = max(request.vcpus, 1)
+        return [_fullness(w.obj, need) for w in weighed_obj_list]
 
     def _weigh_object(self, host_state, spec_obj):
         request, _ = scheduler.resq_request(spec_obj)
         if request is None:
             return 0.0
-        used, total = _dedicated_cores(host_state)
-        if not total:
-            # No NUMA topology reported: count vCPUs instead.
-            used, total = host_state.vcpus_used, host_state.vcpus_total
-        if not total:
-            return 0.0
-        return min((used + max(request.vcpus, 1)) / total, 1.0)
+        return _fullness(host_state, max(request.vcpus, 1))
 
 
-def _dedicated_cores(host_state):
-    """``(pinned, dedicated)`` pCPU counts of a host."""
+def _fullness(host_state, need):
+    """Share of the host's dedicated cores pinned after placing ``need``."""
     topology = host_state.numa_topology
-    if not topology:
-        return 0, 0
-    pinned = sum(len(cell.pinned_cpus) for cell in topology.cells)
-    total = sum(len(cell.pcpuset) for cell in topology.cells)
-    return pinned, total
+    total = 0
+    if topology is not None:
+        state = scheduler.numa_state(topology)
+        used, total = state.pinned, state.total
+    if not total:
+        # No NUMA topology reported: count vCPUs instead.
+        used, total = host_state.vcpus_used, host_state.vcpus_total
+    if not total:
+        return 0.0
+    return min((used + need) / total, 1.0)

@@ -51,19 +51,20 @@ class ResQNovaTestBase(base.ServersTestBase):
             self.placement.fixture.endpoint)
 
     def start_resq_compute(self, hostname, sockets=1, ways=11,
-                           domains=None):
+                           domains=None, way_size_bytes=0):
         """Start a compute and report its cache domains.
 
         ``sockets`` NUMA cells share 8 cores; each cell has one cache domain
-        of ``ways`` ways, reported to Placement as the agent would.
+        of ``ways`` ways (of ``way_size_bytes``, which adds the platform
+        traits), reported to Placement as the agent would.
         """
         info = fakelibvirt.HostInfo(cpu_nodes=sockets, cpu_sockets=1,
                                     cpu_cores=8 // sockets, cpu_threads=1,
                                     kB_mem=16 * 1024 * 1024)
         self.start_compute(hostname=hostname, host_info=info)
-        doms = domains or [cache_domain.CacheDomain(d, ways, io_ways=2,
-                                                    num_closids=4)
-                           for d in range(sockets)]
+        doms = domains or [cache_domain.CacheDomain(
+            d, ways, io_ways=2, num_closids=4, way_size_bytes=way_size_bytes)
+            for d in range(sockets)]
         return reporter.report(self.client, hostname, doms)
 
     def resq_flavor(self, ways, vcpus=1, name=None, **extra):
@@ -164,20 +165,58 @@ class SchedulingTest(ResQNovaTestBase):
         self.assertIn('needs LLC ways from Placement',
                       self.stdlog.logger.output)
 
-    def test_unknown_profile_is_refused_with_reason(self):
+    def _store_profile(self):
+        """A 20-way profile (2.25 MiB ways) in a fresh [resq] profile_dir."""
         profiles = self.useFixture(fixtures.TempDir()).path
         self.flags(profile_dir=profiles, group='resq')
-        store_mod.ProfileStore(profiles).put(
-            profile_mod.Profile.from_dict(test_profile.make_doc()))
-        self.start_resq_compute('host1')
+        prof = profile_mod.Profile.from_dict(test_profile.make_doc())
+        store_mod.ProfileStore(profiles).put(prof)
+        return prof, cache_domain.platform_traits(
+            prof.platform['llc_ways'], prof.platform['way_size_bytes'])
+
+    def test_unknown_profile_is_refused_with_reason(self):
+        prof, shape = self._store_profile()
+        self.start_resq_compute('host1', ways=20, way_size_bytes=2359296)
         good = self.resq_flavor(
-            ways=2, **{'resq:profile': 'lpm-64B-100000flows-abcdef12'})
+            ways=2, **{'resq:profile': prof.profile_id},
+            **{'trait_LLC:%s' % t: 'required' for t in shape})
         self._create_server(flavor_id=good, networks='none')
         bad = self.resq_flavor(ways=2, **{'resq:profile': 'no-such'})
         server = self._create_server(flavor_id=bad, networks='none',
                                      expected_state='ERROR')
         self.assertIn('No valid host', server['fault']['message'])
         self.assertIn("No profile 'no-such'", self.stdlog.logger.output)
+
+    def test_flavor_not_pinned_to_profile_platform_is_refused(self):
+        prof, shape = self._store_profile()
+        self.start_resq_compute('host1', ways=20, way_size_bytes=2359296)
+        # Without the platform traits Placement could hand out ways of any
+        # cache: the filter refuses and says what to add.
+        loose = self.resq_flavor(ways=2, **{'resq:profile': prof.profile_id})
+        server = self._create_server(flavor_id=loose, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertIn('does not require %s' % ', '.join(shape),
+                      self.stdlog.logger.output)
+
+    def test_profile_for_another_platform_gets_no_host(self):
+        prof, shape = self._store_profile()
+        # An 11-way cache of 1.375 MiB ways: not the profile's 20 x 2.25 MiB.
+        rps = self.start_resq_compute('host1', ways=11,
+                                      way_size_bytes=1441792)
+        # No host has the profile's shape, so its traits exist only
+        # because admission creates them with its flavors: without them
+        # Placement answers 400 and nova-scheduler 34 fails with a
+        # TypeError instead of NoValidHost.
+        for trait in shape:
+            self.client.ensure_trait(trait)
+        flavor = self.resq_flavor(
+            ways=2, **{'resq:profile': prof.profile_id},
+            **{'trait_LLC:%s' % t: 'required' for t in shape})
+        server = self._create_server(flavor_id=flavor, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertEqual(0, self.llc_usage(rps[0]))
 
     def test_two_sockets_ways_and_cores_in_one_domain(self):
         rps = self.start_resq_compute('host1', sockets=2)
