@@ -9,22 +9,70 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 """The ``[resq_agent]`` options: discovery, inventory, enforcement,
-monitoring."""
+monitoring. The agent also reads ``[placement]`` (keystoneauth options)."""
 
 from oslo_config import cfg
+
+from resq_nova.placement import client as placement_client
 
 GROUP = 'resq_agent'
 
 ALL_OPTS = [
     cfg.StrOpt('resctrl_root',
                default='/sys/fs/resctrl',
-               help='Mount point of the resctrl file system.'),
+               help='Mount point of the resctrl file system. Every resctrl '
+                    'path the agent reads or writes is under it; change it '
+                    'only to point the agent at a copied tree for testing. '
+                    'When it is missing the agent reports no LLC inventory '
+                    'and enforces nothing.'),
+    cfg.StrOpt('sysfs_root',
+               default='/sys',
+               help='Root of sysfs, where the agent reads the CPU cache '
+                    'topology (devices/system/cpu/cpu*/cache/index*). '
+                    'Change it only for testing.'),
+    cfg.StrOpt('libvirt_uri',
+               default='qemu:///system',
+               help='libvirt connection URI of the hypervisor Nova uses on '
+                    'this host (the same as nova.conf [libvirt] '
+                    'connection_uri).'),
+    cfg.StrOpt('hypervisor_hostname',
+               help='Name of this host\'s compute node resource provider '
+                    'in Placement (Nova\'s hypervisor hostname). Default: '
+                    'libvirt\'s host name, or the fully qualified domain '
+                    'name when libvirt is unreachable.'),
+    cfg.StrOpt('backend',
+               default='resctrl',
+               choices=[('resctrl', 'write the resctrl file system through '
+                         'oslo.privsep (default, needs Linux 4.10+)'),
+                        ('pqos', 'Intel\'s libpqos through the pqos Python '
+                         'wrapper (needs libpqos.so.5); falls back to '
+                         'resctrl when the library cannot be loaded')],
+               help='How cache partitions are enforced.'),
+    cfg.IntOpt('default_group_ways',
+               default=1, min=0,
+               help='Ways kept for the default resctrl group (the host, '
+                    'non-ResQ instances) beyond the I/O ways, reserved in '
+                    'Placement so no instance can take them. The default '
+                    'group always keeps at least min_cbm_bits ways.'),
+    cfg.IntOpt('ddio_ways',
+               default=2, min=0,
+               help='Ways DDIO writes incoming packets into, used when the '
+                    'platform does not report them (info/L3/shareable_bits '
+                    'is 0). They are the highest ways of the cache; no '
+                    'instance gets them and they are reserved in '
+                    'Placement. Intel Xeons use 2 by default.'),
+    cfg.FloatOpt('monitor_min_interval_s',
+                 default=0.5, min=0.0,
+                 help='Bandwidth is the difference of two resctrl byte '
+                      'counters over time; readings closer together than '
+                      'this reuse the previous rate.'),
 ]
 
 
 def register_opts(conf):
     conf.register_opts(ALL_OPTS, group=GROUP)
+    placement_client.register_opts(conf)
 
 
 def list_opts():
-    return [(GROUP, ALL_OPTS)]
+    return [(GROUP, ALL_OPTS), ('placement', placement_client.list_opts())]

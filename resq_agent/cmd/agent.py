@@ -1,0 +1,107 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``resq-agent``: inspect the cache, reconcile once, show status, run."""
+
+import json
+import sys
+
+from oslo_config import cfg
+
+from resq_agent import conf as agent_conf
+from resq_agent import discovery
+from resq_profiler import cmd
+from resq_profiler import exception
+
+
+def _inspect(conf):
+    if conf.command.root:
+        conf.set_override('resctrl_root', conf.command.root, 'resq_agent')
+    if conf.command.sysfs_root:
+        conf.set_override('sysfs_root', conf.command.sysfs_root,
+                          'resq_agent')
+    topology = discovery.discover_from_conf(conf)
+    _print(discovery.describe(topology, conf.resq_agent.default_group_ways))
+    return 0
+
+
+def _manager(conf):
+    from resq_agent import manager
+    return manager.AgentManager.from_conf(conf)
+
+
+def _reconcile(conf):
+    _print(_manager(conf).reconcile())
+    return 0
+
+
+def _status(conf):
+    mgr = _manager(conf)
+    mgr.reconcile(enforce=False)
+    _print(mgr.status())
+    return 0
+
+
+def _run(conf):
+    # Imported here: the service pulls in oslo.messaging, which the other
+    # subcommands do not need.
+    from resq_agent import service
+    mgr = _manager(conf)
+    svc = service.AgentService(conf, mgr)
+    mgr.start()
+    svc.start()
+    try:
+        svc.wait()
+    finally:
+        svc.stop()
+        mgr.stop()
+    return 0
+
+
+def _print(doc):
+    print(json.dumps(doc, indent=2, sort_keys=True))
+
+
+def _add_parsers(subparsers):
+    p = subparsers.add_parser(
+        'inspect', help='print the cache topology and the Placement '
+        'inventory the agent would report, as JSON')
+    p.add_argument('--root', help='resctrl root (default: [resq_agent] '
+                   'resctrl_root)')
+    p.add_argument('--sysfs-root', help='sysfs root (default: [resq_agent] '
+                   'sysfs_root)')
+    p.set_defaults(func=_inspect)
+    p = subparsers.add_parser('reconcile', help='one full pass: read '
+                              'libvirt and Placement, enforce, exit')
+    p.set_defaults(func=_reconcile)
+    p = subparsers.add_parser('status', help='print what is enforced and '
+                              'measured, as JSON (changes nothing)')
+    p.set_defaults(func=_status)
+    p = subparsers.add_parser('run', help='run the agent service')
+    p.set_defaults(func=_run)
+
+
+command_opt = cfg.SubCommandOpt('command', title='Commands',
+                                handler=_add_parsers)
+
+
+def main(argv=None):
+    conf = cmd.parse_config(argv, 'resq-agent', (agent_conf.register_opts,),
+                            [command_opt])
+    try:
+        return conf.command.func(conf)
+    except exception.ResQException as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

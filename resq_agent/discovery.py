@@ -1,0 +1,308 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Which L3 cache domains this host has and what CAT can do with them.
+
+Two sources, both under configurable roots: the sysfs CPU cache topology
+(``devices/system/cpu/cpu*/cache/index*``: which CPUs share which L3, its
+size) and resctrl's ``info/`` (way mask, ``min_cbm_bits``, classes of
+service, ways shared with I/O, CDP, MBA). libvirt's host capabilities are a
+third opinion, compared and warned about, never trusted over the kernel.
+"""
+
+import dataclasses
+import glob
+import os
+import xml.etree.ElementTree as ET
+
+from oslo_log import log as logging
+
+from resq_agent import cbm
+from resq_agent import resctrl
+from resq_nova.placement import cache_domain
+from resq_profiler import exception
+
+LOG = logging.getLogger(__name__)
+_UNITS = {'': 1, 'B': 1, 'K': 1024, 'KIB': 1024, 'M': 1024 ** 2,
+          'MIB': 1024 ** 2, 'G': 1024 ** 3, 'GIB': 1024 ** 3}
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheDomainInfo:
+    """One L3 cache domain as the agent found it."""
+
+    id: int
+    cpus: tuple
+    ways: int
+    way_size_bytes: int
+    cbm_mask: int
+    min_cbm_bits: int
+    num_closids: int
+    io_ways: int
+    shareable_bits: int
+    cdp: bool
+    mba: bool
+    size_bytes: int = 0
+    # The ways treated as I/O (DDIO) ways: shareable_bits, or the
+    # configured ddio_ways at the top of the cache when the kernel does
+    # not say.
+    io_mask: int = 0
+    cat: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class HostTopology:
+    domains: tuple
+    resctrl_available: bool
+    reason: str = ''
+    cdp: bool = False
+    mba: bool = False
+
+    def domain(self, domain_id):
+        for dom in self.domains:
+            if dom.id == domain_id:
+                return dom
+        return None
+
+
+def parse_cpu_list(text):
+    """``"0-3,8"`` -> ``(0, 1, 2, 3, 8)``."""
+    cpus = set()
+    for part in text.replace('\n', ',').split(','):
+        part = part.strip()
+        if not part:
+            continue
+        if '-' in part:
+            lo, _, hi = part.partition('-')
+            cpus.update(range(int(lo), int(hi) + 1))
+        else:
+            cpus.add(int(part))
+    return tuple(sorted(cpus))
+
+
+def parse_size(text, unit=''):
+    """``"30720K"`` or (``"15"``, ``"MiB"``) -> bytes."""
+    text = text.strip().upper()
+    digits = text.rstrip('KMGIB')
+    suffix = text[len(digits):] or unit.upper()
+    return int(digits) * _UNITS[suffix]
+
+
+def _read(path):
+    with open(path, encoding='ascii') as f:
+        return f.read().strip()
+
+
+def read_sysfs_l3(sysfs_root):
+    """``{cache id: {'cpus', 'size_bytes', 'ways_of_associativity'}}``."""
+    result = {}
+    pattern = os.path.join(sysfs_root, 'devices', 'system', 'cpu',
+                           'cpu[0-9]*', 'cache', 'index[0-9]*')
+    for index in sorted(glob.glob(pattern)):
+        try:
+            if _read(os.path.join(index, 'level')) != '3':
+                continue
+            if _read(os.path.join(index, 'type')) not in ('Unified', 'Data'):
+                continue
+            cache_id = int(_read(os.path.join(index, 'id')))
+            if cache_id in result:
+                continue
+            result[cache_id] = {
+                'cpus': parse_cpu_list(
+                    _read(os.path.join(index, 'shared_cpu_list'))),
+                'size_bytes': parse_size(_read(os.path.join(index,
+                                                            'size'))),
+                'ways_of_associativity': int(_read(os.path.join(
+                    index, 'ways_of_associativity'))),
+            }
+        except (OSError, ValueError, KeyError) as exc:
+            LOG.warning('Ignoring unreadable CPU cache description %s: %s',
+                        index, exc)
+    return result
+
+
+def io_mask(cbm_mask, shareable_bits, ddio_ways):
+    """The ways DMA writes into: ``shareable_bits`` or the top ways."""
+    if shareable_bits & cbm_mask:
+        return shareable_bits & cbm_mask
+    ways = cbm.bits(cbm_mask)
+    ddio_ways = min(ddio_ways, ways)
+    if not ddio_ways:
+        return 0
+    return cbm.make(ways - ddio_ways, ddio_ways)
+
+
+def discover(resctrl_root, sysfs_root, ddio_ways=2):
+    """The host's L3 cache domains.
+
+    Never raises for a host without CAT: the topology then says why in
+    ``reason`` and its domains carry ``cat=False`` (no inventory).
+    """
+    sysfs = read_sysfs_l3(sysfs_root)
+    tree = resctrl.Resctrl(resctrl_root)
+    reason = None
+    try:
+        info = tree.info()
+        ids = tree.domains()
+    except (exception.ResctrlError, OSError, ValueError) as exc:
+        reason = str(getattr(exc, 'message', exc))
+    if reason is not None:
+        LOG.warning('No L3 cache allocation on this host, reporting no LLC '
+                    'inventory and enforcing nothing: %s', reason)
+        doms = tuple(CacheDomainInfo(
+            id=cid, cpus=d['cpus'], ways=d['ways_of_associativity'],
+            way_size_bytes=d['size_bytes'] // max(
+                d['ways_of_associativity'], 1),
+            cbm_mask=0, min_cbm_bits=0, num_closids=0, io_ways=0,
+            shareable_bits=0, cdp=False, mba=False,
+            size_bytes=d['size_bytes'], cat=False)
+            for cid, d in sorted(sysfs.items()))
+        return HostTopology(doms, False, reason)
+    mba = os.path.isdir(os.path.join(tree.root, 'info', 'MB'))
+    ways = cbm.bits(info['cbm_mask'])
+    iom = io_mask(info['cbm_mask'], info['shareable_bits'], ddio_ways)
+    doms = []
+    for cid in ids:
+        sys_dom = sysfs.get(cid)
+        if sys_dom is None:
+            LOG.warning('resctrl has L3 cache domain %d but sysfs (%s) does '
+                        'not describe it: its CPUs and way size are unknown',
+                        cid, sysfs_root)
+            sys_dom = {'cpus': (), 'size_bytes': 0,
+                       'ways_of_associativity': ways}
+        elif sys_dom['ways_of_associativity'] != ways:
+            LOG.info('L3 cache %d is %d-way associative, CAT controls %d '
+                     'ways; a way is 1/%d of the cache', cid,
+                     sys_dom['ways_of_associativity'], ways, ways)
+        doms.append(CacheDomainInfo(
+            id=cid, cpus=sys_dom['cpus'], ways=ways,
+            way_size_bytes=sys_dom['size_bytes'] // ways,
+            cbm_mask=info['cbm_mask'], min_cbm_bits=info['min_cbm_bits'],
+            num_closids=info['num_closids'], io_ways=cbm.bits(iom),
+            shareable_bits=info['shareable_bits'], cdp=info['cdp'],
+            mba=mba, size_bytes=sys_dom['size_bytes'], io_mask=iom))
+    for cid in sorted(set(sysfs) - set(ids)):
+        LOG.warning('sysfs has L3 cache %d but resctrl does not; it gets no '
+                    'inventory', cid)
+    return HostTopology(tuple(doms), True, cdp=info['cdp'], mba=mba)
+
+
+def discover_from_conf(conf):
+    opts = conf.resq_agent
+    return discover(opts.resctrl_root, opts.sysfs_root, opts.ddio_ways)
+
+
+def cross_check(topology, capabilities_xml):
+    """Compare with libvirt's ``<host><cache>`` banks.
+
+    Logs and returns the differences (libvirt may be older or see another
+    mount); the kernel's view wins.
+    """
+    problems = []
+    try:
+        root = ET.fromstring(capabilities_xml)
+    except ET.ParseError as exc:
+        problems.append('libvirt capabilities are not XML: %s' % exc)
+    else:
+        banks = {}
+        for bank in root.findall('./host/cache/bank'):
+            if bank.get('level') != '3':
+                continue
+            banks[int(bank.get('id'))] = bank
+        if not banks:
+            LOG.debug('libvirt reports no L3 cache banks; nothing to '
+                      'cross-check')
+            return []
+        for dom in topology.domains:
+            bank = banks.pop(dom.id, None)
+            if bank is None:
+                problems.append('L3 cache %d is not in libvirt\'s host '
+                                'capabilities' % dom.id)
+                continue
+            size = parse_size(bank.get('size', '0'), bank.get('unit', 'B'))
+            if dom.size_bytes and size != dom.size_bytes:
+                problems.append('L3 cache %d: sysfs says %d bytes, libvirt '
+                                '%d' % (dom.id, dom.size_bytes, size))
+            cpus = parse_cpu_list(bank.get('cpus', ''))
+            if dom.cpus and cpus != tuple(dom.cpus):
+                problems.append('L3 cache %d: sysfs says CPUs %s, libvirt '
+                                '%s' % (dom.id, format_cpus(dom.cpus),
+                                        format_cpus(cpus)))
+        for cid in sorted(banks):
+            problems.append('libvirt reports L3 cache %d, which neither '
+                            'resctrl nor sysfs has' % cid)
+    for problem in problems:
+        LOG.warning('Cache topology mismatch: %s; the agent uses the '
+                    'kernel\'s view', problem)
+    return problems
+
+
+def format_cpus(cpus):
+    """``(0, 1, 2, 5)`` -> ``"0-2,5"``."""
+    out, run = [], []
+    for cpu in sorted(cpus):
+        if run and cpu == run[-1] + 1:
+            run.append(cpu)
+            continue
+        if run:
+            out.append(_span(run))
+        run = [cpu]
+    if run:
+        out.append(_span(run))
+    return ','.join(out)
+
+
+def _span(run):
+    return str(run[0]) if len(run) == 1 else '%d-%d' % (run[0], run[-1])
+
+
+def default_group_ways(dom, configured):
+    """Non-I/O ways the default group keeps in ``dom``.
+
+    The default group's mask is the free ways next to the I/O ways plus
+    the I/O ways, and CAT wants at least ``min_cbm_bits`` in it.
+    """
+    return max(configured, dom.min_cbm_bits - dom.io_ways, 0)
+
+
+def cache_domain_of(dom, configured_default_ways):
+    """The Placement view of a domain (inventory, traits)."""
+    return cache_domain.CacheDomain(
+        domain_id=dom.id, ways=dom.ways, min_cbm_bits=dom.min_cbm_bits,
+        num_closids=dom.num_closids, io_ways=dom.io_ways,
+        default_group_ways=default_group_ways(dom, configured_default_ways),
+        cat=dom.cat,
+        way_size_bytes=dom.way_size_bytes)
+
+
+def describe(topology, default_group_ways):
+    """The JSON document ``resq-agent inspect`` prints."""
+    doms = []
+    for dom in topology.domains:
+        placement = cache_domain_of(dom, default_group_ways)
+        doms.append({
+            'id': dom.id, 'cpus': list(dom.cpus), 'ways': dom.ways,
+            'way_size_bytes': dom.way_size_bytes,
+            'size_bytes': dom.size_bytes,
+            'min_cbm_bits': dom.min_cbm_bits,
+            'num_closids': dom.num_closids, 'io_ways': dom.io_ways,
+            'io_mask': cbm.fmt(dom.io_mask),
+            'cbm_mask': cbm.fmt(dom.cbm_mask),
+            'shareable_bits': cbm.fmt(dom.shareable_bits),
+            'cdp': dom.cdp, 'mba': dom.mba, 'cat': dom.cat,
+            'inventory': placement.inventory(),
+            'traits': placement.traits() if dom.cat else [],
+        })
+    doc = {'cache_domains': doms,
+           'resctrl_available': topology.resctrl_available}
+    if topology.reason:
+        doc['reason'] = topology.reason
+    return doc

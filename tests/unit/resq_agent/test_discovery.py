@@ -1,0 +1,132 @@
+import os
+
+import fixtures
+
+from resq_agent import discovery
+from tests import base
+from tests.fixtures import resctrl as resctrl_fixture
+from tests.fixtures import sysfs as sysfs_fixture
+
+DUAL = {0: tuple(range(0, 8)), 1: tuple(range(8, 16))}
+
+
+def caps(banks):
+    items = ''.join(
+        "<bank id='%d' level='3' type='both' size='%s' unit='%s' "
+        "cpus='%s'/>" % b for b in banks)
+    return ('<capabilities><host><cpu/><cache>%s</cache></host>'
+            '</capabilities>' % items)
+
+
+class DiscoveryTest(base.TestCase):
+
+    def discover(self, ddio_ways=2, **kw):
+        sysfs = self.useFixture(sysfs_fixture.SysfsTree(
+            domains=kw.pop('domains', DUAL), size=kw.pop('size', '30720K'),
+            ways=kw.get('ways', 20)))
+        tree = self.useFixture(resctrl_fixture.ResctrlTree(
+            domains=tuple(sysfs.domains), **kw))
+        return discovery.discover(tree.root, sysfs.root, ddio_ways), tree
+
+    def test_dual_socket_20_ways(self):
+        topo, _ = self.discover(ways=20, min_cbm_bits=1, num_closids=16)
+        self.assertTrue(topo.resctrl_available)
+        self.assertEqual([0, 1], [d.id for d in topo.domains])
+        dom = topo.domain(1)
+        self.assertEqual(tuple(range(8, 16)), dom.cpus)
+        self.assertEqual(20, dom.ways)
+        self.assertEqual(30720 * 1024 // 20, dom.way_size_bytes)
+        # shareable_bits is 0: the configured DDIO ways at the top.
+        self.assertEqual(2, dom.io_ways)
+        self.assertEqual(0xc0000, dom.io_mask)
+        self.assertFalse(dom.cdp)
+        self.assertFalse(dom.mba)
+
+    def test_single_socket_11_ways_shareable_bits(self):
+        topo, _ = self.discover(domains={0: (0, 1, 2, 3)}, size='16896K',
+                                ways=11, min_cbm_bits=2,
+                                shareable_bits=0x600, num_closids=8)
+        dom = topo.domains[0]
+        self.assertEqual((0, 1, 2, 3), dom.cpus)
+        self.assertEqual(11, dom.ways)
+        self.assertEqual(16896 * 1024 // 11, dom.way_size_bytes)
+        self.assertEqual(2, dom.io_ways)
+        self.assertEqual(0x600, dom.io_mask)
+        self.assertEqual(2, dom.min_cbm_bits)
+        self.assertEqual(8, dom.num_closids)
+
+    def test_cdp_and_mba(self):
+        sysfs = self.useFixture(sysfs_fixture.SysfsTree())
+        tree = self.useFixture(resctrl_fixture.ResctrlTree(cdp=True))
+        os.makedirs(os.path.join(tree.root, 'info', 'MB'))
+        topo = discovery.discover(tree.root, sysfs.root)
+        self.assertTrue(topo.cdp)
+        self.assertTrue(topo.domains[0].cdp)
+        self.assertTrue(topo.domains[0].mba)
+
+    def test_no_resctrl_is_not_a_failure(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        sysfs = self.useFixture(sysfs_fixture.SysfsTree(domains=DUAL))
+        topo = discovery.discover(os.path.join(self.tmp, 'absent'),
+                                  sysfs.root)
+        self.assertFalse(topo.resctrl_available)
+        self.assertIn('does not exist', topo.reason)
+        self.assertEqual([0, 1], [d.id for d in topo.domains])
+        self.assertFalse(topo.domains[0].cat)
+        doc = discovery.describe(topo, 1)
+        self.assertEqual({}, doc['cache_domains'][0]['inventory'])
+        self.assertIn('No L3 cache allocation on this host', logs.output)
+
+    def test_describe_inventory(self):
+        topo, _ = self.discover(ways=11, min_cbm_bits=2, num_closids=16,
+                                domains={0: (0, 1)}, size='16896K')
+        doc = discovery.describe(topo, 1)
+        dom = doc['cache_domains'][0]
+        for key in ('id', 'cpus', 'ways', 'way_size_bytes', 'min_cbm_bits',
+                    'num_closids', 'io_ways', 'cdp', 'inventory'):
+            self.assertIn(key, dom)
+        inv = dom['inventory']['CUSTOM_LLC_WAY']
+        self.assertEqual(11, inv['total'])
+        self.assertEqual(2 + 1, inv['reserved'])
+        self.assertEqual(2, inv['min_unit'])
+        self.assertEqual(16, dom['inventory']['CUSTOM_LLC_CLOS']['total'])
+        self.assertIn('CUSTOM_RESQ_LLC_WAYS_11', dom['traits'])
+        self.assertIn('CUSTOM_RESQ_LLC_WAY_KIB_1536', dom['traits'])
+
+    def test_default_group_keeps_min_cbm_bits(self):
+        topo, _ = self.discover(ways=20, min_cbm_bits=4, ddio_ways=0)
+        dom = topo.domains[0]
+        self.assertEqual(0, dom.io_ways)
+        self.assertEqual(4, discovery.default_group_ways(dom, 1))
+        self.assertEqual(4, discovery.describe(topo, 1)['cache_domains'][0][
+            'inventory']['CUSTOM_LLC_WAY']['reserved'])
+
+    def test_parse_helpers(self):
+        self.assertEqual((0, 1, 2, 3, 8), discovery.parse_cpu_list(
+            '0-3,8\n'))
+        self.assertEqual('0-3,8,10-11', discovery.format_cpus(
+            (0, 1, 2, 3, 8, 10, 11)))
+        self.assertEqual(30720 * 1024, discovery.parse_size('30720K'))
+        self.assertEqual(15 * 1024 ** 2, discovery.parse_size('15', 'MiB'))
+
+    def test_cross_check(self):
+        topo, _ = self.discover(ways=20)
+        same = caps([(0, '30', 'MiB', '0-7'), (1, '30', 'MiB', '8-15')])
+        self.assertEqual([], discovery.cross_check(topo, same))
+        other = caps([(0, '25', 'MiB', '0-7'), (2, '30', 'MiB', '8-15')])
+        problems = discovery.cross_check(topo, other)
+        self.assertEqual(3, len(problems), problems)
+        self.assertIn('L3 cache 0: sysfs says 31457280 bytes, libvirt '
+                      '26214400', problems[0])
+        self.assertIn('L3 cache 1 is not in libvirt', problems[1])
+        self.assertIn('libvirt reports L3 cache 2', problems[2])
+        cpus = caps([(0, '30', 'MiB', '0-3'), (1, '30', 'MiB', '8-15')])
+        self.assertIn('CPUs 0-7, libvirt 0-3',
+                      discovery.cross_check(topo, cpus)[0])
+        # No banks (libvirt's test driver): nothing to compare.
+        self.assertEqual([], discovery.cross_check(
+            topo, '<capabilities><host/></capabilities>'))
+
+    def test_l1_l2_are_ignored(self):
+        sysfs = self.useFixture(sysfs_fixture.SysfsTree(domains={3: (0, 1)}))
+        self.assertEqual([3], list(discovery.read_sysfs_l3(sysfs.root)))
