@@ -20,6 +20,7 @@ helpers here to check names and masks first.
 import errno
 import os
 import re
+import shutil
 
 from resq_agent import cbm
 from resq_profiler import exception
@@ -183,7 +184,11 @@ class Resctrl:
         return info
 
     def remove_tree(self, name):
-        """rmdir a group; the kernel removes its files itself, a copy not."""
+        """rmdir a group; the kernel removes its files itself, a copy not.
+
+    In a copied tree the group's files and its ``mon_data`` and
+    ``mon_groups`` directories are removed first.
+    """
         path = self.group_path(name)
         try:
             os.rmdir(path)
@@ -197,5 +202,7 @@ class Resctrl:
                     os.unlink(os.path.join(path, fname))
                 except FileNotFoundError:
                     pass
+            for dname in _NOT_GROUPS[1:]:
+                shutil.rmtree(os.path.join(path, dname), ignore_errors=True)
             os.rmdir(path)
         return True

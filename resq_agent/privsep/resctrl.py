@@ -86,3 +86,22 @@ def assign_task(root, group, pid):
 def remove_group(root, group):
     """Remove the group (idempotent); its tasks fall back to the default."""
     return _tree(root).remove_tree(group)
+
+
+@privsep.resctrl_pctxt.entrypoint
+def write_default_l3_masks(root, masks):
+    """Set the default (root) group's L3 way masks: ``{domain id: mask}``.
+
+    The only write to the default group: its L3 lines, nothing else (no
+    CPUs, tasks or other resources), so the agent can shrink it to the ways
+    no instance owns and give them back.
+    """
+    tree = _tree(root)
+    masks = {int(d): int(m) for d, m in masks.items()}
+    info = tree.validate_masks(masks)
+    if info['cdp']:
+        resources = {'L3CODE': masks, 'L3DATA': masks}
+    else:
+        resources = {'L3': masks}
+    _write(os.path.join(tree.root, 'schemata'),
+           resctrl.format_schemata(resources))
