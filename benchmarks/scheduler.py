@@ -5,7 +5,9 @@ like two-socket NFV hosts (2 NUMA cells of 8 dedicated cores, one cache
 domain provider each, one Placement allocation candidate per domain), for a
 reserved ResQ request: once with Nova's default filters and all weighers,
 once with the ResQ filter and weigher added. Both are measured side by side
-in one run, many rounds, and the median of each is compared. Needs Nova
+in one run, many rounds, alternating; ``overhead_ratio`` is the median of
+the per-round ratios, so load from other processes that drifts during the
+run (these machines are shared) hits both sides of each ratio alike. Needs Nova
 (the functional environment has it): ``tox -e bench -- scheduler`` installs
 it through nova-requirements.txt.
 """
@@ -27,7 +29,7 @@ from resq_nova.scheduler import filters as resq_filters
 from resq_nova.scheduler import weights as resq_weights
 
 HOSTS = 1000
-ROUNDS = 15
+ROUNDS = 31
 SPECS = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
          'resources_LLC:CUSTOM_LLC_WAY': '4',
          'resources_LLC:CUSTOM_LLC_CLOS': '1', 'resq:throughput_mpps': '1.5'}
@@ -140,6 +142,8 @@ def main(argv):
         resq_t.append(t)
     base_ms = statistics.median(base_t) * 1000
     resq_ms = statistics.median(resq_t) * 1000
+    ratio = statistics.median(r / b for r, b in zip(resq_t, base_t))
+    best_ratio = min(resq_t) / min(base_t)
     print('Scheduler pass over %d hosts (median of %d rounds)' % (HOSTS,
                                                                   ROUNDS))
     print('%-36s %10s %8s' % ('configuration', 'ms', 'hosts'))
@@ -147,12 +151,13 @@ def main(argv):
                                 n_base))
     print('%-36s %10.2f %8d' % ('+ ResQFilter + ResQWeigher', resq_ms,
                                 n_resq))
-    ratio = resq_ms / base_ms
-    print('overhead ratio %.3f (target <= 1.10)' % ratio)
+    print('overhead ratio %.3f, median of per-round ratios (target <= '
+          '1.10); fastest rounds %.3f' % (ratio, best_ratio))
     print(json.dumps({'benchmark': 'scheduler', 'hosts': HOSTS,
                       'rounds': ROUNDS, 'default_ms': round(base_ms, 3),
                       'resq_ms': round(resq_ms, 3),
                       'overhead_ratio': round(ratio, 4),
+                      'overhead_ratio_fastest': round(best_ratio, 4),
                       'hosts_passing_resq': n_resq,
                       'target_met': ratio <= 1.10}, sort_keys=True))
     return 0

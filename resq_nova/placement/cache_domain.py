@@ -46,6 +46,7 @@ TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
 MAX_DOMAINS = 64
 
 
+@functools.lru_cache(maxsize=65536)
 def provider_uuid(compute_rp_uuid, domain_id):
     return str(uuid.uuid5(uuid.UUID(str(compute_rp_uuid)),
                           'resq-llc-%d' % domain_id))

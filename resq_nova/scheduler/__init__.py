@@ -60,14 +60,20 @@ _STATE_IDS = {}
 _NEXT_ID = itertools.count()
 
 
+def numa_states():
+    """The memo behind :func:`numa_state`, for loops that inline it."""
+    return _NUMA_STATES
+
+
 def numa_state(topology):
     """What ResQ reads from a host's NUMA topology, computed once per object.
 
     ``key`` is an int naming the state that decides Nova's NUMA fit for a
     dedicated-CPU request (each cell's free pCPUs, free memory and pages):
-    hosts in the same state get the same key, so they share one fit; ``pinned`` and ``total`` count dedicated
-    pCPUs for the weigher. Reading oslo.versionedobjects fields is what
-    costs in a 1,000-host pass, so it is done once per topology object.
+    hosts in the same state get the same key, so they share one fit;
+    ``pinned`` and ``total`` count dedicated pCPUs for the weigher.
+    Reading oslo.versionedobjects fields is what costs in a 1,000-host
+    pass, so it is done once per topology object.
     """
     entry = _NUMA_STATES.get(id(topology))
     if entry is not None and entry[0] is topology:

@@ -83,6 +83,7 @@ class ResQFilter(filters.BaseHostFilter):
         fits = {}
         numa_state = scheduler.numa_state
         domain_map = cache_domain.domain_map
+        provider_uuid = cache_domain.provider_uuid
         suffix = request.group_suffix
         passed = []
         for host in hosts:
@@ -107,15 +108,15 @@ class ResQFilter(filters.BaseHostFilter):
                 continue
             # The same pruning as CandidateFilterMixin.filter_candidates,
             # minus its per-candidate debug strings.
-            domains = domain_map(host.uuid)
-            good = []
-            for candidate in host.allocation_candidates:
-                for rp in candidate['mappings'].get(suffix, ()):
-                    domain = domains.get(rp)
-                    if domain is not None and (cell is None or
-                                               domain == cell):
-                        good.append(candidate)
-                        break
+            if cell is None:
+                domains = domain_map(host.uuid)
+                good = [c for c in host.allocation_candidates
+                        if any(rp in domains
+                               for rp in c['mappings'].get(suffix, ()))]
+            else:
+                rp = provider_uuid(host.uuid, cell)
+                good = [c for c in host.allocation_candidates
+                        if rp in c['mappings'].get(suffix, ())]
             host.allocation_candidates = good
             if good:
                 passed.append(host)

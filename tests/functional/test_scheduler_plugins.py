@@ -1,0 +1,124 @@
+"""The ResQ filter and weigher on Nova's own objects, without services."""
+
+import datetime
+import uuid
+
+from nova import objects
+from nova.scheduler import host_manager
+from oslotest import base
+
+from resq_nova.placement import cache_domain
+from resq_nova import scheduler
+from resq_nova.scheduler import filters
+from resq_nova.scheduler import weights
+
+objects.register_all()
+
+
+def topology(pinned=((), ())):
+    cells = []
+    for cell, used in enumerate(pinned):
+        cpus = set(range(cell * 4, cell * 4 + 4))
+        cells.append(objects.NUMACell(
+            id=cell, cpuset=set(), pcpuset=cpus, memory=4096,
+            memory_usage=0, pinned_cpus=set(used),
+            siblings=[{c} for c in cpus], mempages=[],
+            network_metadata=objects.NetworkMetadata(physnets=set(),
+                                                     tunneled=False),
+            socket=cell))
+    return objects.NUMATopology(cells=cells)
+
+
+def host(name, numa):
+    hs = host_manager.HostState(name, name, None)
+    hs.uuid = str(uuid.uuid4())
+    hs.numa_topology = numa
+    hs.limits = {}
+    hs.updated = datetime.datetime.now(datetime.timezone.utc)
+    hs.allocation_candidates = [
+        {'allocations': {}, 'mappings': {
+            '': [hs.uuid], '_LLC': [cache_domain.provider_uuid(hs.uuid, d)]}}
+        for d in (0, 1)]
+    return hs
+
+
+def spec(vcpus=2, **extra):
+    specs = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
+             'resources_LLC:CUSTOM_LLC_WAY': '4'}
+    specs.update(extra)
+    flavor = objects.Flavor(name='nf', flavorid='nf', vcpus=vcpus,
+                            memory_mb=512, root_gb=1, ephemeral_gb=0,
+                            swap=0, extra_specs=specs)
+    numa = objects.InstanceNUMATopology(cells=[objects.InstanceNUMACell(
+        id=0, cpuset=set(), pcpuset=set(range(vcpus)), memory=512,
+        cpu_policy='dedicated')])
+    return objects.RequestSpec(flavor=flavor, numa_topology=numa,
+                               instance_uuid=str(uuid.uuid4()),
+                               scheduler_hints={})
+
+
+class NUMAStateTest(base.BaseTestCase):
+
+    def test_equal_content_shares_a_key_changed_content_does_not(self):
+        a = scheduler.numa_state(topology())
+        b = scheduler.numa_state(topology())
+        c = scheduler.numa_state(topology(pinned=((0,), ())))
+        self.assertEqual(a.key, b.key)
+        self.assertNotEqual(a.key, c.key)
+        self.assertEqual((0, 8), (a.pinned, a.total))
+        self.assertEqual((1, 8), (c.pinned, c.total))
+
+    def test_a_replaced_topology_is_read_again(self):
+        hs = host('h', topology())
+        before = scheduler.numa_state(hs.numa_topology)
+        # What HostState.consume_from_request does: a new object.
+        hs.numa_topology = topology(pinned=((0, 1), ()))
+        after = scheduler.numa_state(hs.numa_topology)
+        self.assertEqual(2, after.pinned)
+        self.assertNotEqual(before.key, after.key)
+
+
+class FilterTest(base.BaseTestCase):
+
+    def test_non_resq_request_gets_the_same_list_back(self):
+        hosts = [host('h%d' % i, topology()) for i in range(3)]
+        request = spec()
+        request.flavor.extra_specs = {}
+        self.assertIs(hosts, filters.ResQFilter().filter_all(hosts, request))
+        self.assertEqual(2, len(hosts[0].allocation_candidates))
+
+    def test_prunes_candidates_to_the_pinned_cell_domain(self):
+        # Cell 0 has one free core: a 2-core instance goes to cell 1.
+        hs = host('h', topology(pinned=((0, 1, 2), ())))
+        passed = filters.ResQFilter().filter_all([hs], spec())
+        self.assertEqual([hs], passed)
+        self.assertEqual(
+            [[cache_domain.provider_uuid(hs.uuid, 1)]],
+            [c['mappings']['_LLC'] for c in hs.allocation_candidates])
+
+    def test_host_without_room_in_one_cell_fails(self):
+        hs = host('h', topology(pinned=((0, 1, 2), (4, 5, 6))))
+        self.assertEqual([], filters.ResQFilter().filter_all([hs], spec()))
+
+    def test_invalid_resq_flavor_fails_every_host(self):
+        hosts = [host('h', topology())]
+        request = spec(**{'hw:cpu_policy': 'shared'})
+        self.assertEqual([], filters.ResQFilter().filter_all(hosts, request))
+
+
+class WeigherTest(base.BaseTestCase):
+
+    def test_fuller_host_weighs_more_and_others_weigh_zero(self):
+        class W:
+            def __init__(self, obj):
+                self.obj = obj
+
+        empty = host('empty', topology())
+        busy = host('busy', topology(pinned=((0, 1), (4,))))
+        weigher = weights.ResQWeigher()
+        got = weigher.weigh_objects([W(empty), W(busy)], spec())
+        self.assertEqual([2 / 8, 5 / 8], got)
+        request = spec()
+        request.flavor.extra_specs = {}
+        self.assertEqual([0.0, 0.0],
+                         weigher.weigh_objects([W(empty), W(busy)], request))
