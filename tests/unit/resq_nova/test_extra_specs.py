@@ -87,3 +87,24 @@ class CacheDomainTest(base.TestCase):
         self.assertEqual({}, cache_domain.CacheDomain(0, 2).inventory())
         self.assertEqual({}, cache_domain.CacheDomain(0, 11,
                                                       cat=False).inventory())
+
+    def test_platform_traits_name_the_cache_shape(self):
+        # ResQ's Xeon E5-2695 v4: 20 ways of 2.25 MiB.
+        self.assertEqual(['CUSTOM_RESQ_LLC_WAYS_20',
+                          'CUSTOM_RESQ_LLC_WAY_KIB_2304'],
+                         cache_domain.platform_traits(20, 2359296))
+        dom = cache_domain.CacheDomain(1, ways=11, way_size_bytes=1441792)
+        self.assertEqual(['CUSTOM_CAT_L3', 'CUSTOM_RESQ_L3_1',
+                          'CUSTOM_RESQ_LLC_WAYS_11',
+                          'CUSTOM_RESQ_LLC_WAY_KIB_1408'], dom.traits())
+        self.assertRaises(ValueError, cache_domain.platform_traits, 0, 1024)
+
+    def test_required_traits_of_the_llc_group_only(self):
+        req = extra_specs.parse({
+            'resq:slo': 'reserved', 'hw:cpu_policy': 'dedicated',
+            'resources_LLC:CUSTOM_LLC_WAY': '3',
+            'trait_LLC:CUSTOM_RESQ_LLC_WAYS_20': 'required',
+            'trait_LLC:CUSTOM_AVOID': 'forbidden',
+            'trait:HW_CPU_X86_AVX2': 'required'})
+        self.assertEqual(frozenset({'CUSTOM_RESQ_LLC_WAYS_20'}),
+                         req.required_traits)
