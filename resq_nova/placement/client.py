@@ -17,6 +17,8 @@ that turns failures into exceptions an operator can act on; idempotent
 resource tracker, another agent) bumped a provider's generation.
 """
 
+from urllib import parse
+
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -33,6 +35,7 @@ MV_PROVIDER_BODY = '1.20'          # POST /resource_providers returns it
 MV_NESTED = '1.14'                 # parent_provider_uuid, in_tree
 MV_ALLOCATIONS = '1.28'            # consumer generation in allocations
 MV_ERROR_CODES = '1.23'            # 409s say placement.concurrent_update
+MV_CANDIDATES = '1.34'             # suffixed groups (1.33), mappings (1.34)
 GENERATION_RETRIES = 5
 CONFLICT_CODE = 'placement.concurrent_update'
 
@@ -233,6 +236,35 @@ class PlacementClient:
                        ok=(204,), missing=uuid)
         except ProviderNotFound:
             pass
+
+    def allocation_candidates(self, groups, group_policy=None, limit=None):
+        """``GET /allocation_candidates`` for granular request groups.
+
+        :param groups: ``{suffix: {'resources': {rc: amount}, 'required':
+            [trait, ...]}}``; the suffix ``''`` is the unsuffixed group.
+        :param group_policy: ``none`` or ``isolate`` (Placement needs one
+            with more than one suffixed group).
+        :returns: Placement's body: ``allocation_requests`` (with
+            ``mappings``: which provider serves which group) and
+            ``provider_summaries`` (capacity, usage and traits of every
+            provider in the candidate trees).
+        """
+        query = []
+        for suffix, group in sorted(groups.items()):
+            resources = group.get('resources') or {}
+            if resources:
+                query.append(('resources%s' % suffix, ','.join(
+                    '%s:%d' % (rc, amount)
+                    for rc, amount in sorted(resources.items()))))
+            if group.get('required'):
+                query.append(('required%s' % suffix,
+                              ','.join(sorted(group['required']))))
+        if group_policy:
+            query.append(('group_policy', group_policy))
+        if limit:
+            query.append(('limit', str(limit)))
+        return self._call('GET', '/allocation_candidates?%s'
+                          % parse.urlencode(query), MV_CANDIDATES)
 
 
 class Conflict(PlacementError):

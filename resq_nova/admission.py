@@ -1,0 +1,355 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""SLO admission against a real cluster: the plan. Pure.
+
+Turns an SLO term and Placement's view of the cluster into a plan: the
+greedy's K instances and their ways (ResQ §5.3.1), a first-fit-decreasing
+check that the cache domains and compute nodes have room for them, and the
+flavors that carry the SLO to Nova (one per distinct way count). Talking to
+Placement and Nova is :mod:`resq_nova.deployment`'s job.
+
+The cluster is read from one ``GET /allocation_candidates`` for the
+smallest instance the profile allows (:func:`request_groups`): every
+compute node that could host at least one instance, with the capacity and
+usage of its cache-domain providers and of its own ``PCPU``, memory and
+disk. The profile's platform traits are checked here rather than sent to
+Placement, so a cluster without a cache of the profile's shape is refused
+as ``platform`` with the shapes it does have, instead of as "no host".
+"""
+
+import dataclasses
+
+from resq_nova import extra_specs
+from resq_nova import greedy
+from resq_nova.placement import cache_domain
+
+PLATFORM = 'platform'
+LLC_GROUP = '_LLC'
+PAGE_SIZES = ('large', 'small', 'any', '2MB', '1GB')
+
+
+@dataclasses.dataclass(frozen=True)
+class FlavorOptions:
+    """What every flavor of a term gets besides the cache."""
+
+    vcpus: int = 1
+    ram_mb: int = 1024
+    disk_gb: int = 1
+    mem_page_size: str = 'large'
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    name: str
+    ways: int
+    vcpus: int
+    ram_mb: int
+    disk_gb: int
+    extra_specs: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    name: str
+    ways: int
+    mpps: float
+    flavor: str
+    host: str      # compute node provider UUID (predicted)
+    domain: str    # cache-domain provider UUID (predicted)
+
+
+@dataclasses.dataclass
+class Domain:
+    uuid: str
+    free_ways: int
+    free_clos: int
+    ways: int
+    traits: frozenset
+
+
+@dataclasses.dataclass
+class Host:
+    uuid: str
+    slots: int     # instances its free PCPU, memory and disk allow
+    pcpus: int     # PCPU capacity
+    domains: list
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    term: greedy.SLOTerm
+    sizing: greedy.Sizing
+    flavors: tuple      # largest first
+    instances: tuple    # largest first: the boot order
+
+    def to_dict(self, host_names=None):
+        names = host_names or {}
+        return {
+            'term': self.term.name,
+            'profile': self.term.profile.profile_id,
+            'throughput_mpps': self.term.throughput_mpps,
+            'latency_p95_us': self.term.latency_p95_us,
+            'load_cap': round(self.sizing.load_cap, 6),
+            'capacity_mpps': round(self.sizing.aggregate_mpps, 6),
+            'flavors': [dataclasses.asdict(f) for f in self.flavors],
+            'instances': [dict(dataclasses.asdict(i),
+                               host=names.get(i.host, i.host),
+                               mpps=round(i.mpps, 6))
+                          for i in self.instances],
+        }
+
+
+def flavor_name(term, ways):
+    return 'resq.%s.%dw' % (term, ways)
+
+
+def server_name(term, index):
+    return '%s-%d' % (term, index)
+
+
+def decimal(value):
+    """A decimal string Nova's validator and humans both read."""
+    text = format(round(float(value), 4), 'f').rstrip('0').rstrip('.')
+    return text if text not in ('', '0') else '0.0001'
+
+
+def shape_traits(profile):
+    """The platform traits of the cache the profile was measured on."""
+    return cache_domain.platform_traits(profile.platform['llc_ways'],
+                                        profile.platform['way_size_bytes'])
+
+
+def flavor_specs(term, ways, share_mpps, options):
+    """The extra specs of the flavor for ``ways``-way instances of a term.
+
+    :raises extra_specs.InvalidResQSpec: when the result would not pass
+        nova-api's validation or the ResQ filter (checked before anything
+        is created).
+    """
+    prof = term.profile
+    specs = {
+        'resources%s:%s' % (LLC_GROUP, extra_specs.RC_LLC_WAY): str(ways),
+        'resources%s:%s' % (LLC_GROUP, extra_specs.RC_LLC_CLOS): '1',
+        'trait%s:%s' % (LLC_GROUP, extra_specs.TRAIT_CAT_L3): 'required',
+        # Ports with resource requests add suffixed groups of their own;
+        # Placement then insists on a policy. "none" lets the LLC group
+        # share nothing-in-particular with them.
+        'group_policy': 'none',
+        'hw:cpu_policy': 'dedicated',
+        'hw:mem_page_size': options.mem_page_size,
+        'resq:slo': extra_specs.RESERVED,
+        'resq:profile': prof.profile_id,
+        'resq:throughput_mpps': decimal(share_mpps),
+        'resq:latency_p95_us': decimal(term.latency_p95_us),
+        'resq:packet_bytes': str(term.packet_bytes
+                                 or prof.traffic['packet_bytes']),
+        'resq:term': term.name,
+    }
+    for trait in shape_traits(prof):
+        specs['trait%s:%s' % (LLC_GROUP, trait)] = 'required'
+    extra_specs.parse(specs, options.vcpus)
+    return specs
+
+
+def request_groups(profile, options):
+    """Placement request groups of the smallest instance of ``profile``."""
+    root = {'PCPU': options.vcpus, 'MEMORY_MB': options.ram_mb}
+    if options.disk_gb:
+        root['DISK_GB'] = options.disk_gb
+    return {'': {'resources': root},
+            LLC_GROUP: {'resources': {extra_specs.RC_LLC_WAY:
+                                      profile.min_ways,
+                                      extra_specs.RC_LLC_CLOS: 1},
+                        'required': [extra_specs.TRAIT_CAT_L3]}}
+
+
+def _free(summary, rc):
+    res = summary['resources'].get(rc)
+    return (res['capacity'] - res['used']) if res else 0
+
+
+def cluster(candidates, options):
+    """Hosts and their cache domains from an allocation-candidates body."""
+    summaries = candidates.get('provider_summaries', {})
+    hosts = {}
+    for uuid, summary in sorted(summaries.items()):
+        if extra_specs.RC_LLC_WAY not in summary['resources']:
+            continue
+        traits = frozenset(summary.get('traits', ()))
+        if extra_specs.TRAIT_CAT_L3 not in traits:
+            continue
+        root_uuid = summary.get('root_provider_uuid') or uuid
+        root = summaries.get(root_uuid)
+        if root is None:
+            continue
+        host = hosts.get(root_uuid)
+        if host is None:
+            slots = [_free(root, 'PCPU') // options.vcpus,
+                     _free(root, 'MEMORY_MB') // options.ram_mb]
+            if options.disk_gb:
+                slots.append(_free(root, 'DISK_GB') // options.disk_gb)
+            host = hosts[root_uuid] = Host(
+                root_uuid, max(min(slots), 0),
+                root['resources'].get('PCPU', {}).get('capacity', 0), [])
+        host.domains.append(Domain(
+            uuid, _free(summary, extra_specs.RC_LLC_WAY),
+            _free(summary, extra_specs.RC_LLC_CLOS),
+            summary['resources'][extra_specs.RC_LLC_WAY]['capacity'],
+            traits))
+    return list(hosts.values())
+
+
+def _of_shape(term, hosts, options):
+    """Only the domains of the profile's platform; refuse if there are none.
+
+    :raises greedy.AdmissionRefused: ``platform`` or ``cluster_capacity``.
+    """
+    wanted = shape_traits(term.profile)
+    if not hosts:
+        raise greedy.AdmissionRefused(
+            term.name, greedy.CLUSTER_CAPACITY, 'no compute node has room '
+            'for even the smallest instance (%d ways, %d dedicated cores); '
+            'the agent must report cache domains (resq-agent) and hosts need '
+            'free ways and pCPUs' % (term.profile.min_ways, options.vcpus))
+    result, seen = [], set()
+    for host in hosts:
+        domains = [d for d in host.domains if d.traits.issuperset(wanted)]
+        seen.update(_shape_of(d) for d in host.domains)
+        if domains:
+            result.append(Host(host.uuid, host.slots, host.pcpus, domains))
+    if not result:
+        raise greedy.AdmissionRefused(
+            term.name, PLATFORM, 'profile %s was measured on a %s cache; the '
+            'cache domains with room have %s; profile the NF on this '
+            'platform' % (term.profile.profile_id, ' / '.join(wanted),
+                          ', '.join(sorted(seen))))
+    return result
+
+
+def _shape_of(dom):
+    shape = sorted(t for t in dom.traits
+                   if t.startswith((cache_domain.TRAIT_WAYS_PREFIX,
+                                    cache_domain.TRAIT_WAY_KIB_PREFIX)))
+    return ' / '.join(shape) or 'no platform traits'
+
+
+def fit(sizing, hosts):
+    """First-fit decreasing over hosts and their cache domains.
+
+    Each instance needs a host slot (its dedicated cores, memory, disk)
+    and, in one of that host's domains, its ways and a class of service.
+    Hosts are tried fullest first, as the ResQ weigher packs. The hosts
+    are not changed.
+
+    :returns: ``[(host uuid, domain uuid)]`` per instance of ``sizing``.
+    :raises greedy.AdmissionRefused: ``cluster_capacity`` or
+        ``no_server_with_room``, as :func:`resq_nova.greedy.place`.
+    """
+    slots = sum(h.slots for h in hosts)
+    ways = sum(d.free_ways for h in hosts for d in h.domains
+               if d.free_clos > 0)
+    if sizing.instances > slots or sum(sizing.ways) > ways:
+        raise greedy.AdmissionRefused(
+            sizing.term, greedy.CLUSTER_CAPACITY, 'needs %d instances and %d '
+            'ways; the cluster has room for %d instances and %d free ways '
+            'across %d hosts; add hosts or lower the throughput target' % (
+                sizing.instances, sum(sizing.ways), slots, ways,
+                len(hosts)))
+    order = sorted(hosts, key=lambda h: (h.slots, h.uuid))
+    used_slots = {h.uuid: 0 for h in order}
+    used = {d.uuid: [0, 0] for h in order for d in h.domains}
+    result = []
+    for index, need in enumerate(sizing.ways):
+        spot = None
+        for host in order:
+            if used_slots[host.uuid] >= host.slots:
+                continue
+            for dom in sorted(host.domains, key=lambda d: (d.free_ways,
+                                                           d.uuid)):
+                w, c = used[dom.uuid]
+                if dom.free_ways - w >= need and dom.free_clos - c >= 1:
+                    spot = (host, dom)
+                    break
+            if spot:
+                break
+        if spot is None:
+            most = max((d.free_ways - used[d.uuid][0] for h in order
+                        for d in h.domains
+                        if used_slots[h.uuid] < h.slots
+                        and d.free_clos > used[d.uuid][1]), default=0)
+            raise greedy.AdmissionRefused(
+                sizing.term, greedy.NO_ROOM, 'instance %d needs %d ways in '
+                'one cache domain of a host with free cores; the most any '
+                'such domain has free is %d; the background optimizer can '
+                'repack, or add hosts' % (index, need, most))
+        host, dom = spot
+        used_slots[host.uuid] += 1
+        used[dom.uuid][0] += need
+        used[dom.uuid][1] += 1
+        result.append((host.uuid, dom.uuid))
+    return result
+
+
+def make_plan(term, candidates, options, discount=greedy.DEFAULT_DISCOUNT):
+    """Size, check and name everything for one SLO term.
+
+    :param candidates: Placement's allocation-candidates body for
+        :func:`request_groups`.
+    :raises greedy.AdmissionRefused: naming the failed constraint.
+    :raises extra_specs.InvalidResQSpec: when the term's values cannot be
+        written into a valid flavor (e.g. a term name with spaces).
+    """
+    hosts = _of_shape(term, cluster(candidates, options), options)
+    largest = max((d for h in hosts for d in h.domains),
+                  key=lambda d: d.ways)
+    owner = next(h for h in hosts if largest in h.domains)
+    cores = max(owner.pcpus // max(len(owner.domains), 1), 1)
+    sizing = greedy.size(term, cores, largest.ways, discount)
+    spots = fit(sizing, hosts)
+    shares = [term.throughput_mpps * m / sizing.aggregate_mpps
+              for m in sizing.per_instance_mpps]
+    flavors = {}
+    instances = []
+    for index, (ways, share) in enumerate(zip(sizing.ways, shares)):
+        name = flavor_name(term.name, ways)
+        if name not in flavors:
+            flavors[name] = Flavor(name, ways, options.vcpus, options.ram_mb,
+                                   options.disk_gb,
+                                   flavor_specs(term, ways, share, options))
+        instances.append(Instance(server_name(term.name, index), ways, share,
+                                  name, *spots[index]))
+    return Plan(term, sizing, tuple(flavors.values()), tuple(instances))
+
+
+def differences(existing, wanted):
+    """How an existing Nova flavor differs from the one a plan wants.
+
+    :param existing: Nova's flavor document (with ``extra_specs``).
+    :returns: a list of human-readable differences; empty if it matches.
+    """
+    diff = []
+    for field, key in (('vcpus', 'vcpus'), ('ram_mb', 'ram'),
+                       ('disk_gb', 'disk')):
+        if existing.get(key) != getattr(wanted, field):
+            diff.append('%s is %s, wanted %s' % (key, existing.get(key),
+                                                 getattr(wanted, field)))
+    have = existing.get('extra_specs') or {}
+    for key in sorted(set(have) | set(wanted.extra_specs)):
+        if have.get(key) != wanted.extra_specs.get(key):
+            diff.append('%s is %s, wanted %s' % (
+                key, _shown(have.get(key)),
+                _shown(wanted.extra_specs.get(key))))
+    return diff
+
+
+def _shown(value):
+    return 'unset' if value is None else repr(value)

@@ -1,0 +1,176 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``resq-admit``: admit one reserved SLO term into the cluster.
+
+Sizes the term with the greedy, checks the cluster has room (Placement
+allocation candidates), creates or reuses its flavors and boots its servers
+largest first, or writes a Heat template that does (``--heat-template``),
+or only prints the plan (``--dry-run``). Nova is reached through the
+``[nova]`` keystoneauth options, Placement through ``[placement]``.
+"""
+
+import json
+import sys
+
+from oslo_config import cfg
+
+from resq_nova import admission
+from resq_nova import compute as compute_mod
+from resq_nova import conf as nova_conf
+from resq_nova import deployment
+from resq_nova import extra_specs
+from resq_nova import greedy
+from resq_nova import heat
+from resq_nova.placement import client as placement_client
+from resq_profiler import cmd
+from resq_profiler import exception
+from resq_profiler import store as store_mod
+
+cli_opts = [
+    cfg.StrOpt('term', help='name of the SLO term; names its flavors '
+                            '(resq.<term>.<ways>w) and servers (<term>-<n>)'),
+    cfg.StrOpt('profile', help='id of the NF profile in the profile store'),
+    cfg.FloatOpt('throughput-mpps', help='throughput target, Mpps'),
+    cfg.FloatOpt('latency-p95-us', help='p95 latency target, microseconds'),
+    cfg.IntOpt('packet-bytes', help='packet size of the traffic (default: '
+                                    'the profile\'s; must match it)'),
+    cfg.IntOpt('max-instances', min=1,
+               help='refuse the term if it needs more instances'),
+    cfg.IntOpt('vcpus', default=1, min=1,
+               help='dedicated cores per instance'),
+    cfg.IntOpt('ram-mb', default=1024, min=1, help='memory per instance'),
+    cfg.IntOpt('disk-gb', default=1, min=0, help='root disk per instance'),
+    cfg.StrOpt('mem-page-size', default='large',
+               choices=admission.PAGE_SIZES,
+               help='hw:mem_page_size of the flavors (NFs want huge pages)'),
+    cfg.StrOpt('image', help='image (ID) to boot the servers from'),
+    cfg.StrOpt('network', help='network UUID of the servers, or "none" or '
+                               '"auto"'),
+    cfg.IntOpt('boot-timeout', default=600, min=1,
+               help='seconds to wait for each server to become ACTIVE'),
+    cfg.StrOpt('heat-template', help='write a Heat template to this file '
+                                     'instead of booting'),
+    cfg.BoolOpt('dry-run', default=False,
+                help='print the plan; create nothing'),
+    cfg.StrOpt('format', default='text', choices=('text', 'json'),
+               help='output format'),
+    cfg.StrOpt('profile-dir', help='profile store (default: [resq] '
+                                   'profile_dir)'),
+]
+
+
+def _register(conf):
+    nova_conf.register_opts(conf)
+    placement_client.register_opts(conf)
+    compute_mod.register_opts(conf)
+
+
+def _missing(conf):
+    need = ['term', 'profile', 'throughput_mpps', 'latency_p95_us']
+    if not conf.dry_run:
+        need.append('image')
+        if not conf.heat_template:
+            need.append('network')
+    return ['--' + n.replace('_', '-') for n in need
+            if getattr(conf, n) is None]
+
+
+def run(conf, placement, compute, out=sys.stdout):
+    """Admit the term the options describe; returns the exit status."""
+    missing = _missing(conf)
+    if missing:
+        print('ERROR: resq-admit needs %s' % ', '.join(missing),
+              file=sys.stderr)
+        return 1
+    options = admission.FlavorOptions(conf.vcpus, conf.ram_mb, conf.disk_gb,
+                                      conf.mem_page_size)
+    store = store_mod.ProfileStore(conf.profile_dir or conf.resq.profile_dir)
+    doc = {}
+    try:
+        term = deployment.load_term(
+            store, conf.term, conf.profile, conf.throughput_mpps,
+            conf.latency_p95_us, conf.packet_bytes, conf.max_instances)
+        plan, names = deployment.plan(placement, term, options,
+                                      conf.resq.load_discount)
+        doc = plan.to_dict(names)
+        found = deployment.existing_flavors(compute, plan)
+        for flavor in doc['flavors']:
+            flavor['exists'] = flavor['name'] in found
+        if conf.dry_run:
+            pass
+        elif conf.heat_template:
+            store_mod.atomic_write(conf.heat_template, heat.dump(
+                heat.template(plan, found, conf.image, conf.network)))
+            doc['heat_template'] = conf.heat_template
+        else:
+            deployment.check_no_servers(compute, plan)
+            ids, created = deployment.ensure_flavors(compute, plan, found)
+            doc['flavors_created'] = created
+            doc['servers'] = deployment.boot(compute, plan, ids, conf.image,
+                                             conf.network, conf.boot_timeout)
+    except greedy.AdmissionRefused as exc:
+        _refused(conf, exc, out)
+        return 1
+    except deployment.BootFailed as exc:
+        doc['servers'] = exc.booted
+        _show(conf, doc, out)
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 1
+    except (exception.ResQException, extra_specs.InvalidResQSpec) as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 1
+    _show(conf, doc, out)
+    return 0
+
+
+def _refused(conf, exc, out):
+    if conf.format == 'json':
+        print(json.dumps({'term': exc.term, 'refused': exc.constraint,
+                          'reason': exc.reason}, indent=2), file=out)
+    print('REFUSED (%s): SLO term %s: %s' % (exc.constraint, exc.term,
+                                             exc.reason), file=sys.stderr)
+
+
+def _show(conf, doc, out):
+    if conf.format == 'json':
+        print(json.dumps(doc, indent=2, sort_keys=True), file=out)
+        return
+    print('SLO term %s: %s Mpps at p95 <= %s us with profile %s' % (
+        doc['term'], doc['throughput_mpps'], doc['latency_p95_us'],
+        doc['profile']), file=out)
+    print('  %d instances, load cap %.1f%%, capacity %.3f Mpps' % (
+        len(doc['instances']), doc['load_cap'] * 100, doc['capacity_mpps']),
+        file=out)
+    for flavor in doc['flavors']:
+        state = ('created' if flavor['name'] in doc.get('flavors_created', ())
+                 else 'exists' if flavor['exists'] else 'to create')
+        print('  flavor %-28s %2d ways  %s' % (flavor['name'], flavor['ways'],
+                                               state), file=out)
+    booted = {s['name']: s for s in doc.get('servers', ())}
+    for inst in doc['instances']:
+        server = booted.get(inst['name'])
+        where = ('ACTIVE on %s (%s)' % (server['host'], server['id'])
+                 if server else 'predicted host %s' % inst['host'])
+        print('  server %-20s %2d ways %8.3f Mpps  %s' % (
+            inst['name'], inst['ways'], inst['mpps'], where), file=out)
+    if doc.get('heat_template'):
+        print('Heat template written to %s' % doc['heat_template'], file=out)
+
+
+def main(argv=None):
+    conf = cmd.parse_config(argv, 'resq-admit', (_register,), cli_opts)
+    return run(conf, placement_client.PlacementClient.from_conf(conf),
+               compute_mod.ComputeClient.from_conf(conf))
+
+
+if __name__ == '__main__':
+    sys.exit(main())

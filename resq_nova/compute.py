@@ -1,0 +1,175 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The few Nova compute API calls SLO admission makes.
+
+A keystoneauth adapter and plain JSON, like the Placement client: flavors
+(list, create with extra specs, delete) and servers (create, show). Every
+call uses compute API microversion 2.86, so nova-api validates the
+``resq:`` extra specs (HTTP 400 naming the key) and ``networks: none`` is
+accepted.
+"""
+
+import time
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+
+from resq_profiler import exception
+
+MICROVERSION = '2.86'    # extra-spec validation; networks "none" is 2.37
+GROUP = 'nova'
+
+
+class ComputeError(exception.ResQException):
+    msg_fmt = 'Nova %(method)s %(url)s failed: %(reason)s'
+
+
+class ComputeUnavailable(ComputeError):
+    msg_fmt = ('Nova is unreachable (%(reason)s); check the [nova] options '
+               'and that nova-api is running')
+
+
+def register_opts(conf, group=GROUP):
+    """Register keystoneauth session, auth and adapter options."""
+    ks_loading.register_session_conf_options(conf, group)
+    ks_loading.register_auth_conf_options(conf, group)
+    ks_loading.register_adapter_conf_options(conf, group)
+
+
+def list_opts():
+    return (ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+
+
+class ComputeClient:
+    """Nova's compute API over a keystoneauth adapter."""
+
+    def __init__(self, adapter, poll_interval=1.0):
+        self._adapter = adapter
+        self.poll_interval = poll_interval
+
+    @classmethod
+    def from_conf(cls, conf, group=GROUP):
+        auth = ks_loading.load_auth_from_conf_options(conf, group)
+        session = ks_loading.load_session_from_conf_options(conf, group,
+                                                            auth=auth)
+        adapter = ks_loading.load_adapter_from_conf_options(
+            conf, group, session=session, service_type='compute',
+            raise_exc=False)
+        return cls(adapter)
+
+    @classmethod
+    def for_endpoint(cls, endpoint, headers=None, poll_interval=1.0):
+        """A client for a compute endpoint without Keystone (tests).
+
+        :param headers: identity headers the endpoint's no-auth middleware
+            reads (e.g. ``X-Auth-Project-Id``).
+        """
+        from keystoneauth1 import session as ks_session
+        return cls(ks_adapter.Adapter(
+            ks_session.Session(auth=None), endpoint_override=endpoint,
+            service_type='compute', additional_headers=dict(headers or {}),
+            raise_exc=False), poll_interval=poll_interval)
+
+    def _call(self, method, url, body=None, ok=(200,)):
+        kwargs = {'microversion': MICROVERSION,
+                  'headers': {'accept': 'application/json'}}
+        if body is not None:
+            kwargs['json'] = body
+        try:
+            resp = self._adapter.request(url, method, **kwargs)
+        except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
+                ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure) as exc:
+            raise ComputeUnavailable(method=method, url=url, reason=exc)
+        if resp.status_code in ok:
+            return resp.json() if resp.content else None
+        raise ComputeError(method=method, url=url, reason='%s %s' % (
+            resp.status_code, _fault(resp)))
+
+    # -- flavors -------------------------------------------------------------
+    def find_flavor(self, name):
+        """The flavor called ``name`` with its extra specs, or ``None``."""
+        flavors = self._call('GET', '/flavors/detail?is_public=None')
+        for flavor in flavors['flavors']:
+            if flavor['name'] == name:
+                return flavor
+        return None
+
+    def create_flavor(self, name, vcpus, ram_mb, disk_gb, extra_specs):
+        """Create a flavor and set its extra specs, or leave nothing.
+
+        Nova validates the extra specs; when it refuses them the flavor
+        just created is deleted again.
+        """
+        flavor = self._call('POST', '/flavors', {'flavor': {
+            'name': name, 'vcpus': vcpus, 'ram': ram_mb, 'disk': disk_gb,
+            'os-flavor-access:is_public': True}})['flavor']
+        try:
+            specs = self._call('POST', '/flavors/%s/os-extra_specs'
+                               % flavor['id'],
+                               {'extra_specs': extra_specs})['extra_specs']
+        except ComputeError:
+            self.delete_flavor(flavor['id'])
+            raise
+        flavor['extra_specs'] = specs
+        return flavor
+
+    def delete_flavor(self, flavor_id):
+        self._call('DELETE', '/flavors/%s' % flavor_id, ok=(202, 204))
+
+    # -- servers -------------------------------------------------------------
+    def list_servers(self, name_regex):
+        """Servers (id and name) whose name matches ``name_regex``."""
+        return self._call('GET', '/servers?all_tenants=1&name=%s'
+                          % name_regex)['servers']
+
+    def create_server(self, name, flavor_id, image, network):
+        """Ask for one server; returns its id.
+
+        :param network: a network UUID, or ``none``/``auto``.
+        """
+        networks = (network if network in ('none', 'auto')
+                    else [{'uuid': network}])
+        body = {'server': {'name': name, 'flavorRef': flavor_id,
+                           'imageRef': image, 'networks': networks}}
+        return self._call('POST', '/servers', body, ok=(202,))['server']['id']
+
+    def get_server(self, server_id):
+        return self._call('GET', '/servers/%s' % server_id)['server']
+
+    def wait_for_server(self, server_id, timeout):
+        """Poll until the server is ACTIVE or ERROR, or ``timeout`` passes.
+
+        :returns: the server document (``status`` says which).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            server = self.get_server(server_id)
+            if server['status'] in ('ACTIVE', 'ERROR'):
+                return server
+            if time.monotonic() >= deadline:
+                return server
+            time.sleep(self.poll_interval)
+
+
+def _fault(resp):
+    """The message of a compute API error body, else its text."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text
+    for value in body.values():
+        if isinstance(value, dict) and 'message' in value:
+            return value['message']
+    return resp.text

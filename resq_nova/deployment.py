@@ -1,0 +1,157 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""SLO admission against a real cluster: Placement, flavors, servers.
+
+The thin side of :mod:`resq_nova.admission`: reads the cluster from
+Placement, checks that existing flavors match before creating anything,
+creates the missing flavors and boots the servers largest first, one at a
+time, so the scheduler places them in first-fit-decreasing order.
+"""
+
+from oslo_log import log as logging
+
+from resq_nova import admission
+from resq_nova import greedy
+from resq_profiler import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class FlavorMismatch(exception.ResQException):
+    msg_fmt = ('flavor %(name)s exists but differs from what SLO term '
+               '%(term)s needs: %(diff)s; delete it (openstack flavor delete '
+               '%(name)s) or admit under another --term')
+
+
+class ServersExist(exception.ResQException):
+    msg_fmt = ('SLO term %(term)s already has servers: %(names)s; delete '
+               'them or admit under another --term')
+
+
+class BootFailed(exception.ResQException):
+    msg_fmt = ('server %(name)s of SLO term %(term)s did not become ACTIVE '
+               '(%(reason)s); %(count)d server(s) booted before it: '
+               '%(booted)s')
+
+    def __init__(self, term, name, reason, booted):
+        super().__init__(term=term, name=name, reason=reason,
+                         count=len(booted),
+                         booted=', '.join('%s on %s' % (s['name'], s['host'])
+                                          for s in booted) or 'none')
+        self.booted = booted
+
+
+def load_term(store, name, profile_id, throughput_mpps, latency_p95_us,
+              packet_bytes=None, max_instances=None):
+    """An SLO term whose profile comes from ``store``.
+
+    :raises greedy.AdmissionRefused: ``profile`` when the store lacks it.
+    """
+    try:
+        prof = store.get(profile_id)
+    except exception.ResQException as exc:
+        raise greedy.AdmissionRefused(name, greedy.PROFILE, str(exc))
+    return greedy.SLOTerm(name, prof, throughput_mpps, latency_p95_us,
+                          packet_bytes, max_instances)
+
+
+def plan(placement, term, options, discount=greedy.DEFAULT_DISCOUNT):
+    """The plan on the cluster Placement sees, and its hosts' names.
+
+    :returns: ``(plan, {compute node provider uuid: host name})``.
+    """
+    body = placement.allocation_candidates(
+        admission.request_groups(term.profile, options))
+    result = admission.make_plan(term, body, options, discount)
+    names = {}
+    for inst in result.instances:
+        if inst.host not in names:
+            names[inst.host] = placement.get_provider(inst.host)['name']
+    return result, names
+
+
+def existing_flavors(compute, the_plan):
+    """The plan's flavors that exist already, checked against the plan.
+
+    :returns: ``{flavor name: Nova's flavor}`` of the matching ones.
+    :raises FlavorMismatch: when one exists with other specs or sizes.
+    """
+    found = {}
+    for flavor in the_plan.flavors:
+        current = compute.find_flavor(flavor.name)
+        if current is None:
+            continue
+        diff = admission.differences(current, flavor)
+        if diff:
+            raise FlavorMismatch(name=flavor.name, term=the_plan.term.name,
+                                 diff='; '.join(diff))
+        found[flavor.name] = current
+    return found
+
+
+def check_no_servers(compute, the_plan):
+    """Refuse to admit a term twice: its server names must be free."""
+    names = sorted(s['name'] for s in compute.list_servers(
+        '^%s-[0-9]+$' % the_plan.term.name.replace('.', '\\.')))
+    if names:
+        raise ServersExist(term=the_plan.term.name, names=', '.join(names))
+
+
+def ensure_flavors(compute, the_plan, found):
+    """Create the flavors not in ``found``.
+
+    :returns: ``({flavor name: flavor id}, [names created])``.
+    """
+    ids = {name: flavor['id'] for name, flavor in found.items()}
+    created = []
+    for flavor in the_plan.flavors:
+        if flavor.name in ids:
+            LOG.info('Reusing flavor %s (%s)', flavor.name, ids[flavor.name])
+            continue
+        made = compute.create_flavor(flavor.name, flavor.vcpus,
+                                     flavor.ram_mb, flavor.disk_gb,
+                                     flavor.extra_specs)
+        LOG.info('Created flavor %s (%s)', flavor.name, made['id'])
+        ids[flavor.name] = made['id']
+        created.append(flavor.name)
+    return ids, created
+
+
+def boot(compute, the_plan, flavor_ids, image, network, timeout):
+    """Boot the servers largest first, each ACTIVE before the next.
+
+    Waiting keeps the order: the scheduler sees each instance's ways
+    allocated before it places the next, which is first-fit decreasing.
+
+    :returns: ``[{'name', 'id', 'host', 'ways'}]`` in boot order.
+    :raises BootFailed: naming the server, why, and what was booted.
+    """
+    booted = []
+    for inst in the_plan.instances:
+        try:
+            server_id = compute.create_server(inst.name,
+                                              flavor_ids[inst.flavor],
+                                              image, network)
+            server = compute.wait_for_server(server_id, timeout)
+        except exception.ResQException as exc:
+            raise BootFailed(the_plan.term.name, inst.name, str(exc), booted)
+        if server['status'] != 'ACTIVE':
+            reason = (server.get('fault') or {}).get('message') or (
+                'status %s after %ss' % (server['status'], timeout))
+            raise BootFailed(the_plan.term.name, inst.name,
+                             '%s, id %s' % (reason, server_id), booted)
+        booted.append({'name': inst.name, 'id': server_id,
+                       'host': server.get('OS-EXT-SRV-ATTR:host'),
+                       'ways': inst.ways})
+        LOG.info('Server %s (%s) is ACTIVE on %s', inst.name, server_id,
+                 booted[-1]['host'])
+    return booted
