@@ -1,0 +1,106 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The agent's Placement side: its cache-domain providers and allocations.
+
+The agent owns one child provider per cache domain under the compute
+node's provider (which Nova creates and names after the hypervisor
+hostname); :func:`resq_nova.placement.reporter.report` writes them
+idempotently and retries generation conflicts. Instances' LLC allocations
+are read back from the same providers: the provider UUID alone tells the
+cache domain (:func:`resq_nova.placement.cache_domain.domain_of`).
+"""
+
+import socket
+
+from oslo_log import log as logging
+
+from resq_agent import discovery
+from resq_nova import extra_specs
+from resq_nova.placement import cache_domain
+from resq_nova.placement import client as placement_client
+from resq_nova.placement import reporter
+
+LOG = logging.getLogger(__name__)
+
+
+def hypervisor_hostname(conf, hypervisor=None):
+    """``[resq_agent] hypervisor_hostname``, libvirt's, or the FQDN."""
+    if conf.resq_agent.hypervisor_hostname:
+        return conf.resq_agent.hypervisor_hostname
+    if hypervisor is not None:
+        try:
+            return hypervisor.hostname()
+        except Exception as exc:
+            LOG.warning('Cannot ask libvirt for the host name (%s); using '
+                        'the FQDN', exc)
+    return socket.getfqdn()
+
+
+class Inventory:
+    """Reports cache domains and reads LLC allocations for one host."""
+
+    def __init__(self, client, hostname, default_group_ways):
+        self.client = client
+        self.hostname = hostname
+        self.default_group_ways = default_group_ways
+        self._compute_uuid = None
+
+    @classmethod
+    def from_conf(cls, conf, hostname):
+        return cls(placement_client.PlacementClient.from_conf(conf),
+                   hostname, conf.resq_agent.default_group_ways)
+
+    def compute_uuid(self):
+        if self._compute_uuid is None:
+            self._compute_uuid = self.client.find_provider(
+                self.hostname)['uuid']
+        return self._compute_uuid
+
+    def report(self, topology):
+        """Write the topology's providers; ``{domain id: provider uuid}``.
+
+        :raises resq_nova.placement.client.PlacementError: Placement down
+            or the compute node not registered yet (Nova creates it).
+        """
+        doms = [discovery.cache_domain_of(d, self.default_group_ways)
+                for d in topology.domains]
+        result = reporter.report(self.client, self.hostname, doms)
+        LOG.info('Reported %d cache domain(s) of %s to Placement: %s',
+                 len(doms), self.hostname, ', '.join(
+                     '%d=%s' % (d.domain_id, d.inventory().get(
+                         extra_specs.RC_LLC_WAY, {}).get('total', 0))
+                     for d in doms) or 'none')
+        return result
+
+    def llc_allocation(self, instance_uuid):
+        """``(domain id, ways)`` the instance holds here, or None.
+
+        :raises resq_nova.placement.client.PlacementError: Placement down.
+        """
+        allocs = self.client.get_allocations(instance_uuid)
+        root = self.compute_uuid()
+        found = []
+        for rp_uuid, resources in allocs.items():
+            ways = resources.get(extra_specs.RC_LLC_WAY)
+            if not ways:
+                continue
+            domain_id = cache_domain.domain_of(root, rp_uuid)
+            if domain_id is None:
+                # LLC ways on another host's provider: a migration in
+                # flight holds both; the other side is not ours.
+                continue
+            found.append((domain_id, int(ways)))
+        if len(found) > 1:
+            LOG.warning('Instance %s holds LLC ways in %d cache domains of '
+                        'this host (%s); using the first', instance_uuid,
+                        len(found), found)
+        return sorted(found)[0] if found else None

@@ -1,0 +1,333 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The agent's one object: what runs + what Placement allocated -> CAT.
+
+:meth:`AgentManager.reconcile` reads every running Nova instance from
+libvirt and its LLC allocation from Placement, lays out masks and enforces
+them; its end state depends on nothing else (the current masks only decide
+who keeps their ways). Events (:meth:`instance_changed`) are queued and a
+worker re-reads just that instance before laying out again.
+
+When Placement is unreachable the agent keeps enforcing what it knows: the
+last allocation it read, or else the flavor's ``resources*:CUSTOM_LLC_WAY``
+in the cache domain of the instance's pinned CPUs. It never removes a
+group because Placement or libvirt did not answer.
+"""
+
+import queue
+import threading
+import time
+
+from oslo_log import log as logging
+
+from resq_agent import discovery
+from resq_agent import enforcer as enforcer_mod
+from resq_agent import inventory as inventory_mod
+from resq_agent import layout
+from resq_agent import monitor as monitor_mod
+from resq_agent import virt
+from resq_nova.placement import client as placement_client
+
+LOG = logging.getLogger(__name__)
+_STOP = object()
+
+
+class AgentManager:
+    """Enforces cache partitions for the Nova instances of this host."""
+
+    def __init__(self, conf, topology, enforcer, hypervisor, inventory=None,
+                 post_apply_hooks=(), monitor=None):
+        self.conf = conf
+        self.topology = topology
+        self.enforcer = enforcer
+        self.hypervisor = hypervisor
+        self.inventory = inventory
+        self.post_apply_hooks = list(post_apply_hooks)
+        self.monitor = monitor
+        self.shapes = [layout.DomainShape(
+            d.id, d.cbm_mask, d.min_cbm_bits, d.io_mask,
+            discovery.default_group_ways(
+                d, conf.resq_agent.default_group_ways))
+            for d in topology.domains if d.cat]
+        self.num_closids = min((d.num_closids for d in topology.domains
+                                if d.cat), default=0)
+        self._lock = threading.RLock()
+        self._queue = queue.Queue()
+        self._worker = None
+        self._watcher = None
+        self._known = {}          # uuid -> virt.Instance (running)
+        self._allocs = {}         # uuid -> (domain, ways) from Placement
+        self._stale = {}          # the previous pass's, while it is down
+        self._placement_failed = False
+        self._layout = layout.Layout([], [], {})
+        self._refused = []
+        self._errors = []
+        self._reported = False
+        self.last_reconcile = None
+        self.placement_reachable = None
+
+    @classmethod
+    def from_conf(cls, conf, post_apply_hooks=()):
+        from resq_agent import pqos
+        opts = conf.resq_agent
+        topology = discovery.discover_from_conf(conf)
+        hyp = virt.Hypervisor(opts.libvirt_uri)
+        try:
+            discovery.cross_check(topology, hyp.capabilities())
+        except Exception as exc:
+            LOG.warning('Cannot read libvirt host capabilities from %s: %s',
+                        opts.libvirt_uri, exc)
+        hostname = inventory_mod.hypervisor_hostname(conf, hyp)
+        return cls(conf, topology, pqos.load_backend(conf), hyp,
+                   inventory_mod.Inventory.from_conf(conf, hostname),
+                   post_apply_hooks,
+                   monitor_mod.Monitor(opts.resctrl_root,
+                                       opts.monitor_min_interval_s))
+
+    # -- events ------------------------------------------------------------
+    def instance_changed(self, instance_uuid, event_type=None):
+        """Queue a re-check of one instance; returns at once."""
+        self._queue.put((str(instance_uuid).lower(), event_type))
+
+    def start(self, watch_libvirt=True):
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work,
+                                            name='resq-agent-worker',
+                                            daemon=True)
+            self._worker.start()
+        if watch_libvirt and self._watcher is None:
+            self._watcher = virt.EventWatcher(self.hypervisor.uri,
+                                              self.instance_changed)
+            self._watcher.start()
+
+    def stop(self):
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+        if self._worker is not None:
+            self._queue.put((_STOP, None))
+            self._worker.join()
+            self._worker = None
+
+    def wait_idle(self):
+        """Block until every queued event has been handled (tests)."""
+        self._queue.join()
+
+    def _work(self):
+        while True:
+            item = self._queue.get()
+            batch = [item]
+            # Coalesce a burst (a host reboot) into one layout.
+            while not self._queue.empty():
+                batch.append(self._queue.get())
+            try:
+                uuids = {u for u, _ in batch if u is not _STOP}
+                if uuids:
+                    self._handle(uuids, [e for _, e in batch])
+            except Exception:
+                LOG.exception('Handling instance events %s failed; the '
+                              'next reconcile repairs it', batch)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+            if any(u is _STOP for u, _ in batch):
+                return
+
+    def _handle(self, uuids, events):
+        with self._lock:
+            for uuid in uuids:
+                inst = self.hypervisor.instance(uuid)
+                if inst is None:
+                    self._known.pop(uuid, None)
+                    self._allocs.pop(uuid, None)
+                else:
+                    self._known[uuid] = inst
+                    # A start or a migration may come with a new
+                    # allocation: ask Placement again.
+                    old = self._allocs.pop(uuid, None)
+                    if old is not None:
+                        self._stale[uuid] = old
+            LOG.debug('Instance events %s for %s', events, sorted(uuids))
+            self._enforce()
+
+    # -- reconcile -----------------------------------------------------------
+    def reconcile(self, enforce=True):
+        """Full pass over libvirt and Placement; returns a summary."""
+        with self._lock:
+            started = time.monotonic()
+            self._report_inventory()
+            try:
+                running = self.hypervisor.instances()
+            except Exception as exc:
+                LOG.error('Cannot list instances from libvirt (%s): %s; '
+                          'keeping the current partitions', self.hypervisor
+                          .uri, exc)
+                return {'error': 'libvirt: %s' % exc}
+            self._known = {i.uuid: i for i in running}
+            # Ask Placement afresh; what it said last time stays the
+            # fallback while it does not answer.
+            self._stale = {u: a for u, a in self._allocs.items()
+                           if u in self._known}
+            self._allocs = {}
+            summary = self._enforce(enforce)
+            summary['seconds'] = round(time.monotonic() - started, 3)
+            self.last_reconcile = time.time()
+            return summary
+
+    def _report_inventory(self):
+        if self.inventory is None:
+            return
+        try:
+            self.inventory.report(self.topology)
+            self._reported = True
+        except placement_client.PlacementError as exc:
+            LOG.warning('Cannot report cache inventory to Placement: %s; '
+                        'retrying at the next reconcile', exc)
+
+    def _allocation(self, inst):
+        """``(domain, ways)`` or None if the instance is not ResQ's."""
+        if inst.uuid in self._allocs:
+            return self._allocs[inst.uuid]
+        alloc = None
+        if self.inventory is not None and not self._placement_failed:
+            try:
+                alloc = self.inventory.llc_allocation(inst.uuid)
+                self.placement_reachable = True
+                self._allocs[inst.uuid] = alloc
+                return alloc
+            except placement_client.PlacementError as exc:
+                if self.placement_reachable is not False:
+                    LOG.warning('Placement unreachable (%s): enforcing what '
+                                'is known, from the flavors and pinned CPUs; '
+                                'retrying at the next reconcile', exc)
+                self.placement_reachable = False
+                # One timeout per pass, not one per instance.
+                self._placement_failed = True
+        if inst.uuid in self._stale:
+            return self._stale[inst.uuid]
+        ways = inst.llc_ways
+        if ways:
+            dom = self._domain_of_cpus(inst.cpus)
+            if dom is not None:
+                alloc = (dom, ways)
+        return alloc
+
+    def _domain_of_cpus(self, cpus):
+        doms = {d.id for d in self.topology.domains for c in cpus
+                if c in d.cpus}
+        return doms.pop() if len(doms) == 1 else None
+
+    def _enforce(self, enforce=True):
+        self._placement_failed = False
+        current = self.enforcer.current_masks() if self.shapes else {}
+        requests, refused = [], []
+        for inst in sorted(self._known.values(), key=lambda i: i.uuid):
+            alloc = self._allocation(inst)
+            if alloc is None:
+                continue
+            domain_id, ways = alloc
+            reason = None
+            if not inst.cpus:
+                reason = ('it has no pinned CPUs: CAT partitions cores, so '
+                          'its flavor needs hw:cpu_policy=dedicated')
+            else:
+                dom = self.topology.domain(domain_id)
+                if dom is not None and dom.cpus and not set(
+                        inst.cpus) <= set(dom.cpus):
+                    reason = ('its pinned CPUs %s are not all in cache '
+                              'domain %d (CPUs %s) where Placement '
+                              'allocated its ways' % (
+                                  discovery.format_cpus(inst.cpus),
+                                  domain_id, discovery.format_cpus(dom.cpus)))
+            if reason:
+                refused.append(layout.Refusal(inst.uuid, domain_id, ways,
+                                              reason))
+                continue
+            requests.append(layout.Request(
+                inst.uuid, domain_id, ways, inst.cpus, inst.packet_bytes,
+                (current.get(inst.uuid) or {}).get(domain_id)))
+        lay = layout.compute(self.shapes, requests, self.num_closids)
+        refused.extend(lay.refused)
+        for r in refused:
+            LOG.warning('Not partitioning instance %s (%d ways in cache '
+                        'domain %s): %s', r.instance_uuid, r.ways,
+                        r.domain_id, r.reason)
+        self._refused = refused
+        result = enforcer_mod.ApplyResult()
+        if enforce and self.shapes:
+            result = self.enforcer.apply(lay, [s.id for s in self.shapes])
+            self._layout = lay
+            self._sync_libvirt(lay)
+            for hook in self.post_apply_hooks:
+                try:
+                    hook(self.topology, list(lay.assignments))
+                except Exception:
+                    LOG.exception('Post-apply hook %r failed', hook)
+        elif enforce and not self.topology.resctrl_available:
+            LOG.info('No CAT on this host (%s); %d ResQ instance(s) run '
+                     'unpartitioned', self.topology.reason, len(requests))
+        else:
+            self._layout = lay
+        self._errors = result.errors
+        return {'instances': len(lay.assignments),
+                'refused': [dict(uuid=r.instance_uuid, reason=r.reason)
+                            for r in refused],
+                'written': result.written, 'removed': result.removed,
+                'errors': result.errors}
+
+    def _sync_libvirt(self, lay):
+        for a in lay.assignments:
+            inst = self._known.get(a.instance_uuid)
+            dom = self.topology.domain(a.domain_id)
+            if inst is None or dom is None:
+                continue
+            try:
+                self.hypervisor.set_cachetune(
+                    a.instance_uuid, sorted(inst.vcpu_pins), a.domain_id,
+                    a.ways * dom.way_size_bytes, dom.cdp)
+            except Exception as exc:
+                LOG.warning('Cannot record the cachetune of %s in its '
+                            'libvirt definition: %s', a.instance_uuid, exc)
+
+    # -- status --------------------------------------------------------------
+    def status(self):
+        """What is enforced and measured, JSON-able."""
+        with self._lock:
+            lay = self._layout
+            instances = []
+            for a in lay.assignments:
+                entry = {'uuid': a.instance_uuid, 'domain_id': a.domain_id,
+                         'ways': a.ways, 'mask': '%x' % a.mask,
+                         'cpus': list(a.cpus),
+                         'packet_bytes': a.packet_bytes}
+                if self.monitor is not None:
+                    entry.update(self.monitor.sample(
+                        enforcer_mod.group_name(a.instance_uuid)))
+                instances.append(entry)
+            if self.monitor is not None:
+                self.monitor.forget({enforcer_mod.group_name(
+                    a.instance_uuid) for a in lay.assignments})
+            return {
+                'backend': self.enforcer.name,
+                'resctrl_available': self.topology.resctrl_available,
+                'placement_reachable': self.placement_reachable,
+                'last_reconcile': self.last_reconcile,
+                'domains': [{'id': s.id, 'ways': s.ways,
+                             'instance_ways': s.capacity,
+                             'default_mask': '%x' % lay.default_masks.get(
+                                 s.id, s.cbm_mask)} for s in self.shapes],
+                'instances': instances,
+                'refused': [{'uuid': r.instance_uuid, 'domain_id':
+                             r.domain_id, 'ways': r.ways, 'reason': r.reason}
+                            for r in self._refused],
+                'errors': list(self._errors),
+            }

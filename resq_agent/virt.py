@@ -1,0 +1,268 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Nova's instances as libvirt sees them (thin adapter over libvirt-python).
+
+An instance is a domain carrying Nova's ``<nova:instance>`` metadata; its
+UUID is the domain's. From the XML the agent takes the pinned pCPUs
+(``<cputune><vcpupin cpuset=...>``) and the flavor's extra specs (Nova
+writes them under ``<nova:flavor><nova:extraSpecs>``), hence
+``resq:packet_bytes`` and the LLC request. Where the ways really are
+(which cache domain, how many) is Placement's word, not the XML's.
+
+libvirt cannot change ``<cachetune>`` of a running domain; the agent writes
+resctrl itself and keeps the *persistent* definition's ``<cachetune>`` in
+step, so that libvirt's view and a restart agree with what is enforced.
+"""
+
+import dataclasses
+import threading
+import xml.etree.ElementTree as ET
+
+import libvirt
+from oslo_log import log as logging
+
+from resq_agent import discovery
+from resq_nova import extra_specs as specs_mod
+
+LOG = logging.getLogger(__name__)
+NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'
+ET.register_namespace('nova', NOVA_NS)
+_N = '{%s}' % NOVA_NS
+LIFECYCLE = {
+    libvirt.VIR_DOMAIN_EVENT_DEFINED: 'defined',
+    libvirt.VIR_DOMAIN_EVENT_UNDEFINED: 'undefined',
+    libvirt.VIR_DOMAIN_EVENT_STARTED: 'started',
+    libvirt.VIR_DOMAIN_EVENT_SUSPENDED: 'suspended',
+    libvirt.VIR_DOMAIN_EVENT_RESUMED: 'resumed',
+    libvirt.VIR_DOMAIN_EVENT_STOPPED: 'stopped',
+    libvirt.VIR_DOMAIN_EVENT_SHUTDOWN: 'shutdown',
+    libvirt.VIR_DOMAIN_EVENT_PMSUSPENDED: 'pmsuspended',
+    libvirt.VIR_DOMAIN_EVENT_CRASHED: 'crashed',
+}
+
+
+def _quiet(ctx, err):
+    # libvirt prints every error to stderr by default; the agent logs the
+    # ones that matter itself (e.g. "domain not found" is normal).
+    pass
+
+
+libvirt.registerErrorHandler(_quiet, None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Instance:
+    uuid: str
+    name: str
+    flavor: str
+    extra_specs: dict
+    vcpu_pins: dict          # {vcpu: (pCPU, ...)}
+    active: bool = True
+
+    @property
+    def cpus(self):
+        """Pinned pCPUs; empty when a vCPU floats (not pinned to one)."""
+        if not self.vcpu_pins or any(len(c) != 1
+                                     for c in self.vcpu_pins.values()):
+            return ()
+        return tuple(sorted({c[0] for c in self.vcpu_pins.values()}))
+
+    @property
+    def packet_bytes(self):
+        value = self.extra_specs.get('resq:packet_bytes')
+        try:
+            return int(value) if value is not None else None
+        except ValueError:
+            return None
+
+    @property
+    def llc_ways(self):
+        """Ways the flavor asks for (a hint while Placement is away)."""
+        for key, value in self.extra_specs.items():
+            if key.startswith('resources') and key.endswith(
+                    ':' + specs_mod.RC_LLC_WAY):
+                try:
+                    return int(value)
+                except ValueError:
+                    return None
+        return None
+
+
+def parse_domain(xml, active=True):
+    """An :class:`Instance` from a domain's XML, or None if not Nova's."""
+    root = ET.fromstring(xml)
+    meta = root.find('./metadata/%sinstance' % _N)
+    if meta is None:
+        return None
+    flavor = meta.find(_N + 'flavor')
+    specs = {}
+    if flavor is not None:
+        for spec in flavor.findall('%sextraSpecs/%sextraSpec' % (_N, _N)):
+            specs[spec.get('name')] = (spec.text or '').strip()
+    pins = {}
+    for pin in root.findall('./cputune/vcpupin'):
+        pins[int(pin.get('vcpu'))] = discovery.parse_cpu_list(
+            pin.get('cpuset', ''))
+    return Instance(uuid=root.findtext('uuid').strip().lower(),
+                    name=root.findtext('name'),
+                    flavor=flavor.get('name') if flavor is not None else '',
+                    extra_specs=specs, vcpu_pins=pins, active=active)
+
+
+def with_cachetune(xml, vcpus, domain_id, size_bytes, cdp=False):
+    """The domain XML with one ``<cachetune>`` (or none if size is 0)."""
+    root = ET.fromstring(xml)
+    cputune = root.find('cputune')
+    if cputune is None:
+        cputune = ET.SubElement(root, 'cputune')
+    for old in cputune.findall('cachetune'):
+        cputune.remove(old)
+    if size_bytes:
+        tune = ET.SubElement(cputune, 'cachetune',
+                             vcpus=discovery.format_cpus(vcpus))
+        for kind in (('code', 'data') if cdp else ('both',)):
+            ET.SubElement(tune, 'cache', id=str(domain_id), level='3',
+                          type=kind, size=str(size_bytes // 1024),
+                          unit='KiB')
+    return ET.tostring(root, encoding='unicode')
+
+
+def cachetune_of(xml):
+    """``[(vcpus, domain id, size bytes)]`` of a domain's cachetunes."""
+    result = []
+    for tune in ET.fromstring(xml).findall('./cputune/cachetune'):
+        vcpus = discovery.parse_cpu_list(tune.get('vcpus', ''))
+        for cache in tune.findall('cache'):
+            result.append((vcpus, int(cache.get('id')), discovery.parse_size(
+                cache.get('size', '0'), cache.get('unit', 'KiB'))))
+    return sorted(set(result))
+
+
+class Hypervisor:
+    """The local libvirt, reconnecting when the connection drops."""
+
+    def __init__(self, uri):
+        self.uri = uri
+        self._conn = None
+        self._lock = threading.Lock()
+
+    def _connection(self):
+        with self._lock:
+            if self._conn is None or not self._conn.isAlive():
+                self._conn = libvirt.open(self.uri)
+            return self._conn
+
+    def hostname(self):
+        return self._connection().getHostname()
+
+    def capabilities(self):
+        return self._connection().getCapabilities()
+
+    def instances(self):
+        """Every running Nova instance."""
+        result = []
+        flags = libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE
+        for dom in self._connection().listAllDomains(flags):
+            inst = parse_domain(dom.XMLDesc(0))
+            if inst is not None:
+                result.append(inst)
+        return result
+
+    def instance(self, uuid):
+        """The instance if it runs, else None."""
+        try:
+            dom = self._connection().lookupByUUIDString(uuid)
+            if not dom.isActive():
+                return None
+            return parse_domain(dom.XMLDesc(0))
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return None
+            raise
+
+    def set_cachetune(self, uuid, vcpus, domain_id, size_bytes, cdp=False):
+        """Make the persistent definition carry this cachetune.
+
+        :returns: True when the definition changed.
+        """
+        conn = self._connection()
+        try:
+            dom = conn.lookupByUUIDString(uuid)
+        except libvirt.libvirtError:
+            return False
+        if not dom.isPersistent():
+            return False
+        xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+        new = with_cachetune(xml, vcpus, domain_id, size_bytes, cdp)
+        if cachetune_of(new) == cachetune_of(xml):
+            return False
+        conn.defineXML(new)
+        return True
+
+
+class EventWatcher:
+    """Calls ``callback(instance uuid, event name)`` on lifecycle events.
+
+    libvirt delivers events through its default event loop, run here in a
+    daemon thread; the callback must return quickly (the manager's
+    ``instance_changed`` queues and returns).
+    """
+
+    _loop_started = False
+    _loop_lock = threading.Lock()
+
+    def __init__(self, uri, callback):
+        self.uri = uri
+        self.callback = callback
+        self._conn = None
+        self._cb_id = None
+
+    @classmethod
+    def _start_loop(cls):
+        with cls._loop_lock:
+            if cls._loop_started:
+                return
+            libvirt.virEventRegisterDefaultImpl()
+            thread = threading.Thread(target=cls._run, name='libvirt-events',
+                                      daemon=True)
+            thread.start()
+            cls._loop_started = True
+
+    @staticmethod
+    def _run():
+        while True:
+            libvirt.virEventRunDefaultImpl()
+
+    def _on_event(self, conn, dom, event, detail, opaque):
+        name = LIFECYCLE.get(event, str(event))
+        try:
+            self.callback(dom.UUIDString().lower(), name)
+        except Exception:
+            LOG.exception('Handling libvirt event %s of %s failed', name,
+                          dom.UUIDString())
+
+    def start(self):
+        self._start_loop()
+        self._conn = libvirt.open(self.uri)
+        self._cb_id = self._conn.domainEventRegisterAny(
+            None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_event,
+            None)
+        LOG.info('Watching libvirt (%s) domain lifecycle events', self.uri)
+
+    def stop(self):
+        if self._conn is not None:
+            try:
+                self._conn.domainEventDeregisterAny(self._cb_id)
+                self._conn.close()
+            except libvirt.libvirtError:
+                pass
+            self._conn = None
