@@ -19,6 +19,7 @@ accepted.
 """
 
 import time
+from urllib import parse
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
@@ -131,8 +132,8 @@ class ComputeClient:
     # -- servers -------------------------------------------------------------
     def list_servers(self, name_regex):
         """Servers (id and name) whose name matches ``name_regex``."""
-        return self._call('GET', '/servers?all_tenants=1&name=%s'
-                          % name_regex)['servers']
+        return self._call('GET', '/servers?name=%s'
+                          % parse.quote(name_regex, safe=''))['servers']
 
     def create_server(self, name, flavor_id, image, network):
         """Ask for one server; returns its id.

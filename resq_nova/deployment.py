@@ -98,12 +98,12 @@ def existing_flavors(compute, the_plan):
     return found
 
 
-def check_no_servers(compute, the_plan):
+def check_no_servers(compute, term_name):
     """Refuse to admit a term twice: its server names must be free."""
     names = sorted(s['name'] for s in compute.list_servers(
-        '^%s-[0-9]+$' % the_plan.term.name.replace('.', '\\.')))
+        '^%s-[0-9]+$' % term_name.replace('.', '\\.')))
     if names:
-        raise ServersExist(term=the_plan.term.name, names=', '.join(names))
+        raise ServersExist(term=term_name, names=', '.join(names))
 
 
 def ensure_flavors(compute, the_plan, found):

@@ -68,7 +68,7 @@ cli_opts = [
 ]
 
 
-def _register(conf):
+def register_opts(conf):
     nova_conf.register_opts(conf)
     placement_client.register_opts(conf)
     compute_mod.register_opts(conf)
@@ -84,12 +84,14 @@ def _missing(conf):
             if getattr(conf, n) is None]
 
 
-def run(conf, placement, compute, out=sys.stdout):
+def run(conf, placement, compute, out=None, err=None):
     """Admit the term the options describe; returns the exit status."""
+    out = out or sys.stdout
+    err = err or sys.stderr
     missing = _missing(conf)
     if missing:
         print('ERROR: resq-admit needs %s' % ', '.join(missing),
-              file=sys.stderr)
+              file=err)
         return 1
     options = admission.FlavorOptions(conf.vcpus, conf.ram_mb, conf.disk_gb,
                                       conf.mem_page_size)
@@ -99,6 +101,10 @@ def run(conf, placement, compute, out=sys.stdout):
         term = deployment.load_term(
             store, conf.term, conf.profile, conf.throughput_mpps,
             conf.latency_p95_us, conf.packet_bytes, conf.max_instances)
+        if not conf.dry_run:
+            # Before the capacity check: the term's own servers would make
+            # it fail for the wrong reason.
+            deployment.check_no_servers(compute, term.name)
         plan, names = deployment.plan(placement, term, options,
                                       conf.resq.load_discount)
         doc = plan.to_dict(names)
@@ -112,32 +118,31 @@ def run(conf, placement, compute, out=sys.stdout):
                 heat.template(plan, found, conf.image, conf.network)))
             doc['heat_template'] = conf.heat_template
         else:
-            deployment.check_no_servers(compute, plan)
             ids, created = deployment.ensure_flavors(compute, plan, found)
             doc['flavors_created'] = created
             doc['servers'] = deployment.boot(compute, plan, ids, conf.image,
                                              conf.network, conf.boot_timeout)
     except greedy.AdmissionRefused as exc:
-        _refused(conf, exc, out)
+        _refused(conf, exc, out, err)
         return 1
     except deployment.BootFailed as exc:
         doc['servers'] = exc.booted
         _show(conf, doc, out)
-        print('ERROR: %s' % exc, file=sys.stderr)
+        print('ERROR: %s' % exc, file=err)
         return 1
     except (exception.ResQException, extra_specs.InvalidResQSpec) as exc:
-        print('ERROR: %s' % exc, file=sys.stderr)
+        print('ERROR: %s' % exc, file=err)
         return 1
     _show(conf, doc, out)
     return 0
 
 
-def _refused(conf, exc, out):
+def _refused(conf, exc, out, err):
     if conf.format == 'json':
         print(json.dumps({'term': exc.term, 'refused': exc.constraint,
                           'reason': exc.reason}, indent=2), file=out)
     print('REFUSED (%s): SLO term %s: %s' % (exc.constraint, exc.term,
-                                             exc.reason), file=sys.stderr)
+                                             exc.reason), file=err)
 
 
 def _show(conf, doc, out):
@@ -167,7 +172,7 @@ def _show(conf, doc, out):
 
 
 def main(argv=None):
-    conf = cmd.parse_config(argv, 'resq-admit', (_register,), cli_opts)
+    conf = cmd.parse_config(argv, 'resq-admit', (register_opts,), cli_opts)
     return run(conf, placement_client.PlacementClient.from_conf(conf),
                compute_mod.ComputeClient.from_conf(conf))
 
