@@ -216,9 +216,8 @@ class AgentManager:
             return self._stale[inst.uuid]
         ways = inst.llc_ways
         if ways:
-            dom = self._domain_of_cpus(inst.cpus)
-            if dom is not None:
-                alloc = (dom, ways)
+            # Without pinned CPUs the domain is unknown; _enforce says why.
+            alloc = (self._domain_of_cpus(inst.cpus), ways)
         return alloc
 
     def _domain_of_cpus(self, cpus):
@@ -239,6 +238,10 @@ class AgentManager:
             if not inst.cpus:
                 reason = ('it has no pinned CPUs: CAT partitions cores, so '
                           'its flavor needs hw:cpu_policy=dedicated')
+            elif domain_id is None:
+                reason = ('its pinned CPUs %s span several cache domains '
+                          'and Placement did not say which one holds its '
+                          'ways' % discovery.format_cpus(inst.cpus))
             else:
                 dom = self.topology.domain(domain_id)
                 if dom is not None and dom.cpus and not set(
