@@ -1,0 +1,145 @@
+"""The agent against a real Placement (in-process) and libvirt's test driver.
+
+Inventory reporting, and allocations driving enforcement.
+"""
+
+import fixtures
+from placement.tests.functional.fixtures import placement as placement_fixture
+
+from resq_agent import cbm
+from resq_agent import discovery
+from resq_agent import enforcer
+from resq_agent import inventory
+from resq_agent import manager
+from resq_agent import resctrl
+from resq_agent import virt
+from resq_nova.placement import cache_domain
+from resq_nova.placement import client as placement_client
+from tests import base
+from tests.fixtures import libvirt as libvirt_fixture
+from tests.fixtures import resctrl as resctrl_fixture
+from tests.fixtures import sysfs as sysfs_fixture
+
+A = 'cccccccc-0000-0000-0000-00000000000a'
+B = 'cccccccc-0000-0000-0000-00000000000b'
+DUAL = {0: tuple(range(0, 8)), 1: tuple(range(8, 16))}
+
+
+class AgentPlacementTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(base.PrivsepInProcess())
+        self.logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
+        fixture = self.useFixture(placement_fixture.PlacementFixture())
+        self.client = placement_client.PlacementClient.for_endpoint(
+            fixture.endpoint)
+        # Nova's resource tracker made the compute node provider first.
+        self.root = self.client.ensure_provider(
+            '6f2b4c1e-0000-4000-8000-000000000001', 'cn1')['uuid']
+        self.nova_inventory({'VCPU': {'total': 16}})
+        self.sysfs = self.useFixture(sysfs_fixture.SysfsTree(
+            domains=DUAL, ways=20))
+        self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
+            ways=20, domains=(0, 1)))
+        self.doms = self.useFixture(libvirt_fixture.NovaDomains())
+        self.inv = inventory.Inventory(self.client, 'cn1', 1)
+
+    def nova_inventory(self, inv):
+        self.client.set_inventories(self.root, inv)
+
+    def topology(self, **kw):
+        return discovery.discover(self.tree.root, self.sysfs.root, **kw)
+
+    def allocate(self, consumer, domain_id, ways):
+        rp = cache_domain.provider_uuid(self.root, domain_id)
+        generation = self.client._adapter.get(
+            '/allocations/%s' % consumer, microversion='1.28').json().get(
+                'consumer_generation')
+        body = {'allocations': {
+            rp: {'resources': {'CUSTOM_LLC_WAY': ways}},
+            self.root: {'resources': {'VCPU': 1}}},
+            'project_id': 'p', 'user_id': 'u',
+            'consumer_generation': generation}
+        resp = self.client._adapter.put('/allocations/%s' % consumer,
+                                        json=body, microversion='1.28')
+        self.assertEqual(204, resp.status_code, resp.text)
+
+    def test_report_twice_then_a_domain_change(self):
+        topo = self.topology()
+        first = self.inv.report(topo)
+        rp1 = first[1]
+        self.assertEqual(cache_domain.provider_uuid(self.root, 1), rp1)
+        generation = self.client.get_provider(rp1)['generation']
+        # Nova's periodic update of the compute node in between.
+        self.nova_inventory({'VCPU': {'total': 16},
+                             'MEMORY_MB': {'total': 4096}})
+        self.assertEqual(first, self.inv.report(topo))
+        self.assertEqual(generation,
+                         self.client.get_provider(rp1)['generation'])
+        inv = self.client.get_inventories(rp1)['CUSTOM_LLC_WAY']
+        self.assertEqual((20, 3), (inv['total'], inv['reserved']))
+        self.assertIn('CUSTOM_RESQ_LLC_WAYS_20', self.client.get_traits(rp1))
+        self.assertEqual(4096, self.client.get_inventories(
+            self.root)['MEMORY_MB']['total'])
+        # The host comes back with 4 DDIO ways configured and one socket.
+        sysfs = self.useFixture(sysfs_fixture.SysfsTree(
+            domains={0: DUAL[0]}, ways=20))
+        tree = self.useFixture(resctrl_fixture.ResctrlTree(ways=20))
+        changed = discovery.discover(tree.root, sysfs.root, ddio_ways=4)
+        self.inv.report(changed)
+        self.assertEqual(5, self.client.get_inventories(first[0])[
+            'CUSTOM_LLC_WAY']['reserved'])
+        self.assertEqual({}, self.client.get_inventories(rp1))
+
+    def make(self):
+        return manager.AgentManager(
+            self.conf, self.topology(),
+            enforcer.ResctrlEnforcer(self.tree.root),
+            virt.Hypervisor(libvirt_fixture.URI), self.inv)
+
+    def test_allocations_drive_enforcement(self):
+        mgr = self.make()
+        mgr.reconcile()                      # reports the providers
+        self.doms.add(A, (1, 2), ways=99)    # the flavor hint is ignored
+        self.doms.add(B, (9,), ways=3)
+        self.allocate(A, 0, 5)
+        self.allocate(B, 1, 3)
+        summary = mgr.reconcile()
+        self.assertEqual([], summary['refused'])
+        rt = resctrl.Resctrl(self.tree.root)
+        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual(3, cbm.bits(rt.read_schemata('resq-' + B)['L3'][1]))
+        self.assertTrue(mgr.status()['placement_reachable'])
+
+        # Placement goes away: nothing is lost, the log says why.
+        up = self.inv.client
+        self.inv.client = placement_client.PlacementClient.for_endpoint(
+            'http://127.0.0.1:9/placement')
+        summary = mgr.reconcile()
+        self.assertEqual([], summary['removed'])
+        self.assertEqual(sorted(['resq-' + A, 'resq-' + B]),
+                         rt.owned_groups())
+        self.assertIn('Placement unreachable', self.logs.output)
+        self.assertFalse(mgr.status()['placement_reachable'])
+        # ... and comes back: the next pass picks up the new allocation.
+        self.inv.client = up
+        self.allocate(B, 1, 6)
+        mgr.reconcile()
+        self.assertEqual(6, cbm.bits(rt.read_schemata('resq-' + B)['L3'][1]))
+
+    def test_allocation_in_the_wrong_domain_is_refused(self):
+        mgr = self.make()
+        mgr.reconcile()
+        self.doms.add(A, (1,), ways=2)
+        self.allocate(A, 1, 2)
+        summary = mgr.reconcile()
+        self.assertIn('are not all in cache domain 1',
+                      summary['refused'][0]['reason'])
+        self.assertEqual([], resctrl.Resctrl(self.tree.root).owned_groups())
+
+    def test_non_resq_instance_is_ignored(self):
+        mgr = self.make()
+        mgr.reconcile()
+        self.doms.add(A, (1,))
+        self.assertEqual(0, mgr.reconcile()['instances'])
