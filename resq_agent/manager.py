@@ -164,7 +164,8 @@ class AgentManager:
         """Full pass over libvirt and Placement; returns a summary."""
         with self._lock:
             started = time.monotonic()
-            self._report_inventory()
+            if enforce:
+                self._report_inventory()
             try:
                 running = self.hypervisor.instances()
             except Exception as exc:
@@ -189,9 +190,12 @@ class AgentManager:
         try:
             self.inventory.report(self.topology)
             self._reported = True
+            return
         except placement_client.PlacementError as exc:
-            LOG.warning('Cannot report cache inventory to Placement: %s; '
-                        'retrying at the next reconcile', exc)
+            error = exc
+        # Logged outside the handler: oslo.log would append the traceback.
+        LOG.warning('Cannot report cache inventory to Placement: %s; '
+                    'retrying at the next reconcile', error)
 
     def _allocation(self, inst):
         """``(domain, ways)`` or None if the instance is not ResQ's."""
@@ -205,13 +209,15 @@ class AgentManager:
                 self._allocs[inst.uuid] = alloc
                 return alloc
             except placement_client.PlacementError as exc:
-                if self.placement_reachable is not False:
-                    LOG.warning('Placement unreachable (%s): enforcing what '
-                                'is known, from the flavors and pinned CPUs; '
-                                'retrying at the next reconcile', exc)
-                self.placement_reachable = False
-                # One timeout per pass, not one per instance.
-                self._placement_failed = True
+                error = exc
+            if self.placement_reachable is not False:
+                LOG.warning('Placement unreachable (%s): enforcing what is '
+                            'known, from the last answers, the flavors and '
+                            'the pinned CPUs; retrying at the next '
+                            'reconcile', error)
+            self.placement_reachable = False
+            # One timeout per pass, not one per instance.
+            self._placement_failed = True
         if inst.uuid in self._stale:
             return self._stale[inst.uuid]
         ways = inst.llc_ways

@@ -15,10 +15,10 @@ import json
 import sys
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from resq_agent import conf as agent_conf
 from resq_agent import discovery
-from resq_profiler import cmd
 from resq_profiler import exception
 
 
@@ -93,9 +93,21 @@ command_opt = cfg.SubCommandOpt('command', title='Commands',
                                 handler=_add_parsers)
 
 
+def _parse_config(argv):
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    # stdout carries the JSON documents; logs go to stderr.
+    conf.set_default('use_stderr', True)
+    agent_conf.register_opts(conf)
+    conf.register_cli_opt(command_opt)
+    conf(sys.argv[1:] if argv is None else argv, project='resq',
+         prog='resq-agent')
+    logging.setup(conf, 'resq-agent')
+    return conf
+
+
 def main(argv=None):
-    conf = cmd.parse_config(argv, 'resq-agent', (agent_conf.register_opts,),
-                            [command_opt])
+    conf = _parse_config(argv)
     try:
         return conf.command.func(conf)
     except exception.ResQException as exc:

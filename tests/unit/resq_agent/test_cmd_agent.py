@@ -1,0 +1,107 @@
+import contextlib
+import io
+import json
+import os
+
+import fixtures
+
+from resq_agent.cmd import agent
+from resq_agent import pqos
+from tests import base
+from tests.fixtures import libvirt as libvirt_fixture
+from tests.fixtures import resctrl as resctrl_fixture
+from tests.fixtures import sysfs as sysfs_fixture
+
+A = 'dddddddd-0000-0000-0000-00000000000a'
+
+
+class AgentCommandTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(base.PrivsepInProcess())
+        self.sysfs = self.useFixture(sysfs_fixture.SysfsTree(
+            domains={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}, size='16896K',
+            ways=11))
+        self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
+            ways=11, domains=(0, 1), min_cbm_bits=2, shareable_bits=0x600))
+        self.conf_file = os.path.join(self.tmp, 'agent.conf')
+        with open(self.conf_file, 'w') as f:
+            f.write('[resq_agent]\nresctrl_root = %s\nsysfs_root = %s\n'
+                    'libvirt_uri = %s\nhypervisor_hostname = cn1\n'
+                    '[placement]\nendpoint_override = '
+                    'http://127.0.0.1:9/placement\n' % (
+                        self.tree.root, self.sysfs.root,
+                        libvirt_fixture.URI))
+
+    def run_main(self, *args):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = agent.main(['--config-file', self.conf_file] + list(args))
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_inspect_shape(self):
+        rc, out, err = self.run_main('inspect')
+        self.assertEqual(0, rc, err)
+        doc = json.loads(out)
+        self.assertEqual([0, 1], [d['id'] for d in doc['cache_domains']])
+        dom = doc['cache_domains'][1]
+        self.assertEqual([4, 5, 6, 7], dom['cpus'])
+        self.assertEqual(11, dom['ways'])
+        self.assertEqual(16896 * 1024 // 11, dom['way_size_bytes'])
+        self.assertEqual(2, dom['min_cbm_bits'])
+        self.assertEqual(16, dom['num_closids'])
+        self.assertEqual(2, dom['io_ways'])
+        self.assertFalse(dom['cdp'])
+        self.assertEqual({'total': 11, 'reserved': 3}, {
+            k: dom['inventory']['CUSTOM_LLC_WAY'][k]
+            for k in ('total', 'reserved')})
+
+    def test_inspect_root_option_and_no_resctrl(self):
+        cdp = self.useFixture(resctrl_fixture.ResctrlTree(cdp=True,
+                                                          ways=20))
+        rc, out, _ = self.run_main('inspect', '--root', cdp.root,
+                                   '--sysfs-root', self.sysfs.root)
+        self.assertTrue(json.loads(out)['cache_domains'][0]['cdp'])
+        rc, out, _ = self.run_main('inspect', '--root',
+                                   os.path.join(self.tmp, 'missing'))
+        self.assertEqual(0, rc)
+        doc = json.loads(out)
+        self.assertFalse(doc['resctrl_available'])
+        self.assertEqual({}, doc['cache_domains'][0]['inventory'])
+
+    def test_reconcile_and_status_without_placement(self):
+        doms = self.useFixture(libvirt_fixture.NovaDomains())
+        doms.add(A, (5, 6), ways=3, packet_bytes=1518)
+        rc, out, err = self.run_main('reconcile')
+        self.assertEqual(0, rc, err)
+        self.assertEqual(1, json.loads(out)['instances'])
+        self.assertTrue(os.path.isdir(os.path.join(self.tree.root,
+                                                   'resq-' + A)))
+        rc, out, err = self.run_main('status')
+        self.assertEqual(0, rc, err)
+        doc = json.loads(out)
+        inst = doc['instances'][0]
+        self.assertEqual((A, 1, 3, [5, 6], 1518), (
+            inst['uuid'], inst['domain_id'], inst['ways'], inst['cpus'],
+            inst['packet_bytes']))
+        self.assertFalse(doc['placement_reachable'])
+
+
+class PqosBackendTest(base.TestCase):
+
+    def test_missing_library_names_the_fallback(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        tree = self.useFixture(resctrl_fixture.ResctrlTree())
+        self.flags('resq_agent', backend='pqos', resctrl_root=tree.root)
+        backend = pqos.load_backend(self.conf)
+        self.assertEqual('resctrl', backend.name)
+        # The real wrapper (test-requirements) fails to load libpqos.so.5
+        # on Debian; without the wrapper the message says to install it.
+        self.assertIn('Falling back to the resctrl backend', logs.output)
+        self.assertTrue('cannot load libpqos.so.5' in logs.output
+                        or 'pqos Python package is not installed'
+                        in logs.output, logs.output)
+
+    def test_resctrl_by_default(self):
+        self.assertEqual('resctrl', pqos.load_backend(self.conf).name)
