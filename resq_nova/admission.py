@@ -140,9 +140,15 @@ def flavor_specs(term, ways, share_mpps, options):
         'resources%s:%s' % (LLC_GROUP, extra_specs.RC_LLC_WAY): str(ways),
         'resources%s:%s' % (LLC_GROUP, extra_specs.RC_LLC_CLOS): '1',
         'trait%s:%s' % (LLC_GROUP, extra_specs.TRAIT_CAT_L3): 'required',
-        # Ports with resource requests add suffixed groups of their own;
-        # Placement then insists on a policy. "none" lets the LLC group
-        # share nothing-in-particular with them.
+    }
+    # Only cache domains of the profile's shape: a profile measured on
+    # another platform says nothing about this one.
+    for trait in shape_traits(prof):
+        specs['trait%s:%s' % (LLC_GROUP, trait)] = 'required'
+    specs.update({
+        # Ports with resource requests add suffixed groups of their own,
+        # and with more than one Placement insists on a policy; "none"
+        # lets their providers be chosen independently of the LLC group's.
         'group_policy': 'none',
         'hw:cpu_policy': 'dedicated',
         'hw:mem_page_size': options.mem_page_size,
@@ -153,9 +159,7 @@ def flavor_specs(term, ways, share_mpps, options):
         'resq:packet_bytes': str(term.packet_bytes
                                  or prof.traffic['packet_bytes']),
         'resq:term': term.name,
-    }
-    for trait in shape_traits(prof):
-        specs['trait%s:%s' % (LLC_GROUP, trait)] = 'required'
+    })
     extra_specs.parse(specs, options.vcpus)
     return specs
 
