@@ -21,6 +21,7 @@ or only prints the plan (``--dry-run``). Nova is reached through the
 import json
 import sys
 
+from keystoneauth1 import exceptions as ks_exc
 from oslo_config import cfg
 
 from resq_nova import admission
@@ -132,6 +133,13 @@ def run(conf, placement, compute, out=None, err=None):
         return 1
     except (exception.ResQException, extra_specs.InvalidResQSpec) as exc:
         print('ERROR: %s' % exc, file=err)
+        return 1
+    except ks_exc.ClientException as exc:
+        # Raised before any request is sent: no auth plugin or endpoint.
+        print('ERROR: cannot talk to Nova or Placement (%s); set the '
+              'keystoneauth options of [nova] and [placement] (auth_type, '
+              'auth_url, credentials, or endpoint_override)' % exc,
+              file=err)
         return 1
     _show(conf, doc, out)
     return 0

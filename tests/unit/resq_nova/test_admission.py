@@ -1,12 +1,15 @@
 import yaml
 
 from resq_nova import admission
+from resq_nova.cmd import admit
 from resq_nova import extra_specs
 from resq_nova import greedy
 from resq_nova import heat
 from resq_nova.placement import cache_domain
+from resq_profiler import store as store_mod
 from tests import base
 from tests.unit.resq_nova import test_greedy
+from tests.unit import test_cmd
 
 SHAPE = cache_domain.platform_traits(20, 2359296)
 
@@ -239,3 +242,32 @@ class HeatTemplateTest(base.TestCase):
                          tmpl['resources']['server_2']['properties']
                          ['flavor'])
         self.assertEqual('net1', tmpl['parameters']['network']['default'])
+
+
+class AdmitCommandTest(test_cmd.CommandTestCase):
+    """main() up to the point where it needs Nova and Placement."""
+
+    def test_missing_options_are_named(self):
+        rc, out, err = self.run_main(admit.main, '--term', 'fw-a')
+        self.assertEqual(1, rc)
+        self.assertIn('needs --profile, --throughput-mpps, --latency-p95-us, '
+                      '--image, --network', err)
+
+    def test_unknown_profile_is_refused(self):
+        rc, out, err = self.run_main(
+            admit.main, '--term', 'fw-a', '--profile', 'no-such',
+            '--throughput-mpps', '1', '--latency-p95-us', '30', '--dry-run')
+        self.assertEqual(1, rc)
+        self.assertIn("REFUSED (profile): SLO term fw-a: No profile "
+                      "'no-such'", err)
+
+    def test_without_credentials_says_which_options(self):
+        store_mod.ProfileStore(self.store_dir).put(
+            test_greedy.make_profile())
+        rc, out, err = self.run_main(
+            admit.main, '--term', 'fw-a', '--profile',
+            'lpm-64B-100000flows-abcdef12', '--throughput-mpps', '1',
+            '--latency-p95-us', '30', '--dry-run')
+        self.assertEqual(1, rc)
+        self.assertIn('set the keystoneauth options of [nova] and '
+                      '[placement]', err)
