@@ -14,7 +14,7 @@
 Turns an SLO term and Placement's view of the cluster into a plan: the
 greedy's K instances and their ways (ResQ §5.3.1), a first-fit-decreasing
 check that the cache domains and compute nodes have room for them, and the
-flavors that carry the SLO to Nova (one per distinct way count). Talking to
+flavors that carry the SLO to Nova (:mod:`resq_nova.flavors`). Talking to
 Placement and Nova is :mod:`resq_nova.deployment`'s job.
 
 The cluster is read from one ``GET /allocation_candidates`` for the
@@ -29,32 +29,11 @@ as ``platform`` with the shapes it does have, instead of as "no host".
 import dataclasses
 
 from resq_nova import extra_specs
+from resq_nova import flavors
 from resq_nova import greedy
 from resq_nova.placement import cache_domain
 
 PLATFORM = 'platform'
-LLC_GROUP = '_LLC'
-PAGE_SIZES = ('large', 'small', 'any', '2MB', '1GB')
-
-
-@dataclasses.dataclass(frozen=True)
-class FlavorOptions:
-    """What every flavor of a term gets besides the cache."""
-
-    vcpus: int = 1
-    ram_mb: int = 1024
-    disk_gb: int = 1
-    mem_page_size: str = 'large'
-
-
-@dataclasses.dataclass(frozen=True)
-class Flavor:
-    name: str
-    ways: int
-    vcpus: int
-    ram_mb: int
-    disk_gb: int
-    extra_specs: dict
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,60 +87,8 @@ class Plan:
         }
 
 
-def flavor_name(term, ways):
-    return 'resq.%s.%dw' % (term, ways)
-
-
 def server_name(term, index):
     return '%s-%d' % (term, index)
-
-
-def decimal(value):
-    """A decimal string Nova's validator and humans both read."""
-    text = format(round(float(value), 4), 'f').rstrip('0').rstrip('.')
-    return text if text not in ('', '0') else '0.0001'
-
-
-def shape_traits(profile):
-    """The platform traits of the cache the profile was measured on."""
-    return cache_domain.platform_traits(profile.platform['llc_ways'],
-                                        profile.platform['way_size_bytes'])
-
-
-def flavor_specs(term, ways, share_mpps, options):
-    """The extra specs of the flavor for ``ways``-way instances of a term.
-
-    :raises extra_specs.InvalidResQSpec: when the result would not pass
-        nova-api's validation or the ResQ filter (checked before anything
-        is created).
-    """
-    prof = term.profile
-    specs = {
-        'resources%s:%s' % (LLC_GROUP, extra_specs.RC_LLC_WAY): str(ways),
-        'resources%s:%s' % (LLC_GROUP, extra_specs.RC_LLC_CLOS): '1',
-        'trait%s:%s' % (LLC_GROUP, extra_specs.TRAIT_CAT_L3): 'required',
-    }
-    # Only cache domains of the profile's shape: a profile measured on
-    # another platform says nothing about this one.
-    for trait in shape_traits(prof):
-        specs['trait%s:%s' % (LLC_GROUP, trait)] = 'required'
-    specs.update({
-        # Ports with resource requests add suffixed groups of their own,
-        # and with more than one Placement insists on a policy; "none"
-        # lets their providers be chosen independently of the LLC group's.
-        'group_policy': 'none',
-        'hw:cpu_policy': 'dedicated',
-        'hw:mem_page_size': options.mem_page_size,
-        'resq:slo': extra_specs.RESERVED,
-        'resq:profile': prof.profile_id,
-        'resq:throughput_mpps': decimal(share_mpps),
-        'resq:latency_p95_us': decimal(term.latency_p95_us),
-        'resq:packet_bytes': str(term.packet_bytes
-                                 or prof.traffic['packet_bytes']),
-        'resq:term': term.name,
-    })
-    extra_specs.parse(specs, options.vcpus)
-    return specs
 
 
 def request_groups(profile, options):
@@ -169,11 +96,10 @@ def request_groups(profile, options):
     root = {'PCPU': options.vcpus, 'MEMORY_MB': options.ram_mb}
     if options.disk_gb:
         root['DISK_GB'] = options.disk_gb
-    return {'': {'resources': root},
-            LLC_GROUP: {'resources': {extra_specs.RC_LLC_WAY:
-                                      profile.min_ways,
-                                      extra_specs.RC_LLC_CLOS: 1},
-                        'required': [extra_specs.TRAIT_CAT_L3]}}
+    llc = {'resources': {extra_specs.RC_LLC_WAY: profile.min_ways,
+                         extra_specs.RC_LLC_CLOS: 1},
+           'required': [extra_specs.TRAIT_CAT_L3]}
+    return {'': {'resources': root}, flavors.LLC_GROUP: llc}
 
 
 def _free(summary, rc):
@@ -217,7 +143,7 @@ def _of_shape(term, hosts, options):
 
     :raises greedy.AdmissionRefused: ``platform`` or ``cluster_capacity``.
     """
-    wanted = shape_traits(term.profile)
+    wanted = flavors.shape_traits(term.profile)
     if not hosts:
         raise greedy.AdmissionRefused(
             term.name, greedy.CLUSTER_CAPACITY, 'no compute node has room '
@@ -321,39 +247,14 @@ def make_plan(term, candidates, options, discount=greedy.DEFAULT_DISCOUNT):
     spots = fit(sizing, hosts)
     shares = [term.throughput_mpps * m / sizing.aggregate_mpps
               for m in sizing.per_instance_mpps]
-    flavors = {}
+    made = {}
     instances = []
     for index, (ways, share) in enumerate(zip(sizing.ways, shares)):
-        name = flavor_name(term.name, ways)
-        if name not in flavors:
-            flavors[name] = Flavor(name, ways, options.vcpus, options.ram_mb,
-                                   options.disk_gb,
-                                   flavor_specs(term, ways, share, options))
+        name = flavors.flavor_name(term.name, ways)
+        if name not in made:
+            made[name] = flavors.Flavor(
+                name, ways, options.vcpus, options.ram_mb, options.disk_gb,
+                flavors.flavor_specs(term, ways, share, options))
         instances.append(Instance(server_name(term.name, index), ways, share,
                                   name, *spots[index]))
-    return Plan(term, sizing, tuple(flavors.values()), tuple(instances))
-
-
-def differences(existing, wanted):
-    """How an existing Nova flavor differs from the one a plan wants.
-
-    :param existing: Nova's flavor document (with ``extra_specs``).
-    :returns: a list of human-readable differences; empty if it matches.
-    """
-    diff = []
-    for field, key in (('vcpus', 'vcpus'), ('ram_mb', 'ram'),
-                       ('disk_gb', 'disk')):
-        if existing.get(key) != getattr(wanted, field):
-            diff.append('%s is %s, wanted %s' % (key, existing.get(key),
-                                                 getattr(wanted, field)))
-    have = existing.get('extra_specs') or {}
-    for key in sorted(set(have) | set(wanted.extra_specs)):
-        if have.get(key) != wanted.extra_specs.get(key):
-            diff.append('%s is %s, wanted %s' % (
-                key, _shown(have.get(key)),
-                _shown(wanted.extra_specs.get(key))))
-    return diff
-
-
-def _shown(value):
-    return 'unset' if value is None else repr(value)
+    return Plan(term, sizing, tuple(made.values()), tuple(instances))

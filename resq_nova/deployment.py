@@ -20,6 +20,7 @@ time, so the scheduler places them in first-fit-decreasing order.
 from oslo_log import log as logging
 
 from resq_nova import admission
+from resq_nova import flavors
 from resq_nova import greedy
 from resq_profiler import exception
 
@@ -90,7 +91,7 @@ def existing_flavors(compute, the_plan):
         current = compute.find_flavor(flavor.name)
         if current is None:
             continue
-        diff = admission.differences(current, flavor)
+        diff = flavors.differences(current, flavor)
         if diff:
             raise FlavorMismatch(name=flavor.name, term=the_plan.term.name,
                                  diff='; '.join(diff))

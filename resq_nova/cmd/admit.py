@@ -24,11 +24,11 @@ import sys
 from keystoneauth1 import exceptions as ks_exc
 from oslo_config import cfg
 
-from resq_nova import admission
 from resq_nova import compute as compute_mod
 from resq_nova import conf as nova_conf
 from resq_nova import deployment
 from resq_nova import extra_specs
+from resq_nova import flavors
 from resq_nova import greedy
 from resq_nova import heat
 from resq_nova.placement import client as placement_client
@@ -51,7 +51,7 @@ cli_opts = [
     cfg.IntOpt('ram-mb', default=1024, min=1, help='memory per instance'),
     cfg.IntOpt('disk-gb', default=1, min=0, help='root disk per instance'),
     cfg.StrOpt('mem-page-size', default='large',
-               choices=admission.PAGE_SIZES,
+               choices=flavors.PAGE_SIZES,
                help='hw:mem_page_size of the flavors (NFs want huge pages)'),
     cfg.StrOpt('image', help='image (ID) to boot the servers from'),
     cfg.StrOpt('network', help='network UUID of the servers, or "none" or '
@@ -94,8 +94,8 @@ def run(conf, placement, compute, out=None, err=None):
         print('ERROR: resq-admit needs %s' % ', '.join(missing),
               file=err)
         return 1
-    options = admission.FlavorOptions(conf.vcpus, conf.ram_mb, conf.disk_gb,
-                                      conf.mem_page_size)
+    options = flavors.FlavorOptions(conf.vcpus, conf.ram_mb, conf.disk_gb,
+                                    conf.mem_page_size)
     store = store_mod.ProfileStore(conf.profile_dir or conf.resq.profile_dir)
     doc = {}
     try:

@@ -3,6 +3,7 @@ import yaml
 from resq_nova import admission
 from resq_nova.cmd import admit
 from resq_nova import extra_specs
+from resq_nova import flavors
 from resq_nova import greedy
 from resq_nova import heat
 from resq_nova.placement import cache_domain
@@ -44,7 +45,7 @@ class PlanTest(base.TestCase):
     def setUp(self):
         super().setUp()
         self.prof = test_greedy.make_profile()
-        self.options = admission.FlavorOptions()
+        self.options = flavors.FlavorOptions()
 
     def term(self, mpps=10.0, latency=25.0, **kw):
         return greedy.SLOTerm('fw-a', self.prof, mpps, latency, **kw)
@@ -170,7 +171,7 @@ class PlanTest(base.TestCase):
         wanted = plan.flavors[0]
         same = {'vcpus': 1, 'ram': 1024, 'disk': 1,
                 'extra_specs': dict(wanted.extra_specs)}
-        self.assertEqual([], admission.differences(same, wanted))
+        self.assertEqual([], flavors.differences(same, wanted))
         other = dict(same, ram=2048, extra_specs=dict(
             wanted.extra_specs, **{'resq:latency_p95_us': '30',
                                    'hw:cpu_thread_policy': 'isolate'}))
@@ -180,7 +181,7 @@ class PlanTest(base.TestCase):
             "group_policy is unset, wanted 'none'",
             "hw:cpu_thread_policy is 'isolate', wanted unset",
             "resq:latency_p95_us is '30', wanted '25'"],
-            admission.differences(other, wanted))
+            flavors.differences(other, wanted))
 
 
 class HeatTemplateTest(base.TestCase):
@@ -189,7 +190,7 @@ class HeatTemplateTest(base.TestCase):
         super().setUp()
         term = greedy.SLOTerm('fw-a', test_greedy.make_profile(), 10.0, 25.0)
         self.plan = admission.make_plan(term, body(
-            node('h1'), domain('d1', 'h1')), admission.FlavorOptions())
+            node('h1'), domain('d1', 'h1')), flavors.FlavorOptions())
 
     def parse(self, **kw):
         return yaml.safe_load(heat.dump(heat.template(self.plan, **kw)))
