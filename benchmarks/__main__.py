@@ -4,6 +4,7 @@ import importlib
 import sys
 
 BENCHMARKS = {
+    'agent': 'benchmarks.agent',
     'milp': 'benchmarks.milp',
     'scheduler': 'benchmarks.scheduler',
     'profiler': 'benchmarks.profiler',

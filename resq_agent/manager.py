@@ -39,6 +39,11 @@ from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 _STOP = object()
+RECHECK = 'recheck'
+RECHECK_DELAY_S = 0.2
+# Events after which the instance should be running.
+STARTING = {'started', 'resumed', 'instance.create.end',
+            'instance.power_on.end', 'instance.live_migration_post_dest.end'}
 
 
 class AgentManager:
@@ -68,6 +73,7 @@ class AgentManager:
         self._allocs = {}         # uuid -> (domain, ways) from Placement
         self._stale = {}          # the previous pass's, while it is down
         self._placement_failed = False
+        self._synced = {}         # uuid -> cachetune last defined
         self._layout = layout.Layout([], [], {})
         self._refused = []
         self._errors = []
@@ -130,9 +136,12 @@ class AgentManager:
             while not self._queue.empty():
                 batch.append(self._queue.get())
             try:
-                uuids = {u for u, _ in batch if u is not _STOP}
-                if uuids:
-                    self._handle(uuids, [e for _, e in batch])
+                events = {}
+                for uuid, event in batch:
+                    if uuid is not _STOP:
+                        events.setdefault(uuid, []).append(event)
+                if events:
+                    self._handle(events)
             except Exception:
                 LOG.exception('Handling instance events %s failed; the '
                               'next reconcile repairs it', batch)
@@ -142,13 +151,21 @@ class AgentManager:
             if any(u is _STOP for u, _ in batch):
                 return
 
-    def _handle(self, uuids, events):
+    def _handle(self, events):
         with self._lock:
-            for uuid in uuids:
+            for uuid, kinds in events.items():
                 inst = self.hypervisor.instance(uuid)
                 if inst is None:
                     self._known.pop(uuid, None)
                     self._allocs.pop(uuid, None)
+                    if set(kinds) & STARTING and RECHECK not in kinds:
+                        # The event can overtake the state change it
+                        # announces: look once more a moment later.
+                        timer = threading.Timer(
+                            RECHECK_DELAY_S, self.instance_changed,
+                            (uuid, RECHECK))
+                        timer.daemon = True
+                        timer.start()
                 else:
                     self._known[uuid] = inst
                     # A start or a migration may come with a new
@@ -156,7 +173,7 @@ class AgentManager:
                     old = self._allocs.pop(uuid, None)
                     if old is not None:
                         self._stale[uuid] = old
-            LOG.debug('Instance events %s for %s', events, sorted(uuids))
+            LOG.debug('Instance events %s', events)
             self._enforce()
 
     # -- reconcile -----------------------------------------------------------
@@ -299,10 +316,13 @@ class AgentManager:
             dom = self.topology.domain(a.domain_id)
             if inst is None or dom is None:
                 continue
-            try:
-                self.hypervisor.set_cachetune(
-                    a.instance_uuid, sorted(inst.vcpu_pins), a.domain_id,
+            want = (tuple(sorted(inst.vcpu_pins)), a.domain_id,
                     a.ways * dom.way_size_bytes, dom.cdp)
+            if self._synced.get(a.instance_uuid) == want:
+                continue
+            try:
+                self.hypervisor.set_cachetune(a.instance_uuid, *want)
+                self._synced[a.instance_uuid] = want
             except Exception as exc:
                 LOG.warning('Cannot record the cachetune of %s in its '
                             'libvirt definition: %s', a.instance_uuid, exc)

@@ -1,0 +1,146 @@
+"""The compute-host agent's reaction time (issue 5).
+
+On a temporary resctrl tree with two cache domains, libvirt's
+test:///default driver holding Nova-shaped domains, and Placement
+in-process (real allocations):
+
+* ``reconcile_200_s``: a fresh agent reconciles 200 running instances from
+  scratch (inventory report, libvirt listing, 200 allocation reads,
+  layout, 200 resctrl groups written, 200 persistent cachetunes defined);
+* ``event_to_applied_s``: with those 200 enforced, the time from starting
+  one more instance (libvirt's lifecycle event) to its group's schemata
+  being written (median of 10; the max is reported too).
+
+Real CPUs have 16 classes of service and about 20 ways, so no real host
+runs 200 partitioned instances; the tree here has 2 x 128 ways and 256
+classes of service so that every instance gets a partition and the agent
+does all the work it would do for each.
+"""
+
+import json
+import os
+import statistics
+import time
+import uuid
+
+import libvirt
+from oslo_config import cfg
+from placement.tests.functional.fixtures import placement as placement_fixture
+
+from resq_agent import conf as agent_conf
+from resq_agent import discovery
+from resq_agent import enforcer
+from resq_agent import inventory
+from resq_agent import manager
+from resq_agent import privsep
+from resq_agent import virt
+from resq_nova.placement import cache_domain
+from resq_nova.placement import client as placement_client
+from tests.fixtures import libvirt as libvirt_fixture
+from tests.fixtures import resctrl as resctrl_fixture
+from tests.fixtures import sysfs as sysfs_fixture
+
+WAYS = 128
+INSTANCES = 200
+EVENTS = 10
+CPUS = {0: tuple(range(0, 128)), 1: tuple(range(128, 256))}
+
+
+def _allocate(client, root, consumer, domain_id, ways):
+    rp = cache_domain.provider_uuid(root, domain_id)
+    body = {'allocations': {rp: {'resources': {'CUSTOM_LLC_WAY': ways}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None}
+    resp = client._adapter.put('/allocations/%s' % consumer, json=body,
+                               microversion='1.28')
+    assert resp.status_code == 204, resp.text
+
+
+def _wait_group(root, consumer, deadline_s=30):
+    path = os.path.join(root, 'resq-' + consumer, 'schemata')
+    end = time.monotonic() + deadline_s
+    while not os.path.exists(path):
+        if time.monotonic() > end:
+            raise RuntimeError('instance %s was never enforced' % consumer)
+        time.sleep(0.0005)
+
+
+def main(argv):
+    privsep.resctrl_pctxt.set_client_mode(False)
+    conf = cfg.ConfigOpts()
+    agent_conf.register_opts(conf)
+    conf([], project='resq')
+    fixtures_ = [sysfs_fixture.SysfsTree(domains=CPUS, ways=WAYS,
+                                         size='%dK' % (WAYS * 1536)),
+                 resctrl_fixture.ResctrlTree(ways=WAYS, domains=(0, 1),
+                                             num_closids=256),
+                 placement_fixture.PlacementFixture(),
+                 libvirt_fixture.NovaDomains()]
+    for fx in fixtures_:
+        fx.setUp()
+    sysfs, tree, placement, doms = fixtures_
+    try:
+        client = placement_client.PlacementClient.for_endpoint(
+            placement.endpoint)
+        root = client.ensure_provider(str(uuid.uuid4()), 'cn1')['uuid']
+        topo = discovery.discover(tree.root, sysfs.root)
+        inv = inventory.Inventory(client, 'cn1', 1)
+        inv.report(topo)
+        print('... defining %d instances' % INSTANCES, flush=True)
+        for i in range(INSTANCES):
+            consumer = str(uuid.UUID(int=i + 1))
+            dom_id = i % 2
+            _allocate(client, root, consumer, dom_id, 1)
+            doms.add(consumer, (CPUS[dom_id][i // 2],), ways=1)
+
+        def make():
+            return manager.AgentManager(
+                conf, topo, enforcer.ResctrlEnforcer(tree.root),
+                virt.Hypervisor(libvirt_fixture.URI),
+                inventory.Inventory(client, 'cn1', 1))
+
+        started = time.monotonic()
+        summary = make().reconcile()
+        reconcile_s = time.monotonic() - started
+        assert summary['instances'] == INSTANCES, summary
+        assert not summary['refused'], summary['refused']
+
+        mgr = make()
+        mgr.reconcile()
+        mgr.start(watch_libvirt=True)
+        latencies = []
+        for i in range(EVENTS):
+            consumer = str(uuid.UUID(int=10000 + i))
+            _allocate(client, root, consumer, 1, 1)
+            dom = doms.conn.defineXML(libvirt_fixture.nova_domain_xml(
+                consumer, (CPUS[1][110 + i],), ways=1))
+            doms.uuids.append(consumer)
+            t0 = time.monotonic()
+            dom.create()
+            _wait_group(tree.root, consumer)
+            latencies.append(time.monotonic() - t0)
+        mgr.stop()
+    finally:
+        for fx in reversed(fixtures_):
+            try:
+                fx.cleanUp()
+            except libvirt.libvirtError:
+                pass
+    event_s = statistics.median(latencies)
+    print()
+    print('resq-agent on 2 cache domains x %d ways, %d instances, '
+          'Placement in-process, libvirt test:///default'
+          % (WAYS, INSTANCES))
+    print('%-34s %10s %10s' % ('measure', 'seconds', 'target'))
+    print('%-34s %10.3f %10s' % ('reconcile 200 from scratch', reconcile_s,
+                                 '< 2'))
+    print('%-34s %10.4f %10s' % ('event -> partition (median of %d)'
+                                 % EVENTS, event_s, '< 1'))
+    print('%-34s %10.4f %10s' % ('event -> partition (max)',
+                                 max(latencies), ''))
+    figures = {'benchmark': 'agent',
+               'reconcile_200_s': round(reconcile_s, 3),
+               'event_to_applied_s': round(event_s, 4),
+               'event_to_applied_max_s': round(max(latencies), 4),
+               'instances': INSTANCES, 'ways_per_domain': WAYS}
+    print(json.dumps(figures, sort_keys=True))
+    return 0
