@@ -52,6 +52,21 @@ def buffer_lines(packet_bytes):
     return math.ceil(packet_bytes / CACHE_LINE) + 1
 
 
+def buffer_bytes(packet_bytes):
+    """LLC bytes DDIO fills for one packet buffer of ``packet_bytes``."""
+    return buffer_lines(packet_bytes) * CACHE_LINE
+
+
+def ddio_buffers(ddio_bytes, packet_bytes):
+    """Packet buffers of ``packet_bytes`` that fit in ``ddio_bytes`` of LLC.
+
+    The one leaky-DMA formula (ResQ §4.4): the in-flight buffer bound is
+    DDIO's LLC share divided by what one buffer occupies. The agent, the
+    profiler's command driver and the simulator all size with it.
+    """
+    return int(ddio_bytes // buffer_bytes(packet_bytes))
+
+
 @dataclasses.dataclass(frozen=True)
 class Platform:
     """A server's CPU and LLC shape (defaults: ResQ's Xeon E5-2695 v4)."""
@@ -229,7 +244,7 @@ class NFModel:
         return (self.spec.base_latency_us + queue_us / 0.05) * rho
 
     def dma_footprint_bytes(self, traffic, buffers):
-        return buffers * buffer_lines(traffic.packet_bytes) * CACHE_LINE
+        return buffers * buffer_bytes(traffic.packet_bytes)
 
 
 def sized_buffers(platform, packet_bytes, instances):
@@ -239,8 +254,7 @@ def sized_buffers(platform, packet_bytes, instances):
     instances fit in the LLC space DDIO uses.
     """
     ddio = platform.io_ways * platform.way_size_bytes
-    per_buffer = buffer_lines(packet_bytes) * CACHE_LINE
-    return max(int(ddio // per_buffer // max(instances, 1)), 32)
+    return max(ddio_buffers(ddio, packet_bytes) // max(instances, 1), 32)
 
 
 def memory_speed(utilisation):

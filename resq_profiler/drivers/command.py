@@ -149,10 +149,9 @@ class CommandDriver(drivers.Driver):
     def mbufs(self):
         if self.opts.mbufs:
             return self.opts.mbufs
-        per_buffer = (nfmodel.buffer_lines(self.traffic.packet_bytes)
-                      * nfmodel.CACHE_LINE)
         ddio = self.opts.io_ways * self.way_size
-        return max(int(ddio // per_buffer), 1024)
+        return max(nfmodel.ddio_buffers(ddio, self.traffic.packet_bytes),
+                   1024)
 
     # -- measuring --------------------------------------------------------
     def throughput(self, ways):

@@ -1,0 +1,119 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Guest mbuf budgets as Nova server metadata.
+
+The guest sizes its DPDK mempool from what it can read: Nova server
+metadata is served by the metadata service (``meta`` in
+``openstack/latest/meta_data.json``) and written to the config drive, so
+the agent publishes each ResQ instance's budget there through the compute
+API (``POST /servers/{id}/metadata`` merges keys, leaving the user's own
+metadata alone). It reads first and writes only when a value differs.
+"""
+
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from oslo_log import log as logging
+
+from resq_profiler import exception
+
+LOG = logging.getLogger(__name__)
+
+GROUP = 'nova'
+BUDGET_KEY = 'resq_mbuf_budget'
+PACKET_KEY = 'resq_packet_bytes'
+MICROVERSION = '2.1'   # server metadata is in the base v2.1 API
+
+
+class NovaUnavailable(exception.ResQException):
+    msg_fmt = ('Nova\'s compute API is unreachable (%(reason)s); check the '
+               '[nova] options. Guest budgets are published at the next '
+               'reconcile.')
+
+
+class MetadataError(exception.ResQException):
+    msg_fmt = ('Could not %(action)s metadata of server %(server)s: '
+               '%(status)s %(reason)s')
+
+
+class ServerGone(MetadataError):
+    pass
+
+
+class ServerBusy(MetadataError):
+    """409: the server is locked or in a task (building, migrating)."""
+
+
+class ServerMetadata:
+    """Server metadata over a keystoneauth adapter for ``compute``."""
+
+    def __init__(self, adapter):
+        self._adapter = adapter
+
+    @classmethod
+    def from_conf(cls, conf, group=GROUP):
+        """Build from the keystoneauth options of ``[nova]``.
+
+        :raises NovaUnavailable: when the group has no usable credentials.
+        """
+        try:
+            auth = ks_loading.load_auth_from_conf_options(conf, group)
+        except ks_exc.MissingRequiredOptions as exc:
+            raise NovaUnavailable(reason='[%s] lacks %s' % (
+                group, ', '.join(o.dest for o in exc.options)))
+        if auth is None:
+            raise NovaUnavailable(reason='[%s] auth_type is not set' % group)
+        session = ks_loading.load_session_from_conf_options(conf, group,
+                                                            auth=auth)
+        return cls(ks_loading.load_adapter_from_conf_options(
+            conf, group, session=session, service_type='compute',
+            raise_exc=False))
+
+    def _call(self, method, server, action, body=None):
+        url = '/servers/%s/metadata' % server
+        kwargs = {'microversion': MICROVERSION,
+                  'headers': {'accept': 'application/json'}}
+        if body is not None:
+            kwargs['json'] = body
+        try:
+            resp = self._adapter.request(url, method, **kwargs)
+        except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
+                ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure,
+                ks_exc.AuthorizationFailure) as exc:
+            raise NovaUnavailable(reason=exc)
+        if resp.status_code == 200:
+            return resp.json().get('metadata', {})
+        cls = {404: ServerGone, 409: ServerBusy}.get(resp.status_code,
+                                                     MetadataError)
+        raise cls(action=action, server=server, status=resp.status_code,
+                  reason=resp.text[:300])
+
+    def get(self, server):
+        return self._call('GET', server, 'read')
+
+    def publish(self, server, values):
+        """Merge ``values`` into the server's metadata if any differs.
+
+        :param values: ``{key: value}``; values are sent as strings.
+        :returns: True when a write happened.
+        :raises NovaUnavailable, ServerGone, ServerBusy, MetadataError:
+        """
+        want = {k: str(v) for k, v in values.items()}
+        have = self.get(server)
+        if all(have.get(k) == v for k, v in want.items()):
+            return False
+        self._call('POST', server, 'update', {'metadata': want})
+        return True
+
+    def publish_budget(self, budget):
+        """Publish one :class:`resq_agent.dma.GuestBudget`."""
+        return self.publish(budget.instance_uuid, {
+            BUDGET_KEY: budget.mbufs, PACKET_KEY: budget.packet_bytes})
