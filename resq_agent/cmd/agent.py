@@ -33,9 +33,9 @@ def _inspect(conf):
     return 0
 
 
-def _manager(conf):
+def _manager(conf, hooks=()):
     from resq_agent import manager
-    return manager.AgentManager.from_conf(conf)
+    return manager.AgentManager.from_conf(conf, post_apply_hooks=hooks)
 
 
 def _reconcile(conf):
@@ -53,9 +53,14 @@ def _status(conf):
 def _run(conf):
     # Imported here: the service pulls in oslo.messaging, which the other
     # subcommands do not need.
+    from resq_agent import dma
     from resq_agent import service
-    mgr = _manager(conf)
+    hooks = [dma.DmaSizer(conf)] if conf.resq_agent.dma_sizing else []
+    mgr = _manager(conf, hooks)
     svc = service.AgentService(conf, mgr)
+    # Start-up reconcile before anything else runs (idempotent if the
+    # service does one too); then libvirt events and the service.
+    mgr.reconcile()
     mgr.start()
     svc.start()
     try:
