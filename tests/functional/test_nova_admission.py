@@ -12,14 +12,11 @@ import io
 import json
 
 import fixtures
-from nova.tests.fixtures import libvirt as fakelibvirt
 from oslo_config import cfg
 import yaml
 
 from resq_nova.cmd import admit
 from resq_nova import compute as compute_mod
-from resq_nova.placement import cache_domain
-from resq_nova.placement import reporter
 from resq_profiler import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests.functional import test_nova_scheduler
@@ -48,19 +45,14 @@ class AdmissionTest(test_nova_scheduler.ResQNovaTestBase):
             poll_interval=0.1)
 
     def start_host(self, hostname, ways=20, way_bytes=WAY_BYTES):
-        """One NUMA cell of 8 cores (6 dedicated), 2 MiB pages, one domain.
+        """One cell: 6 dedicated cores, 2 MiB pages, one cache domain.
 
         The domain has ``ways`` ways, 2 of them DDIO's, and 3 classes of
         service for instances.
         """
-        info = fakelibvirt.HostInfo(
-            cpu_nodes=1, cpu_sockets=1, cpu_cores=8, cpu_threads=1,
-            kB_mem=16 * 1024 * 1024, mempages={0: fakelibvirt.create_mempages(
-                [(4, 2 * 1024 * 1024), (2048, 4096)])})
-        self.start_compute(hostname=hostname, host_info=info)
-        return reporter.report(self.client, hostname, [
-            cache_domain.CacheDomain(0, ways, io_ways=2, num_closids=4,
-                                     way_size_bytes=way_bytes)])[0]
+        return self.start_resq_compute(hostname, ways=ways,
+                                       way_size_bytes=way_bytes,
+                                       huge_pages=True)[0]
 
     def admit(self, *args, term='fw-a', mpps=10.0):
         """Run resq-admit; returns (exit status, stdout JSON, stderr)."""
@@ -105,10 +97,12 @@ class AdmissionTest(test_nova_scheduler.ResQNovaTestBase):
                 'trait_LLC:CUSTOM_RESQ_LLC_WAYS_20'])
             self.assertEqual('fw-a', specs['resq:term'])
         # Packed first fit onto one host, as the plan predicted; every
-        # server's ways come from that host's cache-domain provider.
+        # server's ways come from that host's cache-domain provider. The
+        # two hosts are identical, so which one is a tie both the plan and
+        # the scheduler break arbitrarily: only the packing is compared.
         hosts = {s['host'] for s in doc['servers']}
         self.assertEqual(1, len(hosts))
-        self.assertEqual(hosts, {i['host'] for i in doc['instances']})
+        self.assertEqual(1, len({i['host'] for i in doc['instances']}))
         host = hosts.pop()
         for server in doc['servers']:
             live = self.api.get_server(server['id'])

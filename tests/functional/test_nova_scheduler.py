@@ -51,19 +51,28 @@ class ResQNovaTestBase(base.ServersTestBase):
             self.placement.fixture.endpoint)
 
     def start_resq_compute(self, hostname, sockets=1, ways=11,
-                           domains=None, way_size_bytes=0):
+                           domains=None, way_size_bytes=0, huge_pages=False,
+                           num_closids=4):
         """Start a compute and report its cache domains.
 
         ``sockets`` NUMA cells share 8 cores; each cell has one cache domain
         of ``ways`` ways (of ``way_size_bytes``, which adds the platform
-        traits), reported to Placement as the agent would.
+        traits), reported to Placement as the agent would. ``huge_pages``
+        gives every cell 4096 pages of 2 MiB besides its 4 KiB pages.
         """
+        mempages = None
+        if huge_pages:
+            mempages = {cell: fakelibvirt.create_mempages(
+                [(4, 2 * 1024 * 1024 // sockets), (2048, 4096 // sockets)])
+                for cell in range(sockets)}
         info = fakelibvirt.HostInfo(cpu_nodes=sockets, cpu_sockets=1,
                                     cpu_cores=8 // sockets, cpu_threads=1,
-                                    kB_mem=16 * 1024 * 1024)
+                                    kB_mem=16 * 1024 * 1024,
+                                    mempages=mempages)
         self.start_compute(hostname=hostname, host_info=info)
         doms = domains or [cache_domain.CacheDomain(
-            d, ways, io_ways=2, num_closids=4, way_size_bytes=way_size_bytes)
+            d, ways, io_ways=2, num_closids=num_closids,
+            way_size_bytes=way_size_bytes)
             for d in range(sockets)]
         return reporter.report(self.client, hostname, doms)
 
