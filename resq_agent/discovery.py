@@ -273,21 +273,27 @@ def default_group_ways(dom, configured):
     return max(configured, dom.min_cbm_bits - dom.io_ways, 0)
 
 
-def cache_domain_of(dom, configured_default_ways):
-    """The Placement view of a domain (inventory, traits)."""
+def cache_domain_of(dom, configured_default_ways, domains_on_host=1):
+    """The Placement view of a domain (inventory, traits).
+
+    :param domains_on_host: cache domains of the host; classes of service
+        are host-wide, so each domain is offered its share of them.
+    """
     return cache_domain.CacheDomain(
         domain_id=dom.id, ways=dom.ways, min_cbm_bits=dom.min_cbm_bits,
         num_closids=dom.num_closids, io_ways=dom.io_ways,
         default_group_ways=default_group_ways(dom, configured_default_ways),
         cat=dom.cat,
-        way_size_bytes=dom.way_size_bytes)
+        way_size_bytes=dom.way_size_bytes,
+        domains_on_host=domains_on_host)
 
 
 def describe(topology, default_group_ways):
     """The JSON document ``resq-agent inspect`` prints."""
     doms = []
     for dom in topology.domains:
-        placement = cache_domain_of(dom, default_group_ways)
+        placement = cache_domain_of(dom, default_group_ways,
+                                    len(topology.domains))
         doms.append({
             'id': dom.id, 'cpus': list(dom.cpus), 'ways': dom.ways,
             'way_size_bytes': dom.way_size_bytes,

@@ -71,7 +71,8 @@ class Inventory:
         :raises resq_nova.placement.client.PlacementError: Placement down
             or the compute node not registered yet (Nova creates it).
         """
-        doms = [discovery.cache_domain_of(d, self.default_group_ways)
+        doms = [discovery.cache_domain_of(d, self.default_group_ways,
+                                          len(topology.domains))
                 for d in topology.domains]
         result = reporter.report(self.client, self.hostname, doms)
         LOG.info('Reported %d cache domain(s) of %s to Placement: %s',

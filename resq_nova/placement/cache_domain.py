@@ -22,7 +22,10 @@ provider, owned by the resq agent:
   default group's minimum reserved; ``min_unit`` is the platform's
   ``min_cbm_bits``;
 * ``CUSTOM_LLC_CLOS``: classes of service, one reserved for the default
-  group, so Placement never hands out more partitions than CAT can enforce;
+  group, so Placement never hands out more partitions than CAT can enforce.
+  A class of service is host-wide (a resctrl group has a mask on every
+  domain and the agent gives each instance a group of its own), so a host
+  with ``n`` domains offers each domain ``(num_closids - 1) // n`` of them;
 * traits ``CUSTOM_CAT_L3`` (CAT-capable), ``CUSTOM_RESQ_L3_<id>`` and the
   platform traits ``CUSTOM_RESQ_LLC_WAYS_<n>`` and
   ``CUSTOM_RESQ_LLC_WAY_KIB_<k>`` (the domain's way count and way size).
@@ -95,6 +98,7 @@ class CacheDomain:
     default_group_ways: int = 0
     cat: bool = True
     way_size_bytes: int = 0
+    domains_on_host: int = 1
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -104,11 +108,12 @@ class CacheDomain:
             'min_unit': max(self.min_cbm_bits, 1),
             'max_unit': max(self.ways - reserved, 1), 'step_size': 1,
             'allocation_ratio': 1.0}}
-        if self.num_closids > 1:
+        usable_clos = (self.num_closids - 1) // max(self.domains_on_host, 1)
+        if usable_clos >= 1:
             inv[extra_specs.RC_LLC_CLOS] = {
-                'total': self.num_closids, 'reserved': 1, 'min_unit': 1,
+                'total': usable_clos + 1, 'reserved': 1, 'min_unit': 1,
                 'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}
-        if not self.cat or reserved >= self.ways:
+        if not self.cat or reserved >= self.ways or not usable_clos:
             return {}
         return inv
 

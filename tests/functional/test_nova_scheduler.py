@@ -72,7 +72,7 @@ class ResQNovaTestBase(base.ServersTestBase):
         self.start_compute(hostname=hostname, host_info=info)
         doms = domains or [cache_domain.CacheDomain(
             d, ways, io_ways=2, num_closids=num_closids,
-            way_size_bytes=way_size_bytes)
+            way_size_bytes=way_size_bytes, domains_on_host=sockets)
             for d in range(sockets)]
         return reporter.report(self.client, hostname, doms)
 

@@ -108,3 +108,16 @@ class CacheDomainTest(base.TestCase):
             'trait:HW_CPU_X86_AVX2': 'required'})
         self.assertEqual(frozenset({'CUSTOM_RESQ_LLC_WAYS_20'}),
                          req.required_traits)
+
+    def test_classes_of_service_are_shared_by_the_host_domains(self):
+        # 16 CLOS ids, one for the default group: 15 partitions per host.
+        one = cache_domain.CacheDomain(0, 20, num_closids=16).inventory()
+        two = cache_domain.CacheDomain(0, 20, num_closids=16,
+                                       domains_on_host=2).inventory()
+        self.assertEqual((16, 1), (one['CUSTOM_LLC_CLOS']['total'],
+                                   one['CUSTOM_LLC_CLOS']['reserved']))
+        self.assertEqual((8, 1), (two['CUSTOM_LLC_CLOS']['total'],
+                                  two['CUSTOM_LLC_CLOS']['reserved']))
+        # Fewer ids than domains: no partition can be offered at all.
+        self.assertEqual({}, cache_domain.CacheDomain(
+            0, 20, num_closids=2, domains_on_host=2).inventory())
