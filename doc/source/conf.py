@@ -11,6 +11,8 @@ config_generator_config_file = [
      '_static/resq-nova'),
     ('../../etc/resq/resq-profiler-config-generator.conf',
      '_static/resq-profiler'),
+    ('../../etc/resq/resq-agent-config-generator.conf',
+     '_static/resq-agent'),
 ]
 
 project = 'resq-nova'
