@@ -1,0 +1,127 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Notifications: Nova's versioned instance events in, the agent's own
+status and monitoring out.
+
+Nova publishes versioned notifications (``[notifications]
+notification_format = versioned``) on topic ``versioned_notifications`` of
+its control exchange. The payload is an ovo primitive::
+
+    {"nova_object.name": "InstanceActionPayload",
+     "nova_object.data": {"uuid": ..., "host": ..., "node": ..., ...}}
+
+The agent listens in a pool of its own (``resq-agent.<host>``), so it gets
+a copy of every event without stealing them from other consumers, and acts
+only on instances of its own host.
+"""
+
+import re
+
+from oslo_log import log as logging
+import oslo_messaging
+
+LOG = logging.getLogger(__name__)
+
+# Events after which an instance's partition may have to change on the
+# host named in the payload.
+INSTANCE_EVENTS = (
+    'instance.create.end',
+    'instance.delete.end',
+    'instance.power_on.end',
+    'instance.power_off.end',
+    'instance.reboot.end',
+    'instance.resume.end',
+    'instance.suspend.end',
+    'instance.shelve_offload.end',
+    'instance.unshelve.end',
+    'instance.rebuild.end',
+    'instance.resize_finish.end',
+    'instance.resize_revert.end',
+    'instance.live_migration_post.end',
+    'instance.live_migration_post_dest.end',
+    'instance.live_migration_rollback.end',
+    'instance.evacuate',
+)
+
+STATUS_EVENT = 'resq.agent.status'
+MONITOR_EVENT = 'resq.instance.monitor'
+
+
+def publisher_id(host):
+    return 'resq-agent.%s' % host
+
+
+class NovaInstanceEndpoint:
+    """Nova instance events of this host to the manager.
+
+    Calls ``manager.instance_changed(uuid, event_type)``.
+
+    :param manager: anything with ``instance_changed(uuid, event_type)``.
+    :param hosts: names this host goes by in payloads (``host`` is Nova's
+        compute service host, ``node`` the hypervisor hostname).
+    """
+
+    filter_rule = oslo_messaging.NotificationFilter(
+        event_type='^(%s)$' % '|'.join(re.escape(e)
+                                       for e in INSTANCE_EVENTS))
+
+    def __init__(self, manager, hosts):
+        self.manager = manager
+        self.hosts = {h for h in hosts if h}
+
+    def info(self, ctxt, publisher_id, event_type, payload, metadata):
+        data = payload.get('nova_object.data') if isinstance(
+            payload, dict) else None
+        if not isinstance(data, dict) or not data.get('uuid'):
+            LOG.debug('Ignoring %s from %s: not a versioned instance '
+                      'payload', event_type, publisher_id)
+            return oslo_messaging.NotificationResult.HANDLED
+        if not ({data.get('host'), data.get('node')} & self.hosts):
+            return oslo_messaging.NotificationResult.HANDLED
+        LOG.debug('%s for instance %s', event_type, data['uuid'])
+        self.manager.instance_changed(data['uuid'], event_type)
+        return oslo_messaging.NotificationResult.HANDLED
+
+
+def get_nova_listener(conf, transport, manager, host, hosts):
+    """A listener on Nova's versioned notifications (not started)."""
+    opts = conf.resq_agent
+    targets = [oslo_messaging.Target(topic=opts.nova_notification_topic,
+                                     exchange=opts.nova_control_exchange)]
+    return oslo_messaging.get_notification_listener(
+        transport, targets, [NovaInstanceEndpoint(manager, hosts)],
+        executor='threading', pool=publisher_id(host))
+
+
+class StatusNotifier:
+    """Sends the agent's status and per-instance monitoring samples.
+
+    ``resq.agent.status`` carries the whole ``manager.status()`` document;
+    one ``resq.instance.monitor`` per instance carries its entry (uuid,
+    domain, ways, mask, LLC occupancy, memory bandwidth) plus the host, for
+    consumers that meter per instance.
+    """
+
+    def __init__(self, conf, transport, host, retry=1):
+        self.host = host
+        # A bounded retry: a monitoring sample is worth less than a thread
+        # stuck while RabbitMQ is down; oslo.messaging logs the drop.
+        self.notifier = oslo_messaging.Notifier(
+            transport, publisher_id=publisher_id(host), driver='messagingv2',
+            topics=conf.resq_agent.notification_topics, retry=retry)
+
+    def send(self, status):
+        """Send one status and its monitoring samples; never raises."""
+        self.notifier.info({}, STATUS_EVENT, dict(status, host=self.host))
+        for entry in status.get('instances', ()):
+            self.notifier.info({}, MONITOR_EVENT,
+                               dict(entry, host=self.host))

@@ -1,0 +1,66 @@
+import oslo_messaging
+
+from resq_agent import notifications
+from tests import base
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def instance_changed(self, instance_uuid, event_type=None):
+        self.calls.append((instance_uuid, event_type))
+
+
+def payload(uuid='u-1', host='cmp1', node='cmp1.example.org'):
+    return {'nova_object.name': 'InstanceActionPayload',
+            'nova_object.namespace': 'nova',
+            'nova_object.version': '1.8',
+            'nova_object.data': {'uuid': uuid, 'host': host, 'node': node}}
+
+
+class NovaInstanceEndpointTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.manager = Recorder()
+        self.endpoint = notifications.NovaInstanceEndpoint(
+            self.manager, {'cmp1', 'cmp1.example.org', None})
+
+    def info(self, event, body):
+        return self.endpoint.info({}, 'nova-compute:cmp1', event, body, {})
+
+    def test_this_hosts_instances_only(self):
+        self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                         self.info('instance.create.end', payload()))
+        self.info('instance.delete.end', payload('u-2', host='cmp2',
+                                                 node='cmp2'))
+        # Matched by hypervisor hostname when the service host differs.
+        self.info('instance.power_off.end', payload('u-3', host='other',
+                                                    node='cmp1.example.org'))
+        self.assertEqual([('u-1', 'instance.create.end'),
+                          ('u-3', 'instance.power_off.end')],
+                         self.manager.calls)
+
+    def test_malformed_payloads_are_ignored(self):
+        for body in ({}, {'nova_object.data': {'host': 'cmp1'}},
+                     {'nova_object.data': 'x'}, 'text', None,
+                     {'uuid': 'u-1', 'host': 'cmp1'}):
+            self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                             self.info('instance.create.end', body))
+        self.assertEqual([], self.manager.calls)
+
+    def test_filter_rule_selects_instance_events(self):
+        rule = notifications.NovaInstanceEndpoint.filter_rule
+        for event in ('instance.create.end', 'instance.delete.end',
+                      'instance.live_migration_post_dest.end'):
+            self.assertTrue(rule.match({}, 'nova-compute:cmp1', event, {},
+                                       payload()), event)
+        for event in ('instance.create.start', 'instance.update',
+                      'instance.create.endx', 'volume.create.end',
+                      'instance.exists'):
+            self.assertFalse(rule.match({}, 'nova-compute:cmp1', event, {},
+                                        payload()), event)
+
+    def test_publisher_id(self):
+        self.assertEqual('resq-agent.cmp1', notifications.publisher_id('cmp1'))
