@@ -17,3 +17,14 @@ if [ -n "$missing" ]; then
     # shellcheck disable=SC2086
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
+
+# The agent's messaging tests use the RabbitMQ broker on 127.0.0.1:5672
+# (guest/guest); start it when the machine has it stopped.
+if ! (echo > /dev/tcp/127.0.0.1/5672) 2>/dev/null; then
+    echo "Starting RabbitMQ"
+    $SUDO rabbitmq-server -detached || true
+    for _ in $(seq 60); do
+        (echo > /dev/tcp/127.0.0.1/5672) 2>/dev/null && break
+        sleep 1
+    done
+fi
