@@ -48,9 +48,9 @@ class AgentAPI:
         opts = conf.resq_agent
         target = oslo_messaging.Target(topic=opts.rpc_topic,
                                        version=self.RPC_API_VERSION)
+        self.transport = transport or get_transport(conf)
         self.client = oslo_messaging.get_rpc_client(
-            transport or get_transport(conf), target,
-            version_cap=opts.rpc_version_cap)
+            self.transport, target, version_cap=opts.rpc_version_cap)
 
     def _prepare(self, host, timeout=None):
         kwargs = {'server': host, 'version': '1.0'}

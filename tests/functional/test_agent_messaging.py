@@ -138,6 +138,13 @@ class MessagingTestCase(base.TestCase):
                                'oslo_messaging_rabbit')
         self.manager = RecordingManager()
 
+    def agent_api(self):
+        api = rpcapi.AgentAPI(self.conf)
+        # Close its connection: a leftover heartbeat thread would keep
+        # reconnecting to this test's broker address after the test.
+        self.addCleanup(api.transport.cleanup)
+        return api
+
     def start_service(self, wait=True):
         svc = service.AgentService(self.conf, self.manager)
         svc.start()
@@ -180,7 +187,7 @@ class RpcTest(MessagingTestCase):
 
     def test_round_trip(self):
         self.start_service()
-        api = rpcapi.AgentAPI(self.conf)
+        api = self.agent_api()
         self.assertEqual(self.manager.status(),
                          api.status({}, self.host, timeout=WAIT))
         self.assertEqual({'applied': ['i-1'], 'removed': []},
@@ -189,13 +196,13 @@ class RpcTest(MessagingTestCase):
 
     def test_other_host_does_not_answer(self):
         self.start_service()
-        api = rpcapi.AgentAPI(self.conf)
+        api = self.agent_api()
         self.assertRaises(oslo_messaging.MessagingTimeout, api.status, {},
                           'not-' + self.host, timeout=2)
 
     def test_version_cap(self):
         self.flags('resq_agent', rpc_version_cap='0.9')
-        api = rpcapi.AgentAPI(self.conf)
+        api = self.agent_api()
         self.assertRaises(oslo_messaging.RPCVersionCapError, api.status, {},
                           self.host)
 
@@ -310,7 +317,7 @@ class BrokerDownTest(MessagingTestCase):
         proxy.start()
         self.assertTrue(svc.connected.wait(WAIT), self.logs.output)
         self.assertIn('reachable again', self.logs.output)
-        api = rpcapi.AgentAPI(self.conf)
+        api = self.agent_api()
         self.assertEqual(self.manager.status(),
                          api.status({}, self.host, timeout=WAIT))
         self.assertTrue(svc.send_status())

@@ -10,7 +10,6 @@ import time
 
 from resq_agent import dma
 from resq_agent import ovs
-from resq_agent import rpcapi
 from resq_agent import service
 from tests.fixtures import ovsdb
 from tests.functional import test_agent_messaging as messaging
@@ -69,6 +68,6 @@ class AgentServiceTest(test_manager.ManagerTestBase,
                 'resq_mbuf_budget'])
         self.assertEqual(64, budget.guests[0].packet_bytes)
 
-        status = rpcapi.AgentAPI(self.conf).status({}, self.host,
-                                                   timeout=messaging.WAIT)
+        status = self.agent_api().status({}, self.host,
+                                         timeout=messaging.WAIT)
         self.assertEqual([A], [i['uuid'] for i in status['instances']])
