@@ -20,14 +20,14 @@ metadata alone). It reads first and writes only when a value differs.
 """
 
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
+from resq_nova.conf import clients
 from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)
 
-GROUP = 'nova'
+GROUP = clients.NOVA
 BUDGET_KEY = 'resq_mbuf_budget'
 PACKET_KEY = 'resq_packet_bytes'
 MICROVERSION = '2.1'   # server metadata is in the base v2.1 API
@@ -65,17 +65,9 @@ class ServerMetadata:
         :raises NovaUnavailable: when the group has no usable credentials.
         """
         try:
-            auth = ks_loading.load_auth_from_conf_options(conf, group)
-        except ks_exc.MissingRequiredOptions as exc:
-            raise NovaUnavailable(reason='[%s] lacks %s' % (
-                group, ', '.join(o.dest for o in exc.options)))
-        if auth is None:
-            raise NovaUnavailable(reason='[%s] auth_type is not set' % group)
-        session = ks_loading.load_session_from_conf_options(conf, group,
-                                                            auth=auth)
-        return cls(ks_loading.load_adapter_from_conf_options(
-            conf, group, session=session, service_type='compute',
-            raise_exc=False))
+            return cls(clients.load_adapter(conf, group, 'compute'))
+        except clients.MissingCredentials as exc:
+            raise NovaUnavailable(reason=str(exc))
 
     def _call(self, method, server, action, body=None):
         url = '/servers/%s/metadata' % server

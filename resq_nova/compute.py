@@ -23,12 +23,12 @@ from urllib import parse
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 
+from resq_nova.conf import clients
 from resq_profiler import exception
 
 MICROVERSION = '2.86'    # extra-spec validation; networks "none" is 2.37
-GROUP = 'nova'
+GROUP = clients.NOVA
 
 
 class ComputeError(exception.ResQException):
@@ -41,16 +41,7 @@ class ComputeUnavailable(ComputeError):
 
 
 def register_opts(conf, group=GROUP):
-    """Register keystoneauth session, auth and adapter options."""
-    ks_loading.register_session_conf_options(conf, group)
-    ks_loading.register_auth_conf_options(conf, group)
-    ks_loading.register_adapter_conf_options(conf, group)
-
-
-def list_opts():
-    return (ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+    clients.register_opts(conf, group)
 
 
 class ComputeClient:
@@ -61,14 +52,9 @@ class ComputeClient:
         self.poll_interval = poll_interval
 
     @classmethod
-    def from_conf(cls, conf, group=GROUP):
-        auth = ks_loading.load_auth_from_conf_options(conf, group)
-        session = ks_loading.load_session_from_conf_options(conf, group,
-                                                            auth=auth)
-        adapter = ks_loading.load_adapter_from_conf_options(
-            conf, group, session=session, service_type='compute',
-            raise_exc=False)
-        return cls(adapter)
+    def from_conf(cls, conf, group=GROUP, strict=True):
+        """:raises resq_nova.conf.clients.MissingCredentials:"""
+        return cls(clients.load_adapter(conf, group, 'compute', strict))
 
     @classmethod
     def for_endpoint(cls, endpoint, headers=None, poll_interval=1.0):

@@ -75,4 +75,5 @@ def register_opts(conf):
 
 
 def list_opts():
-    return [(GROUP, ALL_OPTS), ('placement', placement_client.list_opts())]
+    # [placement] is listed once for every program, in resq.clients.
+    return [(GROUP, ALL_OPTS)]

@@ -13,11 +13,11 @@ queues, guest mbuf budget) and messaging, in ``[resq_agent]``; the
 keystoneauth options the agent uses to reach Nova's compute API, in
 ``[nova]``."""
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from resq_nova.conf import clients
+
 GROUP = 'resq_agent'
-NOVA_GROUP = 'nova'
 
 DMA_OPTS = [
     cfg.BoolOpt('dma_sizing',
@@ -133,13 +133,9 @@ ALL_OPTS = DMA_OPTS + MESSAGING_OPTS
 
 def register_opts(conf):
     conf.register_opts(ALL_OPTS, group=GROUP)
-    ks_loading.register_session_conf_options(conf, NOVA_GROUP)
-    ks_loading.register_auth_conf_options(conf, NOVA_GROUP)
-    ks_loading.register_adapter_conf_options(conf, NOVA_GROUP)
+    clients.register_opts(conf, clients.NOVA)
 
 
 def list_opts():
-    nova = (ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_adapter_conf_options(include_deprecated=False))
-    return [(GROUP, ALL_OPTS), (NOVA_GROUP, nova)]
+    # [nova] is listed once for every program, in resq.clients.
+    return [(GROUP, ALL_OPTS)]

@@ -181,8 +181,12 @@ def _show(conf, doc, out):
 
 def main(argv=None):
     conf = cmd.parse_config(argv, 'resq-admit', (register_opts,), cli_opts)
-    return run(conf, placement_client.PlacementClient.from_conf(conf),
-               compute_mod.ComputeClient.from_conf(conf))
+    # Not strict: run() names missing arguments before it needs a service,
+    # and says which options to set if it gets that far without them.
+    return run(conf,
+               placement_client.PlacementClient.from_conf(conf,
+                                                          strict=False),
+               compute_mod.ComputeClient.from_conf(conf, strict=False))
 
 
 if __name__ == '__main__':

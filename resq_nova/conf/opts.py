@@ -11,14 +11,10 @@
 #    under the License.
 """Options of resq_nova for oslo-config-generator."""
 
-from resq_nova import compute
 from resq_nova.conf import optimizer
 from resq_nova.conf import resq
-from resq_nova.placement import client as placement_client
 
 
 def list_opts():
     return [(resq.GROUP, resq.ALL_OPTS),
-            (optimizer.GROUP, optimizer.ALL_OPTS),
-            ('placement', placement_client.list_opts()),
-            (compute.GROUP, compute.list_opts())]
+            (optimizer.GROUP, optimizer.ALL_OPTS)]

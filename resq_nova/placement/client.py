@@ -21,9 +21,9 @@ from urllib import parse
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 
+from resq_nova.conf import clients
 from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)
@@ -58,17 +58,8 @@ class GenerationConflict(PlacementError):
                '(%(attempts)d attempts); another service writes it too often')
 
 
-def register_opts(conf, group='placement'):
-    """Register keystoneauth session, auth and adapter options."""
-    ks_loading.register_session_conf_options(conf, group)
-    ks_loading.register_auth_conf_options(conf, group)
-    ks_loading.register_adapter_conf_options(conf, group)
-
-
-def list_opts(group='placement'):
-    return (ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
-            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+def register_opts(conf, group=clients.PLACEMENT):
+    clients.register_opts(conf, group)
 
 
 class PlacementClient:
@@ -78,14 +69,9 @@ class PlacementClient:
         self._adapter = adapter
 
     @classmethod
-    def from_conf(cls, conf, group='placement'):
-        auth = ks_loading.load_auth_from_conf_options(conf, group)
-        session = ks_loading.load_session_from_conf_options(conf, group,
-                                                            auth=auth)
-        adapter = ks_loading.load_adapter_from_conf_options(
-            conf, group, session=session, service_type='placement',
-            raise_exc=False)
-        return cls(adapter)
+    def from_conf(cls, conf, group=clients.PLACEMENT, strict=True):
+        """:raises resq_nova.conf.clients.MissingCredentials:"""
+        return cls(clients.load_adapter(conf, group, 'placement', strict))
 
     @classmethod
     def for_endpoint(cls, endpoint, token='admin'):

@@ -1,0 +1,75 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+"""Keystoneauth options of the services resq-nova calls, and adapters.
+
+``[placement]`` (the scheduler plugins' admission, the agent's inventory)
+and ``[nova]`` (``resq-admit``, the agent's guest metadata) take the usual
+keystoneauth session, auth and adapter options. They are listed once, in
+the ``resq.clients`` namespace of oslo-config-generator, whichever program
+reads them.
+"""
+
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+
+from resq_profiler import exception
+
+PLACEMENT = 'placement'
+NOVA = 'nova'
+
+
+class MissingCredentials(exception.ResQException):
+    msg_fmt = ('[%(group)s] %(reason)s; set auth_type and its options '
+               '(auth_url, credentials) or endpoint_override so %(service)s '
+               'can be reached')
+
+
+def register_opts(conf, group):
+    """Register keystoneauth session, auth and adapter options."""
+    ks_loading.register_session_conf_options(conf, group)
+    ks_loading.register_auth_conf_options(conf, group)
+    ks_loading.register_adapter_conf_options(conf, group)
+
+
+def _options():
+    return (ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+
+
+def list_opts():
+    return [(PLACEMENT, _options()), (NOVA, _options())]
+
+
+def load_adapter(conf, group, service_type, strict=True):
+    """A keystoneauth adapter for ``service_type`` from ``[group]``.
+
+    Without an auth plugin only an ``endpoint_override`` (a no-auth
+    service, as in tests or a standalone Placement) is accepted, unless
+    ``strict`` is false: then the first request fails instead (commands
+    that check their own arguments first use that).
+
+    :raises MissingCredentials: naming the group and what it lacks.
+    """
+    try:
+        auth = ks_loading.load_auth_from_conf_options(conf, group)
+    except ks_exc.MissingRequiredOptions as exc:
+        raise MissingCredentials(
+            group=group, service=service_type,
+            reason='lacks %s' % ', '.join(o.dest for o in exc.options))
+    if strict and auth is None and not conf[group].endpoint_override:
+        raise MissingCredentials(group=group, service=service_type,
+                                 reason='auth_type is not set')
+    session = ks_loading.load_session_from_conf_options(conf, group,
+                                                        auth=auth)
+    return ks_loading.load_adapter_from_conf_options(
+        conf, group, session=session, service_type=service_type,
+        raise_exc=False)
