@@ -19,9 +19,9 @@ API (``POST /servers/{id}/metadata`` merges keys, leaving the user's own
 metadata alone). It reads first and writes only when a value differs.
 """
 
-from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 
+from resq_nova import compute
 from resq_nova.conf import clients
 from resq_profiler import exception
 
@@ -30,7 +30,6 @@ LOG = logging.getLogger(__name__)
 GROUP = clients.NOVA
 BUDGET_KEY = 'resq_mbuf_budget'
 PACKET_KEY = 'resq_packet_bytes'
-MICROVERSION = '2.1'   # server metadata is in the base v2.1 API
 
 
 class NovaUnavailable(exception.ResQException):
@@ -53,10 +52,10 @@ class ServerBusy(MetadataError):
 
 
 class ServerMetadata:
-    """Server metadata over a keystoneauth adapter for ``compute``."""
+    """Guest-visible server metadata, through resq-nova's compute client."""
 
-    def __init__(self, adapter):
-        self._adapter = adapter
+    def __init__(self, client):
+        self._client = client
 
     @classmethod
     def from_conf(cls, conf, group=GROUP):
@@ -65,31 +64,23 @@ class ServerMetadata:
         :raises NovaUnavailable: when the group has no usable credentials.
         """
         try:
-            return cls(clients.load_adapter(conf, group, 'compute'))
+            return cls(compute.ComputeClient.from_conf(conf, group))
         except clients.MissingCredentials as exc:
             raise NovaUnavailable(reason=str(exc))
 
-    def _call(self, method, server, action, body=None):
-        url = '/servers/%s/metadata' % server
-        kwargs = {'microversion': MICROVERSION,
-                  'headers': {'accept': 'application/json'}}
-        if body is not None:
-            kwargs['json'] = body
+    def _call(self, call, server, action, *args):
         try:
-            resp = self._adapter.request(url, method, **kwargs)
-        except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
-                ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure,
-                ks_exc.AuthorizationFailure) as exc:
-            raise NovaUnavailable(reason=exc)
-        if resp.status_code == 200:
-            return resp.json().get('metadata', {})
-        cls = {404: ServerGone, 409: ServerBusy}.get(resp.status_code,
-                                                     MetadataError)
-        raise cls(action=action, server=server, status=resp.status_code,
-                  reason=resp.text[:300])
+            return call(server, *args)
+        except compute.ComputeUnavailable as exc:
+            raise NovaUnavailable(reason=exc.kwargs.get('reason', exc))
+        except compute.ComputeError as exc:
+            cls = {404: ServerGone, 409: ServerBusy}.get(exc.status_code,
+                                                         MetadataError)
+            raise cls(action=action, server=server, status=exc.status_code,
+                      reason=exc.kwargs.get('reason', ''))
 
     def get(self, server):
-        return self._call('GET', server, 'read')
+        return self._call(self._client.get_server_metadata, server, 'read')
 
     def publish(self, server, values):
         """Merge ``values`` into the server's metadata if any differs.
@@ -102,7 +93,8 @@ class ServerMetadata:
         have = self.get(server)
         if all(have.get(k) == v for k, v in want.items()):
             return False
-        self._call('POST', server, 'update', {'metadata': want})
+        self._call(self._client.update_server_metadata, server, 'update',
+                   want)
         return True
 
     def publish_budget(self, budget):

@@ -28,11 +28,16 @@ from resq_nova.conf import clients
 from resq_profiler import exception
 
 MICROVERSION = '2.86'    # extra-spec validation; networks "none" is 2.37
+METADATA_MICROVERSION = '2.1'   # server metadata is in the base v2.1 API
 GROUP = clients.NOVA
 
 
 class ComputeError(exception.ResQException):
     msg_fmt = 'Nova %(method)s %(url)s failed: %(reason)s'
+
+    def __init__(self, message=None, status_code=None, **kwargs):
+        super().__init__(message, **kwargs)
+        self.status_code = status_code
 
 
 class ComputeUnavailable(ComputeError):
@@ -69,20 +74,22 @@ class ComputeClient:
             service_type='compute', additional_headers=dict(headers or {}),
             raise_exc=False), poll_interval=poll_interval)
 
-    def _call(self, method, url, body=None, ok=(200,)):
-        kwargs = {'microversion': MICROVERSION,
+    def _call(self, method, url, body=None, ok=(200,),
+              microversion=MICROVERSION):
+        kwargs = {'microversion': microversion,
                   'headers': {'accept': 'application/json'}}
         if body is not None:
             kwargs['json'] = body
         try:
             resp = self._adapter.request(url, method, **kwargs)
         except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
-                ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure) as exc:
+                ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure,
+                ks_exc.AuthorizationFailure) as exc:
             raise ComputeUnavailable(method=method, url=url, reason=exc)
         if resp.status_code in ok:
             return resp.json() if resp.content else None
         raise ComputeError(method=method, url=url, reason='%s %s' % (
-            resp.status_code, _fault(resp)))
+            resp.status_code, _fault(resp)), status_code=resp.status_code)
 
     # -- flavors -------------------------------------------------------------
     def find_flavor(self, name):
@@ -131,6 +138,16 @@ class ComputeClient:
         body = {'server': {'name': name, 'flavorRef': flavor_id,
                            'imageRef': image, 'networks': networks}}
         return self._call('POST', '/servers', body, ok=(202,))['server']['id']
+
+    def get_server_metadata(self, server_id):
+        return self._call('GET', '/servers/%s/metadata' % server_id,
+                          microversion=METADATA_MICROVERSION)['metadata']
+
+    def update_server_metadata(self, server_id, values):
+        """Merge ``values`` into the server's metadata (other keys stay)."""
+        return self._call('POST', '/servers/%s/metadata' % server_id,
+                          {'metadata': values},
+                          microversion=METADATA_MICROVERSION)['metadata']
 
     def get_server(self, server_id):
         return self._call('GET', '/servers/%s' % server_id)['server']

@@ -40,7 +40,7 @@ class ServerMetadataTest(integrated_helpers._IntegratedTestBase):
         dma_conf.register_opts(self.agent_conf)
         self.agent_conf([], project='resq', default_config_files=[path])
         self.client = metadata.ServerMetadata.from_conf(self.agent_conf)
-        self.client._adapter.additional_headers.update({
+        self.client._client._adapter.additional_headers.update({
             'X-Auth-User': 'admin', 'X-User-Id': 'admin',
             'X-Auth-Project-Id': self.api_fixture.project_id,
             'X-Roles': 'reader,member,admin'})
