@@ -48,6 +48,21 @@ ALL_OPTS = [
                          'wrapper (needs libpqos.so.5); falls back to '
                          'resctrl when the library cannot be loaded')],
                help='How cache partitions are enforced.'),
+    cfg.StrOpt('pqos_interface',
+               default='OS',
+               choices=[('OS', 'libpqos on the kernel\'s resctrl file '
+                         'system; resctrl must be mounted'),
+                        ('MSR', 'libpqos writes the CAT model-specific '
+                         'registers itself; resctrl must not be mounted')],
+               help='The libpqos interface used when backend = pqos.'),
+    cfg.StrOpt('state_dir',
+               default='/var/lib/resq-agent',
+               help='Directory of the agent\'s own state. With backend = '
+                    'pqos it holds pqos-classes.json, which class of '
+                    'service each instance was given (libpqos numbers '
+                    'classes and cannot name them), so a restarted agent '
+                    'finds its classes again. Must survive reboots and be '
+                    'writable by the agent.'),
     cfg.IntOpt('default_group_ways',
                default=1, min=0,
                help='Ways kept for the default resctrl group (the host, '

@@ -27,3 +27,13 @@ resctrl_pctxt = priv_context.PrivContext(
     pypath=__name__ + '.resctrl_pctxt',
     capabilities=[capabilities.CAP_DAC_OVERRIDE],
 )
+
+# libpqos: its OS interface writes resctrl files (DAC override), its MSR
+# interface writes /dev/cpu/*/msr (raw I/O as well).
+pqos_pctxt = priv_context.PrivContext(
+    'resq_agent',
+    cfg_section='resq_privsep_pqos',
+    pypath=__name__ + '.pqos_pctxt',
+    capabilities=[capabilities.CAP_DAC_OVERRIDE,
+                  capabilities.CAP_SYS_RAWIO],
+)
