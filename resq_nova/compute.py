@@ -21,8 +21,6 @@ accepted.
 import time
 from urllib import parse
 
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import exceptions as ks_exc
 
 from resq_nova.conf import clients
 from resq_profiler import exception
@@ -68,24 +66,13 @@ class ComputeClient:
         :param headers: identity headers the endpoint's no-auth middleware
             reads (e.g. ``X-Auth-Project-Id``).
         """
-        from keystoneauth1 import session as ks_session
-        return cls(ks_adapter.Adapter(
-            ks_session.Session(auth=None), endpoint_override=endpoint,
-            service_type='compute', additional_headers=dict(headers or {}),
-            raise_exc=False), poll_interval=poll_interval)
+        return cls(clients.noauth_adapter(endpoint, 'compute', headers),
+                   poll_interval=poll_interval)
 
     def _call(self, method, url, body=None, ok=(200,),
               microversion=MICROVERSION):
-        kwargs = {'microversion': microversion,
-                  'headers': {'accept': 'application/json'}}
-        if body is not None:
-            kwargs['json'] = body
-        try:
-            resp = self._adapter.request(url, method, **kwargs)
-        except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
-                ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure,
-                ks_exc.AuthorizationFailure) as exc:
-            raise ComputeUnavailable(method=method, url=url, reason=exc)
+        resp = clients.request(self._adapter, method, url, microversion,
+                               body, ComputeUnavailable)
         if resp.status_code in ok:
             return resp.json() if resp.content else None
         raise ComputeError(method=method, url=url, reason='%s %s' % (

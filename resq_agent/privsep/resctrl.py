@@ -36,6 +36,21 @@ def _write(path, text):
         f.write(text)
 
 
+def _write_l3(tree, directory, masks):
+    """Check ``{domain id: mask}``, write it as ``directory``'s schemata.
+
+    Code and data get the same masks under CDP.
+    """
+    masks = {int(d): int(m) for d, m in masks.items()}
+    info = tree.validate_masks(masks)
+    if info['cdp']:
+        resources = {'L3CODE': masks, 'L3DATA': masks}
+    else:
+        resources = {'L3': masks}
+    _write(os.path.join(directory, 'schemata'),
+           resctrl.format_schemata(resources))
+
+
 @privsep.resctrl_pctxt.entrypoint
 def create_group(root, group):
     """Create resource group ``group`` (idempotent)."""
@@ -48,15 +63,7 @@ def create_group(root, group):
 def write_l3_masks(root, group, masks):
     """Set the group's L3 way masks: ``{domain id: int mask}``."""
     tree = _tree(root)
-    path = tree.group_path(group)
-    masks = {int(d): int(m) for d, m in masks.items()}
-    info = tree.validate_masks(masks)
-    if info['cdp']:
-        resources = {'L3CODE': masks, 'L3DATA': masks}
-    else:
-        resources = {'L3': masks}
-    _write(os.path.join(path, 'schemata'),
-           resctrl.format_schemata(resources))
+    _write_l3(tree, tree.group_path(group), masks)
 
 
 @privsep.resctrl_pctxt.entrypoint
@@ -97,11 +104,4 @@ def write_default_l3_masks(root, masks):
     no instance owns and give them back.
     """
     tree = _tree(root)
-    masks = {int(d): int(m) for d, m in masks.items()}
-    info = tree.validate_masks(masks)
-    if info['cdp']:
-        resources = {'L3CODE': masks, 'L3DATA': masks}
-    else:
-        resources = {'L3': masks}
-    _write(os.path.join(tree.root, 'schemata'),
-           resctrl.format_schemata(resources))
+    _write_l3(tree, tree.root, masks)

@@ -17,13 +17,19 @@ the ``resq.clients`` namespace of oslo-config-generator, whichever program
 reads them.
 """
 
+from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
 
 from resq_profiler import exception
 
 PLACEMENT = 'placement'
 NOVA = 'nova'
+# What keystoneauth raises when no request reached the service.
+UNREACHABLE = (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
+               ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure,
+               ks_exc.AuthorizationFailure)
 
 
 class MissingCredentials(exception.ResQException):
@@ -73,3 +79,28 @@ def load_adapter(conf, group, service_type, strict=True):
     return ks_loading.load_adapter_from_conf_options(
         conf, group, session=session, service_type=service_type,
         raise_exc=False)
+
+
+def noauth_adapter(endpoint, service_type, headers=None):
+    """An adapter for a service without Keystone (tests, standalone)."""
+    return ks_adapter.Adapter(
+        ks_session.Session(auth=None), endpoint_override=endpoint,
+        service_type=service_type, additional_headers=dict(headers or {}),
+        raise_exc=False)
+
+
+def request(adapter, method, url, microversion, body=None,
+            unreachable=None):
+    """Send one JSON request; the response, whatever its status.
+
+    :param unreachable: exception class raised, with ``method``, ``url``
+        and ``reason``, when the service could not be reached.
+    """
+    kwargs = {'microversion': microversion,
+              'headers': {'accept': 'application/json'}}
+    if body is not None:
+        kwargs['json'] = body
+    try:
+        return adapter.request(url, method, **kwargs)
+    except UNREACHABLE as exc:
+        raise unreachable(method=method, url=url, reason=exc)

@@ -19,8 +19,6 @@ resource tracker, another agent) bumped a provider's generation.
 
 from urllib import parse
 
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 
 from resq_nova.conf import clients
@@ -76,24 +74,14 @@ class PlacementClient:
     @classmethod
     def for_endpoint(cls, endpoint, token='admin'):
         """A client for a no-auth Placement (tests, standalone)."""
-        from keystoneauth1 import session as ks_session
-        return cls(ks_adapter.Adapter(
-            ks_session.Session(auth=None), endpoint_override=endpoint,
-            service_type='placement',
-            additional_headers={'x-auth-token': token}, raise_exc=False))
+        return cls(clients.noauth_adapter(endpoint, 'placement',
+                                          {'x-auth-token': token}))
 
     # -- the one response check -------------------------------------------
     def _call(self, method, url, microversion, body=None, ok=(200,),
               missing=None):
-        kwargs = {'microversion': microversion,
-                  'headers': {'accept': 'application/json'}}
-        if body is not None:
-            kwargs['json'] = body
-        try:
-            resp = self._adapter.request(url, method, **kwargs)
-        except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
-                ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure) as exc:
-            raise PlacementUnavailable(method=method, url=url, reason=exc)
+        resp = clients.request(self._adapter, method, url, microversion,
+                               body, PlacementUnavailable)
         if resp.status_code in ok:
             return resp.json() if resp.content else None
         if resp.status_code == 404 and missing is not None:

@@ -60,11 +60,6 @@ _STATE_IDS = {}
 _NEXT_ID = itertools.count()
 
 
-def numa_states():
-    """The memo behind :func:`numa_state`, for loops that inline it."""
-    return _NUMA_STATES
-
-
 def numa_state(topology):
     """What ResQ reads from a host's NUMA topology, computed once per object.
 

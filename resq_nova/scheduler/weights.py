@@ -44,19 +44,7 @@ class ResQWeigher(weights.BaseHostWeigher):
         if request is None:
             return [0.0] * len(weighed_obj_list)
         need = max(request.vcpus, 1)
-        states = scheduler.numa_states()
-        weights = []
-        for weighed in weighed_obj_list:
-            host = weighed.obj
-            topology = host.numa_topology
-            entry = states.get(id(topology))
-            if (entry is not None and entry[0] is topology
-                    and entry[1].total):
-                state = entry[1]
-                weights.append(min((state.pinned + need) / state.total, 1.0))
-            else:
-                weights.append(_fullness(host, need))
-        return weights
+        return [_fullness(w.obj, need) for w in weighed_obj_list]
 
     def _weigh_object(self, host_state, spec_obj):
         request, _ = scheduler.resq_request(spec_obj)

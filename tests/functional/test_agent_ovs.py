@@ -5,7 +5,6 @@ bridges, DPDK and vhost-user interfaces the way os-vif does (through
 ovsdbapp), runs the agent's DMA sizer and reads the database back.
 """
 
-import collections
 import os
 import time
 
@@ -15,13 +14,12 @@ from resq_agent import dma
 from resq_agent import ovs
 from tests import base
 from tests.fixtures import ovsdb
-
-MIB = 1024 * 1024
-WAY = 45 * MIB // 20
-Domain = collections.namedtuple('Domain', 'id io_ways way_size_bytes')
-Topology = collections.namedtuple('Topology', 'domains')
-Assignment = collections.namedtuple(
-    'Assignment', 'instance_uuid domain_id packet_bytes')
+# The plain-data doubles of the agent's topology and assignments, and
+# ResQ's way size, shared with the sizer's unit tests.
+from tests.unit.resq_agent.test_dma import Assignment
+from tests.unit.resq_agent.test_dma import Domain
+from tests.unit.resq_agent.test_dma import Topology
+from tests.unit.resq_agent.test_dma import WAY
 
 VM_A = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0a01'
 VM_B = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0a02'
