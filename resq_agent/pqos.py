@@ -32,13 +32,13 @@ class 0. Every write is skipped when libpqos already holds the value.
 
 import json
 import os
-import tempfile
 
 from oslo_log import log as logging
 
 from resq_agent import cbm
 from resq_agent import enforcer
 import resq_agent.privsep.pqos
+from resq_profiler import store
 
 LOG = logging.getLogger(__name__)
 LIBRARY = 'libpqos.so.5'
@@ -81,22 +81,7 @@ class ClassMap:
                           indent=1)
         try:
             os.makedirs(self.state_dir, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix='.' + STATE_FILE,
-                                       dir=self.state_dir)
-            try:
-                with os.fdopen(fd, 'w', encoding='utf-8') as f:
-                    f.write(text)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-            dfd = os.open(self.state_dir, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
+            store.atomic_write(self.path, text, tmp_prefix='.' + STATE_FILE)
         except OSError as exc:
             raise StateError('cannot write %s (%s); make [resq_agent] '
                              'state_dir writable by the agent'

@@ -31,10 +31,10 @@ _SUFFIX = '.json'
 _TMP_PREFIX = '.resq-profile-'
 
 
-def atomic_write(path, text):
+def atomic_write(path, text, tmp_prefix=_TMP_PREFIX):
     """Write ``text`` to ``path`` atomically (temp file, fsync, rename)."""
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, suffix='.tmp',
+    fd, tmp = tempfile.mkstemp(prefix=tmp_prefix, suffix='.tmp',
                                dir=directory)
     try:
         with os.fdopen(fd, 'w', encoding='utf-8') as f:
