@@ -181,9 +181,14 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
         _set_warm_start(m, groups, configs, pats, warm_start, ways, ni)
     build_s = time.monotonic() - started
 
+    warm_obj = pyo.value(m.obj) if warm_start else None
     solver.config.time_limit = max(time_limit - build_s, 0.1)
     solver.config.mip_gap = mip_gap
-    solver.config.warmstart = bool(warm_start)
+    # The warm start is kept as our own incumbent rather than handed to
+    # HiGHS: with highspy 1.16, Pyomo's appsi interface loads the MIP start
+    # back instead of the better solution HiGHS reports (objective and
+    # values disagree).
+    solver.config.warmstart = False
     solver.config.load_solution = False
     # HiGHS output goes to the debug log, not the console.
     solver.config.log_level = 10
@@ -191,10 +196,13 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
     res = solver.solve(m)
     solve_s = time.monotonic() - solved_at
     best = res.best_feasible_objective
-    if best is None:
-        raise ValueError('the solver found no schedule (%s)'
-                         % res.termination_condition)
-    res.solution_loader.load_vars()
+    if best is None or (warm_obj is not None and warm_obj < best - 0.5):
+        if warm_obj is None:
+            raise ValueError('the solver found no schedule (%s)'
+                             % res.termination_condition)
+        best = warm_obj          # the warm start's values stay loaded
+    else:
+        res.solution_loader.load_vars()
     bound = res.best_objective_bound
     lower = math.ceil(bound - 1e-6) if bound is not None else 0
     servers = int(round(best))
