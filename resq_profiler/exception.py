@@ -11,22 +11,12 @@
 #    under the License.
 """Exceptions of the profiler, each with a message an operator can act on."""
 
+from resq_common import exception
 
-class ResQException(Exception):
-    """Base of every resq-nova exception.
 
-    Subclasses set ``msg_fmt``; keyword arguments fill it in, so the message
-    always names the thing that is wrong and what would fix it.
-    """
-
-    msg_fmt = 'An unknown error occurred.'
-
-    def __init__(self, message=None, **kwargs):
-        self.kwargs = kwargs
-        if message is None:
-            message = self.msg_fmt % kwargs
-        self.message = message
-        super().__init__(message)
+# The base lives in resq_common, which every package may import; it is
+# re-exported here for the modules that name it through the profiler.
+ResQException = exception.ResQException
 
 
 class UnknownNF(ResQException):

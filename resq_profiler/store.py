@@ -19,10 +19,10 @@ most a ``.tmp`` file that the next write or ``cleanup()`` removes.
 
 import contextlib
 import os
-import tempfile
 
 from oslo_log import log as logging
 
+from resq_common import fileutils
 from resq_profiler import exception
 from resq_profiler import profile as profile_mod
 
@@ -32,26 +32,8 @@ _TMP_PREFIX = '.resq-profile-'
 
 
 def atomic_write(path, text, tmp_prefix=_TMP_PREFIX):
-    """Write ``text`` to ``path`` atomically (temp file, fsync, rename)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=tmp_prefix, suffix='.tmp',
-                               dir=directory)
-    try:
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    """Write ``text`` to ``path`` atomically (see :mod:`resq_common`)."""
+    fileutils.atomic_write(path, text, tmp_prefix)
 
 
 def load_file(path):

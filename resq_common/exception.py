@@ -1,0 +1,29 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The base exception of every resq-nova package."""
+
+
+class ResQException(Exception):
+    """Base of every resq-nova exception.
+
+    Subclasses set ``msg_fmt``; keyword arguments fill it in, so the message
+    always names the thing that is wrong and what would fix it.
+    """
+
+    msg_fmt = 'An unknown error occurred.'
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            message = self.msg_fmt % kwargs
+        self.message = message
+        super().__init__(message)
