@@ -273,8 +273,13 @@ def default_group_ways(dom, configured):
     return max(configured, dom.min_cbm_bits - dom.io_ways, 0)
 
 
-def cache_domain_of(dom, configured_default_ways, domains_on_host=1):
+def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
+                    dedicated_cpus=None):
     """The Placement view of a domain (inventory, traits).
+
+    :param dedicated_cpus: the CPUs Nova pins instances to (its
+        ``cpu_dedicated_set``); the domain's cores are those of its CPUs in
+        the set, all of them when it is not given.
 
     :param domains_on_host: cache domains of the host; classes of service
         are host-wide, so each domain is offered its share of them.
@@ -285,7 +290,9 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1):
         default_group_ways=default_group_ways(dom, configured_default_ways),
         cat=dom.cat,
         way_size_bytes=dom.way_size_bytes,
-        domains_on_host=domains_on_host)
+        domains_on_host=domains_on_host,
+        cores=len(set(dom.cpus) & set(dedicated_cpus)
+                  if dedicated_cpus else dom.cpus))
 
 
 def describe(topology, default_group_ways):

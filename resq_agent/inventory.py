@@ -48,16 +48,21 @@ def hypervisor_hostname(conf, hypervisor=None):
 class Inventory:
     """Reports cache domains and reads LLC allocations for one host."""
 
-    def __init__(self, client, hostname, default_group_ways):
+    def __init__(self, client, hostname, default_group_ways,
+                 dedicated_cpus=None):
         self.client = client
         self.hostname = hostname
         self.default_group_ways = default_group_ways
+        self.dedicated_cpus = dedicated_cpus
         self._compute_uuid = None
 
     @classmethod
     def from_conf(cls, conf, hostname):
+        dedicated = conf.resq_agent.cpu_dedicated_set
         return cls(placement_client.PlacementClient.from_conf(conf),
-                   hostname, conf.resq_agent.default_group_ways)
+                   hostname, conf.resq_agent.default_group_ways,
+                   discovery.parse_cpu_list(dedicated) if dedicated
+                   else None)
 
     def compute_uuid(self):
         if self._compute_uuid is None:
@@ -72,7 +77,8 @@ class Inventory:
             or the compute node not registered yet (Nova creates it).
         """
         doms = [discovery.cache_domain_of(d, self.default_group_ways,
-                                          len(topology.domains))
+                                          len(topology.domains),
+                                          self.dedicated_cpus)
                 for d in topology.domains]
         result = reporter.report(self.client, self.hostname, doms)
         LOG.info('Reported %d cache domain(s) of %s to Placement: %s',

@@ -63,6 +63,13 @@ ALL_OPTS = [
                     'classes and cannot name them), so a restarted agent '
                     'finds its classes again. Must survive reboots and be '
                     'writable by the agent.'),
+    cfg.StrOpt('cpu_dedicated_set',
+               help='The host CPUs Nova pins instances to: the same value '
+                    'as nova.conf [compute] cpu_dedicated_set (a list such '
+                    'as 0-5,8). Each cache domain reports how many of them '
+                    'it holds (trait CUSTOM_RESQ_CORES_<n>), which the '
+                    'optimizer plans with. Unset: every CPU of the '
+                    'domain.'),
     cfg.IntOpt('default_group_ways',
                default=1, min=0,
                help='Ways kept for the default resctrl group (the host, '

@@ -29,6 +29,9 @@ provider, owned by the resq agent:
 * traits ``CUSTOM_CAT_L3`` (CAT-capable), ``CUSTOM_RESQ_L3_<id>`` and the
   platform traits ``CUSTOM_RESQ_LLC_WAYS_<n>`` and
   ``CUSTOM_RESQ_LLC_WAY_KIB_<k>`` (the domain's way count and way size).
+  ``CUSTOM_RESQ_CORES_<n>`` says how many dedicated cores the domain's
+  NUMA cell has (Placement keeps PCPU on the compute node, not per cell;
+  the optimizer reads the cell's size from this trait).
   A profile is only valid on the platform it was measured on; flavors made
   by SLO admission require the profile's platform traits in their LLC
   request group, so Placement only offers cache domains of that shape.
@@ -46,6 +49,7 @@ from resq_nova import extra_specs
 TRAIT_DOMAIN_PREFIX = 'CUSTOM_RESQ_L3_'
 TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
 TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
+TRAIT_CORES_PREFIX = 'CUSTOM_RESQ_CORES_'
 MAX_DOMAINS = 64
 
 
@@ -99,6 +103,8 @@ class CacheDomain:
     cat: bool = True
     way_size_bytes: int = 0
     domains_on_host: int = 1
+    # Dedicated (pinnable) cores of the domain's NUMA cell; 0 = unknown.
+    cores: int = 0
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -123,4 +129,6 @@ class CacheDomain:
             traits.append(extra_specs.TRAIT_CAT_L3)
         if self.way_size_bytes:
             traits.extend(platform_traits(self.ways, self.way_size_bytes))
+        if self.cores:
+            traits.append('%s%d' % (TRAIT_CORES_PREFIX, self.cores))
         return sorted(traits)

@@ -42,6 +42,15 @@ class DiscoveryTest(base.TestCase):
         self.assertFalse(dom.cdp)
         self.assertFalse(dom.mba)
 
+    def test_domain_cores_are_its_cpus_in_novas_dedicated_set(self):
+        topo, _ = self.discover(ways=20, min_cbm_bits=1, num_closids=16)
+        dom = topo.domain(1)
+        self.assertEqual(8, discovery.cache_domain_of(dom, 1, 2).cores)
+        placement = discovery.cache_domain_of(
+            dom, 1, 2, discovery.parse_cpu_list('2-5,8-10'))
+        self.assertEqual(3, placement.cores)
+        self.assertIn('CUSTOM_RESQ_CORES_3', placement.traits())
+
     def test_single_socket_11_ways_shareable_bits(self):
         topo, _ = self.discover(domains={0: (0, 1, 2, 3)}, size='16896K',
                                 ways=11, min_cbm_bits=2,

@@ -88,6 +88,12 @@ class CacheDomainTest(base.TestCase):
         self.assertEqual({}, cache_domain.CacheDomain(0, 11,
                                                       cat=False).inventory())
 
+    def test_cores_trait(self):
+        dom = cache_domain.CacheDomain(1, ways=11, cores=6)
+        self.assertIn('CUSTOM_RESQ_CORES_6', dom.traits())
+        self.assertFalse([t for t in cache_domain.CacheDomain(1, 11).traits()
+                          if t.startswith(cache_domain.TRAIT_CORES_PREFIX)])
+
     def test_platform_traits_name_the_cache_shape(self):
         # ResQ's Xeon E5-2695 v4: 20 ways of 2.25 MiB.
         self.assertEqual(['CUSTOM_RESQ_LLC_WAYS_20',
