@@ -27,6 +27,13 @@ from resq_profiler import exception
 
 MICROVERSION = '2.86'    # extra-spec validation; networks "none" is 2.37
 METADATA_MICROVERSION = '2.1'   # server metadata is in the base v2.1 API
+# Pinned availability zone in server details (2.96); flavor extra specs
+# (2.47), server group "policy" (2.64), migration filters (2.59) and event
+# details (2.84) are older.
+OPTIMIZER_MICROVERSION = '2.96'
+# Live migration to a named host that still passes the scheduler (2.30+;
+# "force" is gone from 2.68, so the scheduler cannot be bypassed).
+LIVE_MIGRATION_MICROVERSION = '2.68'
 GROUP = clients.NOVA
 
 
@@ -126,6 +133,81 @@ class ComputeClient:
                            'imageRef': image, 'networks': networks}}
         return self._call('POST', '/servers', body, ok=(202,))['server']['id']
 
+    # -- what the optimizer reads and does ----------------------------------
+    def _pages(self, url, key, microversion=MICROVERSION, limit=1000):
+        """Every item of a paginated list (``limit``/``marker``)."""
+        items = []
+        marker = None
+        sep = '&' if '?' in url else '?'
+        while True:
+            page = url + '%slimit=%d' % (sep, limit)
+            if marker:
+                page += '&marker=%s' % parse.quote(marker, safe='')
+            batch = self._call('GET', page, microversion=microversion)[key]
+            items.extend(batch)
+            if len(batch) < limit:
+                return items
+            marker = batch[-1]['id']
+
+    def list_all_servers(self):
+        """Every server of every project.
+
+        With flavor extra specs (2.47+), pinned availability zone (2.96)
+        and metadata.
+        """
+        return self._pages('/servers/detail?all_tenants=1', 'servers',
+                           microversion=OPTIMIZER_MICROVERSION)
+
+    def list_compute_services(self):
+        return self._call('GET', '/os-services?binary=nova-compute',
+                          microversion=OPTIMIZER_MICROVERSION)['services']
+
+    def list_hypervisors(self):
+        """Hypervisors with their service host (2.53+)."""
+        return self._call('GET', '/os-hypervisors/detail',
+                          microversion=OPTIMIZER_MICROVERSION)['hypervisors']
+
+    def list_server_groups(self):
+        return self._call('GET', '/os-server-groups?all_projects=True',
+                          microversion=OPTIMIZER_MICROVERSION)[
+                              'server_groups']
+
+    def live_migrate(self, server_id, host):
+        """Ask Nova to live-migrate to ``host`` through the scheduler.
+
+        Never forced: the named host still passes the filters (ResQ's
+        included). :returns: the request id, to find Nova's reason later.
+        """
+        resp = clients.request(
+            self._adapter, 'POST', '/servers/%s/action' % server_id,
+            LIVE_MIGRATION_MICROVERSION,
+            {'os-migrateLive': {'host': host, 'block_migration': 'auto'}},
+            ComputeUnavailable)
+        if resp.status_code != 202:
+            raise ComputeError(method='POST', url='/servers/%s/action'
+                               % server_id, reason='%s %s' % (
+                                   resp.status_code, _fault(resp)),
+                               status_code=resp.status_code)
+        return (resp.headers.get('x-openstack-request-id')
+                or resp.headers.get('x-compute-request-id'))
+
+    def live_migrations(self, server_id):
+        """The server's live migrations, newest first (2.59+)."""
+        migrations = self._call(
+            'GET', '/os-migrations?instance_uuid=%s&migration_type='
+            'live-migration' % server_id,
+            microversion=OPTIMIZER_MICROVERSION)['migrations']
+        return sorted(migrations, key=lambda m: (m.get('created_at') or '',
+                                                 m.get('id') or 0),
+                      reverse=True)
+
+    def instance_action(self, server_id, request_id):
+        """One instance action with its events (and their details)."""
+        return self._call('GET', '/servers/%s/os-instance-actions/%s'
+                          % (server_id, request_id),
+                          microversion=OPTIMIZER_MICROVERSION)[
+                              'instanceAction']
+
     def get_server_metadata(self, server_id):
         return self._call('GET', '/servers/%s/metadata' % server_id,
                           microversion=METADATA_MICROVERSION)['metadata']
@@ -136,8 +218,9 @@ class ComputeClient:
                           {'metadata': values},
                           microversion=METADATA_MICROVERSION)['metadata']
 
-    def get_server(self, server_id):
-        return self._call('GET', '/servers/%s' % server_id)['server']
+    def get_server(self, server_id, microversion=MICROVERSION):
+        return self._call('GET', '/servers/%s' % server_id,
+                          microversion=microversion)['server']
 
     def wait_for_server(self, server_id, timeout):
         """Poll until the server is ACTIVE or ERROR, or ``timeout`` passes.

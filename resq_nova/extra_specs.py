@@ -69,6 +69,11 @@ SPECS = {s.key: s for s in (
          'Packet size of the traffic profile the SLO assumes; sizes the DMA '
          'buffer budget (leaky DMA, ResQ section 4.3).',
          'an integer from 64 to 9216', minimum=64, maximum=9216),
+    Spec('resq:migratable', 'enum',
+         'Whether resq-optimizer may live-migrate instances of this flavor '
+         'to repack the cloud ("false" pins them where they are; server '
+         'metadata resq:migratable does the same per server).',
+         'true, false', enum=('true', 'false')),
     Spec('resq:term', 'id',
          'Name of the SLO term this instance belongs to, to group the '
          'instances of one term.',

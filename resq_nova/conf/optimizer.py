@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The ``[resq_optimizer]`` options: the optimal-schedule MILP."""
+"""The ``[resq_optimizer]`` options: the MILPs and the optimizer service."""
 
 from oslo_config import cfg
 
@@ -34,6 +34,49 @@ ALL_OPTS = [
                     'large throughput targets) are modelled with per-term '
                     'instance counts instead; both are exact, this only '
                     'trades model size for LP strength.'),
+    cfg.StrOpt('state_dir',
+               default='/var/lib/resq/optimizer',
+               help='Directory where resq-optimizer keeps its snapshots and '
+                    'plans (snapshots/<id>.json, plans/<id>.json, written '
+                    'atomically) and its lock file: one optimizer at a time '
+                    'acts on a cloud. Must be writable by the optimizer.'),
+    cfg.IntOpt('min_hosts_freed',
+               default=1, min=1,
+               help='Propose a plan only when it frees at least this many '
+                    'hosts (ResQ\'s migration threshold): moving network '
+                    'functions costs more than a plan that frees fewer '
+                    'saves.'),
+    cfg.IntOpt('interval',
+               default=600, min=10,
+               help='Seconds between two plans of "resq-optimizer run".'),
+    cfg.BoolOpt('apply',
+                default=False,
+                help='Whether "resq-optimizer run" carries out the plans it '
+                     'proposes. By default it only proposes (stores the '
+                     'plan and sends resq.optimizer.plan.proposed) and an '
+                     'operator applies a plan with "resq-optimizer apply".'),
+    cfg.IntOpt('concurrency',
+               default=1, min=1,
+               help='Live migrations a plan runs at once. A move starts '
+                    'only when it is safe while the running ones hold '
+                    'their source and destination.'),
+    cfg.FloatOpt('migration_timeout',
+                 default=600.0, min=1.0,
+                 help='Seconds one live migration may take before it counts '
+                      'as failed and the plan stops.'),
+    cfg.FloatOpt('poll_interval',
+                 default=2.0, min=0.01,
+                 help='Seconds between two looks at a migrating server.'),
+    cfg.FloatOpt('request_timeout',
+                 default=30.0, min=1.0,
+                 help='Default of the [placement] and [nova] "timeout" '
+                      'options for the optimizer: a Placement or Nova that '
+                      'does not answer within it fails the run with a '
+                      'message, and nothing is proposed.'),
+    cfg.ListOpt('notification_topics',
+                default=['notifications'],
+                help='Topics of the optimizer\'s versioned notifications '
+                     '(resq.optimizer.plan.proposed, .applied, .failed).'),
 ]
 
 

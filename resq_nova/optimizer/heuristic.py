@@ -34,12 +34,14 @@ def drain(snap, fixed, rng=None, noise=0.0):
     free = {}
     for h in snap.hosts:
         for d in h.domains:
-            free[h.name, d.id] = [d.cores, d.ways]
+            free[h.name, d.id] = [d.cores, d.ways,
+                                  d.clos if d.clos is not None else h.clos]
     clos = {h.name: h.clos for h in snap.hosts}
     on_host = collections.defaultdict(list)
     for inst in snap.instances:
         free[inst.host, inst.domain][0] -= inst.cores
         free[inst.host, inst.domain][1] -= inst.ways
+        free[inst.host, inst.domain][2] -= inst.clos
         clos[inst.host] -= inst.clos
         on_host[inst.host].append(inst)
     mates = collections.defaultdict(set)
@@ -52,7 +54,7 @@ def drain(snap, fixed, rng=None, noise=0.0):
     keep = set(in_use)
     # Domains by free ways, for best fit.
     buckets = collections.defaultdict(set)
-    for key, (_, ways) in free.items():
+    for key, (_, ways, _) in free.items():
         if key[0] in keep and hosts[key[0]].accepts:
             buckets[ways].add(key)
     max_ways = max((d.ways for h in snap.hosts for d in h.domains),
@@ -69,7 +71,7 @@ def drain(snap, fixed, rng=None, noise=0.0):
                 name = key[0]
                 if name == exclude or free[key][0] < inst.cores:
                     continue
-                if clos[name] < inst.clos:
+                if min(clos[name], free[key][2]) < inst.clos:
                     continue
                 if inst.az and hosts[name].az != inst.az:
                     continue
@@ -101,6 +103,7 @@ def drain(snap, fixed, rng=None, noise=0.0):
             old = free[key][1]
             free[key][0] -= inst.cores
             free[key][1] -= inst.ways
+            free[key][2] -= inst.clos
             clos[key[0]] -= inst.clos
             where[inst.uuid] = key[0]
             rebucket(key, old)
@@ -117,6 +120,7 @@ def drain(snap, fixed, rng=None, noise=0.0):
             old = free[key][1]
             free[key][0] += inst.cores
             free[key][1] += inst.ways
+            free[key][2] += inst.clos
             clos[key[0]] += inst.clos
             where[inst.uuid] = name
             rebucket(key, old)

@@ -150,7 +150,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
     hidx = {h.name: i for i, h in enumerate(hosts)}
     doms = [(hi, dom) for hi, h in enumerate(hosts) for dom in h.domains]
     didx = {(hosts[hi].name, dom.id): di for di, (hi, dom) in enumerate(doms)}
-    fixed_dom = collections.defaultdict(lambda: [0, 0])
+    fixed_dom = collections.defaultdict(lambda: [0, 0, 0])
     fixed_clos = collections.Counter()
     fixed_anti = collections.Counter()
     forced_open = {hi for hi, h in enumerate(hosts) if h.other_load}
@@ -161,6 +161,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
         if inst.uuid in fixed:
             fixed_dom[di][0] += inst.cores
             fixed_dom[di][1] += inst.ways
+            fixed_dom[di][2] += inst.clos
             fixed_clos[hidx[inst.host]] += inst.clos
             for gi in groups_of.get(inst.uuid, ()):
                 fixed_anti[gi, hidx[inst.host]] += 1
@@ -177,8 +178,11 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
 
     def free(di):
         hi, dom = doms[di]
+        host_clos = hosts[hi].clos - fixed_clos[hi]
+        if dom.clos is not None:
+            host_clos = min(host_clos, dom.clos - fixed_dom[di][2])
         return (dom.cores - fixed_dom[di][0], dom.ways - fixed_dom[di][1],
-                hosts[hi].clos - fixed_clos[hi])
+                host_clos)
 
     frees = [free(di) for di in range(len(doms))]
     index = []          # (k, di) of every m variable
@@ -247,6 +251,9 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
                 <= fc * m.open[hi])
         m.c.add(quick(keys[kk][1] * m.m[kk, d] for kk, d in vs)
                 <= fw * m.open[hi])
+        if doms[di][1].clos is not None:
+            m.c.add(quick(keys[kk][2] * m.m[kk, d] for kk, d in vs)
+                    <= frees[di][2] * m.open[hi])
     for hi, vs in by_host.items():
         m.c.add(quick(keys[kk][2] * m.m[kk, d] for kk, d in vs)
                 <= (hosts[hi].clos - fixed_clos[hi]) * m.open[hi])

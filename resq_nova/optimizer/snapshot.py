@@ -51,6 +51,9 @@ class Domain:
     ways: int
     reserved_ways: int = 0
     provider: str = None
+    # Classes of service Placement offers in this domain (None: only the
+    # host's count applies).
+    clos: int = None
 
 
 @dataclasses.dataclass
@@ -151,6 +154,8 @@ def _domain_dict(dom):
            'reserved_ways': dom.reserved_ways}
     if dom.provider:
         doc['provider'] = dom.provider
+    if dom.clos is not None:
+        doc['clos'] = dom.clos
     return doc
 
 
@@ -251,7 +256,9 @@ def from_dict(doc, source='<memory>'):
                          reserved_ways=r.int(d['reserved_ways'],
                                              dw + '.reserved_ways'),
                          provider=r.str(d.get('provider'), dw + '.provider',
-                                        allow_none=True))
+                                        allow_none=True),
+                         clos=(r.int(d['clos'], dw + '.clos')
+                               if d.get('clos') is not None else None))
             if any(x.id == dom.id for x in domains):
                 r.fail(dw, 'host %s lists domain %d twice' % (name, dom.id))
             domains.append(dom)
@@ -314,13 +321,14 @@ def from_dict(doc, source='<memory>'):
 
 
 def usage(snap):
-    """``({(host, domain): [cores, ways]}, {host: clos})`` of the instances."""
+    """``({(host, domain): [cores, ways, clos]}, {host: clos})`` in use."""
     dom_use = {}
     clos_use = {}
     for inst in snap.instances:
-        use = dom_use.setdefault((inst.host, inst.domain), [0, 0])
+        use = dom_use.setdefault((inst.host, inst.domain), [0, 0, 0])
         use[0] += inst.cores
         use[1] += inst.ways
+        use[2] += inst.clos
         clos_use[inst.host] = clos_use.get(inst.host, 0) + inst.clos
     return dom_use, clos_use
 
@@ -328,11 +336,12 @@ def usage(snap):
 def check_capacity(snap):
     """:raises SnapshotError: when a domain or host is over-committed."""
     dom_use, clos_use = usage(snap)
-    for (host_name, dom_id), (cores, ways) in sorted(dom_use.items()):
+    for (host_name, dom_id), (cores, ways, clos) in sorted(dom_use.items()):
         dom = snap.host(host_name).domain(dom_id)
         for what, used, cap in (('cores', cores, dom.cores),
-                                ('ways', ways, dom.ways)):
-            if used > cap:
+                                ('ways', ways, dom.ways),
+                                ('classes of service', clos, dom.clos)):
+            if cap is not None and used > cap:
                 raise SnapshotError(
                     source=snap.source, reason='cache domain %d of %s is '
                     'already over-committed: its instances use %d %s of %d; '

@@ -1,0 +1,216 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``resq-optimizer``: plan repacking live migrations, apply plans, or run.
+
+::
+
+    resq-optimizer [--config-file F] plan [--state FILE] [--json OUT]
+                                          [--min-hosts-freed N]
+    resq-optimizer [--config-file F] apply PLAN [--concurrency N]
+                                                [--timeout S]
+    resq-optimizer [--config-file F] run
+
+``plan`` reads the cloud from Placement and Nova (``[placement]``,
+``[nova]``) or a snapshot file, prints the moves and the summary, and
+stores the plan (and its snapshot) under ``[resq_optimizer] state_dir``.
+``apply`` carries out a stored plan (its id, or a file) move by move and
+prints each outcome. ``run`` is the service. Exit status: 0 done, 1 an
+error or a refused plan, 2 a plan that failed part-way.
+"""
+
+import json
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from resq_common import exception
+from resq_common import fileutils
+from resq_nova import compute as compute_mod
+from resq_nova import conf as nova_conf
+from resq_nova.conf import clients
+from resq_nova import milp
+from resq_nova.placement import client as placement_client
+
+LOG = logging.getLogger(__name__)
+
+
+def _clients(conf):
+    for group in (clients.PLACEMENT, clients.NOVA):
+        if conf[group].timeout is None:
+            conf.set_override('timeout', conf.resq_optimizer.request_timeout,
+                              group=group)
+    return (placement_client.PlacementClient.from_conf(conf),
+            compute_mod.ComputeClient.from_conf(conf))
+
+
+def _optimizer(conf, live=True, notify=True):
+    from resq_nova.optimizer import notifier
+    from resq_nova.optimizer import service
+
+    placement = compute = None
+    if live:
+        placement, compute = _clients(conf)
+    note = None
+    if notify:
+        note = notifier.PlanNotifier(conf)
+    return service.Optimizer(conf, placement, compute, notifier=note)
+
+
+def print_plan(plan, out=sys.stdout):
+    moves = plan['moves']
+    if moves:
+        rows = [('#', 'instance', 'from', 'to', 'cores', 'ways')]
+        for n, mv in enumerate(moves, 1):
+            rows.append((str(n), mv.get('name') or mv['uuid'],
+                         '%s:%s' % (mv['from_host'], mv['from_domain']),
+                         '%s:%s' % (mv['to_host'], mv['to_domain']),
+                         str(mv.get('cores', '')), str(mv.get('ways', ''))))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            print('  '.join(c.ljust(w) for c, w in zip(r, widths)).rstrip(),
+                  file=out)
+        print(file=out)
+    solver = plan.get('solver', {})
+    summary = [
+        ('plan', plan.get('id')),
+        ('hosts in use', '%s -> %s' % (plan['hosts_used_before'],
+                                       plan['hosts_used_after'])),
+        ('lower bound', plan['lower_bound']),
+        ('gap', '%.2f%%' % plan['gap_pct']),
+        ('moves', '%d (at least %s)' % (len(moves),
+                                        plan.get('moves_lower_bound'))),
+        ('left out', len(plan.get('left_out') or ())),
+        ('solve time', '%.1fs (%s)' % (solver.get('seconds', 0),
+                                       solver.get('status'))),
+        ('proposed', 'yes' if plan['proposed'] else 'no'),
+        ('reason', plan['reason']),
+    ]
+    for key, value in summary:
+        print('%-13s %s' % (key + ':', value), file=out)
+    for item in plan.get('left_out') or ():
+        print('left out %s: %s' % (item['uuid'], item['reason']), file=out)
+
+
+def _plan(conf):
+    args = conf.command
+    opt = _optimizer(conf, live=not args.state, notify=not args.state)
+    plan, path = opt.plan(state_file=args.state,
+                          min_hosts_freed=args.min_hosts_freed)
+    print_plan(plan)
+    print('stored:       %s' % path)
+    if args.json:
+        fileutils.atomic_write(args.json, json.dumps(plan, indent=1,
+                                                     sort_keys=True) + '\n')
+        print('written:      %s' % args.json)
+    return 0
+
+
+def _progress(action):
+    outcome = action.get('outcome')
+    line = '%-8s %s %s:%s -> %s:%s' % (
+        outcome, action.get('name') or action['uuid'], action['from_host'],
+        action['from_domain'], action['to_host'], action['to_domain'])
+    if action.get('detail'):
+        line += ': %s' % action['detail']
+    print(line, flush=True)
+
+
+def _apply(conf):
+    from resq_nova.optimizer import execute
+
+    args = conf.command
+    opt = _optimizer(conf)
+    plan, path = opt.apply(args.plan, progress=_progress,
+                           concurrency=args.concurrency,
+                           timeout=args.timeout)
+    print('%s: %s (%s)' % (plan['id'], plan['status'], plan['result']))
+    print('stored: %s' % path)
+    return 0 if plan['status'] == execute.APPLIED else 2
+
+
+def _run(conf):
+    from oslo_service import backend
+
+    backend.init_backend(backend.BackendType.THREADING)
+    from oslo_service import service as os_service
+
+    from resq_nova.optimizer import service
+
+    opt = _optimizer(conf)
+    launcher = os_service.launch(conf, service.make_service(conf, opt),
+                                 restart_method='mutate')
+    launcher.wait()
+    return 0
+
+
+def _add_parsers(subparsers):
+    p = subparsers.add_parser('plan', help='make one plan, print it and '
+                              'store it')
+    p.add_argument('--state', help='plan from this snapshot file instead '
+                   'of the live cloud')
+    p.add_argument('--json', help='also write the plan to this file')
+    p.add_argument('--min-hosts-freed', type=int, default=None,
+                   help='propose only when the plan frees this many hosts '
+                   '(default: [resq_optimizer] min_hosts_freed)')
+    p.set_defaults(func=_plan)
+    p = subparsers.add_parser('apply', help='carry out a stored plan')
+    p.add_argument('plan', help='plan id (in [resq_optimizer] state_dir) or '
+                   'plan file')
+    p.add_argument('--concurrency', type=int, default=None,
+                   help='live migrations at once (default: [resq_optimizer] '
+                   'concurrency)')
+    p.add_argument('--timeout', type=float, default=None,
+                   help='seconds per live migration (default: '
+                   '[resq_optimizer] migration_timeout)')
+    p.set_defaults(func=_apply)
+    p = subparsers.add_parser('run', help='run the optimizer service')
+    p.set_defaults(func=_run)
+
+
+command_opt = cfg.SubCommandOpt('command', title='Commands',
+                                handler=_add_parsers)
+
+
+def parse_config(argv):
+    conf = cfg.ConfigOpts()
+    logging.register_options(conf)
+    conf.set_default('use_stderr', True)
+    nova_conf.register_opts(conf)
+    placement_client.register_opts(conf)
+    compute_mod.register_opts(conf)
+    conf.register_cli_opt(command_opt)
+    conf(sys.argv[1:] if argv is None else argv, project='resq',
+         prog='resq-optimizer')
+    logging.setup(conf, 'resq-optimizer')
+    return conf
+
+
+def main(argv=None):
+    conf = parse_config(argv)
+    args = conf.command
+    if getattr(args, 'min_hosts_freed', None) is not None \
+            and args.min_hosts_freed < 1:
+        print('ERROR: --min-hosts-freed must be at least 1', file=sys.stderr)
+        return 1
+    try:
+        return conf.command.func(conf)
+    except exception.ResQException as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 1
+    except (ValueError, milp.SolverUnavailable) as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,347 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""A stored plan carried out by live migrations, each with its true outcome.
+
+Before the first move the plan is checked against the cloud as it is now
+(a fresh snapshot from Placement and Nova): every instance still where the
+plan found it, every move still safe in order. A plan that no longer
+matches is refused and nothing moves.
+
+Then each move, in plan order: re-checked against Placement (the
+instance's ways still in the source domain, the destination domain with
+the ways and a class of service free, the server ACTIVE on its source
+with no task); asked of Nova (``os-migrateLive`` to the named host,
+through the scheduler and its filters, ResQ's included); watched until
+the server is ACTIVE again or the timeout passes. With ``concurrency``
+above one, a move starts only when it is safe while the moves still
+running hold both their ends.
+
+Outcomes: ``done``; ``failed`` with Nova's reason (the request refused,
+the migration in error, the server elsewhere than asked, the timeout);
+``skipped`` when the state changed under the plan; ``not-run`` after a
+failure or skip, which stops the plan: later moves may depend on it.
+"""
+
+import concurrent.futures
+import datetime
+import time
+
+from oslo_log import log as logging
+
+from resq_common import exception
+from resq_nova import compute as compute_mod
+from resq_nova import extra_specs
+from resq_nova.optimizer import collect
+from resq_nova.optimizer import ordering
+from resq_nova.placement import client as placement_client
+
+LOG = logging.getLogger(__name__)
+
+DONE = 'done'
+FAILED = 'failed'
+SKIPPED = 'skipped'
+NOT_RUN = 'not-run'
+APPLIED = 'applied'
+PLAN_FAILED = 'failed'
+REFUSED = 'refused'
+PLAN_KEYS = ('hosts_used_before', 'hosts_used_after', 'lower_bound',
+             'gap_pct', 'proposed', 'reason', 'moves')
+MOVE_KEYS = ('uuid', 'from_host', 'from_domain', 'to_host', 'to_domain')
+
+
+class PlanRefused(exception.ResQException):
+    msg_fmt = 'plan %(plan)s refused before the first move: %(reason)s'
+
+
+def check_document(plan, source):
+    """:raises PlanRefused: when ``plan`` is not a plan document."""
+    if not isinstance(plan, dict):
+        raise PlanRefused(plan=source, reason='not a plan document')
+    missing = [k for k in PLAN_KEYS if k not in plan]
+    if missing:
+        raise PlanRefused(plan=source, reason='it lacks %s'
+                          % ', '.join(missing))
+    if not isinstance(plan['moves'], list):
+        raise PlanRefused(plan=source, reason='"moves" is not a list')
+    for n, mv in enumerate(plan['moves']):
+        if not isinstance(mv, dict) or any(k not in mv for k in MOVE_KEYS):
+            raise PlanRefused(plan=source, reason='moves[%d] lacks one of '
+                              '%s' % (n, ', '.join(MOVE_KEYS)))
+    if not plan['proposed']:
+        raise PlanRefused(plan=source, reason='it was not proposed (%s)'
+                          % plan['reason'])
+    if plan.get('status') in (APPLIED, PLAN_FAILED, REFUSED):
+        raise PlanRefused(plan=source, reason='it was already applied '
+                          '(status %s); make a new plan' % plan['status'])
+
+
+def check_against(snap, plan, source):
+    """Refuse a plan that does not match ``snap`` (the cloud now).
+
+    :returns: the ledger of ``snap`` for the moves to run on.
+    :raises PlanRefused: naming the first mismatches.
+    """
+    problems = []
+    by_uuid = {i.uuid: i for i in snap.instances}
+    for mv in plan['moves']:
+        inst = by_uuid.get(mv['uuid'])
+        if inst is None:
+            problems.append('instance %s is not a ResQ instance of the '
+                            'cloud any more' % mv['uuid'])
+        elif (inst.host, inst.domain) != (mv['from_host'],
+                                          mv['from_domain']):
+            problems.append('instance %s is in domain %d of %s, the plan '
+                            'expects domain %d of %s' % (
+                                inst.uuid, inst.domain, inst.host,
+                                mv['from_domain'], mv['from_host']))
+        elif not inst.migratable:
+            problems.append('instance %s cannot move now (%s)'
+                            % (inst.uuid, inst.reason))
+        elif 'ways' in mv and inst.ways != mv['ways']:
+            problems.append('instance %s holds %d ways, the plan expects '
+                            '%d' % (inst.uuid, inst.ways, mv['ways']))
+    if not problems:
+        ledger = ordering.Ledger(snap)
+        for mv in plan['moves']:
+            inst = by_uuid[mv['uuid']]
+            why = ledger.blocker(inst, mv['to_host'], mv['to_domain'])
+            if why:
+                problems.append('moving %s to %s is no longer safe: %s'
+                                % (inst.uuid, mv['to_host'], why))
+                break
+            ledger.start(inst, inst.host, mv['to_host'], mv['to_domain'])
+            ledger.finish(inst, inst.host, inst.domain, mv['to_host'])
+    if problems:
+        more = (' (and %d more)' % (len(problems) - 3)
+                if len(problems) > 3 else '')
+        raise PlanRefused(plan=source, reason='the cloud changed since it '
+                          'was made: %s%s; make a new plan'
+                          % ('; '.join(problems[:3]), more))
+    return ordering.Ledger(snap)
+
+
+class Executor:
+    """Carries out one plan; see the module doc."""
+
+    def __init__(self, placement, compute, timeout=600.0, concurrency=1,
+                 poll_interval=2.0, progress=None, clock=time.monotonic,
+                 sleep=time.sleep):
+        if concurrency < 1:
+            raise ValueError('concurrency must be at least 1, got %r'
+                             % concurrency)
+        self.placement = placement
+        self.compute = compute
+        self.timeout = timeout
+        self.concurrency = concurrency
+        self.poll_interval = poll_interval
+        self.progress = progress or (lambda action: None)
+        self.clock = clock
+        self.sleep = sleep
+
+    def apply(self, plan, source=None, snap=None):
+        """Carry out ``plan``; it is updated with outcomes and returned.
+
+        :raises PlanRefused: before anything moved.
+        """
+        source = source or plan.get('id', '<plan>')
+        check_document(plan, source)
+        if snap is None:
+            snap = collect.collect(self.placement, self.compute)
+        ledger = check_against(snap, plan, source)
+        by_uuid = {i.uuid: i for i in snap.instances}
+        providers = {(h.name, d.id): d.provider for h in snap.hosts
+                     for d in h.domains}
+        actions = [dict(mv, outcome=NOT_RUN, detail=None)
+                   for mv in plan['moves']]
+        plan['actions'] = actions
+        plan['status'] = 'applying'
+        started = _now()
+        stop = None
+        pending = list(actions)
+        running = {}
+        with concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.concurrency) as pool:
+            while (pending and stop is None) or running:
+                # Start what is safe while the running moves hold both ends.
+                while (pending and stop is None
+                       and len(running) < self.concurrency):
+                    action = pending[0]
+                    inst = by_uuid[action['uuid']]
+                    if ledger.blocker(inst, action['to_host'],
+                                      action['to_domain']):
+                        if running:
+                            break           # wait for a running move
+                        self._outcome(action, SKIPPED, 'the plan order no '
+                                      'longer holds: %s' % ledger.blocker(
+                                          inst, action['to_host'],
+                                          action['to_domain']))
+                        stop = action
+                        break
+                    pending.pop(0)
+                    ledger.start(inst, inst.host, action['to_host'],
+                                 action['to_domain'])
+                    running[pool.submit(self._move, action, inst,
+                                        providers)] = (action, inst)
+                if not running:
+                    break
+                done, _ = concurrent.futures.wait(
+                    running, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in done:
+                    action, inst = running.pop(future)
+                    try:
+                        future.result()
+                    except Exception as exc:   # a bug must not hide
+                        LOG.exception('Move of %s failed unexpectedly',
+                                      inst.uuid)
+                        self._outcome(action, FAILED, 'unexpected error: %s'
+                                      % exc)
+                    if action['outcome'] == DONE:
+                        ledger.finish(inst, inst.host, inst.domain,
+                                      action['to_host'])
+                    else:
+                        ledger.abort(inst, inst.host, action['to_host'],
+                                     action['to_domain'])
+                        stop = stop or action
+        done_count = sum(1 for a in actions if a['outcome'] == DONE)
+        if stop is None:
+            plan['status'] = APPLIED
+            plan['result'] = '%d of %d moves done' % (done_count,
+                                                      len(actions))
+        else:
+            plan['status'] = PLAN_FAILED
+            plan['result'] = ('stopped at %s (%s: %s); %d of %d moves done, '
+                              'the rest not run' % (
+                                  stop['uuid'], stop['outcome'],
+                                  stop['detail'], done_count, len(actions)))
+        plan['applied_at'] = started
+        plan['finished_at'] = _now()
+        return plan
+
+    def _outcome(self, action, outcome, detail):
+        action['outcome'] = outcome
+        action['detail'] = detail
+        action['at'] = _now()
+        log = LOG.info if outcome == DONE else LOG.warning
+        log('Move of %s to %s: %s%s', action['uuid'], action['to_host'],
+            outcome, ' (%s)' % detail if detail else '')
+        self.progress(action)
+
+    # -- one move -----------------------------------------------------------
+    def _move(self, action, inst, providers):
+        why = self._recheck(action, inst, providers)
+        if why:
+            return self._outcome(action, SKIPPED, 'the state changed: %s'
+                                 % why)
+        self.progress(dict(action, outcome='started'))
+        try:
+            request_id = self.compute.live_migrate(action['uuid'],
+                                                   action['to_host'])
+        except compute_mod.ComputeError as exc:
+            return self._outcome(action, FAILED, 'Nova refused the live '
+                                 'migration: %s' % exc)
+        action['request_id'] = request_id
+        return self._watch(action, request_id)
+
+    def _recheck(self, action, inst, providers):
+        """Why the move is not safe any more, or ``None``."""
+        try:
+            server = self.compute.get_server(action['uuid'])
+            if server.get('OS-EXT-SRV-ATTR:host') != inst.host:
+                return 'the server is on %s now' % server.get(
+                    'OS-EXT-SRV-ATTR:host')
+            if (server.get('status') != 'ACTIVE'
+                    or server.get('OS-EXT-STS:task_state')):
+                return 'the server is %s (task %s)' % (
+                    server.get('status'), server.get('OS-EXT-STS:task_state'))
+            src = providers.get((inst.host, inst.domain))
+            allocs = self.placement.get_allocations(action['uuid'])
+            if allocs.get(src, {}).get(extra_specs.RC_LLC_WAY) != inst.ways:
+                return ('its %d ways are no longer allocated in domain %d '
+                        'of %s' % (inst.ways, inst.domain, inst.host))
+            dst = providers.get((action['to_host'], action['to_domain']))
+            if dst is None:
+                return 'the destination domain is not in Placement'
+            inv = self.placement.get_inventories(dst)
+            use = self.placement.get_usages(dst)
+            for rc, need in ((extra_specs.RC_LLC_WAY, inst.ways),
+                             (extra_specs.RC_LLC_CLOS, inst.clos)):
+                if not need:
+                    continue
+                free = (collect._usable(inv.get(rc)) - int(use.get(rc, 0)))
+                if free < need:
+                    return ('domain %d of %s has %d %s free, the move needs '
+                            '%d' % (action['to_domain'], action['to_host'],
+                                    free, rc, need))
+        except (compute_mod.ComputeError,
+                placement_client.PlacementError) as exc:
+            return 'cannot check it (%s)' % exc
+        return None
+
+    def _watch(self, action, request_id):
+        deadline = self.clock() + self.timeout
+        while True:
+            try:
+                server = self.compute.get_server(action['uuid'])
+            except compute_mod.ComputeError as exc:
+                server = None
+                LOG.warning('Cannot read server %s (%s); still watching',
+                            action['uuid'], exc)
+            if server is not None and server.get('status') != 'MIGRATING' \
+                    and not server.get('OS-EXT-STS:task_state'):
+                host = server.get('OS-EXT-SRV-ATTR:host')
+                if host == action['to_host'] and server['status'] == 'ACTIVE':
+                    return self._outcome(action, DONE, None)
+                return self._outcome(action, FAILED, self._reason(
+                    action, request_id, server))
+            if self.clock() >= deadline:
+                return self._outcome(action, FAILED, 'timed out after %ss; '
+                                     'the server is %s (migration %s)' % (
+                                         self.timeout, server and server.get(
+                                             'status'),
+                                         self._migration_status(action)))
+            self.sleep(self.poll_interval)
+
+    def _migration_status(self, action):
+        try:
+            migrations = self.compute.live_migrations(action['uuid'])
+        except compute_mod.ComputeError:
+            return 'unknown'
+        return migrations[0]['status'] if migrations else 'not found'
+
+    def _reason(self, action, request_id, server):
+        """Nova's reason the server is not ACTIVE on the destination."""
+        parts = ['the server is %s on %s' % (
+            server.get('status'), server.get('OS-EXT-SRV-ATTR:host'))]
+        parts.append('migration %s' % self._migration_status(action))
+        if request_id:
+            try:
+                act = self.compute.instance_action(action['uuid'],
+                                                   request_id)
+                for event in act.get('events') or ():
+                    if (event.get('result') or '').lower() == 'error':
+                        parts.append('%s: %s' % (
+                            event.get('event'), event.get('details')
+                            or event.get('traceback', '').strip().splitlines()
+                            [-1:] or 'error'))
+                if act.get('message'):
+                    parts.append(act['message'])
+            except compute_mod.ComputeError:
+                pass
+        fault = server.get('fault') or {}
+        if fault.get('message'):
+            parts.append(fault['message'])
+        return '; '.join(str(p) for p in parts)
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec='seconds')

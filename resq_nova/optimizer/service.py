@@ -1,0 +1,147 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The optimizer: plan (and apply) on the live cloud, once or every interval.
+
+:class:`Optimizer` ties the pieces together for the commands and for the
+service: take a snapshot (live, under the lock, or from a file), plan,
+store both, notify; apply a stored plan under the lock, store the
+outcomes, notify. :class:`OptimizerService` runs it every ``[resq_optimizer]
+interval`` seconds under oslo.service, proposing by default and applying
+only when ``[resq_optimizer] apply`` is set.
+"""
+
+import json
+
+from oslo_log import log as logging
+
+from resq_common import exception
+from resq_common import fileutils
+from resq_nova.optimizer import collect
+from resq_nova.optimizer import execute
+from resq_nova.optimizer import notifier as notifier_mod
+from resq_nova.optimizer import planner
+from resq_nova.optimizer import snapshot as snap_mod
+from resq_nova.optimizer import store as store_mod
+
+LOG = logging.getLogger(__name__)
+
+
+class Optimizer:
+
+    def __init__(self, conf, placement=None, compute=None, store=None,
+                 notifier=None):
+        self.conf = conf
+        self.opts = conf.resq_optimizer
+        self.placement = placement
+        self.compute = compute
+        self.store = store or store_mod.Store(self.opts.state_dir)
+        self.notifier = notifier
+
+    def _notify(self, event, plan):
+        if self.notifier is not None:
+            self.notifier.send(event, plan)
+
+    def plan(self, state_file=None, min_hosts_freed=None):
+        """Make, store and announce one plan.
+
+        :returns: ``(plan, path)``.
+        :raises resq_nova.optimizer.snapshot.SnapshotError: bad file.
+        :raises resq_nova.optimizer.store.OptimizerBusy: another optimizer.
+        """
+        if min_hosts_freed is None:
+            min_hosts_freed = self.opts.min_hosts_freed
+        if state_file:
+            snap = snap_mod.load(state_file)
+            return self._plan(snap, min_hosts_freed, source=state_file)
+        with self.store.lock():
+            snap = collect.collect(self.placement, self.compute)
+            return self._plan(snap, min_hosts_freed, source='live')
+
+    def _plan(self, snap, min_hosts_freed, source):
+        snapshot_id = planner.new_id('snapshot')
+        doc = snap.to_dict()
+        doc['source'] = source
+        self.store.save_snapshot(snapshot_id, doc)
+        plan = planner.make_plan(snap, min_hosts_freed=min_hosts_freed,
+                                 time_limit=self.opts.time_limit,
+                                 mip_gap=self.opts.mip_gap,
+                                 snapshot_id=snapshot_id)
+        path = self.store.save_plan(plan)
+        LOG.info('Plan %s: %s', plan['id'], plan['reason'])
+        self._notify(notifier_mod.PROPOSED, plan)
+        return plan, path
+
+    def apply(self, ref, progress=None, concurrency=None, timeout=None):
+        """Carry out stored plan ``ref`` (an id or a file).
+
+        :returns: ``(plan, path)``, the plan with its outcomes.
+        :raises resq_nova.optimizer.execute.PlanRefused: nothing moved.
+        """
+        with self.store.lock():
+            plan, path = self.store.load_plan(ref)
+            executor = execute.Executor(
+                self.placement, self.compute,
+                timeout=timeout or self.opts.migration_timeout,
+                concurrency=concurrency or self.opts.concurrency,
+                poll_interval=self.opts.poll_interval, progress=progress)
+            try:
+                executor.apply(plan, source=ref)
+            except execute.PlanRefused as exc:
+                if isinstance(plan, dict) and plan.get('status') not in (
+                        execute.APPLIED, execute.PLAN_FAILED):
+                    plan['status'] = execute.REFUSED
+                    plan['result'] = str(exc)
+                    self._save(plan, path)
+                    self._notify(notifier_mod.FAILED, plan)
+                raise
+            self._save(plan, path)
+        self._notify(notifier_mod.APPLIED if plan['status'] == execute.APPLIED
+                     else notifier_mod.FAILED, plan)
+        return plan, path
+
+    def _save(self, plan, path):
+        if path.startswith(self.store.plans):
+            self.store.save_plan(plan)
+        else:
+            fileutils.atomic_write(path, json.dumps(plan, indent=1,
+                                                    sort_keys=True) + '\n')
+
+    def tick(self):
+        """One round of the service: plan; apply when configured to.
+
+        Never raises: a failed round is logged in one line and the next
+        one runs at the next interval.
+        """
+        try:
+            plan, _ = self.plan()
+            if plan['proposed'] and self.opts.apply:
+                plan, _ = self.apply(plan['id'])
+                LOG.info('Plan %s: %s', plan['id'], plan['result'])
+            return plan
+        except exception.ResQException as exc:
+            LOG.error('Optimizer round failed: %s', exc)
+        except Exception:
+            LOG.exception('Optimizer round failed unexpectedly')
+        return None
+
+
+def make_service(conf, optimizer):
+    """An oslo.service service running ``optimizer.tick`` periodically."""
+    from oslo_service import service
+
+    class OptimizerService(service.Service):
+        def start(self):
+            super().start()
+            self.tg.add_timer(conf.resq_optimizer.interval, optimizer.tick,
+                              initial_delay=0)
+
+    return OptimizerService()

@@ -1,0 +1,135 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Plans and snapshots on disk, and the lock one optimizer holds.
+
+``[resq_optimizer] state_dir`` holds ``snapshots/<id>.json`` and
+``plans/<id>.json``, each written atomically (a reader sees a whole
+document or none), and ``resq-optimizer.lock``: the optimizer that acts on
+the cloud (plans, applies) holds it, a second one is told who does.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import re
+
+from resq_common import exception
+from resq_common import fileutils
+
+ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
+
+
+class StoreError(exception.ResQException):
+    msg_fmt = 'optimizer state %(path)s: %(reason)s'
+
+
+class PlanNotFound(exception.ResQException):
+    msg_fmt = ('no plan %(plan)s in %(path)s and no such file; list the '
+               'stored plans with "ls %(path)s"')
+
+
+class OptimizerBusy(exception.ResQException):
+    msg_fmt = ('another resq-optimizer (pid %(pid)s) is acting on this cloud '
+               '(it holds %(path)s); wait for it to finish or stop it')
+
+
+class Store:
+    def __init__(self, state_dir):
+        self.root = os.path.abspath(state_dir)
+        self.plans = os.path.join(self.root, 'plans')
+        self.snapshots = os.path.join(self.root, 'snapshots')
+        for path in (self.plans, self.snapshots):
+            try:
+                os.makedirs(path, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(path=path, reason='cannot be created (%s); '
+                                 'set [resq_optimizer] state_dir to a '
+                                 'writable directory' % exc.strerror)
+
+    def _write(self, directory, doc_id, doc):
+        if not ID_RE.match(doc_id):
+            raise StoreError(path=directory, reason='bad id %r' % doc_id)
+        path = os.path.join(directory, doc_id + '.json')
+        try:
+            fileutils.atomic_write(path, json.dumps(doc, indent=1,
+                                                    sort_keys=True) + '\n')
+        except OSError as exc:
+            raise StoreError(path=path, reason='cannot be written (%s)'
+                             % exc.strerror)
+        return path
+
+    def save_snapshot(self, snapshot_id, doc):
+        return self._write(self.snapshots, snapshot_id, doc)
+
+    def save_plan(self, plan):
+        return self._write(self.plans, plan['id'], plan)
+
+    def plan_path(self, ref):
+        """The file of plan ``ref``: an id in the store or a path."""
+        if ID_RE.match(ref):
+            path = os.path.join(self.plans, ref + '.json')
+            if os.path.exists(path):
+                return path
+        if os.path.exists(ref):
+            return ref
+        raise PlanNotFound(plan=ref, path=self.plans)
+
+    def load_plan(self, ref):
+        path = self.plan_path(ref)
+        try:
+            with open(path, encoding='utf-8') as f:
+                return json.load(f), path
+        except ValueError as exc:
+            raise StoreError(path=path, reason='is not a plan (not JSON: '
+                             '%s)' % exc)
+        except OSError as exc:
+            raise StoreError(path=path, reason='cannot be read (%s)'
+                             % exc.strerror)
+
+    def list_plans(self):
+        return sorted(f[:-5] for f in os.listdir(self.plans)
+                      if f.endswith('.json'))
+
+    def lock(self):
+        return Lock(os.path.join(self.root, 'resq-optimizer.lock'))
+
+
+class Lock:
+    """An exclusive, non-blocking lock file; released on exit or crash."""
+
+    def __init__(self, path):
+        self.path = path
+        self._fd = None
+
+    def __enter__(self):
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.read(fd, 32).decode('ascii', 'replace').strip()
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                raise OptimizerBusy(pid=holder or 'unknown', path=self.path)
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode('ascii'))
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc):
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        return False
