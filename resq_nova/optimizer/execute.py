@@ -42,6 +42,7 @@ from resq_nova import compute as compute_mod
 from resq_nova import extra_specs
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import ordering
+from resq_nova.placement import cache_domain
 from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
@@ -205,6 +206,13 @@ class Executor:
                         self._outcome(action, FAILED, 'unexpected error: %s'
                                       % exc)
                     if action['outcome'] == DONE:
+                        landed = action.get('landed_domain',
+                                            action['to_domain'])
+                        if landed != action['to_domain']:
+                            ledger.abort(inst, inst.host, action['to_host'],
+                                         action['to_domain'])
+                            ledger.start(inst, inst.host, action['to_host'],
+                                         landed)
                         ledger.finish(inst, inst.host, inst.domain,
                                       action['to_host'])
                     else:
@@ -299,7 +307,7 @@ class Executor:
                     and not server.get('OS-EXT-STS:task_state'):
                 host = server.get('OS-EXT-SRV-ATTR:host')
                 if host == action['to_host'] and server['status'] == 'ACTIVE':
-                    return self._outcome(action, DONE, None)
+                    return self._outcome(action, DONE, self._landed(action))
                 return self._outcome(action, FAILED, self._reason(
                     action, request_id, server))
             if self.clock() >= deadline:
@@ -309,6 +317,28 @@ class Executor:
                                              'status'),
                                          self._migration_status(action)))
             self.sleep(self.poll_interval)
+
+    def _landed(self, action):
+        """Where the ways landed, when not in the planned domain.
+
+        Nova pins the cores in the cell its NUMA fit picks and the ResQ
+        filter keeps the ways with them, so a host with several cache
+        domains may take the instance in another domain than planned.
+        """
+        try:
+            allocs = self.placement.get_allocations(action['uuid'])
+            root = self.placement.find_provider(action['to_host'])['uuid']
+        except placement_client.PlacementError as exc:
+            return 'cannot read where its ways landed (%s)' % exc
+        for rp, res in allocs.items():
+            dom = cache_domain.domain_of(root, rp)
+            if dom is not None and extra_specs.RC_LLC_WAY in res:
+                if dom != action['to_domain']:
+                    action['landed_domain'] = dom
+                    return ('its ways landed in domain %d (Nova pinned its '
+                            'cores in that cell)' % dom)
+                return None
+        return 'no LLC allocation found on %s' % action['to_host']
 
     def _migration_status(self, action):
         try:

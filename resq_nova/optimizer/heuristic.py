@@ -131,11 +131,13 @@ def drain(snap, fixed, rng=None, noise=0.0):
     return targets, drained
 
 
-def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None):
+def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
+            patience=100):
     """Drain with restarts until ``deadline``; the best plan found.
 
     The first pass is the plain order; later passes perturb it. Plans
-    compare by hosts in use, then moves. Stops early at ``lower`` hosts.
+    compare by hosts in use, then moves. Stops early at ``lower`` hosts or
+    after ``patience`` passes without a better plan.
 
     :returns: ``(targets, drained, passes)``.
     """
@@ -154,5 +156,8 @@ def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None):
         value = (in_use - len(drained), len(targets))
         if best is None or value < best[0]:
             best = (value, targets, drained)
-        if value[0] <= lower or clock() >= deadline:
+            since = 0
+        else:
+            since += 1
+        if value[0] <= lower or clock() >= deadline or since >= patience:
             return best[1], best[2], passes

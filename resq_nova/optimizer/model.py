@@ -303,7 +303,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
 
     runner = _HighsRun(m, pyo)
     build_s = time.monotonic() - stage_started
-    deadline1 = started + time_limit * first_share
+    deadline1 = stage_started + time_limit * first_share
     t0 = time.monotonic()
 
     # Stage 1: fewest hosts. The LP relaxation bounds it; the repacking
@@ -312,7 +312,11 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
     bound = runner.relaxation_bound(max(deadline1 - time.monotonic(), 1.0))
     lower = (math.ceil(bound - 1e-6) if bound is not None
              else len(forced_open))
-    h_targets, _, passes = heuristic.best_of(snap, fixed, deadline1, lower)
+    # The heuristic's restarts may use most of the first stage, not all:
+    # branch and bound gets the rest.
+    h_deadline = time.monotonic() + 0.7 * max(deadline1 - time.monotonic(),
+                                              0.0)
+    h_targets, _, passes = heuristic.best_of(snap, fixed, h_deadline, lower)
     start_values = _start(m, snap, fixed, anti, kpos, didx, hidx,
                           forced_open, mindex, dindex, deps_of, h_targets)
     h_hosts = int(sum(start_values[id(m.open[hi])] for hi in m.open))
@@ -348,7 +352,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
                      cap=([m.open[hi] for hi in m.open], hosts_after))
     t0 = time.monotonic()
     # Leave a little of the time for pairing and ordering the moves.
-    deadline2 = started + time_limit - max(0.5, 0.02 * time_limit)
+    deadline2 = stage_started + time_limit - max(0.5, 0.02 * time_limit)
     bound2 = runner.relaxation_bound(max(deadline2 - time.monotonic(), 1.0))
     moves_lower = math.ceil(bound2 - 1e-6) if bound2 is not None else 0
     status2 = 'optimal' if stage1_moves <= moves_lower else 'bounded'

@@ -70,9 +70,14 @@ class ResQNovaTestBase(base.ServersTestBase):
                                     kB_mem=16 * 1024 * 1024,
                                     mempages=mempages)
         self.start_compute(hostname=hostname, host_info=info)
+        per_cell = 8 // sockets
+        # The dedicated cores of each cell (cpu_dedicated_set is 0-5), as
+        # the agent reports them.
         doms = domains or [cache_domain.CacheDomain(
             d, ways, io_ways=2, num_closids=num_closids,
-            way_size_bytes=way_size_bytes, domains_on_host=sockets)
+            way_size_bytes=way_size_bytes, domains_on_host=sockets,
+            cores=len(set(range(d * per_cell, (d + 1) * per_cell))
+                      & set(range(6))))
             for d in range(sockets)]
         return reporter.report(self.client, hostname, doms)
 
