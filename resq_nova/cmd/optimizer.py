@@ -66,7 +66,8 @@ def _optimizer(conf, live=True, notify=True):
     return service.Optimizer(conf, placement, compute, notifier=note)
 
 
-def print_plan(plan, out=sys.stdout):
+def print_plan(plan, out=None):
+    out = out or sys.stdout
     moves = plan['moves']
     if moves:
         rows = [('#', 'instance', 'from', 'to', 'cores', 'ways')]

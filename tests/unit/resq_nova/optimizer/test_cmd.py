@@ -1,0 +1,114 @@
+import contextlib
+import io
+import json
+import os
+
+import fixtures
+
+from resq_nova.cmd import optimizer as cmd
+from resq_nova.optimizer import store as store_mod
+from tests import base
+from tests.unit.resq_nova.optimizer import base as obase
+
+
+class StoreTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.store = store_mod.Store(self.dir)
+
+    def test_one_optimizer_at_a_time(self):
+        with self.store.lock():
+            exc = self.assertRaises(store_mod.OptimizerBusy,
+                                    store_mod.Store(self.dir).lock()
+                                    .__enter__)
+            self.assertIn('pid %d' % os.getpid(), str(exc))
+        with self.store.lock():
+            pass
+
+    def test_plans_by_id_or_file(self):
+        path = self.store.save_plan({'id': 'plan-1', 'moves': []})
+        self.assertEqual(path, self.store.plan_path('plan-1'))
+        self.assertEqual(({'id': 'plan-1', 'moves': []}, path),
+                         self.store.load_plan(path))
+        self.assertEqual(['plan-1'], self.store.list_plans())
+        exc = self.assertRaises(store_mod.PlanNotFound, self.store.load_plan,
+                                'plan-2')
+        self.assertIn('no plan plan-2 in %s' % self.store.plans, str(exc))
+        self.assertEqual([], [f for f in os.listdir(self.store.plans)
+                              if f.endswith('.tmp')])
+
+    def test_unwritable_state_dir(self):
+        blocker = os.path.join(self.dir, 'file')
+        open(blocker, 'w').close()
+        exc = self.assertRaises(store_mod.StoreError, store_mod.Store,
+                                blocker)
+        self.assertIn('set [resq_optimizer] state_dir', str(exc))
+
+
+class CommandTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.conf = os.path.join(self.dir, 'opt.conf')
+        with open(self.conf, 'w') as f:
+            f.write('[resq_optimizer]\nstate_dir = %s/state\n'
+                    'time_limit = 10\n' % self.dir)
+
+    def run_cmd(self, *args):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = cmd.main(['--config-file', self.conf] + list(args))
+        return rc, out.getvalue(), err.getvalue()
+
+    def write(self, name, doc):
+        path = os.path.join(self.dir, name)
+        with open(path, 'w') as f:
+            f.write(doc if isinstance(doc, str) else json.dumps(doc))
+        return path
+
+    def test_plan_from_a_snapshot_file(self):
+        state = self.write('snap.json', obase.snapshot(
+            [obase.host('h1'), obase.host('h2')],
+            [obase.inst('a', 'h1', name='fw-0'), obase.inst('b', 'h2')]))
+        out_json = os.path.join(self.dir, 'plan.json')
+        rc, out, err = self.run_cmd('plan', '--state', state, '--json',
+                                    out_json)
+        self.assertEqual(0, rc, err)
+        self.assertIn('hosts in use: 2 -> 1', out)
+        self.assertIn('gap:          0.00%', out)
+        self.assertIn('proposed:     yes', out)
+        with open(out_json) as f:
+            plan = json.load(f)
+        self.assertEqual(1, len(plan['moves']))
+        stored = os.listdir(os.path.join(self.dir, 'state', 'plans'))
+        self.assertEqual([plan['id'] + '.json'], stored)
+        snaps = os.listdir(os.path.join(self.dir, 'state', 'snapshots'))
+        self.assertEqual([plan['snapshot_id'] + '.json'], snaps)
+        rc, out, _ = self.run_cmd('plan', '--state', state,
+                                  '--min-hosts-freed', '2')
+        self.assertIn('proposed:     no', out)
+        self.assertIn('min_hosts_freed is 2', out)
+
+    def test_bad_input_is_one_line(self):
+        rc, out, err = self.run_cmd('plan', '--state',
+                                    self.write('bad.json', '{"hosts": '))
+        self.assertEqual(1, rc)
+        self.assertIn('ERROR: snapshot %s: is not JSON' % os.path.join(
+            self.dir, 'bad.json'), err)
+        self.assertNotIn('Traceback', err)
+        rc, out, err = self.run_cmd('plan', '--state', self.write(
+            'over.json', obase.snapshot([obase.host('h1')], [
+                obase.inst('a', 'h1', ways=10)])))
+        self.assertEqual(1, rc)
+        self.assertIn('already over-committed', err)
+        rc, out, err = self.run_cmd('plan')
+        self.assertEqual(1, rc)
+        self.assertIn('ERROR: [placement]', err)
+        self.assertIn('auth_type', err)
+        rc, out, err = self.run_cmd('plan', '--state', 'x',
+                                    '--min-hosts-freed', '0')
+        self.assertEqual(1, rc)
+        self.assertIn('--min-hosts-freed must be at least 1', err)
