@@ -13,6 +13,8 @@ config_generator_config_file = [
      '_static/resq-profiler'),
     ('../../etc/resq/resq-agent-config-generator.conf',
      '_static/resq-agent'),
+    ('../../etc/resq/resq-optimizer-config-generator.conf',
+     '_static/resq-optimizer'),
 ]
 
 project = 'resq-nova'
