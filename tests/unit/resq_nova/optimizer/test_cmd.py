@@ -2,6 +2,7 @@ import contextlib
 import io
 import json
 import os
+import socket
 
 import fixtures
 
@@ -112,3 +113,22 @@ class CommandTest(base.TestCase):
                                     '--min-hosts-freed', '0')
         self.assertEqual(1, rc)
         self.assertIn('--min-hosts-freed must be at least 1', err)
+
+    def test_silent_service_fails_within_the_timeout(self):
+        # Accepts connections and never answers.
+        server = socket.socket()
+        server.bind(('127.0.0.1', 0))
+        server.listen(8)
+        self.addCleanup(server.close)
+        url = 'http://127.0.0.1:%d' % server.getsockname()[1]
+        with open(self.conf, 'a') as f:
+            f.write('request_timeout = 1\n[placement]\nendpoint_override = '
+                    '%s\n[nova]\nendpoint_override = %s\n' % (url, url))
+        rc, out, err = self.run_cmd('plan')
+        self.assertEqual(1, rc)
+        self.assertIn('ERROR: Nova is unreachable', err)
+        self.assertIn('timed out', err.lower())
+        self.assertNotIn('Traceback', err)
+        self.assertFalse(os.path.exists(os.path.join(
+            self.dir, 'state', 'plans')) and os.listdir(os.path.join(
+                self.dir, 'state', 'plans')))
