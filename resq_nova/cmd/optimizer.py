@@ -140,16 +140,18 @@ def _apply(conf):
 
 
 def _run(conf):
+    # oslo.service's threading backend, chosen before anything imports
+    # oslo.messaging (which would select the eventlet one).
     from oslo_service import backend
 
     backend.init_backend(backend.BackendType.THREADING)
-    from oslo_service import service as os_service
-
     from resq_nova.optimizer import service
 
     opt = _optimizer(conf)
-    launcher = os_service.launch(conf, service.make_service(conf, opt),
-                                 restart_method='mutate')
+    svc = service.make_service(conf, opt)
+    from oslo_service import service as os_service
+
+    launcher = os_service.launch(conf, svc, restart_method='mutate')
     launcher.wait()
     return 0
 
