@@ -24,11 +24,13 @@ of an anti-affinity group per host, and fixed instances stay.
 import collections
 
 
-def drain(snap, fixed, rng=None, noise=0.0):
+def drain(snap, fixed, rng=None, noise=0.0, only=None):
     """``({uuid: (host, domain)}, {drained host names})``.
 
     :param rng: with ``noise``, a :class:`random.Random` that perturbs the
         order hosts are tried in by up to ``noise`` ways, for restarts.
+    :param only: drain exactly these hosts (into the others); ``None``
+        when one of them cannot be drained.
     """
     hosts = {h.name: h for h in snap.hosts}
     free = {}
@@ -85,8 +87,13 @@ def drain(snap, fixed, rng=None, noise=0.0):
 
     targets = {}
     drained = set()
+    if only is not None:
+        keep.difference_update(only)
+        for key in [k for k in free if k[0] in only]:
+            buckets[free[key][1]].discard(key)
     candidates = sorted(
-        (n for n in in_use if not hosts[n].other_load
+        (n for n in (in_use if only is None else only)
+         if not hosts[n].other_load
          and not any(i.uuid in fixed for i in on_host[n])),
         key=lambda n: (movable_load(n) + (rng.uniform(0, noise) if rng
                                           else 0), n))
@@ -115,6 +122,8 @@ def drain(snap, fixed, rng=None, noise=0.0):
                 on_host[key[0]].append(inst)
             on_host[name] = []
             continue
+        if only is not None:
+            return None
         # Undo: the host stays in use.
         for inst, key in done:
             old = free[key][1]

@@ -335,6 +335,19 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
             stage1_moves = int(round(sum(values[id(m.dep[v])]
                                          for v in dindex)))
             from_solver = True
+            # HiGHS chose which hosts close; draining exactly those moves
+            # only what must move, a better start for the moves stage.
+            closing = [hosts[hi].name for hi in m.open
+                       if values.get(id(m.open[hi]), m.open[hi].value) < 0.5
+                       and hosts[hi].name in used_now]
+            drained = heuristic.drain(snap, fixed, only=closing)
+            if drained is not None and len(drained[0]) < stage1_moves:
+                h_targets = drained[0]
+                stage1_start = _start(m, snap, fixed, anti, kpos, didx,
+                                      hidx, forced_open, mindex, dindex,
+                                      deps_of, h_targets)
+                stage1_moves = len(h_targets)
+                from_solver = False
     else:
         status1 = ('optimal' if h_hosts <= lower else status1)
     solve_s = time.monotonic() - t0
@@ -438,9 +451,7 @@ class _HighsRun:
         # at the root of a large model overran it threefold): interrupt it
         # from its callbacks at our deadline as well.
         self._deadline = None
-        for event in (self.h.cbSimplexInterrupt, self.h.cbIpmInterrupt,
-                      self.h.cbMipInterrupt):
-            event += self._interrupt
+        self.model = self.h
         lp = self.h.getLp()
         names = lp.col_names_
         self.lower = list(lp.col_lower_)
@@ -454,18 +465,39 @@ class _HighsRun:
         ``cap``, ``(vars, n)``, adds the row ``sum(vars) <= n``.
         """
         n = len(self.cols)
-        self.h.changeColsCost(n, list(range(n)), [0.0] * n)
+        self.model.changeColsCost(n, list(range(n)), [0.0] * n)
         pairs = [(self.col_of[id(v)], float(c)) for v, c in costs
                  if id(v) in self.col_of]
-        self.h.changeColsCost(len(pairs), [i for i, _ in pairs],
-                              [c for _, c in pairs])
+        self.model.changeColsCost(len(pairs), [i for i, _ in pairs],
+                                  [c for _, c in pairs])
         if cap is not None:
             cols = [self.col_of[id(v)] for v in cap[0]
                     if id(v) in self.col_of]
             fixed_ones = sum(1 for v in cap[0] if id(v) not in self.col_of
                              and v.value)
-            self.h.addRow(-self._highspy.kHighsInf, cap[1] - fixed_ones,
-                          len(cols), cols, [1.0] * len(cols))
+            self.model.addRow(-self._highspy.kHighsInf,
+                              cap[1] - fixed_ones, len(cols), cols,
+                              [1.0] * len(cols))
+
+    def _watch(self, h):
+        for event in (h.cbSimplexInterrupt, h.cbIpmInterrupt,
+                      h.cbMipInterrupt):
+            event += self._interrupt
+
+    def _fresh(self, interruptible):
+        """A new HiGHS on the model, for one run.
+
+        The model itself lives in an instance that never runs: with
+        highspy 1.16 a run after one we interrupted stopped at once, and
+        our interrupt callbacks cut the LP relaxation short; each run gets
+        its own instance, with the callbacks only for branch and bound.
+        """
+        h = self._highspy.Highs()
+        h.setOptionValue('output_flag', False)
+        h.passModel(self.model.getLp())
+        if interruptible:
+            self._watch(h)
+        self.h = h
 
     def _interrupt(self, event):
         if self._deadline is not None and time.monotonic() > self._deadline:
@@ -473,6 +505,7 @@ class _HighsRun:
 
     def relaxation_bound(self, time_limit):
         """The LP relaxation's optimum: a lower bound HiGHS proves."""
+        self._fresh(interruptible=False)
         self.h.setOptionValue('time_limit', float(time_limit))
         self._deadline = time.monotonic() + time_limit
         self.h.setOptionValue('solve_relaxation', True)
@@ -493,6 +526,7 @@ class _HighsRun:
         :returns: ``(best, bound, status, {id(var): value})``; ``best`` is
             None when HiGHS found no solution.
         """
+        self._fresh(interruptible=True)
         self.h.setOptionValue('time_limit', float(time_limit))
         self._deadline = time.monotonic() + time_limit
         self.h.setOptionValue('mip_rel_gap', float(mip_gap))
