@@ -406,7 +406,7 @@ class PluginTest(base.TestCase):
         """The plan resq-admit prints for the default example term."""
         ds = ds or self.ds
         prof = _profile(self.conf)
-        term = greedy.SLOTerm('lpm', prof, 6.0, 21.0)
+        term = greedy.SLOTerm('lpm', prof, 4.0, 21.0)
         plan = admission.make_plan(term, test_admission.body(
             test_admission.node('h1', pcpu=3),
             test_admission.domain('d1', 'h1', ways=17)),
@@ -436,7 +436,7 @@ class PluginTest(base.TestCase):
                                                     'profiles'))
         self.assertEqual('LPM', store.get('lpm-example').name)
         (admit,) = self.ds.calls('resq-admit')
-        self.assertIn('--term lpm --profile lpm-example --throughput-mpps 6 '
+        self.assertIn('--term lpm --profile lpm-example --throughput-mpps 4 '
                       '--latency-p95-us 21', admit)
         self.assertIn('--mem-page-size any --dry-run --format json', admit)
         # One private flavor per planned flavor, with the plan's specs,
@@ -452,9 +452,8 @@ class PluginTest(base.TestCase):
             expected.append('flavor set --project admin %s'
                             % flavor['name'])
         self.assertEqual(expected, created)
-        self.assertTrue(doc['flavors'])
-        self.assertTrue(all(f['name'].startswith('resq.lpm.')
-                            for f in doc['flavors']))
+        # 4 Mpps of LPM at p95 <= 21 us: one instance with 3 ways.
+        self.assertEqual(['resq.lpm.3w'], [f['name'] for f in doc['flavors']])
 
     def test_existing_flavors_are_not_created_again(self):
         self.ds.run(POST_CONFIG)
@@ -472,7 +471,7 @@ class PluginTest(base.TestCase):
         proc = ds.run(EXTRA, check=False)
         self.assertEqual(1, proc.returncode)
         self.assertIn('REFUSED (cluster capacity)', proc.stderr)
-        self.assertIn('no room for example SLO lpm (6 Mpps at p95 <= 21 us)'
+        self.assertIn('no room for example SLO lpm (4 Mpps at p95 <= 21 us)'
                       ' after 0s; is resq-agent running', proc.stderr)
         self.assertEqual([], ds.calls('openstack'))
 
