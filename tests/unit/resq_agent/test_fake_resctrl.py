@@ -6,7 +6,6 @@ import os
 
 from resq_agent import discovery
 from resq_agent import fake_resctrl
-from resq_agent import resctrl
 from tests import base
 
 
@@ -36,12 +35,15 @@ class FakeResctrlTest(base.TestCase):
             self.assertEqual((11, 1024 * 1024, 8, 0x7ff),
                              (dom.ways, dom.way_size_bytes, dom.num_closids,
                               dom.cbm_mask))
-        tree = resctrl.Resctrl(self.resctrl)
-        self.assertEqual({'L3': {0: 0x7ff, 1: 0x7ff}},
-                         resctrl.parse_schemata(tree._read('schemata')))
-        self.assertEqual('0-7', tree._read('cpus_list'))
+        self.assertEqual('L3:0=7ff;1=7ff\n', self.read('schemata'))
+        self.assertEqual('0-7\n', self.read('cpus_list'))
+        self.assertEqual('1\n', self.read('tasks'))
         for name in ('llc_occupancy', 'mbm_total_bytes', 'mbm_local_bytes'):
-            self.assertEqual('0', tree._read('mon_data', 'mon_L3_01', name))
+            self.assertEqual('0\n', self.read('mon_data', 'mon_L3_01', name))
+
+    def read(self, *parts):
+        with open(os.path.join(self.resctrl, *parts)) as f:
+            return f.read()
 
     def test_existing_tree_is_kept_unless_replaced(self):
         self.assertEqual(0, self.main('--cpus', '0-1')[0])
