@@ -9,6 +9,7 @@ example profile is made by the real ``resq-profiler``. ``resq-admit`` needs
 Nova and Placement, so a stub prints a plan the real admission code made.
 """
 
+import fnmatch
 import json
 import os
 import pwd
@@ -338,6 +339,32 @@ class PluginTest(base.TestCase):
         conf(['--config-file', path], project='resq')
         self.assertEqual(os.path.join(self.ds.data_dir, 'resctrl'),
                          conf.resq_agent.resctrl_root)
+
+    def test_sudoers_rule_allows_the_agents_privsep_command(self):
+        """The command the agent runs is the one the sudoers rule allows."""
+        try:
+            from resq_common import privsep as common_privsep  # noqa: F401
+        except ImportError:
+            self.skipTest('the agent reads [resq_privsep_*] from its own '
+                          'configuration only with resq_common.privsep')
+        from resq_agent.cmd import agent
+        import resq_agent.privsep
+        self.ds.run(POST_CONFIG)
+        path = os.path.join(self.ds.conf_dir, 'resq-agent.conf')
+        rules = [line.split('NOPASSWD: ', 1)[1] for line in
+                 self.ds.read(self.ds.sudoers).splitlines()]
+        contexts = (resq_agent.privsep.resctrl_pctxt,
+                    resq_agent.privsep.pqos_pctxt)
+        for ctx in contexts:
+            self.addCleanup(ctx.use_conf, ctx.config)
+        agent._parse_config(['--config-file', path, 'inspect'])
+        for ctx in contexts:
+            cmd = ctx.helper_command('/tmp/privsep-x/sock')
+            self.assertEqual('sudo', cmd[0])
+            # sudoers matches "*" against the rest of the command line.
+            self.assertEqual(1, sum(fnmatch.fnmatchcase(' '.join(cmd[1:]),
+                                                        rule)
+                                    for rule in rules), cmd)
 
     def test_fake_resctrl_tree_is_what_discovery_accepts(self):
         self.ds.run(POST_CONFIG)
