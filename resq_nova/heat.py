@@ -16,6 +16,11 @@ extra specs, admin only) unless a matching flavor already exists, in which
 case the servers name it; and one ``OS::Nova::Server`` per instance, each
 ``depends_on`` the previous one so Heat creates them one at a time, largest
 first: the order in which first-fit decreasing places them.
+
+The flavors are private (``is_public: false``) and shared with the project
+the stack is created in (``tenants``: the ``OS::project_id`` pseudo
+parameter), the project that admitted the term and boots its servers: other
+projects can neither see them nor boot reserved capacity with them.
 """
 
 import yaml
@@ -23,6 +28,8 @@ import yaml
 from resq_nova import flavors
 
 HOT_VERSION = '2021-04-16'
+# Heat's pseudo parameter holding the stack's project.
+PROJECT_PARAM = 'OS::project_id'
 
 
 def _flavor_resource(name):
@@ -58,7 +65,8 @@ def template(plan, existing=(), image=None, network=None):
             'properties': {
                 'name': flavor.name, 'vcpus': flavor.vcpus,
                 'ram': flavor.ram_mb, 'disk': flavor.disk_gb,
-                'is_public': True,
+                'is_public': False,
+                'tenants': [{'get_param': PROJECT_PARAM}],
                 'extra_specs': dict(flavor.extra_specs)}}
     previous = None
     for index, inst in enumerate(plan.instances):

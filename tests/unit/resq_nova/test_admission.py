@@ -214,6 +214,10 @@ class HeatTemplateTest(base.TestCase):
                      if v['properties']['name'] == flavor.name][0]
             self.assertEqual(flavor.extra_specs, props['extra_specs'])
             self.assertEqual(1, props['vcpus'])
+            # Private to the project the stack is created in.
+            self.assertIs(False, props['is_public'])
+            self.assertEqual([{'get_param': 'OS::project_id'}],
+                             props['tenants'])
         # Follow depends_on back from the server nothing depends on: the
         # creation order Heat must use is largest first.
         after = {v.get('depends_on'): k for k, v in servers.items()}

@@ -1,0 +1,264 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Kernel-like resctrl and sysfs cache trees for hosts without Intel RDT.
+
+A CI virtual machine has no cache allocation, so the agent would report no
+LLC inventory and nothing could be scheduled. devstack
+(``RESQ_FAKE_RESCTRL=True``) and the tests build, in ordinary directories,
+what the kernel shows on a CAT host: ``info/L3/*``, the default group's
+``schemata``, ``cpus_list`` and ``tasks``, ``mon_data/mon_L3_<id>/*`` and
+the CPU cache topology under ``devices/system/cpu``. Pointing
+``[resq_agent] resctrl_root`` and ``sysfs_root`` at them lets discovery,
+inventory, scheduling and enforcement run unchanged. Nothing here checks
+writes the way the kernel does: the agent enforces the kernel's rules
+itself.
+
+Run it as ``python -m resq_agent.fake_resctrl --help``.
+"""
+
+import argparse
+import os
+import shutil
+import sys
+
+DEFAULT_WAYS = 20
+# The way size of the model driver's reference platform (45 MiB, 20 ways),
+# so profiles made with it match the fake cache's shape traits.
+DEFAULT_WAY_KIB = 45 * 1024 // 20
+MAX_WAYS = 32
+
+
+class InvalidTree(ValueError):
+    """The requested tree cannot exist on a CAT host."""
+
+
+def _mask(ways):
+    return format((1 << ways) - 1, 'x')
+
+
+def format_cpus(cpus):
+    """``(0, 1, 2, 5)`` -> ``"0-2,5"``, as the kernel writes CPU lists."""
+    out, first, last = [], None, None
+    for cpu in sorted(set(cpus)):
+        if last is not None and cpu == last + 1:
+            last = cpu
+            continue
+        if first is not None:
+            out.append(str(first) if first == last else
+                       '%d-%d' % (first, last))
+        first = last = cpu
+    if first is not None:
+        out.append(str(first) if first == last else '%d-%d' % (first, last))
+    return ','.join(out)
+
+
+def parse_cpus(text):
+    """``"0-3,8"`` -> ``[0, 1, 2, 3, 8]``.
+
+    :raises InvalidTree: for anything but CPU numbers and ranges.
+    """
+    cpus = set()
+    for part in text.replace('\n', ',').split(','):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition('-')
+        try:
+            first, last = int(lo), int(hi if sep else lo)
+        except ValueError:
+            raise InvalidTree('%r is not a CPU list such as 0-3,8' % text)
+        if first < 0 or last < first:
+            raise InvalidTree('%r is not a CPU list such as 0-3,8' % text)
+        cpus.update(range(first, last + 1))
+    return sorted(cpus)
+
+
+def online_cpus(sysfs_root='/sys'):
+    """The host's online CPUs, from ``devices/system/cpu/online``."""
+    path = os.path.join(sysfs_root, 'devices', 'system', 'cpu', 'online')
+    try:
+        with open(path, encoding='ascii') as f:
+            return parse_cpus(f.read())
+    except OSError:
+        return list(range(os.cpu_count() or 1))
+
+
+def split_cpus(cpus, domains):
+    """``{domain id: CPUs}``: ``cpus`` cut into ``domains`` contiguous runs.
+
+    :raises InvalidTree: when there are fewer CPUs than domains.
+    """
+    cpus = sorted(cpus)
+    if domains < 1 or len(cpus) < domains:
+        raise InvalidTree('cannot share %d CPUs among %d cache domains: '
+                          'each domain needs at least one CPU'
+                          % (len(cpus), domains))
+    size, extra = divmod(len(cpus), domains)
+    result, start = {}, 0
+    for dom in range(domains):
+        end = start + size + (1 if dom < extra else 0)
+        result[dom] = tuple(cpus[start:end])
+        start = end
+    return result
+
+
+def _write(root, rel, text):
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'w', encoding='ascii') as f:
+        f.write(text)
+
+
+def check(ways, domains, min_cbm_bits, num_closids):
+    """Refuse what no CAT platform has, naming the value to change."""
+    if not 1 <= ways <= MAX_WAYS:
+        raise InvalidTree('ways must be between 1 and %d, got %d'
+                          % (MAX_WAYS, ways))
+    if not 1 <= min_cbm_bits <= ways:
+        raise InvalidTree('min_cbm_bits must be between 1 and the %d ways, '
+                          'got %d' % (ways, min_cbm_bits))
+    if num_closids < 1:
+        raise InvalidTree('num_closids must be at least 1, got %d'
+                          % num_closids)
+    if not domains or any(d < 0 for d in domains):
+        raise InvalidTree('cache domain ids must be non-negative, got %r'
+                          % (list(domains),))
+
+
+def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
+                  num_closids=16, shareable_bits=0, cdp=False, foreign=(),
+                  cpus=(), num_rmids=224):
+    """Lay out a mounted resctrl file system under ``root``.
+
+    :param domains: L3 cache domain ids.
+    :param cdp: ``info/L3CODE`` and ``info/L3DATA`` instead of ``info/L3``.
+    :param foreign: groups that belong to someone else (tests check the
+        agent leaves them alone).
+    :param cpus: CPUs of the default group (``cpus_list``).
+    :returns: the text of the default group's ``schemata``.
+    :raises InvalidTree: for a shape no CAT platform has.
+    """
+    domains = tuple(domains)
+    check(ways, domains, min_cbm_bits, num_closids)
+    full = _mask(ways)
+    kinds = ('L3CODE', 'L3DATA') if cdp else ('L3',)
+    for kind in kinds:
+        _write(root, 'info/%s/cbm_mask' % kind, full + '\n')
+        _write(root, 'info/%s/min_cbm_bits' % kind, '%d\n' % min_cbm_bits)
+        _write(root, 'info/%s/num_closids' % kind, '%d\n' % num_closids)
+        _write(root, 'info/%s/shareable_bits' % kind,
+               format(shareable_bits, 'x') + '\n')
+    _write(root, 'info/L3_MON/num_rmids', '%d\n' % num_rmids)
+    schemata = ''.join('%s:%s\n' % (kind, ';'.join(
+        '%d=%s' % (d, full) for d in domains)) for kind in kinds)
+    for group in ('',) + tuple(foreign):
+        _write(root, os.path.join(group, 'schemata'), schemata)
+        _write(root, os.path.join(group, 'tasks'),
+               '1\n' if not group else '4242\n')
+        _write(root, os.path.join(group, 'cpus_list'),
+               format_cpus(cpus) + '\n' if cpus and not group else '')
+        for d in domains:
+            for name in ('llc_occupancy', 'mbm_total_bytes',
+                         'mbm_local_bytes'):
+                _write(root, os.path.join(group, 'mon_data',
+                                          'mon_L3_%02d' % d, name), '0\n')
+    return schemata
+
+
+def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS):
+    """The L3 part of ``devices/system/cpu`` under ``root``.
+
+    :param domains: ``{L3 cache id: CPUs sharing it}``.
+    """
+    every = sorted(c for cpus in domains.values() for c in cpus)
+    _write(root, 'devices/system/cpu/online', format_cpus(every) + '\n')
+    for cache_id, cpus in sorted(domains.items()):
+        for cpu in cpus:
+            base = 'devices/system/cpu/cpu%d/cache/index3' % cpu
+            for name, value in (('level', '3'), ('type', 'Unified'),
+                                ('id', str(cache_id)),
+                                ('shared_cpu_list', format_cpus(cpus)),
+                                ('size', '%dK' % (way_kib * ways)),
+                                ('ways_of_associativity', str(ways))):
+                _write(root, '%s/%s' % (base, name), value + '\n')
+
+
+def has_rdt(resctrl_root='/sys/fs/resctrl'):
+    """Whether the kernel offers L3 cache allocation here."""
+    return os.path.isdir(os.path.join(resctrl_root, 'info', 'L3'))
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog='python -m resq_agent.fake_resctrl',
+        description='Build kernel-like resctrl and sysfs cache trees so the '
+                    'resq agent runs on a host without Intel RDT (point '
+                    '[resq_agent] resctrl_root and sysfs_root at them).')
+    p.add_argument('--resctrl-root', required=True,
+                   help='directory for the resctrl tree')
+    p.add_argument('--sysfs-root', required=True,
+                   help='directory for the CPU cache topology')
+    p.add_argument('--ways', type=int, default=DEFAULT_WAYS,
+                   help='LLC ways (bits of info/L3/cbm_mask); default '
+                        '%(default)s')
+    p.add_argument('--way-kib', type=int, default=DEFAULT_WAY_KIB,
+                   help='size of one way in KiB; default %(default)s, the '
+                        'model driver\'s platform, so its profiles match')
+    p.add_argument('--domains', type=int, default=1,
+                   help='L3 cache domains; the CPUs are split among them; '
+                        'default %(default)s')
+    p.add_argument('--num-closids', type=int, default=16,
+                   help='classes of service; default %(default)s')
+    p.add_argument('--min-cbm-bits', type=int, default=1,
+                   help='smallest mask; default %(default)s')
+    p.add_argument('--cpus',
+                   help='CPUs of the fake caches, e.g. 0-7 (default: this '
+                        'host\'s online CPUs)')
+    p.add_argument('--replace', action='store_true',
+                   help='rebuild trees that exist (drops the groups in them)')
+    return p
+
+
+def main(argv=None, out=None):
+    """Build both trees; exit status 0, or 2 with one line on bad input."""
+    out = out or sys.stdout
+    args = _parser().parse_args(argv)
+    try:
+        if args.way_kib < 1:
+            raise InvalidTree('--way-kib must be at least 1, got %d'
+                              % args.way_kib)
+        cpus = parse_cpus(args.cpus) if args.cpus else online_cpus()
+        layout = split_cpus(cpus, args.domains)
+        check(args.ways, tuple(layout), args.min_cbm_bits, args.num_closids)
+    except InvalidTree as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 2
+    if has_rdt(args.resctrl_root) and not args.replace:
+        print('%s already holds a resctrl tree; left as it is (--replace '
+              'rebuilds it)' % args.resctrl_root, file=out)
+        return 0
+    if args.replace:
+        for root in (args.resctrl_root, args.sysfs_root):
+            shutil.rmtree(root, ignore_errors=True)
+    build_sysfs(args.sysfs_root, layout, args.way_kib, args.ways)
+    build_resctrl(args.resctrl_root, args.ways, tuple(layout),
+                  args.min_cbm_bits, args.num_closids, cpus=cpus)
+    print('Fake resctrl tree in %s (%d cache domain(s) of %d ways of %d KiB, '
+          '%d classes of service, CPUs %s); CPU cache topology in %s' % (
+              args.resctrl_root, len(layout), args.ways, args.way_kib,
+              args.num_closids, format_cpus(cpus), args.sysfs_root),
+          file=out)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

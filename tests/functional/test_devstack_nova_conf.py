@@ -1,0 +1,49 @@
+"""The nova.conf the devstack plugin writes, read by Nova's own code.
+
+The plugin's post-config phase runs under the devstack stand-in of
+``tests/unit/devstack``; the resulting nova.conf is then parsed with Nova's
+option definitions and its filter and weigher lists are loaded the way
+nova-scheduler's HostManager loads them.
+"""
+
+from nova.conf import compute as nova_compute_conf
+from nova.conf import notifications as nova_notifications_conf
+from nova.conf import scheduler as nova_scheduler_conf
+from nova.scheduler import filters as nova_filters
+from nova.scheduler import weights as nova_weights
+from oslo_config import cfg
+
+from resq_nova.scheduler import filters as resq_filters
+from resq_nova.scheduler import weights as resq_weights
+from tests import base
+from tests.unit.devstack import test_plugin
+
+
+class DevstackNovaConfTest(base.TestCase):
+
+    def test_nova_loads_the_plugin_filters_and_weighers(self):
+        ds = self.useFixture(test_plugin.Devstack())
+        ds.run(test_plugin.POST_CONFIG)
+        conf = cfg.ConfigOpts()
+        nova_scheduler_conf.register_opts(conf)
+        nova_notifications_conf.register_opts(conf)
+        nova_compute_conf.register_opts(conf)
+        conf(['--config-file', ds.nova_conf], project='nova')
+        sched = conf.filter_scheduler
+        # What HostManager.__init__ and _choose_host_filters do.
+        classes = nova_filters.HostFilterHandler().get_matching_classes(
+            sched.available_filters)
+        by_name = {cls.__name__: cls for cls in classes}
+        self.assertEqual(set(), set(sched.enabled_filters) - set(by_name))
+        self.assertIs(resq_filters.ResQFilter, by_name['ResQFilter'])
+        # Nova's own filters are still all there.
+        self.assertIn('ComputeFilter', by_name)
+        self.assertIn('NUMATopologyFilter', by_name)
+        weighers = nova_weights.HostWeightHandler().get_matching_classes(
+            sched.weight_classes)
+        self.assertIn(resq_weights.ResQWeigher, weighers)
+        self.assertEqual(
+            set(nova_weights.all_weighers()) | {resq_weights.ResQWeigher},
+            set(weighers))
+        self.assertEqual('versioned', conf.notifications.notification_format)
+        self.assertTrue(conf.compute.cpu_dedicated_set)

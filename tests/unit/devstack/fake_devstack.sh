@@ -1,0 +1,200 @@
+#!/bin/bash
+# A stand-in for the parts of devstack's function library the resq-nova
+# plugin uses. The ini helpers really edit files, with devstack's semantics
+# (inc/ini-config): sections end at the next "[...]" line, iniset replaces
+# every line of the option in the section or adds one right after the
+# section header (adding the section at the end of the file, and the file,
+# when missing), iniadd appends values without removing duplicates, and
+# iniset_multiline rewrites the option as one line per value.
+# Everything that would touch the host is recorded in $FAKE_DEVSTACK_CALLS,
+# one call per line, and (except chown) run without privileges.
+
+function _fake_record {
+    local IFS=' '
+    echo "$*" >> "$FAKE_DEVSTACK_CALLS"
+}
+
+# _fake_ini MODE FILE SECTION OPTION [VALUE]: the ini editor behind the
+# helpers. Modes: get (every value, one a line), set, delete, comment.
+function _fake_ini {
+    local mode=$1 file=$2 section=$3 option=$4 value=$5
+    if [[ "$mode" == get ]]; then
+        [[ -f "$file" ]] || return 0
+    else
+        touch "$file"
+    fi
+    local tmp
+    tmp=$(mktemp)
+    MODE=$mode SECTION=$section OPTION=$option VALUE=$value awk '
+        function is_header(line) { return line ~ /^\[.*\]/ }
+        function is_option(line,   rest) {
+            if (index(line, ENVIRON["OPTION"]) != 1) return 0
+            rest = substr(line, length(ENVIRON["OPTION"]) + 1)
+            return rest ~ /^[ \t]*=/
+        }
+        function value_of(line) {
+            sub(/^[^=]*=[ \t]*/, "", line)
+            sub(/[ \t]+$/, "", line)
+            return line
+        }
+        BEGIN { mode = ENVIRON["MODE"]; insec = 0; seen = 0; done = 0 }
+        {
+            line = $0
+            if (is_header(line)) {
+                insec = (line == "[" ENVIRON["SECTION"] "]" ||
+                         index(line, "[" ENVIRON["SECTION"] "]") == 1)
+                if (insec) seen = 1
+                if (mode != "get") print line
+                if (insec && mode == "insert") {
+                    print ENVIRON["OPTION"] " = " ENVIRON["VALUE"]
+                }
+                next
+            }
+            if (insec && is_option(line)) {
+                if (mode == "get") { print value_of(line); next }
+                if (mode == "set") {
+                    match(line, /^[^=]*=[ \t]*/)
+                    print substr(line, 1, RLENGTH) ENVIRON["VALUE"]
+                    next
+                }
+                if (mode == "delete") next
+                if (mode == "comment") { print "#" line; next }
+            }
+            if (mode != "get") print line
+        }
+        END {
+            if (mode == "get" || mode == "comment" || mode == "delete") exit
+            if (!seen && (mode == "set" || mode == "insert")) {
+                print ""
+                print "[" ENVIRON["SECTION"] "]"
+                print ENVIRON["OPTION"] " = " ENVIRON["VALUE"]
+            }
+        }' "$file" > "$tmp"
+    if [[ "$mode" == get ]]; then
+        cat "$tmp"
+    else
+        cat "$tmp" > "$file"
+    fi
+    rm -f "$tmp"
+}
+
+function _fake_strip_sudo {
+    if [[ "$1" == "-sudo" ]]; then
+        return 0
+    fi
+    return 1
+}
+
+function ini_has_option {
+    _fake_strip_sudo "$1" && shift
+    [[ -n "$(_fake_ini get "$1" "$2" "$3")" ]]
+}
+
+function iniget {
+    local values
+    values=$(_fake_ini get "$1" "$2" "$3")
+    # devstack echoes the first line's value unquoted: whitespace collapses.
+    echo ${values%%$'\n'*}
+}
+
+function iniget_multiline {
+    local values
+    values=$(_fake_ini get "$1" "$2" "$3")
+    echo ${values}
+}
+
+function iniset {
+    _fake_strip_sudo "$1" && shift
+    local file=$1 section=$2 option=$3 value
+    # devstack echoes the value unquoted: whitespace collapses.
+    value=$(echo $4)
+    [[ -z "$section" || -z "$option" ]] && return 0
+    if ini_has_option "$file" "$section" "$option"; then
+        _fake_ini set "$file" "$section" "$option" "$value"
+    else
+        _fake_ini insert "$file" "$section" "$option" "$value"
+    fi
+}
+
+function iniset_multiline {
+    _fake_strip_sudo "$1" && shift
+    local file=$1 section=$2 option=$3
+    shift 3
+    _fake_ini delete "$file" "$section" "$option"
+    local values=() v i
+    for v in $@; do
+        values+=("$v")
+    done
+    # Each value goes right after the header: add them last to first.
+    for (( i=${#values[@]}-1; i>=0; i-- )); do
+        _fake_ini insert "$file" "$section" "$option" "${values[$i]}"
+    done
+}
+
+function iniadd {
+    _fake_strip_sudo "$1" && shift
+    local file=$1 section=$2 option=$3
+    shift 3
+    iniset_multiline "$file" "$section" "$option" \
+        $(iniget_multiline "$file" "$section" "$option") "$@"
+}
+
+function inicomment {
+    _fake_strip_sudo "$1" && shift
+    _fake_ini comment "$1" "$2" "$3"
+}
+
+function trueorfalse {
+    local default=$1 name=$2
+    local value=${!name:-$default}
+    case "${value,,}" in
+        1|yes|true|on) echo True ;;
+        0|no|false|off) echo False ;;
+        *) echo "$default" ;;
+    esac
+}
+
+function is_service_enabled {
+    local service
+    for service in "$@"; do
+        [[ ",${ENABLED_SERVICES}," == *",${service},"* ]] && return 0
+        [[ $service == nova && ",${ENABLED_SERVICES}" == *",n-"* ]] && return 0
+    done
+    return 1
+}
+
+function die {
+    _fake_record die "$@"
+    echo "ERROR: $*" >&2
+    exit 1
+}
+
+function warn {
+    _fake_record warn "$@"
+}
+
+function echo_summary {
+    _fake_record echo_summary "$@"
+}
+
+function define_plugin { _fake_record define_plugin "$@"; }
+function setup_develop { _fake_record setup_develop "$@"; }
+function run_process { _fake_record run_process "$@"; }
+function stop_process { _fake_record stop_process "$@"; }
+function openstack { _fake_record openstack "$@"; }
+function sleep { _fake_record sleep "$@"; }
+
+function get_python_exec_prefix {
+    echo "$FAKE_DEVSTACK_BIN"
+}
+
+function get_transport_url {
+    echo "rabbit://stackrabbit:secret@127.0.0.1:5672/$1"
+}
+
+function sudo {
+    _fake_record sudo "$@"
+    # Tests run as any user: ownership changes are only recorded.
+    [[ "$1" == chown ]] && return 0
+    "$@"
+}

@@ -1,0 +1,81 @@
+"""The fake resctrl and sysfs trees devstack builds on hosts without RDT."""
+
+import contextlib
+import io
+import os
+
+from resq_agent import discovery
+from resq_agent import fake_resctrl
+from tests import base
+
+
+class FakeResctrlTest(base.TestCase):
+
+    def main(self, *args):
+        self.resctrl = os.path.join(self.tmp, 'resctrl')
+        self.sysfs = os.path.join(self.tmp, 'sysfs')
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = fake_resctrl.main(['--resctrl-root', self.resctrl,
+                                    '--sysfs-root', self.sysfs]
+                                   + list(args), out=out)
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_two_domains_as_discovery_sees_them(self):
+        rc, out, err = self.main('--cpus', '0-7', '--domains', '2',
+                                 '--ways', '11', '--way-kib', '1024',
+                                 '--num-closids', '8')
+        self.assertEqual(0, rc, err)
+        self.assertIn('2 cache domain(s) of 11 ways of 1024 KiB', out)
+        topo = discovery.discover(self.resctrl, self.sysfs)
+        self.assertTrue(topo.resctrl_available, topo.reason)
+        self.assertEqual([(0, (0, 1, 2, 3)), (1, (4, 5, 6, 7))],
+                         [(d.id, d.cpus) for d in topo.domains])
+        for dom in topo.domains:
+            self.assertEqual((11, 1024 * 1024, 8, 0x7ff),
+                             (dom.ways, dom.way_size_bytes, dom.num_closids,
+                              dom.cbm_mask))
+        self.assertEqual('L3:0=7ff;1=7ff\n', self.read('schemata'))
+        self.assertEqual('0-7\n', self.read('cpus_list'))
+        self.assertEqual('1\n', self.read('tasks'))
+        for name in ('llc_occupancy', 'mbm_total_bytes', 'mbm_local_bytes'):
+            self.assertEqual('0\n', self.read('mon_data', 'mon_L3_01', name))
+
+    def read(self, *parts):
+        with open(os.path.join(self.resctrl, *parts)) as f:
+            return f.read()
+
+    def test_existing_tree_is_kept_unless_replaced(self):
+        self.assertEqual(0, self.main('--cpus', '0-1')[0])
+        group = os.path.join(self.resctrl, 'resq-x')
+        os.mkdir(group)
+        rc, out, _ = self.main('--cpus', '0-1')
+        self.assertEqual(0, rc)
+        self.assertIn('already holds a resctrl tree; left as it is', out)
+        self.assertTrue(os.path.isdir(group))
+        self.assertEqual(0, self.main('--cpus', '0-1', '--replace')[0])
+        self.assertFalse(os.path.exists(group))
+
+    def test_bad_input_is_named(self):
+        for args, message in (
+                (('--ways', '0'), 'ways must be between 1 and 32, got 0'),
+                (('--ways', '4', '--min-cbm-bits', '5'),
+                 'min_cbm_bits must be between 1 and the 4 ways, got 5'),
+                (('--num-closids', '0'), 'num_closids must be at least 1'),
+                (('--cpus', '0-1', '--domains', '3'),
+                 'cannot share 2 CPUs among 3 cache domains'),
+                (('--cpus', 'zero'), "'zero' is not a CPU list"),
+                (('--cpus', '3-1'), "'3-1' is not a CPU list"),
+                (('--way-kib', '0'), '--way-kib must be at least 1')):
+            rc, out, err = self.main(*args)
+            self.assertEqual(2, rc, args)
+            self.assertEqual('ERROR: %s' % message,
+                             err.strip()[:len(message) + 7], args)
+            self.assertFalse(os.path.exists(self.resctrl), args)
+
+    def test_cpu_lists(self):
+        self.assertEqual('0-2,5,7-8',
+                         fake_resctrl.format_cpus([8, 0, 1, 2, 5, 7]))
+        self.assertEqual([0, 1, 2, 3, 8], fake_resctrl.parse_cpus('0-3,8\n'))
+        self.assertEqual({0: (0, 1, 2), 1: (3, 4)},
+                         fake_resctrl.split_cpus(range(5), 2))
