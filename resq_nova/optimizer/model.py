@@ -365,7 +365,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
                      cap=([m.open[hi] for hi in m.open], hosts_after))
     t0 = time.monotonic()
     # Leave a little of the time for pairing and ordering the moves.
-    deadline2 = stage_started + time_limit - max(0.5, 0.02 * time_limit)
+    deadline2 = stage_started + time_limit - max(0.5, 0.05 * time_limit)
     bound2 = runner.relaxation_bound(max(deadline2 - time.monotonic(), 1.0))
     moves_lower = math.ceil(bound2 - 1e-6) if bound2 is not None else 0
     status2 = 'optimal' if stage1_moves <= moves_lower else 'bounded'
