@@ -107,3 +107,48 @@ class PlaceTest(base.TestCase):
     def test_make_cluster_rejects_nonsense(self):
         self.assertRaises(ValueError, greedy.make_cluster, 0)
         self.assertRaises(ValueError, greedy.make_cluster, 2, cores=0)
+
+
+class OnlineGreedyTest(base.TestCase):
+    """The improved online greedy's decisions on cases with a known best."""
+
+    def setUp(self):
+        super().setUp()
+        self.prof = make_profile()
+
+    def test_fills_what_is_free_instead_of_opening_a_server(self):
+        # server-000 has one core and 8 ways free. One 6-way instance meets
+        # the target; ResQ's greedy sizes two fair-share instances and
+        # first fit has to open server-001 for the second.
+        servers = greedy.make_cluster(2)
+        servers[0].used_cores, servers[0].used_ways = 8, 10
+        target = self.prof.throughput_at(6) * 0.97
+        term = greedy.SLOTerm('t', self.prof, target, 25.0)
+        self.assertEqual(2, greedy.size(term, 9, 18).instances)
+        sizing, placements = greedy.admit(term, servers)
+        self.assertEqual(1, sizing.instances)
+        self.assertGreaterEqual(sizing.aggregate_mpps, target - 1e-9)
+        self.assertEqual({'server-000'}, {p.server for p in placements})
+        self.assertEqual((9, 0), (servers[0].used_cores,
+                                  servers[1].used_cores))
+        self.assertLessEqual(servers[0].used_ways, 18)
+
+    def test_every_option_meets_the_target_and_the_limits(self):
+        term = greedy.SLOTerm('t', self.prof, 12.0, 25.0, max_instances=4)
+        options = greedy.sizings(term, 9, 18)
+        self.assertEqual(greedy.size(term, 9, 18), options[0])
+        self.assertGreater(len(options), 1)
+        for option in options:
+            self.assertGreaterEqual(option.aggregate_mpps, 12.0 - 1e-9)
+            self.assertLessEqual(option.instances, 4)
+            self.assertTrue(all(1 <= w <= 18 for w in option.ways))
+
+    def test_refusal_keeps_its_explanation(self):
+        servers = greedy.make_cluster(1, cores=2, ways=4)
+        servers[0].used_cores, servers[0].used_ways = 1, 1
+        term = greedy.SLOTerm('t', self.prof, 10.0, 25.0)
+        exc = self.assertRaises(greedy.AdmissionRefused, greedy.admit, term,
+                                servers)
+        self.assertEqual(greedy.CLUSTER_CAPACITY, exc.constraint)
+        self.assertEqual((1, 1), (servers[0].used_cores,
+                                  servers[0].used_ways))
