@@ -53,6 +53,12 @@ class Domain:
     free_clos: int
     ways: int
     traits: frozenset
+    # Dedicated cores of the domain's NUMA cell not held by ResQ instances
+    # there (at least one core each), from the agent's CUSTOM_RESQ_CORES_<n>
+    # trait; None when the agent does not report it. An upper bound: a
+    # non-ResQ pinned instance in the cell is not seen (Placement keeps
+    # PCPU per host), and the scheduler's filter still checks the cell.
+    free_cores: int = None
 
 
 @dataclasses.dataclass
@@ -130,11 +136,17 @@ def cluster(candidates, options):
             host = hosts[root_uuid] = Host(
                 root_uuid, max(min(slots), 0),
                 root['resources'].get('PCPU', {}).get('capacity', 0), [])
+        cores = None
+        for trait in traits:
+            if trait.startswith(cache_domain.TRAIT_CORES_PREFIX):
+                cores = int(trait[len(cache_domain.TRAIT_CORES_PREFIX):])
+        clos = summary['resources'].get(extra_specs.RC_LLC_CLOS) or {}
         host.domains.append(Domain(
             uuid, _free(summary, extra_specs.RC_LLC_WAY),
             _free(summary, extra_specs.RC_LLC_CLOS),
             summary['resources'][extra_specs.RC_LLC_WAY]['capacity'],
-            traits))
+            traits, None if cores is None
+            else max(cores - clos.get('used', 0), 0)))
     return list(hosts.values())
 
 
@@ -172,11 +184,13 @@ def _shape_of(dom):
     return ' / '.join(shape) or 'no platform traits'
 
 
-def fit(sizing, hosts):
+def fit(sizing, hosts, vcpus=1):
     """First-fit decreasing over hosts and their cache domains.
 
     Each instance needs a host slot (its dedicated cores, memory, disk)
-    and, in one of that host's domains, its ways and a class of service.
+    and, in one of that host's domains, its ways, a class of service and
+    (where the agent reports the cell's cores) its ``vcpus`` cores: on a
+    two-socket host the cores must be free in the socket of the ways.
     Hosts are tried fullest first, as the ResQ weigher packs. The hosts
     are not changed.
 
@@ -196,7 +210,12 @@ def fit(sizing, hosts):
                 len(hosts)))
     order = sorted(hosts, key=lambda h: (h.slots, h.uuid))
     used_slots = {h.uuid: 0 for h in order}
-    used = {d.uuid: [0, 0] for h in order for d in h.domains}
+    used = {d.uuid: [0, 0, 0] for h in order for d in h.domains}
+
+    def cores_ok(dom):
+        return (dom.free_cores is None
+                or dom.free_cores - used[dom.uuid][2] >= vcpus)
+
     result = []
     for index, need in enumerate(sizing.ways):
         spot = None
@@ -205,8 +224,9 @@ def fit(sizing, hosts):
                 continue
             for dom in sorted(host.domains, key=lambda d: (d.free_ways,
                                                            d.uuid)):
-                w, c = used[dom.uuid]
-                if dom.free_ways - w >= need and dom.free_clos - c >= 1:
+                w, c, _ = used[dom.uuid]
+                if (dom.free_ways - w >= need and dom.free_clos - c >= 1
+                        and cores_ok(dom)):
                     spot = (host, dom)
                     break
             if spot:
@@ -215,16 +235,19 @@ def fit(sizing, hosts):
             most = max((d.free_ways - used[d.uuid][0] for h in order
                         for d in h.domains
                         if used_slots[h.uuid] < h.slots
-                        and d.free_clos > used[d.uuid][1]), default=0)
+                        and d.free_clos > used[d.uuid][1]
+                        and cores_ok(d)), default=0)
             raise greedy.AdmissionRefused(
-                sizing.term, greedy.NO_ROOM, 'instance %d needs %d ways in '
-                'one cache domain of a host with free cores; the most any '
-                'such domain has free is %d; the background optimizer can '
-                'repack, or add hosts' % (index, need, most))
+                sizing.term, greedy.NO_ROOM, 'instance %d needs %d ways and '
+                '%d dedicated cores in one cache domain (its socket); the '
+                'most ways any domain with free cores has free is %d; the '
+                'background optimizer can repack, or add hosts'
+                % (index, need, vcpus, most))
         host, dom = spot
         used_slots[host.uuid] += 1
         used[dom.uuid][0] += need
         used[dom.uuid][1] += 1
+        used[dom.uuid][2] += vcpus
         result.append((host.uuid, dom.uuid))
     return result
 
@@ -244,7 +267,7 @@ def make_plan(term, candidates, options, discount=greedy.DEFAULT_DISCOUNT):
     owner = next(h for h in hosts if largest in h.domains)
     cores = max(owner.pcpus // max(len(owner.domains), 1), 1)
     sizing = greedy.size(term, cores, largest.ways, discount)
-    spots = fit(sizing, hosts)
+    spots = fit(sizing, hosts, options.vcpus)
     shares = [term.throughput_mpps * m / sizing.aggregate_mpps
               for m in sizing.per_instance_mpps]
     made = {}

@@ -151,6 +151,11 @@ def size(term, cores_per_server, ways_per_server,
         raise AdmissionRefused(term.name, LATENCY, str(exc))
     cap = max_load * (1.0 - discount)
     max_ways = min(prof.max_ways, ways_per_server)
+    # The fair share is the usable ways over the cores. The paper and the
+    # evaluation use 18 usable ways of a 20-way cache (2 for DDIO); the
+    # deployed default also keeps [resq_agent] default_group_ways = 1 for
+    # the default group, so a 20-way domain offers 17 in Placement and
+    # resq-admit sizes with 17 // cores.
     fair = max(min(ways_per_server // max(cores_per_server, 1), max_ways),
                prof.min_ways)
     per_fair = prof.throughput_at(fair) * cap

@@ -115,6 +115,30 @@ class PlanTest(base.TestCase):
         self.assertEqual(['d1', 'd3', 'd1'],
                          [i.domain for i in plan.instances])
 
+    def test_cores_are_per_domain_too(self):
+        # A two-socket host: d1's cell has 1 dedicated core (and 1 ResQ
+        # instance there already), d2's cell 4; every domain has the ways.
+        cores = cache_domain.TRAIT_CORES_PREFIX
+        plan = admission.make_plan(self.term(), body(
+            node('h1', pcpu=18), domain('d1', 'h1', clos_used=1,
+                                       traits=SHAPE + [cores + '2']),
+            domain('d2', 'h1', traits=SHAPE + [cores + '4'])),
+            self.options)
+        # d1 has one core left: one instance there, the others in d2.
+        self.assertEqual(1, [i.domain for i in plan.instances].count('d1'))
+        self.assertEqual(2, [i.domain for i in plan.instances].count('d2'))
+        exc = self.assertRaises(greedy.AdmissionRefused, admission.make_plan,
+                                self.term(), body(
+                                    node('h1', pcpu=9),
+                                    domain('d1', 'h1', clos_used=2,
+                                           traits=SHAPE + [cores + '3']),
+                                    domain('d2', 'h1', clos_used=1,
+                                           traits=SHAPE + [cores + '2'])),
+                                self.options)
+        self.assertEqual(greedy.NO_ROOM, exc.constraint)
+        self.assertIn('dedicated cores in one cache domain (its socket)',
+                      str(exc))
+
     def test_cluster_capacity_refusal(self):
         exc = self.assertRaises(
             greedy.AdmissionRefused, admission.make_plan, self.term(),
@@ -133,7 +157,7 @@ class PlanTest(base.TestCase):
                  node('h4'), domain('d4', 'h4', used=16)), self.options)
         self.assertEqual(greedy.NO_ROOM, exc.constraint)
         self.assertIn('instance 1 needs 2 ways', exc.reason)
-        self.assertIn('the most any such domain has free is 1', exc.reason)
+        self.assertIn('the most ways any domain with free cores has free is 1', exc.reason)
 
     def test_platform_refusal_names_shapes(self):
         exc = self.assertRaises(
