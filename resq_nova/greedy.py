@@ -367,3 +367,126 @@ def make_cluster(count, cores=9, ways=18, prefix='server'):
                          'ways)' % (cores, ways))
     return [Server('%s-%03d' % (prefix, i), cores, ways)
             for i in range(count)]
+
+
+class BatchRefused(prof_exc.ResQException):
+    """Terms admitted together that cannot all be admitted."""
+
+    msg_fmt = ('SLO terms %(terms)s refused together (a batch is admitted '
+               'whole or not at all): %(reasons)s')
+
+    def __init__(self, refusals):
+        super().__init__(terms=', '.join(r.term for r in refusals),
+                         reasons='; '.join('%s (%s): %s' % (
+                             r.term, r.constraint, r.reason)
+                             for r in refusals))
+        self.refusals = refusals
+
+
+def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
+                mip_gap=0.0):
+    """Admit terms that arrive together (a chain, a stack), jointly.
+
+    The configuration/pattern MILP (:mod:`resq_nova.milp`) places them on
+    top of what the servers already hold, opening the fewest empty
+    servers, then taking the least of the cluster; the online greedy's
+    plan for the same terms is kept instead when the MILP finds no plan in
+    ``time_limit`` or a worse one (it cannot be better than optimal, but
+    the greedy may tie it with less taken). All or nothing: on a refusal
+    the servers are unchanged.
+
+    :returns: ``({term name: (sizing, placements)}, how)``, ``how`` being
+        ``'milp'`` or ``'greedy'``.
+    :raises BatchRefused: naming every term that does not fit and why.
+    """
+    from resq_nova import milp
+
+    shape = servers[0] if servers else Server('none')
+    refusals = []
+    bases = {}
+    for term in terms:
+        try:
+            bases[term.name] = size(term, shape.cores, shape.ways, discount)
+        except AdmissionRefused as exc:
+            refusals.append(exc)
+    if refusals:
+        raise BatchRefused(refusals)
+    by_name = {t.name: t for t in terms}
+    curves = {}
+
+    def capacity_of(key):
+        return curves[key]
+
+    entries = []
+    for term in terms:
+        prof = term.profile
+        cap = bases[term.name].load_cap
+        key = '%s/%.9f' % (prof.profile_id, cap)
+        curves[key] = {w: prof.throughput_at(w) * cap for w in range(
+            prof.min_ways, min(prof.max_ways, shape.ways) + 1)}
+        entries.append((term.name, term.throughput_mpps, key))
+    in_use = [s for s in servers if s.used_cores]
+    empty = [s for s in servers if not s.used_cores]
+    result = None
+    try:
+        result = milp.solve(
+            milp.groups_from_terms(entries, capacity_of), shape.cores,
+            shape.ways, time_limit=time_limit, mip_gap=mip_gap,
+            max_servers=len(empty), existing=[
+                (s.free_cores, s.free_ways) for s in in_use])
+    except (ValueError, milp.SolverUnavailable):
+        result = None       # no plan in time (or no solver): the greedy
+    # The greedy on a copy as well: the joint plan is kept only when it is
+    # at least as good (servers opened, then cluster taken).
+    trial = [dataclasses.replace(s) for s in servers]
+    greedy_out = {}
+    for term in terms:
+        try:
+            greedy_out[term.name] = admit(term, trial, discount)
+        except AdmissionRefused as exc:
+            refusals.append(exc)
+
+    def cost(opened, placements):
+        return (opened, sum(1 / shape.cores + p.ways / shape.ways
+                            for p in placements))
+
+    greedy_cost = None
+    if not refusals:
+        greedy_cost = cost(
+            sum(1 for s, c in zip(servers, trial)
+                if c.used_cores and not s.used_cores),
+            [p for _, pl in greedy_out.values() for p in pl])
+    if result is not None and all(
+            by_name[n].max_instances is None
+            or len(cfg) <= by_name[n].max_instances
+            for n, cfg in result.configs.items()) and (
+            greedy_cost is None or cost(result.servers, [
+                Placement(n, 0, '', w, 0.0)
+                for n, w, _ in result.assignment]) <= greedy_cost):
+        refusals = []
+        targets = in_use + empty
+        admitted = {}
+        counters = {}
+        for name, ways, index in result.assignment:
+            server = targets[index]
+            server.used_cores += 1
+            server.used_ways += ways
+            i = counters.get(name, 0)
+            counters[name] = i + 1
+            cap = bases[name].load_cap
+            mpps = by_name[name].profile.throughput_at(ways) * cap
+            admitted.setdefault(name, []).append(
+                Placement(name, i, server.name, ways, mpps))
+        out = {}
+        for name, placements in admitted.items():
+            ways = tuple(p.ways for p in placements)
+            out[name] = (Sizing(name, bases[name].load_cap, ways,
+                                tuple(p.mpps for p in placements)),
+                         placements)
+        return out, 'milp'
+    # The greedy's plan: the batch is admitted whole or not at all.
+    if refusals:
+        raise BatchRefused(refusals)
+    for real, copy in zip(servers, trial):
+        real.used_cores, real.used_ways = copy.used_cores, copy.used_ways
+    return greedy_out, 'greedy'

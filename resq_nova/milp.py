@@ -107,8 +107,16 @@ def groups_from_terms(terms, capacity_of):
 
 
 def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
-          warm_start=None, max_servers=None, config_limit=2000):
+          warm_start=None, max_servers=None, config_limit=2000,
+          existing=()):
     """Solve for the fewest servers.
+
+    :param existing: ``(free cores, free ways)`` of servers already in
+        use; they take instances at no cost (their own patterns, at most
+        as many as there are such servers) and only new servers count.
+        ``Result.patterns`` then lists the existing servers first (one
+        entry per existing server, in order, possibly empty), then the new
+        ones; ``servers`` counts the new ones.
 
     :param groups: list of :class:`resq_nova.packing.TermGroup`.
     :param warm_start: ``(configs, servers)``: a feasible schedule, as
@@ -153,8 +161,38 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
     ni = [(gi, mi, w) for gi, g in enumerate(groups) if g in expanded
           for mi in range(len(g.members)) for w in sorted(g.capacity)]
     m.n = pyo.Var(ni, domain=pyo.NonNegativeIntegers)
-    m.obj = pyo.Objective(expr=sum(m.x[p] for p in m.x),
-                          sense=pyo.minimize)
+    shapes = {}
+    for fc, fw in existing:
+        if fc > 0 and fw > 0:
+            shapes[(min(fc, cores), min(fw, ways))] = shapes.get(
+                (min(fc, cores), min(fw, ways)), 0) + 1
+    epats = {shape: _partial_patterns(*shape) for shape in shapes}
+    eindex = [(shape, pi) for shape in sorted(epats)
+              for pi in range(len(epats[shape]))]
+    m.e = pyo.Var(eindex, domain=pyo.NonNegativeIntegers)
+    m.ecap = pyo.ConstraintList()
+    for shape in sorted(epats):
+        m.ecap.add(sum(m.e[shape, pi] for pi in range(len(epats[shape])))
+                   <= shapes[shape])
+    new_servers = sum(m.x[p] for p in m.x)
+    if existing:
+        # Among plans with as few new servers, the one that takes the
+        # least of the cluster (cores and ways as fractions of a server),
+        # so the next terms find room: weighted to stay below one server.
+        def taken(config):
+            return len(config) / cores + sum(config) / ways
+
+        use = sum(taken(configs[groups[gi].key][ci]) * m.y[gi, ci]
+                  for gi, ci in yi)
+        use += sum((1.0 / cores + w / ways) * m.n[gi, mi, w]
+                   for gi, mi, w in ni)
+        most = sum(len(g.members) * max(
+            (taken(c) for c in configs.get(g.key, ())), default=2.0 + ways)
+            for g in groups) or 1.0
+        m.obj = pyo.Objective(expr=new_servers + use * (0.5 / most),
+                              sense=pyo.minimize)
+    else:
+        m.obj = pyo.Objective(expr=new_servers, sense=pyo.minimize)
     m.cover = pyo.ConstraintList()
     for gi, g in enumerate(groups):
         if g.key in configs:
@@ -172,13 +210,18 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
         demand += [m.n[gi, mi, w] for gi, mi, w in ni if w >= s]
         supply = [packing.at_least(p, s) * m.x[pi]
                   for pi, p in enumerate(pats) if packing.at_least(p, s)]
+        supply += [packing.at_least(epats[sh][pi], s) * m.e[sh, pi]
+                   for sh, pi in eindex
+                   if packing.at_least(epats[sh][pi], s)]
         if demand:
             m.slots.add(sum(supply) >= sum(demand))
     if max_servers is not None:
         m.cap = pyo.Constraint(expr=sum(m.x[p] for p in m.x)
                                <= max_servers)
-    if warm_start:
+    if warm_start and not existing:
         _set_warm_start(m, groups, configs, pats, warm_start, ways, ni)
+    else:
+        warm_start = None
     build_s = time.monotonic() - started
 
     warm_obj = pyo.value(m.obj) if warm_start else None
@@ -204,8 +247,14 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
     else:
         res.solution_loader.load_vars()
     bound = res.best_objective_bound
-    lower = math.ceil(bound - 1e-6) if bound is not None else 0
-    servers = int(round(best))
+    servers = int(round(sum(pyo.value(m.x[p]) for p in m.x)))
+    if bound is None:
+        lower = 0
+    elif existing:
+        # The objective carries the secondary term (< 0.5 in all).
+        lower = math.floor(bound + 1e-6)
+    else:
+        lower = math.ceil(bound - 1e-6)
     lower = min(lower, servers)
     gap = (servers - lower) / servers * 100.0 if servers else 0.0
     chosen = {}
@@ -223,6 +272,14 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
                     cfg += [w] * int(round(pyo.value(m.n[gi, mi, w])))
                 chosen[name] = tuple(cfg)
     used = []
+    # Existing servers first, in their order, each with the pattern chosen
+    # for its shape (or none).
+    left = {sh: [] for sh in epats}
+    for sh, pi in eindex:
+        left[sh] += [epats[sh][pi]] * int(round(pyo.value(m.e[sh, pi])))
+    for fc, fw in existing:
+        sh = (min(fc, cores), min(fw, ways))
+        used.append(left[sh].pop() if left.get(sh) else ())
     for pi, p in enumerate(pats):
         used += [p] * int(round(pyo.value(m.x[pi])))
     instances = [(name, w) for name, cfg in chosen.items() for w in cfg]
@@ -232,6 +289,14 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
                   status=str(res.termination_condition).split('.')[-1],
                   build_s=build_s, solve_s=solve_s, configs=chosen,
                   patterns=used, assignment=assignment)
+
+
+def _partial_patterns(cores, ways):
+    """Patterns of a partly used server.
+
+    Slot sizes adding to its free ways, on at most its free cores.
+    """
+    return packing.patterns(cores, ways)
 
 
 def _set_warm_start(m, groups, configs, pats, warm_start, ways, ni):

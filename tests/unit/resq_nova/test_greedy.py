@@ -152,3 +152,50 @@ class OnlineGreedyTest(base.TestCase):
         self.assertEqual(greedy.CLUSTER_CAPACITY, exc.constraint)
         self.assertEqual((1, 1), (servers[0].used_cores,
                                   servers[0].used_ways))
+
+
+class BatchAdmissionTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.prof = make_profile()
+
+    def test_jointly_on_top_of_what_is_placed(self):
+        servers = greedy.make_cluster(4)
+        servers[0].used_cores, servers[0].used_ways = 5, 9
+        terms = [greedy.SLOTerm('chain-%d' % i, self.prof, 8.0, 25.0)
+                 for i in range(3)]
+        admitted, how = greedy.admit_batch(terms, servers, time_limit=30)
+        self.assertEqual('milp', how)
+        self.assertEqual({'chain-0', 'chain-1', 'chain-2'}, set(admitted))
+        for term in terms:
+            sizing, placements = admitted[term.name]
+            self.assertGreaterEqual(sizing.aggregate_mpps, 8.0 - 1e-9)
+            self.assertEqual(sizing.instances, len(placements))
+        for server in servers:
+            self.assertLessEqual(server.used_cores, server.cores)
+            self.assertLessEqual(server.used_ways, server.ways)
+        # No more servers than admitting them one by one needs.
+        alone = greedy.make_cluster(4)
+        alone[0].used_cores, alone[0].used_ways = 5, 9
+        for term in terms:
+            greedy.admit(term, alone)
+        self.assertLessEqual(sum(1 for s in servers if s.used_cores),
+                             sum(1 for s in alone if s.used_cores))
+        self.assertGreater(servers[0].used_cores, 5)
+
+    def test_whole_or_nothing_with_every_reason(self):
+        servers = greedy.make_cluster(1)
+        terms = [greedy.SLOTerm('ok', self.prof, 5.0, 25.0),
+                 greedy.SLOTerm('slow', self.prof, 5.0, 1.0),
+                 greedy.SLOTerm('big', self.prof, 80.0, 25.0)]
+        exc = self.assertRaises(greedy.BatchRefused, greedy.admit_batch,
+                                terms, servers, time_limit=10)
+        self.assertIn('slow (latency)', str(exc))
+        self.assertEqual(['slow'], [r.term for r in exc.refusals])
+        exc = self.assertRaises(greedy.BatchRefused, greedy.admit_batch,
+                                [terms[0], terms[2]], servers,
+                                time_limit=10)
+        self.assertIn('big (', str(exc))
+        self.assertEqual((0, 0), (servers[0].used_cores,
+                                  servers[0].used_ways))
