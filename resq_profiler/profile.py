@@ -212,8 +212,10 @@ class Profile:
 
         The fit is the least concave majorant of the measured points (the
         upper hull), which equals the interpolated curve whenever the
-        measurements are concave, as ResQ observed for every NF. Its
-        pieces are what the MILP consumes.
+        measurements are concave, as ResQ observed for every NF. It is
+        stored with the profile and shown by ``resq-profiler show``; the
+        MILP does not read it (it enumerates configurations on the
+        measured curve itself, see :mod:`resq_nova.packing`).
 
         :returns: ``(pieces, max_overestimate_pct)``, where the second
             value says how far the fit lies above the measured curve at
