@@ -37,6 +37,9 @@ class Result:
     points: list          # sorted (x, y) of every measurement
     checks: list          # (x, predicted, measured, error_pct) per midpoint
     budget_exhausted: bool
+    # The worst error of a check whose interval was to be split but the
+    # budget ran out first: the interpolation there is still that far off.
+    unresolved_error_pct: float = 0.0
 
     @property
     def max_check_error_pct(self):
@@ -118,6 +121,7 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
 
     checks = []
     exhausted = False
+    pending = {}          # interval -> error of the check that split it
     get(0)
     get(len(grid) - 1)
     queue = [(0, len(grid) - 1)]
@@ -136,8 +140,12 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
                 (xm - x0) / (x1 - x0))
             err = _err_pct(predicted, y)
             checks.append((xm, predicted, y, err))
+            pending.pop((lo, hi), None)
             if err > tolerance_pct:
                 next_queue.extend([(lo, mid), (mid, hi)])
+                for half in ((lo, mid), (mid, hi)):
+                    if half[1] - half[0] >= 2:
+                        pending[half] = err
         if exhausted:
             break
         queue = next_queue
@@ -157,7 +165,9 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
                 break
             get((idx[k] + idx[k + 1]) // 2)
     points = sorted((grid[i], y) for i, y in values.items())
-    return Result(points=points, checks=checks, budget_exhausted=exhausted)
+    unresolved = max(pending.values(), default=0.0) if exhausted else 0.0
+    return Result(points=points, checks=checks, budget_exhausted=exhausted,
+                  unresolved_error_pct=unresolved)
 
 
 def max_error_pct(points, reference):

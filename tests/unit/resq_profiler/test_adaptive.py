@@ -59,6 +59,14 @@ class AdaptiveSampleTest(base.TestCase):
         self.assertEqual(5, len(res.points))
         self.assertTrue(res.budget_exhausted)
         self.assertEqual([1, 2, 3, 4, 5], seen)
+        # The budget stopped the refinement: the error left is reported,
+        # above the tolerance, not hidden.
+        self.assertGreater(res.unresolved_error_pct, 0.1)
+        worst_left = max(c[3] for c in res.checks if c[3] > 0.1)
+        self.assertLessEqual(res.unresolved_error_pct, worst_left)
+        done = adaptive.sample(lambda x: x ** 3, range(1, 100), 0.1)
+        self.assertFalse(done.budget_exhausted)
+        self.assertEqual(0.0, done.unresolved_error_pct)
 
     def test_bad_arguments(self):
         self.assertRaises(ValueError, adaptive.sample, abs, [1], 1.0)
