@@ -19,12 +19,9 @@ interval`` seconds under oslo.service, proposing by default and applying
 only when ``[resq_optimizer] apply`` is set.
 """
 
-import json
-
 from oslo_log import log as logging
 
 from resq_common import exception
-from resq_common import fileutils
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
 from resq_nova.optimizer import notifier as notifier_mod
@@ -100,20 +97,24 @@ class Optimizer:
                         execute.APPLIED, execute.PLAN_FAILED):
                     plan['status'] = execute.REFUSED
                     plan['result'] = str(exc)
-                    self._save(plan, path)
+                    path = self._save(plan, path)
                     self._notify(notifier_mod.FAILED, plan)
                 raise
-            self._save(plan, path)
+            path = self._save(plan, path)
         self._notify(notifier_mod.APPLIED if plan['status'] == execute.APPLIED
                      else notifier_mod.FAILED, plan)
         return plan, path
 
     def _save(self, plan, path):
-        if path.startswith(self.store.plans):
-            self.store.save_plan(plan)
-        else:
-            fileutils.atomic_write(path, json.dumps(plan, indent=1,
-                                                    sort_keys=True) + '\n')
+        """Store the plan with its outcomes (by its id, in the store).
+
+        A plan applied from a file outside the store is stored there too;
+        the operator's file is left as it was.
+        """
+        if not isinstance(plan.get('id'), str) or \
+                not store_mod.ID_RE.match(plan['id']):
+            plan['id'] = planner.new_id('plan')
+        return self.store.save_plan(plan)
 
     def tick(self):
         """One round of the service: plan; apply when configured to.
