@@ -16,7 +16,6 @@ from oslo_config import cfg
 import yaml
 
 from resq_nova.cmd import admit
-from resq_nova import compute as compute_mod
 from resq_profiler import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests.functional import test_nova_scheduler
@@ -36,13 +35,7 @@ class AdmissionTest(test_nova_scheduler.ResQNovaTestBase):
         self.flags(profile_dir=self.profiles, group='resq')
         store_mod.ProfileStore(self.profiles).put(
             profile_mod.Profile.from_dict(test_profile.make_doc()))
-        api = self.api
-        self.compute = compute_mod.ComputeClient.for_endpoint(
-            api.base_url, headers={'X-Auth-User': api.auth_user,
-                                   'X-User-Id': api.auth_user,
-                                   'X-Auth-Project-Id': api.project_id,
-                                   'X-Roles': ','.join(api.roles)},
-            poll_interval=0.1)
+        self.compute = self.compute_client()
 
     def start_host(self, hostname, ways=20, way_bytes=WAY_BYTES):
         """One cell: 6 dedicated cores, 2 MiB pages, one cache domain.

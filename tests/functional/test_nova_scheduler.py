@@ -90,6 +90,18 @@ class ResQNovaTestBase(base.ServersTestBase):
         return self._create_flavor(name=name, vcpu=vcpus, memory_mb=512,
                                    disk=1, ephemeral=0, extra_spec=spec)
 
+    def compute_client(self):
+        """resq-nova's compute client on the in-process API (no auth)."""
+        from resq_nova import compute as compute_mod
+
+        api = self.api
+        return compute_mod.ComputeClient.for_endpoint(
+            api.base_url, headers={'X-Auth-User': api.auth_user,
+                                   'X-User-Id': api.auth_user,
+                                   'X-Auth-Project-Id': api.project_id,
+                                   'X-Roles': ','.join(api.roles)},
+            poll_interval=0.1)
+
     def llc_usage(self, rp_uuid):
         return self.client.get_usages(rp_uuid).get('CUSTOM_LLC_WAY', 0)
 

@@ -20,7 +20,6 @@ from nova import objects
 from nova.tests.fixtures import libvirt as fakelibvirt
 from oslo_config import cfg
 
-from resq_nova import compute as compute_mod
 from resq_nova import conf as nova_conf
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
@@ -38,13 +37,7 @@ class OptimizerTestBase(test_nova_scheduler.ResQNovaTestBase):
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.migrateToURI3',
             self._migrate_stub))
-        api = self.api
-        self.compute = compute_mod.ComputeClient.for_endpoint(
-            api.base_url, headers={'X-Auth-User': api.auth_user,
-                                   'X-User-Id': api.auth_user,
-                                   'X-Auth-Project-Id': api.project_id,
-                                   'X-Roles': ','.join(api.roles)},
-            poll_interval=0.1)
+        self.compute = self.compute_client()
         self.state_dir = self.useFixture(fixtures.TempDir()).path
         self.conf = cfg.ConfigOpts()
         nova_conf.register_opts(self.conf)

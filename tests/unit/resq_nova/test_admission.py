@@ -120,8 +120,8 @@ class PlanTest(base.TestCase):
         # instance there already), d2's cell 4; every domain has the ways.
         cores = cache_domain.TRAIT_CORES_PREFIX
         plan = admission.make_plan(self.term(), body(
-            node('h1', pcpu=18), domain('d1', 'h1', clos_used=1,
-                                       traits=SHAPE + [cores + '2']),
+            node('h1', pcpu=18),
+            domain('d1', 'h1', clos_used=1, traits=SHAPE + [cores + '2']),
             domain('d2', 'h1', traits=SHAPE + [cores + '4'])),
             self.options)
         # d1 has one core left: one instance there, the others in d2.
@@ -157,7 +157,8 @@ class PlanTest(base.TestCase):
                  node('h4'), domain('d4', 'h4', used=16)), self.options)
         self.assertEqual(greedy.NO_ROOM, exc.constraint)
         self.assertIn('instance 1 needs 2 ways', exc.reason)
-        self.assertIn('the most ways any domain with free cores has free is 1', exc.reason)
+        self.assertIn('the most ways any domain with free cores has free '
+                      'is 1', exc.reason)
 
     def test_platform_refusal_names_shapes(self):
         exc = self.assertRaises(
