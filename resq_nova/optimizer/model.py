@@ -444,7 +444,7 @@ class _HighsRun:
             _, smap_id = model.write(
                 path, io_options={'symbolic_solver_labels': False})
             smap = model.solutions.symbol_map[smap_id]
-            self.h = highspy.Highs()
+            self.h = _new_highs(highspy)
             self.h.setOptionValue('output_flag', False)
             self.h.readModel(path)
         # HiGHS's own time limit is not checked everywhere (its dual simplex
@@ -492,7 +492,7 @@ class _HighsRun:
         our interrupt callbacks cut the LP relaxation short; each run gets
         its own instance, with the callbacks only for branch and bound.
         """
-        h = self._highspy.Highs()
+        h = _new_highs(self._highspy)
         h.setOptionValue('output_flag', False)
         h.passModel(self.model.getLp())
         if interruptible:
@@ -549,6 +549,28 @@ class _HighsRun:
                   if v is not None}
         return (info.objective_function_value, _finite(info.mip_dual_bound),
                 status, values)
+
+
+def _new_highs(highspy):
+    """A HiGHS instance, without the banner it prints on standard output.
+
+    HiGHS writes its copyright banner from C++ when the first instance is
+    made; commands print their results on standard output.
+    """
+    import os
+    import sys
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, 'w') as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+            h.setOptionValue('output_flag', False)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    return h
 
 
 def _finite(value):
