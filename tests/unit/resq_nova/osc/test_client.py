@@ -1,9 +1,12 @@
 """The CLI plugin's client and the one-line errors it shows."""
 
+import http.server
+import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 
 import fixtures
 from keystoneauth1 import exceptions as ks_exc
@@ -26,6 +29,35 @@ def _closed_port():
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         return s.getsockname()[1]
+
+
+class RefusingKeystone(http.server.BaseHTTPRequestHandler):
+    """An identity service that knows no user: every token request 401."""
+
+    def _send(self, status, doc):
+        body = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        port = self.server.server_address[1]
+        self._send(200, {'version': {
+            'id': 'v3.14', 'status': 'stable',
+            'links': [{'rel': 'self',
+                       'href': 'http://127.0.0.1:%d/v3/' % port}]}})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get('Content-Length', 0)))
+        self._send(401, {'error': {
+            'code': 401, 'title': 'Unauthorized',
+            'message': 'The request you have made requires '
+                       'authentication.'}})
+
+    def log_message(self, *args):
+        pass
 
 
 class FakeInstance:
@@ -174,6 +206,26 @@ class OpenStackShellTest(testtools.TestCase):
                         proc.stderr)
         self.assertIn('check OS_AUTH_URL', last)
         self.assertNotIn('Traceback', proc.stderr)
+
+    def test_wrong_password(self):
+        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
+                                                 RefusingKeystone)
+        self.addCleanup(server.server_close)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        self.addCleanup(server.shutdown)
+        proc = self.openstack(
+            'resq', 'host', 'list',
+            OS_AUTH_URL='http://127.0.0.1:%d/v3' % server.server_address[1],
+            OS_USERNAME='admin', OS_PASSWORD='wrong',
+            OS_PROJECT_NAME='admin', OS_USER_DOMAIN_NAME='Default',
+            OS_PROJECT_DOMAIN_NAME='Default')
+        self.assertEqual(1, proc.returncode)
+        self.assertEqual(1, len(proc.stderr.strip().splitlines()),
+                         proc.stderr)
+        self.assertIn('authentication failed', proc.stderr)
+        self.assertIn('check the user name, password and project',
+                      proc.stderr)
 
     def test_profile_commands_need_no_cloud(self):
         store = self.useFixture(fixtures.TempDir()).path
