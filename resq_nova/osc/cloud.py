@@ -166,8 +166,15 @@ def find_server(compute, ref):
     except compute_mod.ComputeError as exc:
         if exc.status_code not in (400, 404):
             raise
-    named = [s for s in compute.list_servers('^%s$' % _regex_escape(ref))
-             if s.get('name') == ref]
+    pattern = '^%s$' % _regex_escape(ref)
+    try:
+        found = compute.list_servers(pattern, all_projects=True)
+    except compute_mod.ComputeError as exc:
+        if exc.status_code != 403:
+            raise
+        # Not an admin: the servers of the user's own project.
+        found = compute.list_servers(pattern)
+    named = [s for s in found if s.get('name') == ref]
     if len(named) > 1:
         raise ServerNotFound(server=ref, why=': %d servers have that name, '
                              'give its ID' % len(named))

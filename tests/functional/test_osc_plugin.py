@@ -194,6 +194,16 @@ class ServerShowTest(OSCTestBase):
         self.assertEqual('host1_llc_%d' % by_id['cache_domain'],
                          by_id['cache_provider'])
 
+    def test_server_of_another_project_by_name(self):
+        project = self.api.project_id
+        self.api.project_id = 'another-project'
+        try:
+            server = self.boot('host1', ways=2, name='tenant-fw')
+        finally:
+            self.api.project_id = project
+        shown = self.run_cmd(server_cmd.ShowServer, 'tenant-fw')
+        self.assertEqual((server['id'], 2), (shown['id'], shown['ways']))
+
     def test_unknown_server(self):
         message = self.fails(server_cmd.ShowServer, 'no-such-server')
         self.assertIn("no server 'no-such-server' (name or ID)", message)
