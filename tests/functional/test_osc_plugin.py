@@ -147,7 +147,11 @@ class HostCommandsTest(OSCTestBase):
         cmd = host_cmd.ShowHost(app, None)
         cmd.run(cmd.get_parser('openstack resq host show').parse_args(
             ['host2']))
-        self.assertIn("ways_free='9'", app.stdout.getvalue())
+        table = app.stdout.getvalue()
+        # The host's two domains share their 18 free ways; each domain is
+        # shown in its cell as key='value' pairs.
+        self.assertIn('| ways_free  | 18 ', table)
+        self.assertIn("ways_free='9'", table)
 
     def test_unknown_host_says_how_to_list_hosts(self):
         message = self.fails(host_cmd.ShowHost, 'no-such-host')
