@@ -117,10 +117,15 @@ class ComputeClient:
         self._call('DELETE', '/flavors/%s' % flavor_id, ok=(202, 204))
 
     # -- servers -------------------------------------------------------------
-    def list_servers(self, name_regex):
-        """Servers (id and name) whose name matches ``name_regex``."""
-        return self._call('GET', '/servers?name=%s'
-                          % parse.quote(name_regex, safe=''))['servers']
+    def list_servers(self, name_regex, all_projects=False):
+        """Servers (id and name) whose name matches ``name_regex``.
+
+        :param all_projects: of every project (an admin's view).
+        """
+        url = '/servers?name=%s' % parse.quote(name_regex, safe='')
+        if all_projects:
+            url += '&all_tenants=1'
+        return self._call('GET', url)['servers']
 
     def create_server(self, name, flavor_id, image, network):
         """Ask for one server; returns its id.

@@ -4,6 +4,7 @@ extensions = [
     'sphinx.ext.autodoc',
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
+    'cliff.sphinxext',
 ]
 
 config_generator_config_file = [

@@ -75,60 +75,88 @@ def register_opts(conf):
     compute_mod.register_opts(conf)
 
 
-def _missing(conf):
+def missing_options(args):
+    """The options an admission still needs, as ``--option`` names.
+
+    :param args: the command's options (oslo.config or argparse), by
+        attribute: ``term``, ``profile``, ``throughput_mpps``, ...
+    """
     need = ['term', 'profile', 'throughput_mpps', 'latency_p95_us']
-    if not conf.dry_run:
+    if not args.dry_run:
         need.append('image')
-        if not conf.heat_template:
+        if not args.heat_template:
             need.append('network')
     return ['--' + n.replace('_', '-') for n in need
-            if getattr(conf, n) is None]
+            if getattr(args, n) is None]
+
+
+def admit(args, placement, compute, store, load_discount):
+    """Size, check and deploy one SLO term; the document of what was done.
+
+    ``resq-admit`` and ``openstack resq slo admit`` both call this.
+
+    :param args: the command's options by attribute (see
+        :data:`cli_opts`; names with underscores).
+    :param store: the :class:`resq_profiler.store.ProfileStore` to read.
+    :returns: the plan (``term``, ``flavors``, ``instances``...) with
+        ``flavors_created`` and ``servers`` when it booted, or
+        ``heat_template`` when it wrote one.
+    :raises resq_nova.greedy.AdmissionRefused: the cluster cannot take it.
+    :raises resq_nova.deployment.BootFailed: with ``doc`` set to what was
+        done before the failure.
+    :raises resq_profiler.exception.ResQException: bad profile, flavor
+        mismatch, services failing.
+    """
+    options = flavors.FlavorOptions(args.vcpus, args.ram_mb, args.disk_gb,
+                                    args.mem_page_size)
+    term = deployment.load_term(
+        store, args.term, args.profile, args.throughput_mpps,
+        args.latency_p95_us, args.packet_bytes, args.max_instances)
+    if not args.dry_run:
+        # Before the capacity check: the term's own servers would make
+        # it fail for the wrong reason.
+        deployment.check_no_servers(compute, term.name)
+    plan, names = deployment.plan(placement, term, options, load_discount)
+    doc = plan.to_dict(names)
+    found = deployment.existing_flavors(compute, plan)
+    for flavor in doc['flavors']:
+        flavor['exists'] = flavor['name'] in found
+    if args.dry_run:
+        pass
+    elif args.heat_template:
+        store_mod.atomic_write(args.heat_template, heat.dump(
+            heat.template(plan, found, args.image, args.network)))
+        doc['heat_template'] = args.heat_template
+    else:
+        ids, created = deployment.ensure_flavors(compute, plan, found)
+        doc['flavors_created'] = created
+        try:
+            doc['servers'] = deployment.boot(compute, plan, ids, args.image,
+                                             args.network, args.boot_timeout)
+        except deployment.BootFailed as exc:
+            doc['servers'] = exc.booted
+            exc.doc = doc
+            raise
+    return doc
 
 
 def run(conf, placement, compute, out=None, err=None):
     """Admit the term the options describe; returns the exit status."""
     out = out or sys.stdout
     err = err or sys.stderr
-    missing = _missing(conf)
+    missing = missing_options(conf)
     if missing:
         print('ERROR: resq-admit needs %s' % ', '.join(missing),
               file=err)
         return 1
-    options = flavors.FlavorOptions(conf.vcpus, conf.ram_mb, conf.disk_gb,
-                                    conf.mem_page_size)
     store = store_mod.ProfileStore(conf.profile_dir or conf.resq.profile_dir)
-    doc = {}
     try:
-        term = deployment.load_term(
-            store, conf.term, conf.profile, conf.throughput_mpps,
-            conf.latency_p95_us, conf.packet_bytes, conf.max_instances)
-        if not conf.dry_run:
-            # Before the capacity check: the term's own servers would make
-            # it fail for the wrong reason.
-            deployment.check_no_servers(compute, term.name)
-        plan, names = deployment.plan(placement, term, options,
-                                      conf.resq.load_discount)
-        doc = plan.to_dict(names)
-        found = deployment.existing_flavors(compute, plan)
-        for flavor in doc['flavors']:
-            flavor['exists'] = flavor['name'] in found
-        if conf.dry_run:
-            pass
-        elif conf.heat_template:
-            store_mod.atomic_write(conf.heat_template, heat.dump(
-                heat.template(plan, found, conf.image, conf.network)))
-            doc['heat_template'] = conf.heat_template
-        else:
-            ids, created = deployment.ensure_flavors(compute, plan, found)
-            doc['flavors_created'] = created
-            doc['servers'] = deployment.boot(compute, plan, ids, conf.image,
-                                             conf.network, conf.boot_timeout)
+        doc = admit(conf, placement, compute, store, conf.resq.load_discount)
     except greedy.AdmissionRefused as exc:
         _refused(conf, exc, out, err)
         return 1
     except deployment.BootFailed as exc:
-        doc['servers'] = exc.booted
-        _show(conf, doc, out)
+        _show(conf, exc.doc, out)
         print('ERROR: %s' % exc, file=err)
         return 1
     except (exception.ResQException, extra_specs.InvalidResQSpec) as exc:

@@ -204,6 +204,18 @@ class PlacementClient:
         return {rp: alloc['resources']
                 for rp, alloc in body.get('allocations', {}).items()}
 
+    def list_providers(self):
+        """Every resource provider (with its root and parent)."""
+        return self._call('GET', '/resource_providers',
+                          MV_NESTED)['resource_providers']
+
+    def get_provider_allocations(self, uuid):
+        """``{consumer uuid: {resource class: amount}}`` on a provider."""
+        body = self._call('GET', '/resource_providers/%s/allocations' % uuid,
+                          MV_NESTED, missing=uuid)
+        return {consumer: alloc['resources']
+                for consumer, alloc in body.get('allocations', {}).items()}
+
     def delete_provider(self, uuid):
         try:
             self._call('DELETE', '/resource_providers/%s' % uuid, MV_NESTED,

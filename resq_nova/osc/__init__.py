@@ -1,0 +1,19 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ``openstack resq`` OpenStackClient plugin.
+
+Commands (entry points in group ``openstack.resq.v1``) read Placement's
+cache-domain providers and Nova's servers on the ``openstack`` command's
+own credentials (``clouds.yaml``, ``--os-cloud``, ``OS_*``), and drive the
+profile store, SLO admission and the optimizer with the same code as
+``resq-profiler``, ``resq-admit`` and ``resq-optimizer``.
+"""

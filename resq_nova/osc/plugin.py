@@ -1,0 +1,56 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""OpenStackClient plugin module: ``openstack.cli.extension = resq``.
+
+OpenStackClient calls :func:`make_client` the first time a command uses
+``client_manager.resq``; the client talks to Placement and Nova through
+keystoneauth adapters on the CLI's authenticated session, so the service
+catalog (or ``placement_endpoint_override`` / ``compute_endpoint_override``
+in ``clouds.yaml``) says where they are.
+"""
+
+from keystoneauth1 import adapter as ks_adapter
+from osc_lib import utils
+
+from resq_nova.osc import client as client_mod
+
+DEFAULT_API_VERSION = '1'
+API_NAME = 'resq'
+API_VERSION_OPTION = 'os_resq_api_version'
+API_VERSIONS = {'1': 'resq_nova.osc.client.ResQClient'}
+
+
+def _adapter(instance, service_type):
+    # The CLI's options may name an endpoint of their own for a service.
+    override = instance.get_configuration().get(
+        '%s_endpoint_override' % service_type)
+    return ks_adapter.Adapter(
+        session=instance.session, service_type=service_type,
+        interface=instance.interface, region_name=instance.region_name,
+        endpoint_override=override, raise_exc=False)
+
+
+def make_client(instance):
+    """The ``resq`` client of an OpenStackClient ``ClientManager``."""
+    return client_mod.ResQClient.from_adapters(
+        _adapter(instance, 'placement'), _adapter(instance, 'compute'))
+
+
+def build_option_parser(parser):
+    """Add ``--os-resq-api-version`` to the ``openstack`` parser."""
+    parser.add_argument(
+        '--os-resq-api-version', metavar='<resq-api-version>',
+        default=utils.env('OS_RESQ_API_VERSION',
+                          default=DEFAULT_API_VERSION),
+        help='ResQ command API version, default=%s '
+             '(Env: OS_RESQ_API_VERSION)' % DEFAULT_API_VERSION)
+    return parser

@@ -1,0 +1,138 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``openstack resq slo admit``: what ``resq-admit`` does, on the CLI's
+credentials (the same :func:`resq_nova.cmd.admit.admit`)."""
+
+from osc_lib.cli import format_columns
+from osc_lib.command import command
+from osc_lib import exceptions
+
+from resq_nova.cmd import admit
+from resq_nova import deployment
+from resq_nova import flavors
+from resq_nova import greedy
+from resq_nova.osc import client
+from resq_nova.osc import config
+from resq_profiler import store as store_mod
+
+
+def admission_view(doc):
+    """The admission document as the CLI shows it. Pure."""
+    created = set(doc.get('flavors_created') or ())
+    flavor_rows = [{'name': f['name'], 'ways': f['ways'],
+                    'state': ('created' if f['name'] in created
+                              else 'exists' if f.get('exists')
+                              else 'to create')}
+                   for f in doc['flavors']]
+    booted = {s['name']: s for s in doc.get('servers') or ()}
+    instances = []
+    for inst in doc['instances']:
+        row = {'name': inst['name'], 'ways': inst['ways'],
+               'mpps': inst['mpps'], 'predicted_host': inst['host']}
+        server = booted.get(inst['name'])
+        if server:
+            row.update(id=server['id'], host=server['host'])
+        instances.append(row)
+    data = {
+        'term': doc['term'],
+        'profile': doc['profile'],
+        'throughput_mpps': doc['throughput_mpps'],
+        'latency_p95_us': doc['latency_p95_us'],
+        'load_cap': doc['load_cap'],
+        'capacity_mpps': doc['capacity_mpps'],
+        'flavors': format_columns.ListDictColumn(flavor_rows),
+        'instances': format_columns.ListDictColumn(instances),
+    }
+    if doc.get('heat_template'):
+        data['heat_template'] = doc['heat_template']
+    names = sorted(data)
+    return names, [data[n] for n in names]
+
+
+class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
+    """Admit a reserved SLO term: size it, check room, boot its servers."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        defaults = config.service_conf()
+        add = parser.add_argument
+        add('--term', metavar='<name>',
+            help='name of the SLO term; names its flavors '
+            '(resq.<term>.<ways>w) and servers (<term>-<n>)')
+        add('--profile', metavar='<profile-id>',
+            help='id of the NF profile in the profile store')
+        add('--throughput-mpps', metavar='<mpps>', type=float,
+            help='throughput target, Mpps')
+        add('--latency-p95-us', metavar='<us>', type=float,
+            help='p95 latency target, microseconds')
+        add('--packet-bytes', metavar='<bytes>', type=int,
+            help="packet size of the traffic (default: the profile's; "
+            "must match it)")
+        add('--max-instances', metavar='<n>', type=int,
+            help='refuse the term if it needs more instances')
+        add('--vcpus', metavar='<n>', type=int, default=1,
+            help='dedicated cores per instance (default: 1)')
+        add('--ram-mb', metavar='<mb>', type=int, default=1024,
+            help='memory per instance (default: 1024)')
+        add('--disk-gb', metavar='<gb>', type=int, default=1,
+            help='root disk per instance (default: 1)')
+        add('--mem-page-size', metavar='<size>', default='large',
+            choices=flavors.PAGE_SIZES,
+            help='hw:mem_page_size of the flavors (default: large)')
+        add('--image', metavar='<image-id>',
+            help='image (ID) to boot the servers from')
+        add('--network', metavar='<network>',
+            help='network UUID of the servers, or "none" or "auto"')
+        add('--boot-timeout', metavar='<seconds>', type=int, default=600,
+            help='seconds to wait for each server to become ACTIVE')
+        add('--heat-template', metavar='<file>',
+            help='write a Heat template to this file instead of booting')
+        add('--dry-run', action='store_true',
+            help='show the plan; create nothing')
+        add('--load-discount', metavar='<fraction>', type=float,
+            default=defaults.resq.load_discount,
+            help='fraction taken off every instance\'s load cap (default: '
+            '[resq] load_discount, %s)' % defaults.resq.load_discount)
+        config.add_profile_dir(parser)
+        return parser
+
+    def _check(self, parsed_args):
+        missing = admit.missing_options(parsed_args)
+        if missing:
+            raise exceptions.CommandError(
+                'openstack resq slo admit needs %s' % ', '.join(missing))
+        for name in ('vcpus', 'ram_mb', 'boot_timeout', 'max_instances'):
+            value = getattr(parsed_args, name)
+            if value is not None and value < 1:
+                raise exceptions.CommandError(
+                    '--%s must be at least 1' % name.replace('_', '-'))
+        if not 0.0 <= parsed_args.load_discount <= 0.5:
+            raise exceptions.CommandError(
+                '--load-discount must be between 0 and 0.5')
+        if parsed_args.disk_gb < 0:
+            raise exceptions.CommandError('--disk-gb must not be negative')
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        self._check(parsed_args)
+        resq = client.get_client(self.app)
+        store = store_mod.ProfileStore(config.profile_dir(parsed_args))
+        try:
+            doc = admit.admit(parsed_args, resq.placement, resq.compute,
+                              store, parsed_args.load_discount)
+        except greedy.AdmissionRefused as exc:
+            raise exceptions.CommandError(
+                'REFUSED (%s): SLO term %s: %s' % (exc.constraint, exc.term,
+                                                   exc.reason))
+        except deployment.BootFailed as exc:
+            raise exceptions.CommandError(str(exc))
+        return admission_view(doc)

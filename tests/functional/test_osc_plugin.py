@@ -1,0 +1,394 @@
+"""``openstack resq`` commands against real Nova and Placement.
+
+The cliff commands run in-process with a stand-in for OpenStackClient's
+application whose ``client_manager.resq`` is the plugin's own client
+(:class:`resq_nova.osc.client.ResQClient`) on no-auth keystoneauth adapters
+to the harness's in-process nova-api and Placement; their output goes
+through cliff's real JSON formatter. Hosts run Nova's libvirt driver over
+fakelibvirt and report their cache domains as the agent does; plans are
+applied with real live migrations (see ``test_optimizer``).
+"""
+
+import importlib.metadata
+import io
+import json
+import os
+import subprocess
+import sys
+
+import fixtures
+from osc_lib import exceptions
+import testtools
+
+from resq_nova.conf import clients
+from resq_nova.optimizer import execute
+from resq_nova.osc import client as osc_client
+from resq_nova.osc.v1 import host as host_cmd
+from resq_nova.osc.v1 import plan as plan_cmd
+from resq_nova.osc.v1 import profile as profile_cmd
+from resq_nova.osc.v1 import server as server_cmd
+from resq_nova.osc.v1 import slo as slo_cmd
+from resq_profiler import profile as profile_mod
+from resq_profiler import store as store_mod
+from tests.functional import test_nova_admission
+from tests.functional import test_optimizer
+from tests.unit.resq_profiler import test_profile
+
+COMMANDS = {
+    'resq_host_list': 'resq_nova.osc.v1.host:ListHost',
+    'resq_host_show': 'resq_nova.osc.v1.host:ShowHost',
+    'resq_server_show': 'resq_nova.osc.v1.server:ShowServer',
+    'resq_plan_create': 'resq_nova.osc.v1.plan:CreatePlan',
+    'resq_plan_show': 'resq_nova.osc.v1.plan:ShowPlan',
+    'resq_plan_apply': 'resq_nova.osc.v1.plan:ApplyPlan',
+    'resq_profile_list': 'resq_nova.osc.v1.profile:ListProfile',
+    'resq_profile_show': 'resq_nova.osc.v1.profile:ShowProfile',
+    'resq_profile_validate': 'resq_nova.osc.v1.profile:ValidateProfile',
+    'resq_slo_admit': 'resq_nova.osc.v1.slo:AdmitSLO',
+}
+
+
+class FakeClientManager:
+    def __init__(self, resq):
+        self.resq = resq
+
+
+class FakeApp:
+    """What a command uses of OpenStackClient's application."""
+
+    def __init__(self, resq):
+        self.client_manager = FakeClientManager(resq)
+        self.stdout = io.StringIO()
+        self.stderr = io.StringIO()
+
+
+class OSCTestBase(test_optimizer.OptimizerTestBase):
+
+    def setUp(self):
+        super().setUp()
+        api = self.api
+        headers = {'X-Auth-User': api.auth_user,
+                   'X-User-Id': api.auth_user,
+                   'X-Auth-Project-Id': api.project_id,
+                   'X-Roles': ','.join(api.roles)}
+        # The plugin's client, built as make_client() builds it but on
+        # no-auth adapters.
+        self.resq = osc_client.ResQClient.from_adapters(
+            clients.noauth_adapter(self.placement.fixture.endpoint,
+                                   'placement', {'x-auth-token': 'admin'}),
+            clients.noauth_adapter(api.base_url, 'compute', headers))
+        self.resq.compute.poll_interval = 0.1
+        self.profiles = self.useFixture(fixtures.TempDir()).path
+        self.flags(profile_dir=self.profiles, group='resq')
+
+    def run_cmd(self, cls, *argv):
+        """Run a command with ``-f json``; its parsed output."""
+        app = FakeApp(self.resq)
+        cmd = cls(app, None)
+        parsed = cmd.get_parser('openstack resq').parse_args(
+            list(argv) + ['-f', 'json'])
+        rc = cmd.run(parsed)
+        self.assertEqual(0, rc)
+        self.stderr_text = app.stderr.getvalue()
+        return json.loads(app.stdout.getvalue())
+
+    def fails(self, cls, *argv):
+        """The one-line message of a command that fails."""
+        exc = self.assertRaises(exceptions.CommandError, self.run_cmd, cls,
+                                *argv)
+        message = str(exc)
+        self.assertNotIn('\n', message)
+        return message
+
+
+class HostCommandsTest(OSCTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.rp1 = self.start_resq_compute('host1')[0]
+        self.rps2 = self.start_resq_compute('host2', sockets=2,
+                                            num_closids=7)
+
+    def test_host_list_shows_every_cache_domain(self):
+        server = self.boot('host1', ways=3, name='fw')
+        rows = self.run_cmd(host_cmd.ListHost)
+        self.assertEqual([('host1', 0), ('host2', 0), ('host2', 1)],
+                         [(r['Host'], r['Domain']) for r in rows])
+        h1 = rows[0]
+        # 11 ways, 2 of them DDIO's; 4 classes of service, one the
+        # default group's; the server holds 3 ways and one class.
+        self.assertEqual((11, 2, 3, 6), (h1['Ways Total'],
+                                         h1['Ways Reserved'],
+                                         h1['Ways Used'], h1['Ways Free']))
+        self.assertEqual((4, 1, 2), (h1['CLOS Total'], h1['CLOS Used'],
+                                     h1['CLOS Free']))
+        self.assertEqual(6, h1['Cores'])
+        self.assertIn('CUSTOM_CAT_L3', h1['Traits'])
+        # host2: two cells (cores 0-3 and 4-5 dedicated), 3 classes each.
+        self.assertEqual([4, 2], [r['Cores'] for r in rows[1:]])
+        self.assertEqual([9, 9], [r['Ways Free'] for r in rows[1:]])
+        self.assertEqual([4, 4], [r['CLOS Total'] for r in rows[1:]])
+        self.assertEqual(3, self.llc_usage(self.rp1), server['id'])
+
+    def test_host_show_names_the_servers_holding_ways(self):
+        server = self.boot('host1', ways=3, name='fw')
+        data = self.run_cmd(host_cmd.ShowHost, 'host1')
+        self.assertEqual('host1', data['host'])
+        self.assertEqual(self.client.find_provider('host1')['uuid'],
+                         data['provider'])
+        self.assertEqual(6, data['ways_free'])
+        self.assertEqual(2, data['clos_free'])
+        self.assertEqual([self.rp1], [d['provider'] for d in data['domains']])
+        self.assertEqual([{'server': server['id'], 'ways': 3, 'clos': 1,
+                           'domain': 0}], data['instances'])
+
+    def test_table_output_is_formatted(self):
+        app = FakeApp(self.resq)
+        cmd = host_cmd.ShowHost(app, None)
+        cmd.run(cmd.get_parser('openstack resq host show').parse_args(
+            ['host2']))
+        table = app.stdout.getvalue()
+        # The host's two domains share their 18 free ways; each domain is
+        # shown in its cell as key='value' pairs.
+        self.assertRegex(table, r'\| ways_free +\| 18 +\|')
+        self.assertIn("ways_free='9'", table)
+
+    def test_unknown_host_says_how_to_list_hosts(self):
+        message = self.fails(host_cmd.ShowHost, 'no-such-host')
+        self.assertIn("no compute host 'no-such-host'", message)
+        self.assertIn('"openstack resq host list" lists them', message)
+
+    def test_host_without_cache_domains_names_the_agent(self):
+        self.start_compute(hostname='plain')
+        message = self.fails(host_cmd.ShowHost, 'plain')
+        self.assertIn('is resq-agent running there?', message)
+
+
+class NoResQProvidersTest(OSCTestBase):
+
+    def test_cloud_without_resq_providers(self):
+        self.start_compute(hostname='plain')
+        message = self.fails(host_cmd.ListHost)
+        self.assertIn('Placement has no ResQ cache-domain providers', message)
+        self.assertIn('start resq-agent on the compute hosts', message)
+
+
+class ServerShowTest(OSCTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.rps = self.start_resq_compute('host1', sockets=2,
+                                           num_closids=7)
+
+    def test_by_name_and_by_id(self):
+        server = self.boot('host1', ways=4, vcpus=2, name='fw-a-0')
+        by_name = self.run_cmd(server_cmd.ShowServer, 'fw-a-0')
+        by_id = self.run_cmd(server_cmd.ShowServer, server['id'])
+        self.assertEqual(by_name, by_id)
+        self.assertEqual(server['id'], by_id['id'])
+        self.assertEqual('host1', by_id['host'])
+        self.assertEqual('reserved', by_id['slo'])
+        self.assertEqual('1.5', by_id['throughput_mpps'])
+        self.assertEqual(4, by_id['ways'])
+        self.assertEqual(1, by_id['classes_of_service'])
+        self.assertEqual(2, by_id['vcpus'])
+        (rp, _), = self.llc_of(server['id']).items()
+        # start_resq_compute returns {domain id: provider uuid}.
+        self.assertEqual(rp, self.rps[by_id['cache_domain']])
+        self.assertEqual('host1_llc_%d' % by_id['cache_domain'],
+                         by_id['cache_provider'])
+
+    def test_server_of_another_project_by_name(self):
+        project = self.api.project_id
+        self.api.project_id = 'another-project'
+        try:
+            server = self.boot('host1', ways=2, name='tenant-fw')
+        finally:
+            self.api.project_id = project
+        shown = self.run_cmd(server_cmd.ShowServer, 'tenant-fw')
+        self.assertEqual((server['id'], 2), (shown['id'], shown['ways']))
+
+    def test_unknown_server(self):
+        message = self.fails(server_cmd.ShowServer, 'no-such-server')
+        self.assertIn("no server 'no-such-server' (name or ID)", message)
+        self.assertIn('openstack server list --all-projects', message)
+
+    def test_ambiguous_name_asks_for_the_id(self):
+        self.boot('host1', ways=2, name='twin')
+        self.boot('host1', ways=2, name='twin')
+        message = self.fails(server_cmd.ShowServer, 'twin')
+        self.assertIn('2 servers have that name, give its ID', message)
+
+
+class PlanCommandsTest(OSCTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.rps = {h: self.start_resq_compute(h)[0]
+                    for h in ('host1', 'host2', 'host3')}
+
+    def test_create_show_apply(self):
+        servers = [self.boot('host1', ways=3, name='a'),
+                   self.boot('host2', ways=2, name='b'),
+                   self.boot('host3', ways=2, name='c')]
+        state = ['--state-dir', self.state_dir]
+        plan = self.run_cmd(plan_cmd.CreatePlan, *state)
+        self.assertTrue(plan['proposed'], plan['reason'])
+        self.assertEqual((3, 1), (plan['hosts_used_before'],
+                                  plan['hosts_used_after']))
+        self.assertEqual(2, len(plan['moves']))
+        self.assertTrue(os.path.exists(plan['file']))
+        self.assertTrue(plan['file'].startswith(self.state_dir))
+        # The optimizer's own store sees it.
+        stored, _ = self.optimizer.store.load_plan(plan['id'])
+        self.assertEqual(plan['moves'], [
+            {k: mv[k] for k in plan_cmd.MOVE_FIELDS if k in mv}
+            for mv in stored['moves']])
+
+        shown = self.run_cmd(plan_cmd.ShowPlan, plan['id'], *state)
+        self.assertEqual(plan, shown)
+
+        applied = self.run_cmd(plan_cmd.ApplyPlan, plan['id'], *state)
+        self.assertEqual(execute.APPLIED, applied['status'])
+        self.assertEqual([execute.DONE] * 2,
+                         [a['outcome'] for a in applied['actions']])
+        self.assertIn('done', self.stderr_text)
+        self.assertEqual(1, len({self.host_of(self.server(s['id']))
+                                 for s in servers}))
+        message = self.fails(plan_cmd.ApplyPlan, plan['id'], *state)
+        self.assertIn('already applied', message)
+
+    def test_plan_from_a_snapshot_file(self):
+        self.boot('host1', ways=3, name='a')
+        self.boot('host2', ways=2, name='b')
+        live = self.run_cmd(plan_cmd.CreatePlan, '--state-dir',
+                            self.state_dir)
+        snapshot = os.path.join(self.state_dir, 'snapshots',
+                                live['snapshot_id'] + '.json')
+        replay = self.run_cmd(plan_cmd.CreatePlan, '--state', snapshot,
+                              '--min-hosts-freed', '2', '--state-dir',
+                              self.state_dir)
+        self.assertFalse(replay['proposed'])
+        self.assertNotEqual(live['id'], replay['id'])
+
+    def test_unknown_plan(self):
+        message = self.fails(plan_cmd.ShowPlan, 'plan-nope', '--state-dir',
+                             self.state_dir)
+        self.assertIn('no plan plan-nope in', message)
+
+
+class ProfileCommandsTest(OSCTestBase):
+
+    def setUp(self):
+        super().setUp()
+        self.prof = profile_mod.Profile.from_dict(test_profile.make_doc())
+        store_mod.ProfileStore(self.profiles).put(self.prof)
+
+    def test_list_show_validate(self):
+        rows = self.run_cmd(profile_cmd.ListProfile, '--profile-dir',
+                            self.profiles)
+        self.assertEqual([self.prof.profile_id], [r['ID'] for r in rows])
+        self.assertEqual('LPM', rows[0]['NF'])
+        shown = self.run_cmd(profile_cmd.ShowProfile, self.prof.profile_id,
+                             '--profile-dir', self.profiles)
+        self.assertEqual(self.prof.min_ways, shown['min_ways'])
+        self.assertEqual(20, shown['platform']['llc_ways'])
+        path = os.path.join(self.profiles, self.prof.profile_id + '.json')
+        rows = self.run_cmd(profile_cmd.ValidateProfile, path)
+        self.assertEqual([[path, self.prof.profile_id, 'valid']],
+                         [[r['File'], r['Profile'], r['Result']]
+                          for r in rows])
+
+    def test_invalid_profile_names_the_field(self):
+        doc = test_profile.make_doc()
+        doc['throughput'] = []
+        bad = os.path.join(self.profiles, 'bad.json')
+        with open(bad, 'w') as f:
+            json.dump(doc, f)
+        message = self.fails(profile_cmd.ValidateProfile, bad)
+        self.assertIn('Invalid profile %s' % bad, message)
+        self.assertIn('throughput', message)
+
+    def test_unknown_profile(self):
+        message = self.fails(profile_cmd.ShowProfile, 'no-such',
+                             '--profile-dir', self.profiles)
+        self.assertIn("No profile 'no-such'", message)
+
+
+class AdmitCommandTest(OSCTestBase):
+
+    def setUp(self):
+        super().setUp()
+        store_mod.ProfileStore(self.profiles).put(
+            profile_mod.Profile.from_dict(test_profile.make_doc()))
+
+    def start_host(self, hostname):
+        return self.start_resq_compute(
+            hostname, ways=20, way_size_bytes=test_nova_admission.WAY_BYTES,
+            huge_pages=True)[0]
+
+    def admit(self, *args):
+        return self.run_cmd(
+            slo_cmd.AdmitSLO, '--term', 'fw-a', '--profile',
+            test_nova_admission.PROFILE_ID, '--throughput-mpps', '10',
+            '--latency-p95-us', '25', '--ram-mb', '512', '--image',
+            test_nova_admission.IMAGE, '--network', 'none',
+            '--profile-dir', self.profiles, '--boot-timeout', '60', *args)
+
+    def test_admit_boots_the_term(self):
+        rp = self.start_host('host1')
+        dry = self.admit('--dry-run')
+        self.assertEqual([2, 2, 1], [i['ways'] for i in dry['instances']])
+        self.assertEqual(['to create'] * 2,
+                         [f['state'] for f in dry['flavors']])
+        self.assertEqual([], self.api.get_servers())
+        doc = self.admit()
+        self.assertEqual(['fw-a-0', 'fw-a-1', 'fw-a-2'],
+                         [i['name'] for i in doc['instances']])
+        self.assertEqual({'host1'}, {i['host'] for i in doc['instances']})
+        self.assertEqual(['created'] * 2,
+                         [f['state'] for f in doc['flavors']])
+        self.assertEqual(5, self.llc_usage(rp))
+        shown = self.run_cmd(server_cmd.ShowServer, 'fw-a-0')
+        self.assertEqual((test_nova_admission.PROFILE_ID, 'fw-a', 2),
+                         (shown['profile'], shown['term'], shown['ways']))
+
+    def test_refused_and_missing_options(self):
+        self.start_host('host1')
+        self._create_server(flavor_id=self.resq_flavor(ways=16),
+                            networks='none')
+        message = self.fails(slo_cmd.AdmitSLO, '--term', 'fw-a')
+        self.assertEqual('openstack resq slo admit needs --profile, '
+                         '--throughput-mpps, --latency-p95-us, --image, '
+                         '--network', message)
+        message = self.assertRaises(exceptions.CommandError, self.admit)
+        self.assertIn('REFUSED (cluster_capacity): SLO term fw-a',
+                      str(message))
+        self.assertIn('2 free ways', str(message))
+
+
+class EntryPointsTest(testtools.TestCase):
+    """The packaging metadata registers the plugin and its commands."""
+
+    def test_commands_are_registered(self):
+        eps = importlib.metadata.entry_points(group='openstack.resq.v1')
+        self.assertEqual(COMMANDS, {ep.name: ep.value for ep in eps})
+        for ep in eps:
+            self.assertTrue(hasattr(ep.load(), 'take_action'), ep.name)
+        plugin, = [ep for ep in importlib.metadata.entry_points(
+            group='openstack.cli.extension') if ep.name == 'resq']
+        module = plugin.load()
+        self.assertEqual('resq', module.API_NAME)
+        self.assertTrue(callable(module.make_client))
+
+    def test_openstack_lists_the_commands(self):
+        out = subprocess.run(
+            [sys.executable, '-m', 'openstackclient.shell', 'command',
+             'list', '--group', 'resq', '-f', 'json'],
+            capture_output=True, text=True, check=True, timeout=120,
+            env=dict(os.environ, HOME=self.useFixture(
+                fixtures.TempDir()).path)).stdout
+        groups = {g['Command Group']: g['Commands'] for g in json.loads(out)}
+        self.assertEqual(sorted(k.replace('_', ' ')
+                                for k in COMMANDS),
+                         sorted(groups['openstack.resq.v1']))
