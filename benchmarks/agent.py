@@ -34,6 +34,7 @@ from resq_agent import inventory
 from resq_agent import manager
 from resq_agent import privsep
 from resq_agent import virt
+from resq_common import resctrl_writer
 from resq_nova.placement import cache_domain
 from resq_nova.placement import client as placement_client
 from tests.fixtures import libvirt as libvirt_fixture
@@ -69,6 +70,8 @@ def main(argv):
     conf = cfg.ConfigOpts()
     agent_conf.register_opts(conf)
     conf([], project='resq')
+    privsep.resctrl_pctxt.use_conf(conf)
+    resctrl_writer.CHECK_FS_MAGIC = False
     fixtures_ = [sysfs_fixture.SysfsTree(domains=CPUS, ways=WAYS,
                                          size='%dK' % (WAYS * 1536)),
                  resctrl_fixture.ResctrlTree(ways=WAYS, domains=(0, 1),
@@ -78,6 +81,7 @@ def main(argv):
     for fx in fixtures_:
         fx.setUp()
     sysfs, tree, placement, doms = fixtures_
+    conf.set_override('resctrl_root', tree.root, 'resq_agent')
     try:
         client = placement_client.PlacementClient.for_endpoint(
             placement.endpoint)

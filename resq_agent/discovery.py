@@ -25,8 +25,8 @@ import xml.etree.ElementTree as ET
 
 from oslo_log import log as logging
 
-from resq_agent import cbm
-from resq_agent import resctrl
+from resq_common import cbm
+from resq_common import resctrl
 from resq_nova.placement import cache_domain
 from resq_profiler import exception
 

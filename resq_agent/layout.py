@@ -38,7 +38,7 @@ with the reason and never get a mask; the others are unaffected.
 import collections
 import dataclasses
 
-from resq_agent import cbm
+from resq_common import cbm
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,9 +35,9 @@ import os
 
 from oslo_log import log as logging
 
-from resq_agent import cbm
 from resq_agent import enforcer
 import resq_agent.privsep.pqos
+from resq_common import cbm
 from resq_profiler import store
 
 LOG = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ from oslo_log import log as logging
 
 from resq_agent import conf as agent_conf
 from resq_agent import discovery
+from resq_agent import privsep as agent_privsep
 from resq_profiler import exception
 
 
@@ -108,6 +109,8 @@ def _parse_config(argv):
     conf(sys.argv[1:] if argv is None else argv, project='resq',
          prog='resq-agent')
     logging.setup(conf, 'resq-agent')
+    # The privsep daemon gets the agent's options and config files.
+    agent_privsep.init(conf)
     return conf
 
 

@@ -17,14 +17,19 @@ from resq_nova.placement import client as placement_client
 
 GROUP = 'resq_agent'
 
+RESCTRL_ROOT_OPT = cfg.StrOpt(
+    'resctrl_root',
+    default='/sys/fs/resctrl',
+    help='Mount point of the resctrl file system. Every resctrl '
+         'path the agent reads or writes is under it; change it only to '
+         'point the agent at a copied tree for testing. When it is missing '
+         'the agent reports no LLC inventory and enforces nothing. The '
+         'privsep daemon reads this option from the agent\'s configuration '
+         'files itself (callers cannot choose where it writes) and writes '
+         'only to a mounted resctrl file system.')
+
 ALL_OPTS = [
-    cfg.StrOpt('resctrl_root',
-               default='/sys/fs/resctrl',
-               help='Mount point of the resctrl file system. Every resctrl '
-                    'path the agent reads or writes is under it; change it '
-                    'only to point the agent at a copied tree for testing. '
-                    'When it is missing the agent reports no LLC inventory '
-                    'and enforces nothing.'),
+    RESCTRL_ROOT_OPT,
     cfg.StrOpt('sysfs_root',
                default='/sys',
                help='Root of sysfs, where the agent reads the CPU cache '

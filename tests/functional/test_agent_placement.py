@@ -6,13 +6,13 @@ Inventory reporting, and allocations driving enforcement.
 import fixtures
 from placement.tests.functional.fixtures import placement as placement_fixture
 
-from resq_agent import cbm
 from resq_agent import discovery
 from resq_agent import enforcer
 from resq_agent import inventory
 from resq_agent import manager
-from resq_agent import resctrl
 from resq_agent import virt
+from resq_common import cbm
+from resq_common import resctrl
 from resq_nova.placement import cache_domain
 from resq_nova.placement import client as placement_client
 from tests import base
@@ -29,7 +29,7 @@ class AgentPlacementTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
         fixture = self.useFixture(placement_fixture.PlacementFixture())
         self.client = placement_client.PlacementClient.for_endpoint(
@@ -42,6 +42,7 @@ class AgentPlacementTest(base.TestCase):
             domains=DUAL, ways=20))
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
             ways=20, domains=(0, 1)))
+        self.flags('resq_agent', resctrl_root=self.tree.root)
         self.doms = self.useFixture(libvirt_fixture.NovaDomains())
         self.inv = inventory.Inventory(self.client, 'cn1', 1)
 

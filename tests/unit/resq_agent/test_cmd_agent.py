@@ -19,7 +19,7 @@ class AgentCommandTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.sysfs = self.useFixture(sysfs_fixture.SysfsTree(
             domains={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}, size='16896K',
             ways=11))

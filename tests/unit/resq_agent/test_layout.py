@@ -1,5 +1,5 @@
-from resq_agent import cbm
 from resq_agent import layout
+from resq_common import cbm
 from tests import base
 
 # 20 ways, DDIO in the top two (ways 18-19), default group keeps one more.

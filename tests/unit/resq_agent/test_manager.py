@@ -11,14 +11,14 @@ from unittest import mock
 
 import fixtures
 
-from resq_agent import cbm
 from resq_agent import discovery
 from resq_agent import enforcer
 from resq_agent import manager
 from resq_agent import monitor
 import resq_agent.privsep.resctrl
-from resq_agent import resctrl
 from resq_agent import virt
+from resq_common import cbm
+from resq_common import resctrl
 from tests import base
 from tests.fixtures import libvirt as libvirt_fixture
 from tests.fixtures import resctrl as resctrl_fixture
@@ -41,13 +41,14 @@ class ManagerTestBase(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
         self.sysfs = self.useFixture(sysfs_fixture.SysfsTree(
             domains=self.cpus, ways=self.ways))
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
             ways=self.ways, domains=tuple(self.cpus),
             foreign=('other-app',)))
+        self.flags('resq_agent', resctrl_root=self.tree.root)
         self.doms = self.useFixture(libvirt_fixture.NovaDomains())
         self.rt = resctrl.Resctrl(self.tree.root)
 
@@ -141,6 +142,7 @@ class ReconcileTest(ManagerTestBase):
         self.doms.add(A, (1,), ways=3)
         topo = discovery.discover(os.path.join(self.tmp, 'none'),
                                   self.sysfs.root)
+        self.flags('resq_agent', resctrl_root=self.tmp)
         mgr = manager.AgentManager(
             self.conf, topo, enforcer.ResctrlEnforcer(self.tmp),
             virt.Hypervisor(libvirt_fixture.URI))

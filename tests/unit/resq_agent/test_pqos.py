@@ -16,10 +16,10 @@ import os
 import fixtures
 from pqos import error
 
-from resq_agent import cbm
 from resq_agent import layout
 from resq_agent import pqos
 import resq_agent.privsep.pqos
+from resq_common import cbm
 from tests import base
 from tests.fixtures import pqos as pqos_fixture
 
