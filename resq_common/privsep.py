@@ -29,6 +29,21 @@ from oslo_config import cfg
 from oslo_privsep import priv_context
 
 
+def _opts():
+    opts = copy.deepcopy(priv_context.OPTS)
+    for opt in opts:
+        if opt.name == 'helper_command':
+            opt.help += (' resq-nova always appends the program\'s '
+                         '--config-file and --config-dir arguments: the '
+                         'daemon reads what it may write from them.')
+    return opts
+
+
+def list_opts(*sections):
+    """oslo.privsep's options under each of ``sections``, for the samples."""
+    return [(section, _opts()) for section in sections]
+
+
 class PrivContext(priv_context.PrivContext):
     """:class:`oslo_privsep.priv_context.PrivContext` on a given conf."""
 
@@ -48,8 +63,7 @@ class PrivContext(priv_context.PrivContext):
         privileged call; returns the previous ``ConfigOpts``.
         """
         if self.cfg_section not in conf:
-            conf.register_opts(copy.deepcopy(priv_context.OPTS),
-                               group=self.cfg_section)
+            conf.register_opts(_opts(), group=self.cfg_section)
             for name, value in self._defaults.items():
                 conf.set_default(name, value, group=self.cfg_section)
         previous, self.config = self.config, conf
