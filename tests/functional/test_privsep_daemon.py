@@ -11,9 +11,9 @@ test needs no root.
 import os
 import sys
 
+from resq_agent.cmd import agent
 import resq_agent.privsep
 import resq_agent.privsep.resctrl
-from resq_agent.cmd import agent
 from resq_common import exception
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture
