@@ -38,6 +38,7 @@ from oslo_log import log as logging
 from resq_agent import enforcer
 import resq_agent.privsep.pqos
 from resq_common import cbm
+from resq_common import jsonutils
 from resq_profiler import store
 
 LOG = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class ClassMap:
         """``(classes, domains)``: ``{uuid: class id}``, ``[l3 ids]``."""
         try:
             with open(self.path, encoding='utf-8') as f:
-                data = json.load(f)
+                data = jsonutils.load(f)
             return ({str(u): int(c) for u, c in data['classes'].items()},
                     [int(d) for d in data['domains']])
         except FileNotFoundError:
