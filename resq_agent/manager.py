@@ -65,6 +65,9 @@ class AgentManager:
             for d in topology.domains if d.cat]
         self.num_closids = min((d.num_closids for d in topology.domains
                                 if d.cat), default=0)
+        # _pass_lock serialises passes (which call Placement and libvirt);
+        # _lock guards the state and is never held across a remote call.
+        self._pass_lock = threading.Lock()
         self._lock = threading.RLock()
         self._queue = queue.Queue()
         self._worker = None
@@ -72,7 +75,7 @@ class AgentManager:
         self._known = {}          # uuid -> virt.Instance (running)
         self._allocs = {}         # uuid -> (domain, ways) from Placement
         self._stale = {}          # the previous pass's, while it is down
-        self._placement_failed = False
+        self._placement_error = None   # this pass's, once it failed
         self._synced = {}         # uuid -> cachetune last defined
         self._layout = layout.Layout([], [], {})
         self._refused = []
@@ -152,35 +155,60 @@ class AgentManager:
                 return
 
     def _handle(self, events):
-        with self._lock:
+        # Remote and libvirt calls first, under the pass lock only: status
+        # and enforcement never wait for a service that does not answer.
+        with self._pass_lock:
+            seen = {}
             for uuid, kinds in events.items():
-                inst = self.hypervisor.instance(uuid)
-                if inst is None:
-                    self._known.pop(uuid, None)
-                    self._allocs.pop(uuid, None)
-                    if set(kinds) & STARTING and RECHECK not in kinds:
-                        # The event can overtake the state change it
-                        # announces: look once more a moment later.
-                        timer = threading.Timer(
-                            RECHECK_DELAY_S, self.instance_changed,
-                            (uuid, RECHECK))
-                        timer.daemon = True
-                        timer.start()
-                else:
+                try:
+                    seen[uuid] = self.hypervisor.instance(uuid)
+                except Exception as exc:
+                    # libvirt down: the event is not lost, the next
+                    # reconcile re-reads every instance.
+                    LOG.warning('Cannot read instance %s from libvirt (%s); '
+                                'the next reconcile retries', uuid, exc)
+                    continue
+                if seen[uuid] is None and set(kinds) & STARTING and (
+                        RECHECK not in kinds):
+                    # The event can overtake the state change it
+                    # announces: look once more a moment later.
+                    timer = threading.Timer(
+                        RECHECK_DELAY_S, self.instance_changed,
+                        (uuid, RECHECK))
+                    timer.daemon = True
+                    timer.start()
+            # A start or a migration may come with a new allocation: ask
+            # Placement again (unless it is known to be down this pass).
+            fresh = self._fetch_allocations(
+                [i for i in seen.values() if i is not None])
+            with self._lock:
+                for uuid, inst in seen.items():
+                    if inst is None:
+                        self._known.pop(uuid, None)
+                        self._allocs.pop(uuid, None)
+                        self._stale.pop(uuid, None)
+                        continue
                     self._known[uuid] = inst
-                    # A start or a migration may come with a new
-                    # allocation: ask Placement again.
-                    old = self._allocs.pop(uuid, None)
-                    if old is not None:
-                        self._stale[uuid] = old
-            LOG.debug('Instance events %s', events)
-            self._enforce()
+                    if uuid in fresh:
+                        self._allocs[uuid] = fresh[uuid]
+                    else:
+                        old = self._allocs.pop(uuid, None)
+                        if old is not None:
+                            self._stale[uuid] = old
+                LOG.debug('Instance events %s', events)
+                _, lay = self._enforce()
+            self._run_hooks(lay)
 
     # -- reconcile -----------------------------------------------------------
     def reconcile(self, enforce=True):
-        """Full pass over libvirt and Placement; returns a summary."""
-        with self._lock:
+        """Full pass over libvirt and Placement; returns a summary.
+
+        Placement is asked outside the state lock, each request bounded by
+        ``[placement] timeout``, and not again in the pass once it failed.
+        """
+        with self._pass_lock:
             started = time.monotonic()
+            self._placement_error = None
             if enforce:
                 self._report_inventory()
             try:
@@ -190,16 +218,35 @@ class AgentManager:
                           'keeping the current partitions', self.hypervisor
                           .uri, exc)
                 return {'error': 'libvirt: %s' % exc}
-            self._known = {i.uuid: i for i in running}
-            # Ask Placement afresh; what it said last time stays the
-            # fallback while it does not answer.
-            self._stale = {u: a for u, a in self._allocs.items()
-                           if u in self._known}
-            self._allocs = {}
-            summary = self._enforce(enforce)
+            fresh = self._fetch_allocations(running)
+            with self._lock:
+                self._known = {i.uuid: i for i in running}
+                # What Placement said last time stays the fallback for
+                # the instances it did not answer for.
+                self._stale = {u: a for u, a in
+                               list(self._allocs.items())
+                               + list(self._stale.items())
+                               if u in self._known and u not in fresh}
+                self._allocs = fresh
+                summary, lay = self._enforce(enforce)
+                self.last_reconcile = time.time()
+            if enforce:
+                self._run_hooks(lay)
+            if self._placement_error is not None:
+                summary['placement_error'] = self._placement_error
             summary['seconds'] = round(time.monotonic() - started, 3)
-            self.last_reconcile = time.time()
             return summary
+
+    def _placement_failed(self, error):
+        """Remember that Placement failed in this pass; log it once."""
+        if self.placement_reachable is not False:
+            # Logged outside any handler: oslo.log would append the
+            # traceback. One line, the exception's own message.
+            LOG.warning('%s; enforcing what is known, from the last '
+                        'answers, the flavors and the pinned CPUs; '
+                        'retrying at the next reconcile', error)
+        self.placement_reachable = False
+        self._placement_error = str(error)
 
     def _report_inventory(self):
         if self.inventory is None:
@@ -208,40 +255,51 @@ class AgentManager:
             self.inventory.report(self.topology)
             self._reported = True
             return
-        except placement_client.PlacementError as exc:
+        except placement_client.PlacementUnavailable as exc:
             error = exc
-        # Logged outside the handler: oslo.log would append the traceback.
-        LOG.warning('Cannot report cache inventory to Placement: %s; '
-                    'retrying at the next reconcile', error)
+        except placement_client.PlacementError as exc:
+            LOG.warning('Cannot report cache inventory to Placement: %s; '
+                        'retrying at the next reconcile', exc)
+            return
+        self._placement_failed(error)
 
-    def _allocation(self, inst):
-        """``(domain, ways)`` or None if the instance is not ResQ's."""
-        if inst.uuid in self._allocs:
-            return self._allocs[inst.uuid]
-        alloc = None
-        if self.inventory is not None and not self._placement_failed:
+    def _fetch_allocations(self, instances):
+        """``{uuid: (domain, ways) or None}`` Placement answered for.
+
+        Stops at the first failure: one timeout per pass, not one per
+        instance; the instances it did not answer for are left out.
+        """
+        fresh = {}
+        if self.inventory is None or self._placement_error is not None:
+            return fresh
+        for inst in sorted(instances, key=lambda i: i.uuid):
             try:
-                alloc = self.inventory.llc_allocation(inst.uuid)
-                self.placement_reachable = True
-                self._allocs[inst.uuid] = alloc
-                return alloc
+                fresh[inst.uuid] = self.inventory.llc_allocation(inst.uuid)
             except placement_client.PlacementError as exc:
                 error = exc
-            if self.placement_reachable is not False:
-                LOG.warning('Placement unreachable (%s): enforcing what is '
-                            'known, from the last answers, the flavors and '
-                            'the pinned CPUs; retrying at the next '
-                            'reconcile', error)
-            self.placement_reachable = False
-            # One timeout per pass, not one per instance.
-            self._placement_failed = True
+                break
+        else:
+            if instances:
+                self.placement_reachable = True
+            return fresh
+        self._placement_failed(error)
+        return fresh
+
+    def _allocation(self, inst):
+        """``(domain, ways)`` or None if the instance is not ResQ's.
+
+        Local only: Placement's last answer, else the flavor's ways in the
+        cache domain of the pinned CPUs.
+        """
+        if inst.uuid in self._allocs:
+            return self._allocs[inst.uuid]
         if inst.uuid in self._stale:
             return self._stale[inst.uuid]
         ways = inst.llc_ways
         if ways:
             # Without pinned CPUs the domain is unknown; _enforce says why.
-            alloc = (self._domain_of_cpus(inst.cpus), ways)
-        return alloc
+            return (self._domain_of_cpus(inst.cpus), ways)
+        return None
 
     def _domain_of_cpus(self, cpus):
         doms = {d.id for d in self.topology.domains for c in cpus
@@ -249,7 +307,7 @@ class AgentManager:
         return doms.pop() if len(doms) == 1 else None
 
     def _enforce(self, enforce=True):
-        self._placement_failed = False
+        """Lay out and write; ``(summary, layout)``. Makes no remote call."""
         current = self.enforcer.current_masks() if self.shapes else {}
         requests, refused = [], []
         for inst in sorted(self._known.values(), key=lambda i: i.uuid):
@@ -293,11 +351,6 @@ class AgentManager:
             result = self.enforcer.apply(lay, [s.id for s in self.shapes])
             self._layout = lay
             self._sync_libvirt(lay)
-            for hook in self.post_apply_hooks:
-                try:
-                    hook(self.topology, list(lay.assignments))
-                except Exception:
-                    LOG.exception('Post-apply hook %r failed', hook)
         elif enforce and not self.topology.resctrl_available:
             LOG.info('No CAT on this host (%s); %d ResQ instance(s) run '
                      'unpartitioned', self.topology.reason, len(requests))
@@ -308,7 +361,17 @@ class AgentManager:
                 'refused': [dict(uuid=r.instance_uuid, reason=r.reason)
                             for r in refused],
                 'written': result.written, 'removed': result.removed,
-                'errors': result.errors}
+                'errors': result.errors}, lay
+
+    def _run_hooks(self, lay):
+        """Post-apply hooks (DMA sizing: OVSDB, Nova), outside the lock."""
+        if not self.shapes:
+            return
+        for hook in self.post_apply_hooks:
+            try:
+                hook(self.topology, list(lay.assignments))
+            except Exception:
+                LOG.exception('Post-apply hook %r failed', hook)
 
     def _sync_libvirt(self, lay):
         for a in lay.assignments:

@@ -3,6 +3,8 @@
 Inventory reporting, and allocations driving enforcement.
 """
 
+import threading
+
 import fixtures
 from placement.tests.functional.fixtures import placement as placement_fixture
 
@@ -16,6 +18,7 @@ from resq_common import resctrl
 from resq_nova.placement import cache_domain
 from resq_nova.placement import client as placement_client
 from tests import base
+from tests.fixtures import hung as hung_fixture
 from tests.fixtures import libvirt as libvirt_fixture
 from tests.fixtures import resctrl as resctrl_fixture
 from tests.fixtures import sysfs as sysfs_fixture
@@ -121,13 +124,55 @@ class AgentPlacementTest(base.TestCase):
         self.assertEqual([], summary['removed'])
         self.assertEqual(sorted(['resq-' + A, 'resq-' + B]),
                          rt.owned_groups())
-        self.assertIn('Placement unreachable', self.logs.output)
+        self.assertIn('Placement is unreachable', self.logs.output)
         self.assertFalse(mgr.status()['placement_reachable'])
         # ... and comes back: the next pass picks up the new allocation.
         self.inv.client = up
         self.allocate(B, 1, 6)
         mgr.reconcile()
         self.assertEqual(6, cbm.bits(rt.read_schemata('resq-' + B)['L3'][1]))
+
+    def test_hung_placement_blocks_neither_status_nor_enforcement(self):
+        mgr = self.make()
+        mgr.reconcile()
+        self.doms.add(A, (1, 2), ways=2)     # the flavor says 2 ways
+        self.allocate(A, 0, 5)               # Placement says 5
+        mgr.reconcile()
+        rt = resctrl.Resctrl(self.tree.root)
+        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        # Placement now accepts connections and never answers.
+        hung = self.useFixture(hung_fixture.HungService())
+        self.inv.client = placement_client.PlacementClient.for_endpoint(
+            hung.endpoint)
+        result = {}
+        thread = threading.Thread(
+            target=lambda: result.update(mgr.reconcile()))
+        thread.start()
+        self.assertTrue(hung.requested.wait(120))
+        # The pass waits for Placement; the state lock is free meanwhile.
+        status = mgr.status()
+        self.assertEqual([(A, 5)], [(i['uuid'], i['ways'])
+                                    for i in status['instances']])
+        hung.release()
+        thread.join()
+        self.assertIn('Placement is unreachable',
+                      result['placement_error'])
+        # The last answer is still enforced, not the flavor's 2 ways.
+        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual([], result['removed'])
+        self.assertFalse(mgr.status()['placement_reachable'])
+        # One line in the log for the whole pass, without a traceback.
+        lines = [ln for ln in self.logs.output.splitlines()
+                 if 'Placement is unreachable' in ln]
+        self.assertEqual(1, len(lines), self.logs.output)
+        self.assertNotIn('Traceback', self.logs.output)
+        # A second pass with Placement still hung keeps the last answer.
+        hung2 = self.useFixture(hung_fixture.HungService())
+        self.inv.client = placement_client.PlacementClient.for_endpoint(
+            hung2.endpoint, timeout=1)
+        summary = mgr.reconcile()
+        self.assertIn('timed out', summary['placement_error'])
+        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
 
     def test_allocation_in_the_wrong_domain_is_refused(self):
         mgr = self.make()

@@ -8,6 +8,7 @@ import fixtures
 from resq_agent.cmd import agent
 from resq_agent import pqos
 from tests import base
+from tests.fixtures import hung as hung_fixture
 from tests.fixtures import libvirt as libvirt_fixture
 from tests.fixtures import resctrl as resctrl_fixture
 from tests.fixtures import sysfs as sysfs_fixture
@@ -86,6 +87,25 @@ class AgentCommandTest(base.TestCase):
             inst['uuid'], inst['domain_id'], inst['ways'], inst['cpus'],
             inst['packet_bytes']))
         self.assertFalse(doc['placement_reachable'])
+
+    def test_reconcile_against_a_placement_that_never_answers(self):
+        hung = self.useFixture(hung_fixture.HungService())
+        with open(self.conf_file, 'a') as f:
+            f.write('[placement]\nendpoint_override = %s\ntimeout = 1\n'
+                    % hung.endpoint)
+        doms = self.useFixture(libvirt_fixture.NovaDomains())
+        doms.add(A, (5, 6), ways=3)
+        rc, out, err = self.run_main('reconcile')
+        self.assertEqual(0, rc, err)
+        self.assertTrue(hung.requested.is_set())
+        summary = json.loads(out)
+        self.assertIn('timed out', summary['placement_error'])
+        # Enforced from what is known (here the flavor) meanwhile.
+        self.assertEqual(1, summary['instances'])
+        self.assertNotIn('Traceback', err)
+        lines = [ln for ln in err.splitlines() if 'Placement' in ln]
+        self.assertEqual(1, len(lines), err)
+        self.assertIn('did not answer within [placement] timeout', lines[0])
 
 
 class PqosBackendTest(base.TestCase):
