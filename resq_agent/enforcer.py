@@ -190,6 +190,12 @@ class ResctrlEnforcer:
                        'privsep daemon)' % (what, self.root, exc.strerror))
             else:
                 msg = '%s: %s' % (what, exc)
+        except Exception as exc:
+            # The privsep daemon timing out (oslo_privsep.comm.
+            # PrivsepTimeout), dying or answering garbage costs this one
+            # write, not the pass.
+            msg = '%s: privileged call failed: %s: %s' % (
+                what, type(exc).__name__, exc)
         LOG.error('Cannot %s; other instances are not affected, the next '
                   'reconcile retries', msg)
         result.errors.append(msg)

@@ -39,6 +39,7 @@ from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 _STOP = object()
+_RECONCILE = object()
 RECHECK = 'recheck'
 RECHECK_DELAY_S = 0.2
 # Events after which the instance should be running.
@@ -107,6 +108,10 @@ class AgentManager:
         """Queue a re-check of one instance; returns at once."""
         self._queue.put((str(instance_uuid).lower(), event_type))
 
+    def request_reconcile(self):
+        """Queue a full reconcile (libvirt came back); returns at once."""
+        self._queue.put((_RECONCILE, None))
+
     def start(self, watch_libvirt=True):
         if self._worker is None:
             self._worker = threading.Thread(target=self._work,
@@ -114,8 +119,10 @@ class AgentManager:
                                             daemon=True)
             self._worker.start()
         if watch_libvirt and self._watcher is None:
-            self._watcher = virt.EventWatcher(self.hypervisor.uri,
-                                              self.instance_changed)
+            self._watcher = virt.EventWatcher(
+                self.hypervisor.uri, self.instance_changed,
+                on_reconnect=self.request_reconcile,
+                retry_interval=self.conf.resq_agent.libvirt_retry_interval)
             self._watcher.start()
 
     def stop(self):
@@ -141,9 +148,11 @@ class AgentManager:
             try:
                 events = {}
                 for uuid, event in batch:
-                    if uuid is not _STOP:
+                    if uuid is not _STOP and uuid is not _RECONCILE:
                         events.setdefault(uuid, []).append(event)
-                if events:
+                if any(u is _RECONCILE for u, _ in batch):
+                    self.reconcile()
+                elif events:
                     self._handle(events)
             except Exception:
                 LOG.exception('Handling instance events %s failed; the '
@@ -211,8 +220,9 @@ class AgentManager:
             self._placement_error = None
             if enforce:
                 self._report_inventory()
+            unreadable = set()
             try:
-                running = self.hypervisor.instances()
+                running = self.hypervisor.instances(unreadable)
             except Exception as exc:
                 LOG.error('Cannot list instances from libvirt (%s): %s; '
                           'keeping the current partitions', self.hypervisor
@@ -220,7 +230,13 @@ class AgentManager:
                 return {'error': 'libvirt: %s' % exc}
             fresh = self._fetch_allocations(running)
             with self._lock:
-                self._known = {i.uuid: i for i in running}
+                known = {i.uuid: i for i in running}
+                # A domain libvirt listed but could not describe keeps
+                # what the agent knew of it (and so its partition).
+                for uuid in unreadable:
+                    if uuid in self._known:
+                        known[uuid] = self._known[uuid]
+                self._known = known
                 # What Placement said last time stays the fallback for
                 # the instances it did not answer for.
                 self._stale = {u: a for u, a in

@@ -40,6 +40,20 @@ ALL_OPTS = [
                help='libvirt connection URI of the hypervisor Nova uses on '
                     'this host (the same as nova.conf [libvirt] '
                     'connection_uri).'),
+    cfg.IntOpt('libvirt_retry_interval',
+               default=10, min=1,
+               help='Seconds between attempts to subscribe to libvirt\'s '
+                    'domain events while libvirt is down (at start, or '
+                    'after libvirtd restarted). When the subscription comes '
+                    'back the agent reconciles at once, as events may have '
+                    'been missed.'),
+    cfg.IntOpt('privsep_timeout',
+               default=30, min=1,
+               help='Seconds one privileged call (one resctrl write, one '
+                    'libpqos call) may take before the agent gives up on '
+                    'it. Only that write fails; the other instances of the '
+                    'pass are still written, and the next reconcile retries '
+                    'it.'),
     cfg.StrOpt('hypervisor_hostname',
                help='Name of this host\'s compute node resource provider '
                     'in Placement (Nova\'s hypervisor hostname). Default: '

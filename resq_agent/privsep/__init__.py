@@ -45,6 +45,10 @@ CONTEXTS = (resctrl_pctxt, pqos_pctxt)
 
 
 def init(conf):
-    """Make the agent's contexts read ``conf`` and its config files."""
+    """Make the agent's contexts read ``conf`` and its config files.
+
+    Each privileged call waits at most ``[resq_agent] privsep_timeout``.
+    """
     for ctx in CONTEXTS:
         ctx.use_conf(conf)
+        ctx.timeout = conf.resq_agent.privsep_timeout

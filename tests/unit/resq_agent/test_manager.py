@@ -10,11 +10,14 @@ import time
 from unittest import mock
 
 import fixtures
+import libvirt
+from oslo_privsep import comm
 
 from resq_agent import discovery
 from resq_agent import enforcer
 from resq_agent import manager
 from resq_agent import monitor
+import resq_agent.privsep
 import resq_agent.privsep.resctrl
 from resq_agent import virt
 from resq_common import cbm
@@ -30,7 +33,7 @@ C = 'bbbbbbbb-0000-0000-0000-00000000000c'
 DUAL = {0: tuple(range(0, 8)), 1: tuple(range(8, 16))}
 
 
-class Crash(Exception):
+class Crash(BaseException):
     """Stands for the agent dying between two privileged writes."""
 
 
@@ -292,3 +295,187 @@ class MonitorTest(ManagerTestBase):
         self.assertEqual(2 << 20, second['llc_occupancy_bytes'])
         self.assertEqual(2000.0, second['mbm_total_bytes_per_s'])
         self.assertEqual(1000.0, second['mbm_local_bytes_per_s'])
+
+
+def _libvirt_error(code, message):
+    exc = libvirt.libvirtError(message)
+    exc.err = (code, 0, message, 0, None, None, None, 0, 0)
+    return exc
+
+
+class _Dom:
+    """A libvirt domain whose XMLDesc can be made to fail (injection)."""
+
+    def __init__(self, dom, error=None, before=None):
+        self._dom = dom
+        self._error = error
+        self._before = before
+
+    def __getattr__(self, name):
+        return getattr(self._dom, name)
+
+    def XMLDesc(self, flags=0):
+        if self._before is not None:
+            self._before()
+        if self._error is not None:
+            raise self._error
+        return self._dom.XMLDesc(flags)
+
+
+class ResilienceTest(ManagerTestBase):
+    """Each failure costs only what it touches; the agent recovers alone."""
+
+    def wait_for(self, predicate, timeout=60):
+        EventTest.wait_for(self, predicate, timeout)
+
+    def masks(self):
+        return {u: m for u, m in
+                enforcer.ResctrlEnforcer(self.tree.root)
+                .current_masks().items()}
+
+    def _listing(self, mgr, wrap):
+        """Make mgr's libvirt listing hand out wrapped domains."""
+        conn = mgr.hypervisor._connection()
+        real = conn.listAllDomains
+
+        class Conn:
+            def __getattr__(self, name):
+                return getattr(conn, name)
+
+            def listAllDomains(self, flags=0):
+                return [wrap(d) for d in real(flags)]
+
+        return mock.patch.object(mgr.hypervisor, '_connection',
+                                 return_value=Conn())
+
+    def test_instance_deleted_between_listing_and_xmldesc(self):
+        self.doms.add(A, (1,), ways=2)
+        self.doms.add(B, (9,), ways=3)
+        mgr = self.make()
+
+        def wrap(dom):
+            if dom.UUIDString() == B:
+                # B goes away after libvirt listed it, before its XML.
+                return _Dom(dom, before=lambda: self.doms.remove(B))
+            return dom
+
+        with self._listing(mgr, wrap):
+            summary = mgr.reconcile()
+        self.assertNotIn('error', summary)
+        self.assertEqual([], summary['errors'])
+        self.assertEqual([A], list(self.masks()))
+
+    def test_unreadable_domain_keeps_its_partition(self):
+        self.doms.add(A, (1,), ways=2)
+        self.doms.add(B, (9,), ways=3)
+        mgr = self.make()
+        mgr.reconcile()
+        self.assertEqual({A, B}, set(self.masks()))
+        err = _libvirt_error(libvirt.VIR_ERR_INTERNAL_ERROR,
+                             'internal error: monitor went away')
+
+        def wrap(dom):
+            return _Dom(dom, error=err) if dom.UUIDString() == B else dom
+
+        self.doms.remove(A)
+        with self._listing(mgr, wrap):
+            summary = mgr.reconcile()
+        # A is gone, B could not be read: B keeps its partition.
+        self.assertEqual([B], list(self.masks()))
+        self.assertEqual(3, cbm.bits(self.masks()[B][1]))
+        self.assertEqual([], summary['removed'][1:])
+        self.assertIn('Cannot read domain %s from libvirt' % B,
+                      self.logs.output)
+
+    def test_bad_uuid_in_a_batch_costs_only_itself(self):
+        self.doms.add(A, (1,), ways=2)
+        self.doms.add(B, (9,), ways=3)
+        mgr = self.make()
+        real = mgr.hypervisor.instance
+
+        def flaky(uuid):
+            if uuid == C:
+                raise _libvirt_error(libvirt.VIR_ERR_INTERNAL_ERROR,
+                                     'internal error: boom')
+            return real(uuid)
+
+        # Queued before the worker starts: one batch.
+        for uuid in ('not-a-uuid', A, C, B):
+            mgr.instance_changed(uuid, 'instance.create.end')
+        with mock.patch.object(mgr.hypervisor, 'instance', flaky):
+            mgr.start(watch_libvirt=False)
+            self.addCleanup(mgr.stop)
+            mgr.wait_idle()
+        self.assertEqual({A, B}, set(self.masks()))
+        self.assertIn('Cannot read instance %s from libvirt' % C,
+                      self.logs.output)
+        self.assertNotIn('Handling instance events', self.logs.output)
+
+    def test_privsep_timeout_on_one_group(self):
+        self.doms.add(A, (1,), ways=2)
+        self.doms.add(B, (9,), ways=3)
+        mod = resq_agent.privsep.resctrl
+        real = mod.write_l3_masks
+
+        def slow(group, masks):
+            if group == 'resq-' + A:
+                raise comm.PrivsepTimeout('Timeout while executing a '
+                                          'command, timeout: 30')
+            return real(group, masks)
+
+        with mock.patch.object(mod, 'write_l3_masks', slow):
+            summary = self.make().reconcile()
+        self.assertEqual([B], [u for u, m in self.masks().items() if m])
+        self.assertEqual(1, len(summary['errors']))
+        self.assertIn('schemata resq-%s: privileged call failed: '
+                      'PrivsepTimeout' % A, summary['errors'][0])
+        # The next pass repairs it.
+        self.assertEqual([], self.make().reconcile()['errors'])
+        self.assertEqual(2, cbm.bits(self.masks()[A][0]))
+
+    def test_privsep_timeout_comes_from_the_configuration(self):
+        self.flags('resq_agent', privsep_timeout=7)
+        resq_agent.privsep.init(self.conf)
+        self.assertEqual(7, resq_agent.privsep.resctrl_pctxt.timeout)
+        self.assertEqual(7, resq_agent.privsep.pqos_pctxt.timeout)
+
+    def test_libvirt_down_at_start_then_back(self):
+        # test:///<file> loads its host from a file: missing, libvirt
+        # cannot be reached; written, it answers with the domain in it.
+        node = os.path.join(self.tmp, 'node.xml')
+        uri = 'test://' + node
+        self.flags('resq_agent', libvirt_uri=uri, libvirt_retry_interval=1,
+                   hypervisor_hostname='cn1', sysfs_root=self.sysfs.root)
+        self.flags('placement', endpoint_override='http://127.0.0.1:9/')
+        mgr = manager.AgentManager.from_conf(self.conf)
+        mgr.inventory = None
+        summary = mgr.reconcile()
+        self.assertIn('libvirt', summary['error'])
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        self.assertFalse(mgr._watcher.connected.is_set())
+        self.assertIn('Cannot watch libvirt events on %s' % uri,
+                      self.logs.output)
+        with open(node + '.tmp', 'w') as f:
+            f.write('<node>%s</node>' % libvirt_fixture.nova_domain_xml(
+                A, (1, 2), ways=3))
+        os.rename(node + '.tmp', node)
+        # Back: the watcher subscribes and the agent catches up.
+        self.wait_for(lambda: A in self.masks())
+        self.assertEqual(3, cbm.bits(self.masks()[A][0]))
+
+    def test_libvirtd_restart_resubscribes(self):
+        mgr = self.make()
+        mgr.reconcile()
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        watcher = mgr._watcher
+        self.assertEqual(1, watcher.subscriptions)
+        # libvirt's close callback, as when libvirtd restarts.
+        watcher._on_close(None, libvirt.VIR_CONNECT_CLOSE_REASON_EOF, None)
+        self.wait_for(lambda: watcher.subscriptions == 2
+                      and watcher.connected.is_set())
+        # Events flow on the new subscription.
+        self.doms.add(A, (1, 2), ways=3)
+        self.wait_for(lambda: A in self.masks())
+        self.assertIn('subscribing to its events again', self.logs.output)
