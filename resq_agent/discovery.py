@@ -140,12 +140,17 @@ def io_mask(cbm_mask, shareable_bits, ddio_ways):
     return cbm.make(ways - ddio_ways, ddio_ways)
 
 
-def discover(resctrl_root, sysfs_root, ddio_ways=2):
+def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     """The host's L3 cache domains.
 
     Never raises for a host without CAT: the topology then says why in
     ``reason`` and its domains carry ``cat=False`` (no inventory).
+
+    :param quiet: log at DEBUG only (the agent's rediscovery on every
+        reconcile, which logs changes itself).
     """
+    warn = LOG.debug if quiet else LOG.warning
+    info_log = LOG.debug if quiet else LOG.info
     sysfs = read_sysfs_l3(sysfs_root)
     tree = resctrl.Resctrl(resctrl_root)
     reason = None
@@ -155,8 +160,8 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2):
     except (exception.ResctrlError, OSError, ValueError) as exc:
         reason = str(getattr(exc, 'message', exc))
     if reason is not None:
-        LOG.warning('No L3 cache allocation on this host, reporting no LLC '
-                    'inventory and enforcing nothing: %s', reason)
+        warn('No L3 cache allocation on this host, reporting no LLC '
+             'inventory and enforcing nothing: %s', reason)
         doms = tuple(CacheDomainInfo(
             id=cid, cpus=d['cpus'], ways=d['ways_of_associativity'],
             way_size_bytes=d['size_bytes'] // max(
@@ -173,13 +178,13 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2):
     for cid in ids:
         sys_dom = sysfs.get(cid)
         if sys_dom is None:
-            LOG.warning('resctrl has L3 cache domain %d but sysfs (%s) does '
-                        'not describe it: its CPUs and way size are unknown',
-                        cid, sysfs_root)
+            warn('resctrl has L3 cache domain %d but sysfs (%s) does not '
+                 'describe it: its CPUs and way size are unknown', cid,
+                 sysfs_root)
             sys_dom = {'cpus': (), 'size_bytes': 0,
                        'ways_of_associativity': ways}
         elif sys_dom['ways_of_associativity'] != ways:
-            LOG.info('L3 cache %d is %d-way associative, CAT controls %d '
+            info_log('L3 cache %d is %d-way associative, CAT controls %d '
                      'ways; a way is 1/%d of the cache', cid,
                      sys_dom['ways_of_associativity'], ways, ways)
         doms.append(CacheDomainInfo(
@@ -190,14 +195,15 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2):
             shareable_bits=info['shareable_bits'], cdp=info['cdp'],
             mba=mba, size_bytes=sys_dom['size_bytes'], io_mask=iom))
     for cid in sorted(set(sysfs) - set(ids)):
-        LOG.warning('sysfs has L3 cache %d but resctrl does not; it gets no '
-                    'inventory', cid)
+        warn('sysfs has L3 cache %d but resctrl does not; it gets no '
+             'inventory', cid)
     return HostTopology(tuple(doms), True, cdp=info['cdp'], mba=mba)
 
 
-def discover_from_conf(conf):
+def discover_from_conf(conf, quiet=False):
     opts = conf.resq_agent
-    return discover(opts.resctrl_root, opts.sysfs_root, opts.ddio_ways)
+    return discover(opts.resctrl_root, opts.sysfs_root, opts.ddio_ways,
+                    quiet)
 
 
 def cross_check(topology, capabilities_xml):

@@ -47,25 +47,32 @@ STARTING = {'started', 'resumed', 'instance.create.end',
             'instance.power_on.end', 'instance.live_migration_post_dest.end'}
 
 
+def _summary(topology):
+    if not topology.resctrl_available:
+        return 'no CAT: %s' % topology.reason
+    return ', '.join('domain %d: %d ways' % (d.id, d.ways)
+                     for d in topology.domains if d.cat) or 'no domains'
+
+
 class AgentManager:
     """Enforces cache partitions for the Nova instances of this host."""
 
     def __init__(self, conf, topology, enforcer, hypervisor, inventory=None,
-                 post_apply_hooks=(), monitor=None):
+                 post_apply_hooks=(), monitor=None, discover=None):
+        """Enforce for ``topology`` with these adapters.
+
+        :param discover: ``() -> HostTopology``, called on each reconcile
+            to find a topology that appeared or changed; None keeps
+            ``topology`` for good.
+        """
         self.conf = conf
-        self.topology = topology
         self.enforcer = enforcer
         self.hypervisor = hypervisor
         self.inventory = inventory
         self.post_apply_hooks = list(post_apply_hooks)
         self.monitor = monitor
-        self.shapes = [layout.DomainShape(
-            d.id, d.cbm_mask, d.min_cbm_bits, d.io_mask,
-            discovery.default_group_ways(
-                d, conf.resq_agent.default_group_ways))
-            for d in topology.domains if d.cat]
-        self.num_closids = min((d.num_closids for d in topology.domains
-                                if d.cat), default=0)
+        self._discover = discover
+        self._set_topology(topology)
         # _pass_lock serialises passes (which call Placement and libvirt);
         # _lock guards the state and is never held across a remote call.
         self._pass_lock = threading.Lock()
@@ -85,6 +92,45 @@ class AgentManager:
         self.last_reconcile = None
         self.placement_reachable = None
 
+    def _set_topology(self, topology):
+        self.topology = topology
+        self.shapes = [layout.DomainShape(
+            d.id, d.cbm_mask, d.min_cbm_bits, d.io_mask,
+            discovery.default_group_ways(
+                d, self.conf.resq_agent.default_group_ways))
+            for d in topology.domains if d.cat]
+        self.num_closids = min((d.num_closids for d in topology.domains
+                                if d.cat), default=0)
+
+    def _rediscover(self):
+        """Take up a topology that appeared or changed since the last pass.
+
+        resctrl mounted after the agent started, or a schemata file that
+        was malformed for a moment, must not leave the host without
+        inventory until a restart. A topology that loses CAT it had is not
+        taken up: that is a transient read failure until proven otherwise,
+        and dropping the inventory would strand the instances' ways.
+        """
+        if self._discover is None:
+            return
+        try:
+            new = self._discover()
+        except Exception as exc:
+            LOG.warning('Cannot rediscover the cache topology (%s); keeping '
+                        'the one found before', exc)
+            return
+        old = self.topology
+        if new == old:
+            return
+        if old.resctrl_available and not new.resctrl_available:
+            LOG.warning('resctrl cannot be read now (%s); keeping the cache '
+                        'topology found before until it can', new.reason)
+            return
+        LOG.info('Cache topology changed (%s -> %s); reporting it to '
+                 'Placement', _summary(old), _summary(new))
+        with self._lock:
+            self._set_topology(new)
+
     @classmethod
     def from_conf(cls, conf, post_apply_hooks=()):
         from resq_agent import pqos
@@ -101,7 +147,9 @@ class AgentManager:
                    inventory_mod.Inventory.from_conf(conf, hostname),
                    post_apply_hooks,
                    monitor_mod.Monitor(opts.resctrl_root,
-                                       opts.monitor_min_interval_s))
+                                       opts.monitor_min_interval_s),
+                   discover=lambda: discovery.discover_from_conf(
+                       conf, quiet=True))
 
     # -- events ------------------------------------------------------------
     def instance_changed(self, instance_uuid, event_type=None):
@@ -218,6 +266,7 @@ class AgentManager:
         with self._pass_lock:
             started = time.monotonic()
             self._placement_error = None
+            self._rediscover()
             if enforce:
                 self._report_inventory()
             unreadable = set()

@@ -3,6 +3,8 @@
 Inventory reporting, and allocations driving enforcement.
 """
 
+import os
+import shutil
 import threading
 
 import fixtures
@@ -173,6 +175,65 @@ class AgentPlacementTest(base.TestCase):
         summary = mgr.reconcile()
         self.assertIn('timed out', summary['placement_error'])
         self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+
+    def llc_total(self, domain_id):
+        rp = cache_domain.provider_uuid(self.root, domain_id)
+        try:
+            inv = self.client.get_inventories(rp)
+        except placement_client.ProviderNotFound:
+            return None
+        return inv.get('CUSTOM_LLC_WAY', {}).get('total')
+
+    def rediscovering(self, root):
+        self.flags('resq_agent', resctrl_root=root,
+                   sysfs_root=self.sysfs.root)
+        return manager.AgentManager(
+            self.conf, discovery.discover_from_conf(self.conf),
+            enforcer.ResctrlEnforcer(root),
+            virt.Hypervisor(libvirt_fixture.URI), self.inv,
+            discover=lambda: discovery.discover_from_conf(self.conf,
+                                                          quiet=True))
+
+    def test_resctrl_mounted_after_start_is_rediscovered(self):
+        mnt = os.path.join(self.tmp, 'mnt')
+        mgr = self.rediscovering(mnt)
+        self.doms.add(A, (1, 2), ways=3)
+        mgr.reconcile()
+        self.assertIsNone(self.llc_total(0))
+        self.assertFalse(mgr.status()['resctrl_available'])
+        # resctrl gets mounted: the next pass finds it and reports it.
+        shutil.copytree(self.tree.root, mnt)
+        mgr.reconcile()
+        self.assertEqual((20, 20), (self.llc_total(0), self.llc_total(1)))
+        self.assertTrue(mgr.status()['resctrl_available'])
+        self.assertIn('Cache topology changed', self.logs.output)
+        self.allocate(A, 0, 3)
+        mgr.reconcile()
+        rt = resctrl.Resctrl(mnt)
+        self.assertEqual(3, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+
+    def test_transiently_malformed_schemata(self):
+        path = os.path.join(self.tree.root, 'schemata')
+
+        def schemata(text):
+            with open(path, 'w') as f:
+                f.write(text)
+
+        schemata('L3 garbled\n')
+        mgr = self.rediscovering(self.tree.root)
+        mgr.reconcile()
+        self.assertIsNone(self.llc_total(0))
+        # Readable again: rediscovered and reported without a restart.
+        schemata(self.tree.default_schemata)
+        mgr.reconcile()
+        self.assertEqual(20, self.llc_total(0))
+        # Garbled for a moment while running: the inventory stays.
+        schemata('L3 garbled\n')
+        mgr.reconcile()
+        self.assertEqual(20, self.llc_total(0))
+        self.assertTrue(mgr.status()['resctrl_available'])
+        self.assertIn('keeping the cache topology found before',
+                      self.logs.output)
 
     def test_allocation_in_the_wrong_domain_is_refused(self):
         mgr = self.make()
