@@ -1,7 +1,11 @@
 """The ResQ filter and weigher on Nova's own objects, without services."""
 
 import datetime
+import logging
+from unittest import mock
 import uuid
+
+import fixtures
 
 from nova import objects
 from nova.scheduler import host_manager
@@ -44,7 +48,8 @@ def host(name, numa):
 
 def spec(vcpus=2, **extra):
     specs = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
-             'resources_LLC:CUSTOM_LLC_WAY': '4'}
+             'resources_LLC:CUSTOM_LLC_WAY': '4',
+             'resources_LLC:CUSTOM_LLC_CLOS': '1'}
     specs.update(extra)
     flavor = objects.Flavor(name='nf', flavorid='nf', vcpus=vcpus,
                             memory_mb=512, root_gb=1, ephemeral_gb=0,
@@ -100,6 +105,17 @@ class FilterTest(base.BaseTestCase):
         hs = host('h', topology(pinned=((0, 1, 2), (4, 5, 6))))
         self.assertEqual([], filters.ResQFilter().filter_all([hs], spec()))
 
+    def test_per_host_refusals_log_at_debug(self):
+        hosts = [host('full', topology(pinned=((0, 1, 2), (4, 5, 6))))]
+        info = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        self.assertEqual([], filters.ResQFilter().filter_all(hosts, spec()))
+        self.assertNotIn('full', info.output)
+        debug = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
+        filters.ResQFilter().filter_all(hosts, spec())
+        self.assertIn('cannot pin 2 dedicated cores in one NUMA cell',
+                      debug.output)
+        self.assertIn('ResQFilter: (full, full)', debug.output)
+
     def test_invalid_resq_flavor_fails_every_host(self):
         hosts = [host('h', topology())]
         request = spec(**{'hw:cpu_policy': 'shared'})
@@ -122,3 +138,49 @@ class WeigherTest(base.BaseTestCase):
         request.flavor.extra_specs = {}
         self.assertEqual([0.0, 0.0],
                          weigher.weigh_objects([W(empty), W(busy)], request))
+
+    def test_ways_and_classes_of_service_count(self):
+        class W:
+            def __init__(self, obj):
+                self.obj = obj
+
+        # Same cores pinned; a's candidate domain is fuller in ways and
+        # classes of service.
+        a = host('a', topology(pinned=((0,), ())))
+        b = host('b', topology(pinned=((0,), ())))
+        rp_a = a.allocation_candidates[0]['mappings']['_LLC'][0]
+        rp_b = b.allocation_candidates[0]['mappings']['_LLC'][0]
+        weigher = weights.ResQWeigher()
+        usage = {rp_a: (12, 16, 3, 7), rp_b: (0, 16, 0, 7)}
+        with mock.patch.object(weigher, '_llc_usage', return_value=usage):
+            wa, wb = weigher.weigh_objects([W(a), W(b)], spec())
+        self.assertAlmostEqual((3 / 8 + 16 / 16 + 4 / 7) / 3, wa)
+        self.assertAlmostEqual((3 / 8 + 4 / 16 + 1 / 7) / 3, wb)
+
+    def test_placement_down_weighs_by_cores_only(self):
+        class W:
+            def __init__(self, obj):
+                self.obj = obj
+
+        weigher = weights.ResQWeigher()
+        broken = mock.Mock()
+        broken.get.side_effect = RuntimeError('no placement here')
+        weigher._placement = broken
+        logs = self.useFixture(fixtures.FakeLogger())
+        got = weigher.weigh_objects([W(host('a', topology()))], spec())
+        self.assertEqual([2 / 8], got)
+        self.assertIn('weighing by cores only', logs.output)
+        # Not asked again for a while: one failure per minute, not per
+        # request.
+        weigher.weigh_objects([W(host('a', topology()))], spec())
+        self.assertEqual(1, broken.get.call_count)
+
+    def test_aggregate_multiplier_overrides_the_option(self):
+        weigher = weights.ResQWeigher()
+        plain = host('plain', topology())
+        tuned = host('tuned', topology())
+        tuned.aggregates = [objects.Aggregate(
+            id=1, name='spread', hosts=['tuned'],
+            metadata={'resq_weigher_multiplier': '-2.5'})]
+        self.assertEqual(10.0, weigher.weight_multiplier(plain))
+        self.assertEqual(-2.5, weigher.weight_multiplier(tuned))
