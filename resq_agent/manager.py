@@ -94,11 +94,10 @@ class AgentManager:
 
     def _set_topology(self, topology):
         self.topology = topology
-        self.shapes = [layout.DomainShape(
-            d.id, d.cbm_mask, d.min_cbm_bits, d.io_mask,
-            discovery.default_group_ways(
-                d, self.conf.resq_agent.default_group_ways))
-            for d in topology.domains if d.cat]
+        opts = self.conf.resq_agent
+        self.shapes = [discovery.shape_of(d, opts.default_group_ways,
+                                          opts.default_group_io_ways)
+                       for d in topology.domains if d.cat]
         self.num_closids = min((d.num_closids for d in topology.domains
                                 if d.cat), default=0)
 
@@ -339,10 +338,18 @@ class AgentManager:
             return fresh
         for inst in sorted(instances, key=lambda i: i.uuid):
             try:
-                fresh[inst.uuid] = self.inventory.llc_allocation(inst.uuid)
+                alloc = self.inventory.llc_allocation(inst.uuid)
             except placement_client.PlacementError as exc:
                 error = exc
                 break
+            if alloc == inventory_mod.MOVING_OUT:
+                # Live migration away from here in flight: Nova moved our
+                # allocation to the migration record, the instance still
+                # runs here and keeps its partition until it stops.
+                LOG.debug('Instance %s is migrating away; keeping its '
+                          'partition until it stops here', inst.uuid)
+                continue
+            fresh[inst.uuid] = alloc
         else:
             if instances:
                 self.placement_reachable = True

@@ -38,6 +38,7 @@ from oslo_log import log as logging
 from resq_agent import enforcer
 import resq_agent.privsep.pqos
 from resq_common import cbm
+from resq_common import exception
 from resq_common import jsonutils
 from resq_profiler import store
 
@@ -299,12 +300,29 @@ def probe():
     return None
 
 
+class UnsupportedBackend(exception.ResQException):
+    msg_fmt = '%(reason)s'
+
+
 def load_backend(conf):
-    """The enforcer ``[resq_agent] backend`` asks for, or resctrl."""
+    """The enforcer ``[resq_agent] backend`` asks for, or resctrl.
+
+    :raises UnsupportedBackend: for pqos over MSR, which cannot enforce.
+    """
     opts = conf.resq_agent
     root = opts.resctrl_root
     if opts.backend != 'pqos':
         return enforcer.ResctrlEnforcer(root)
+    if opts.pqos_interface == 'MSR':
+        # The agent's cache layout (domains, ways, I/O ways, classes) comes
+        # from resctrl discovery, and libpqos's MSR interface needs resctrl
+        # unmounted: the two never hold together, so nothing would ever be
+        # enforced. Refused rather than run unpartitioned.
+        raise UnsupportedBackend(reason=(
+            '[resq_agent] backend = pqos with pqos_interface = MSR cannot '
+            'enforce anything: the agent discovers the cache through '
+            'resctrl, which libpqos\'s MSR interface needs unmounted; set '
+            'pqos_interface = OS (resctrl mounted) or backend = resctrl'))
     reason = probe()
     if reason is None:
         backend = PqosEnforcer(opts.pqos_interface, opts.state_dir)

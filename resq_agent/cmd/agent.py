@@ -30,7 +30,8 @@ def _inspect(conf):
         conf.set_override('sysfs_root', conf.command.sysfs_root,
                           'resq_agent')
     topology = discovery.discover_from_conf(conf)
-    _print(discovery.describe(topology, conf.resq_agent.default_group_ways))
+    _print(discovery.describe(topology, conf.resq_agent.default_group_ways,
+                              conf.resq_agent.default_group_io_ways))
     return 0
 
 

@@ -72,7 +72,9 @@ ALL_OPTS = [
                choices=[('OS', 'libpqos on the kernel\'s resctrl file '
                          'system; resctrl must be mounted'),
                         ('MSR', 'libpqos writes the CAT model-specific '
-                         'registers itself; resctrl must not be mounted')],
+                         'registers itself; resctrl must not be mounted. '
+                         'Refused at start: the agent discovers the cache '
+                         'through resctrl, so it could never enforce')],
                help='The libpqos interface used when backend = pqos.'),
     cfg.StrOpt('state_dir',
                default='/var/lib/resq-agent',
@@ -95,6 +97,15 @@ ALL_OPTS = [
                     'non-ResQ instances) beyond the I/O ways, reserved in '
                     'Placement so no instance can take them. The default '
                     'group always keeps at least min_cbm_bits ways.'),
+    cfg.BoolOpt('default_group_io_ways',
+                default=False,
+                help='Let the default resctrl group (the host and non-ResQ '
+                     'instances) allocate into the I/O (DDIO) ways. Off, as '
+                     'in ResQ: no core allocates into the ways DDIO writes '
+                     'packets into, so nothing but DMA evicts them. Turn it '
+                     'on only when the host needs those ways for itself '
+                     'more than the NFs need their packets to stay in the '
+                     'cache.'),
     cfg.IntOpt('ddio_ways',
                default=2, min=0,
                help='Ways DDIO writes incoming packets into, used when the '

@@ -235,6 +235,56 @@ class AgentPlacementTest(base.TestCase):
         self.assertIn('keeping the cache topology found before',
                       self.logs.output)
 
+    def put_allocation(self, consumer, rps):
+        """Give ``consumer`` ``{provider uuid: {rc: amount}}``."""
+        generation = self.client._adapter.get(
+            '/allocations/%s' % consumer, microversion='1.28').json().get(
+                'consumer_generation')
+        body = {'allocations': {rp: {'resources': res}
+                                for rp, res in rps.items()},
+                'project_id': 'p', 'user_id': 'u',
+                'consumer_generation': generation}
+        resp = self.client._adapter.put('/allocations/%s' % consumer,
+                                        json=body, microversion='1.28')
+        self.assertEqual(204, resp.status_code, resp.text)
+
+    def test_live_migration_source_keeps_its_partition(self):
+        mgr = self.make()
+        mgr.reconcile()
+        # The destination host and its cache domains.
+        cn2 = self.client.ensure_provider(
+            '6f2b4c1e-0000-4000-8000-000000000002', 'cn2')['uuid']
+        self.client.set_inventories(cn2, {'VCPU': {'total': 16}})
+        inventory.Inventory(self.client, 'cn2', 1).report(self.topology())
+        self.doms.add(A, (1, 2), ways=2)     # the flavor says 2 ways
+        self.allocate(A, 0, 5)
+        mgr.reconcile()
+        rt = resctrl.Resctrl(self.tree.root)
+        mask = rt.read_schemata('resq-' + A)['L3'][0]
+        self.assertEqual(5, cbm.bits(mask))
+        # Live migration in flight, as Nova does it: the source allocation
+        # moves to the migration record, the instance's to the destination.
+        migration = 'aaaaaaaa-0000-4000-8000-00000000000f'
+        self.put_allocation(migration, {
+            cache_domain.provider_uuid(self.root, 0): {'CUSTOM_LLC_WAY': 5},
+            self.root: {'VCPU': 1}})
+        self.put_allocation(A, {
+            cache_domain.provider_uuid(cn2, 0): {'CUSTOM_LLC_WAY': 5},
+            cn2: {'VCPU': 1}})
+        # Still running here: the partition stays, mask untouched, also
+        # for an agent that starts during the migration (the flavor's
+        # ways in the domain of its pinned CPUs then).
+        summary = mgr.reconcile()
+        self.assertEqual([], summary['removed'])
+        self.assertEqual(mask, rt.read_schemata('resq-' + A)['L3'][0])
+        restarted = self.make()
+        self.assertEqual([], restarted.reconcile()['removed'])
+        self.assertEqual(2, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        # The migration ends: the domain stops here, the group goes.
+        self.doms.remove(A)
+        mgr.reconcile()
+        self.assertEqual([], rt.owned_groups())
+
     def test_allocation_in_the_wrong_domain_is_refused(self):
         mgr = self.make()
         mgr.reconcile()

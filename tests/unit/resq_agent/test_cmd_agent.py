@@ -51,10 +51,11 @@ class AgentCommandTest(base.TestCase):
         self.assertEqual(11, dom['ways'])
         self.assertEqual(16896 * 1024 // 11, dom['way_size_bytes'])
         self.assertEqual(2, dom['min_cbm_bits'])
-        self.assertEqual(16, dom['num_closids'])
+        # The tree's foreign group holds one of the 16.
+        self.assertEqual(15, dom['num_closids'])
         self.assertEqual(2, dom['io_ways'])
         self.assertFalse(dom['cdp'])
-        self.assertEqual({'total': 11, 'reserved': 3}, {
+        self.assertEqual({'total': 11, 'reserved': 4}, {
             k: dom['inventory']['CUSTOM_LLC_WAY'][k]
             for k in ('total', 'reserved')})
 
@@ -109,6 +110,34 @@ class AgentCommandTest(base.TestCase):
 
 
 class PqosBackendTest(base.TestCase):
+
+    def test_pqos_over_msr_is_refused_clearly(self):
+        tree = self.useFixture(resctrl_fixture.ResctrlTree())
+        self.flags('resq_agent', backend='pqos', pqos_interface='MSR',
+                   resctrl_root=tree.root)
+        exc = self.assertRaises(pqos.UnsupportedBackend, pqos.load_backend,
+                                self.conf)
+        self.assertIn('pqos_interface = MSR cannot enforce anything',
+                      str(exc))
+        self.assertIn('set pqos_interface = OS', str(exc))
+        # The command says so in one line and exits non-zero.
+        conf_file = os.path.join(self.tmp, 'msr.conf')
+        with open(conf_file, 'w') as f:
+            f.write('[resq_agent]\nbackend = pqos\npqos_interface = MSR\n'
+                    'resctrl_root = %s\nhypervisor_hostname = cn1\n'
+                    'libvirt_uri = %s\n[placement]\nendpoint_override = '
+                    'http://127.0.0.1:9/\n'
+                    % (tree.root, libvirt_fixture.URI))
+        err = io.StringIO()
+        out = contextlib.redirect_stdout(io.StringIO())
+        with out, contextlib.redirect_stderr(err):
+            rc = agent.main(['--config-file', conf_file, 'reconcile'])
+        self.assertEqual(1, rc)
+        lines = [ln for ln in err.getvalue().splitlines()
+                 if ln.startswith('ERROR')]
+        self.assertEqual(1, len(lines), err.getvalue())
+        self.assertIn('pqos_interface = MSR cannot enforce', lines[0])
+        self.assertNotIn('Traceback', err.getvalue())
 
     def test_missing_library_names_the_fallback(self):
         logs = self.useFixture(fixtures.FakeLogger())

@@ -10,8 +10,8 @@ from tests.fixtures import resctrl as resctrl_fixture
 
 U1 = '11111111-1111-1111-1111-111111111111'
 U2 = '22222222-2222-2222-2222-222222222222'
-SHAPES = [layout.DomainShape(0, 0xfffff, 1, 0xc0000, 1),
-          layout.DomainShape(1, 0xfffff, 1, 0xc0000, 1)]
+SHAPES = [layout.DomainShape(0, 0xfffff, 1, 0xc0000, 1, default_io=True),
+          layout.DomainShape(1, 0xfffff, 1, 0xc0000, 1, default_io=True)]
 
 
 def lay(*reqs, current=None):
