@@ -84,7 +84,7 @@ class AgentManager:
         self._allocs = {}         # uuid -> (domain, ways) from Placement
         self._stale = {}          # the previous pass's, while it is down
         self._placement_error = None   # this pass's, once it failed
-        self._synced = {}         # uuid -> cachetune last defined
+        self._synced = {}         # uuid -> definition checked
         self._layout = layout.Layout([], [], {})
         self._refused = []
         self._errors = []
@@ -239,6 +239,9 @@ class AgentManager:
                 [i for i in seen.values() if i is not None])
             with self._lock:
                 for uuid, inst in seen.items():
+                    # A start may come with a new definition: check it
+                    # again for a <cachetune>.
+                    self._synced.pop(uuid, None)
                     if inst is None:
                         self._known.pop(uuid, None)
                         self._allocs.pop(uuid, None)
@@ -446,21 +449,27 @@ class AgentManager:
                 LOG.exception('Post-apply hook %r failed', hook)
 
     def _sync_libvirt(self, lay):
+        """One owner per partition: no ``<cachetune>`` in the definitions.
+
+        libvirt would create its own resctrl group from one when the domain
+        starts again; the agent's group is the partition. Checked once per
+        instance (local libvirt, not a remote call).
+        """
         for a in lay.assignments:
-            inst = self._known.get(a.instance_uuid)
-            dom = self.topology.domain(a.domain_id)
-            if inst is None or dom is None:
-                continue
-            want = (tuple(sorted(inst.vcpu_pins)), a.domain_id,
-                    a.ways * dom.way_size_bytes, dom.cdp)
-            if self._synced.get(a.instance_uuid) == want:
+            if a.instance_uuid in self._synced:
                 continue
             try:
-                self.hypervisor.set_cachetune(a.instance_uuid, *want)
-                self._synced[a.instance_uuid] = want
+                if self.hypervisor.drop_cachetune(a.instance_uuid):
+                    LOG.info('Removed <cachetune> from the libvirt '
+                             'definition of %s: the agent\'s resctrl group '
+                             'is its partition', a.instance_uuid)
+                self._synced[a.instance_uuid] = True
             except Exception as exc:
-                LOG.warning('Cannot record the cachetune of %s in its '
+                LOG.warning('Cannot remove the <cachetune> of %s from its '
                             'libvirt definition: %s', a.instance_uuid, exc)
+        for uuid in set(self._synced) - {a.instance_uuid
+                                         for a in lay.assignments}:
+            del self._synced[uuid]
 
     # -- status --------------------------------------------------------------
     def status(self):

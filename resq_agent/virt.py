@@ -18,9 +18,12 @@ writes them under ``<nova:flavor><nova:extraSpecs>``), hence
 ``resq:packet_bytes`` and the LLC request. Where the ways really are
 (which cache domain, how many) is Placement's word, not the XML's.
 
-libvirt cannot change ``<cachetune>`` of a running domain; the agent writes
-resctrl itself and keeps the *persistent* definition's ``<cachetune>`` in
-step, so that libvirt's view and a restart agree with what is enforced.
+One owner per partition: the agent's ``resq-`` resctrl group. A
+``<cachetune>`` in the persistent definition would make libvirt create its
+own group when the domain starts again, a second enforcer that wins over
+the agent's, so the agent removes any it finds on the instances it
+partitions (earlier releases wrote them) and re-enforces on the start
+event.
 """
 
 import dataclasses
@@ -228,10 +231,19 @@ class Hypervisor:
                 return None
             raise
 
-    def set_cachetune(self, uuid, vcpus, domain_id, size_bytes, cdp=False):
-        """Make the persistent definition carry this cachetune.
+    def drop_cachetune(self, uuid, attempts=3):
+        """Remove ``<cachetune>`` from the persistent definition.
+
+        The agent is the one owner of an instance's partition (its
+        ``resq-`` resctrl group): a ``<cachetune>`` in the definition makes
+        libvirt create a resctrl group of its own when the domain starts
+        again, which wins over the agent's. The definition is read, edited
+        and read again just before ``defineXML``; when someone else (Nova)
+        changed it meanwhile the edit starts over, so their change is never
+        overwritten.
 
         :returns: True when the definition changed.
+        :raises RuntimeError: when it kept changing for ``attempts`` tries.
         """
         conn = self._connection()
         try:
@@ -240,12 +252,19 @@ class Hypervisor:
             return False
         if not dom.isPersistent():
             return False
-        xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
-        new = with_cachetune(xml, vcpus, domain_id, size_bytes, cdp)
-        if cachetune_of(new) == cachetune_of(xml):
-            return False
-        conn.defineXML(new)
-        return True
+        flags = libvirt.VIR_DOMAIN_XML_INACTIVE
+        for _ in range(attempts):
+            xml = dom.XMLDesc(flags)
+            if not cachetune_of(xml):
+                return False
+            new = with_cachetune(xml, (), 0, 0)
+            if dom.XMLDesc(flags) != xml:
+                continue
+            conn.defineXML(new)
+            return True
+        raise RuntimeError('the libvirt definition of %s kept changing; '
+                           'its <cachetune> is removed at the next '
+                           'reconcile' % uuid)
 
 
 class EventWatcher:

@@ -95,10 +95,9 @@ class ReconcileTest(ManagerTestBase):
         self.assertEqual(0, self.default()[1] & masks[B][1])
         self.assertEqual(self.tree.default_schemata,
                          self.tree.read('other-app', 'schemata'))
-        # libvirt's persistent definition carries the cachetune.
-        way = 30720 * 1024 // 20
-        self.assertEqual([((0, 1), 0, 4 * way)],
-                         virt.cachetune_of(self.doms.xml(A)))
+        # One owner: the agent's group; no <cachetune> for libvirt to make
+        # a second group from when the domain starts again.
+        self.assertEqual([], virt.cachetune_of(self.doms.xml(A)))
         self.assertEqual({A: 64, B: None},
                          {a.instance_uuid: a.packet_bytes
                           for a in hooked[-1]})
@@ -220,6 +219,32 @@ class SingleSocket11WayTest(ManagerTestBase):
         # The default group keeps its one way and stays out of the I/O
         # ways (0x600), as ResQ keeps every core out of DDIO's share.
         self.assertEqual(0x100, self.default()[0])
+
+
+class OneOwnerTest(ManagerTestBase):
+
+    def test_domain_restart_keeps_the_agents_partition(self):
+        # A definition with the <cachetune> an earlier release wrote.
+        dom = self.doms.add(A, (1, 2), ways=3)
+        xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+        self.doms.conn.defineXML(virt.with_cachetune(xml, (0, 1), 0,
+                                                     3 << 20))
+        mgr = self.make()
+        mgr.reconcile()
+        self.assertEqual([], virt.cachetune_of(self.doms.xml(A)))
+        self.assertIn('Removed <cachetune> from the libvirt definition',
+                      self.logs.output)
+        mask = self.masks()[A][0]
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        # The domain stops and starts again (a reboot from the host).
+        dom = self.doms.conn.lookupByUUIDString(A)
+        dom.destroy()
+        dom.create()
+        mgr.reconcile()
+        self.assertEqual(mask, self.masks()[A][0])
+        self.assertEqual('1,2', self.rt.read_cpus('resq-' + A))
+        self.assertEqual([], virt.cachetune_of(self.doms.xml(A)))
 
 
 class EventTest(ManagerTestBase):
