@@ -94,6 +94,46 @@ class Inventory:
                      for d in doms) or 'none')
         return result
 
+    def llc_allocations(self, instances, domain_ids):
+        """:meth:`llc_allocation` of many instances, in few requests.
+
+        One ``GET /resource_providers/<domain>/allocations`` per cache
+        domain of this host answers for every instance holding ways here;
+        only the instances whose flavor asks for ways but that hold none
+        here are asked about one by one (a live migration away, or none).
+
+        :param instances: :class:`resq_agent.virt.Instance` objects.
+        :returns: ``{uuid: (domain id, ways) or None or MOVING_OUT}``.
+        :raises resq_nova.placement.client.PlacementError: Placement down.
+        """
+        root = self.compute_uuid()
+        here = {}
+        for domain_id in sorted(domain_ids):
+            rp = cache_domain.provider_uuid(root, domain_id)
+            try:
+                allocs = self.client.get_provider_allocations(rp)
+            except placement_client.ProviderNotFound:
+                continue
+            for consumer, resources in allocs.items():
+                ways = resources.get(extra_specs.RC_LLC_WAY)
+                if ways:
+                    here.setdefault(consumer.lower(), []).append(
+                        (domain_id, int(ways)))
+        result = {}
+        for inst in instances:
+            found = here.get(inst.uuid)
+            if found:
+                if len(found) > 1:
+                    LOG.warning('Instance %s holds LLC ways in %d cache '
+                                'domains of this host (%s); using the first',
+                                inst.uuid, len(found), found)
+                result[inst.uuid] = sorted(found)[0]
+            elif inst.llc_ways:
+                result[inst.uuid] = self.llc_allocation(inst.uuid)
+            else:
+                result[inst.uuid] = None
+        return result
+
     def llc_allocation(self, instance_uuid):
         """Where and how many ways the instance holds here.
 

@@ -40,6 +40,7 @@ from resq_nova.placement import client as placement_client
 LOG = logging.getLogger(__name__)
 _STOP = object()
 _RECONCILE = object()
+_UNREAD = object()
 RECHECK = 'recheck'
 RECHECK_DELAY_S = 0.2
 # Events after which the instance should be running.
@@ -219,13 +220,14 @@ class AgentManager:
                 try:
                     seen[uuid] = self.hypervisor.instance(uuid)
                 except Exception as exc:
-                    # libvirt down: the event is not lost, the next
-                    # reconcile re-reads every instance.
+                    # libvirt down, or the domain half-defined: this
+                    # instance only; a start is looked at once more, and
+                    # the next reconcile re-reads every instance anyway.
                     LOG.warning('Cannot read instance %s from libvirt (%s); '
                                 'the next reconcile retries', uuid, exc)
-                    continue
-                if seen[uuid] is None and set(kinds) & STARTING and (
-                        RECHECK not in kinds):
+                    seen[uuid] = _UNREAD
+                if seen[uuid] in (None, _UNREAD) and set(
+                        kinds) & STARTING and RECHECK not in kinds:
                     # The event can overtake the state change it
                     # announces: look once more a moment later.
                     timer = threading.Timer(
@@ -233,6 +235,8 @@ class AgentManager:
                         (uuid, RECHECK))
                     timer.daemon = True
                     timer.start()
+                if seen[uuid] is _UNREAD:
+                    del seen[uuid]
             # A start or a migration may come with a new allocation: ask
             # Placement again (unless it is known to be down this pass).
             fresh = self._fetch_allocations(
@@ -279,7 +283,7 @@ class AgentManager:
                           'keeping the current partitions', self.hypervisor
                           .uri, exc)
                 return {'error': 'libvirt: %s' % exc}
-            fresh = self._fetch_allocations(running)
+            fresh = self._fetch_allocations(running, batch=True)
             with self._lock:
                 known = {i.uuid: i for i in running}
                 # A domain libvirt listed but could not describe keeps
@@ -330,34 +334,40 @@ class AgentManager:
             return
         self._placement_failed(error)
 
-    def _fetch_allocations(self, instances):
+    def _fetch_allocations(self, instances, batch=False):
         """``{uuid: (domain, ways) or None}`` Placement answered for.
 
-        Stops at the first failure: one timeout per pass, not one per
-        instance; the instances it did not answer for are left out.
+        With ``batch`` (a full reconcile) one request per cache domain,
+        plus one per instance whose flavor asks for ways it does not hold
+        here; else (a few instances of an event) one per instance. At the
+        first failure nothing more is asked: one timeout per pass, not one
+        per instance. The instances it did not answer for are left out.
         """
         fresh = {}
         if self.inventory is None or self._placement_error is not None:
             return fresh
-        for inst in sorted(instances, key=lambda i: i.uuid):
-            try:
-                alloc = self.inventory.llc_allocation(inst.uuid)
-            except placement_client.PlacementError as exc:
-                error = exc
-                break
+        if not instances:
+            return fresh
+        try:
+            if batch:
+                answers = self.inventory.llc_allocations(
+                    instances, [d.id for d in self.topology.domains])
+            else:
+                answers = {i.uuid: self.inventory.llc_allocation(i.uuid)
+                           for i in instances}
+        except placement_client.PlacementError as exc:
+            self._placement_failed(exc)
+            return fresh
+        self.placement_reachable = True
+        for uuid, alloc in answers.items():
             if alloc == inventory_mod.MOVING_OUT:
                 # Live migration away from here in flight: Nova moved our
                 # allocation to the migration record, the instance still
                 # runs here and keeps its partition until it stops.
                 LOG.debug('Instance %s is migrating away; keeping its '
-                          'partition until it stops here', inst.uuid)
+                          'partition until it stops here', uuid)
                 continue
-            fresh[inst.uuid] = alloc
-        else:
-            if instances:
-                self.placement_reachable = True
-            return fresh
-        self._placement_failed(error)
+            fresh[uuid] = alloc
         return fresh
 
     def _allocation(self, inst):

@@ -42,6 +42,7 @@ RDTGROUP_SUPER_MAGIC = 0x7655821
 CHECK_FS_MAGIC = True
 # The kernel's limits (NR_CPUS is at most 8192, pid_max at most 2^22).
 MAX_CPU = 8191
+MAX_WAYS = 1024
 MAX_PID = 1 << 22
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -72,23 +73,30 @@ class _FdTree(resctrl.Resctrl):
     def __init__(self, root, root_fd):
         super().__init__(root)
         self.fd = root_fd
+        # Directories opened below the root, kept for the writer's life
+        # (one privileged call): info/L3 is read several times per call.
+        self._dirs = {(): root_fd}
+
+    def close(self):
+        for parts, fd in self._dirs.items():
+            if parts:
+                os.close(fd)
+        self._dirs = {(): self.fd}
 
     @contextlib.contextmanager
     def _open_dir(self, parts):
         """Open directory ``root/parts...``, no component a symlink."""
-        fds = []
-        try:
-            fd = self.fd
-            for part in parts:
-                if part in ('', '.', '..') or '/' in part:
-                    _refuse('path component %r below %s is not allowed'
-                            % (part, self.root))
-                fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                fds.append(fd)
-            yield fd
-        finally:
-            for fd in reversed(fds):
-                os.close(fd)
+        parts = tuple(parts)
+        for i in range(1, len(parts) + 1):
+            if parts[:i] in self._dirs:
+                continue
+            part = parts[i - 1]
+            if part in ('', '.', '..') or '/' in part:
+                _refuse('path component %r below %s is not allowed'
+                        % (part, self.root))
+            self._dirs[parts[:i]] = os.open(part, _DIR_FLAGS,
+                                            dir_fd=self._dirs[parts[:i - 1]])
+        yield self._dirs[parts]
 
     def _stat(self, parts):
         try:
@@ -147,13 +155,18 @@ class Writer:
                             '%#x, resctrl is %#x); refusing to write there; '
                             '%s' % (self.root, magic, RDTGROUP_SUPER_MAGIC,
                                     hint))
-            self.tree = _FdTree(self.root, fd).check()
+            self.tree = _FdTree(self.root, fd)
+            self.tree.check()
         except BaseException:
+            if self.tree is not None:
+                self.tree.close()
+                self.tree = None
             os.close(fd)
             raise
         return self
 
     def __exit__(self, *exc):
+        self.tree.close()
         os.close(self.tree.fd)
         self.tree = None
 
@@ -175,7 +188,10 @@ class Writer:
             _refuse('L3 masks must be a non-empty {cache domain id: mask} '
                     'map, got %r' % (masks,))
         doms = self._ints(masks.keys(), 'cache domain ids', 0, 4095)
-        vals = self._ints(masks.values(), 'cache bit masks', 1, (1 << 64) - 1)
+        # The platform's cbm_mask bounds them below; this only keeps absurd
+        # integers out before any file is read.
+        vals = self._ints(masks.values(), 'cache bit masks', 1,
+                          (1 << MAX_WAYS) - 1)
         masks = dict(zip(doms, vals))
         info = self.tree.info()
         known = set(self.tree.domains())

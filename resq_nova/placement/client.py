@@ -206,6 +206,16 @@ class PlacementClient:
         return {rp: alloc['resources']
                 for rp, alloc in body.get('allocations', {}).items()}
 
+    def get_provider_allocations(self, uuid):
+        """``{consumer uuid: {resource class: amount}}`` on one provider.
+
+        :raises ProviderNotFound: when the provider does not exist.
+        """
+        body = self._call('GET', '/resource_providers/%s/allocations' % uuid,
+                          MV_NESTED, missing=uuid)
+        return {consumer: alloc['resources']
+                for consumer, alloc in body.get('allocations', {}).items()}
+
     def delete_provider(self, uuid):
         try:
             self._call('DELETE', '/resource_providers/%s' % uuid, MV_NESTED,

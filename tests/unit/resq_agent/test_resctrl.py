@@ -202,6 +202,17 @@ class ResctrlWriteTest(base.TestCase):
                           'resq-x')
         self.assertFalse(os.path.exists(os.path.join(self.tmp, 'resq-x')))
 
+    def test_wide_caches(self):
+        # A 128-way tree (the agent benchmark's): masks above 64 bits.
+        tree = self.useFixture(resctrl_fixture.ResctrlTree(ways=128))
+        self.flags('resq_agent', resctrl_root=tree.root)
+        self.mod.create_group('resq-wide')
+        self.mod.write_l3_masks('resq-wide', {0: 1 << 127})
+        self.assertEqual({0: 1 << 127}, resctrl.Resctrl(tree.root)
+                         .read_schemata('resq-wide')['L3'])
+        self.assertRaises(exception.ResctrlError, self.mod.write_l3_masks,
+                          'resq-wide', {0: 1 << 128})
+
     def test_cdp_writes_code_and_data(self):
         tree = self.useFixture(resctrl_fixture.ResctrlTree(cdp=True))
         self.flags('resq_agent', resctrl_root=tree.root)
