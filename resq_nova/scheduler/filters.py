@@ -64,12 +64,16 @@ class ResQFilter(filters.BaseHostFilter):
             return filter_obj_list
         if not self.RUN_ON_REBUILD and utils.request_is_rebuild(spec_obj):
             return filter_obj_list
-        return self._filter(filter_obj_list, spec_obj.numa_topology, request)
+        pci_requests = None
+        if spec_obj.obj_attr_is_set('pci_requests') and spec_obj.pci_requests:
+            pci_requests = spec_obj.pci_requests.requests
+        return self._filter(filter_obj_list, spec_obj.numa_topology, request,
+                            pci_requests)
 
     def host_passes(self, host_state, spec_obj):
         return bool(self.filter_all([host_state], spec_obj))
 
-    def _filter(self, hosts, instance_numa, request):
+    def _filter(self, hosts, instance_numa, request, pci_requests=None):
         """The hosts that pass, their candidates pruned.
 
         One flat loop: at a thousand hosts per request, function calls and
@@ -89,14 +93,23 @@ class ResQFilter(filters.BaseHostFilter):
                 cell = None
             else:
                 limits = host.limits.get('numa_topology')
-                key = numa_state(topology).key
-                if limits is not None:
-                    key = (key, limits.cpu_allocation_ratio,
-                           limits.ram_allocation_ratio)
-                cell = fits.get(key)
-                if cell is None:
-                    cell = fits[key] = _pinned_cell(topology, instance_numa,
-                                                    limits)
+                pci_stats = host.pci_stats
+                if pci_requests or (pci_stats is not None
+                                    and pci_stats.pools):
+                    # Nova's fit places PCI requests next to their devices
+                    # and keeps other instances off cells with devices:
+                    # hosts with PCI devices get a fit of their own.
+                    cell = _pinned_cell(topology, instance_numa, limits,
+                                        pci_requests, pci_stats)
+                else:
+                    key = numa_state(topology).key
+                    if limits is not None:
+                        key = (key, limits.cpu_allocation_ratio,
+                               limits.ram_allocation_ratio)
+                    cell = fits.get(key)
+                    if cell is None:
+                        cell = fits[key] = _pinned_cell(
+                            topology, instance_numa, limits)
             if cell is False:
                 LOG.debug('ResQFilter: %s cannot pin %d dedicated cores in '
                           'one NUMA cell', host, request.vcpus)
@@ -123,10 +136,14 @@ class ResQFilter(filters.BaseHostFilter):
         return passed
 
 
-def _pinned_cell(topology, instance_numa, limits):
+def _pinned_cell(topology, instance_numa, limits, pci_requests=None,
+                 pci_stats=None):
     """The NUMA cell Nova will pin to, or False if none.
 
-    Nova's own NUMA fit. The caller memoises it per request on the state
+    Nova's own NUMA fit, with what NUMATopologyFilter and the compute claim
+    give it: the PCI requests (SR-IOV ports, passthrough) and the host's
+    PCI devices, which decide the cell as much as the cores do. Without
+    PCI on either side the caller memoises it per request on the state
     that decides it (:func:`resq_nova.scheduler.numa_state` and the
     limits): hosts in the same state get the same answer, so a fleet costs
     one fit per distinct state rather than one per host.
@@ -135,6 +152,6 @@ def _pinned_cell(topology, instance_numa, limits):
     # copy, as NUMATopologyFilter does.
     fitted = hardware.numa_fit_instance_to_host(
         topology, instance_numa.obj_clone(), provider_mapping=None,
-        limits=limits)
+        limits=limits, pci_requests=pci_requests, pci_stats=pci_stats)
     cells = {c.id for c in fitted.cells} if fitted else set()
     return cells.pop() if len(cells) == 1 else False

@@ -8,7 +8,9 @@ import uuid
 import fixtures
 
 from nova import objects
+from nova.pci import stats as pci_stats
 from nova.scheduler import host_manager
+from nova.tests.unit import fake_pci_device_pools
 from oslotest import base
 
 from resq_nova.placement import cache_domain
@@ -104,6 +106,35 @@ class FilterTest(base.BaseTestCase):
     def test_host_without_room_in_one_cell_fails(self):
         hs = host('h', topology(pinned=((0, 1, 2), (4, 5, 6))))
         self.assertEqual([], filters.ResQFilter().filter_all([hs], spec()))
+
+    def _pci_host(self, node):
+        hs = host('pci', topology())
+        pool = dict(fake_pci_device_pools.fake_pool_dict, numa_node=node)
+        hs.pci_stats = pci_stats.PciDeviceStats(
+            objects.NUMATopology(), [objects.PciDevicePool.from_dict(pool)])
+        return hs
+
+    def test_pci_devices_decide_the_cell_as_in_novas_fit(self):
+        # A device in cell 0: Nova keeps an instance without PCI requests
+        # off that cell, so its cores (and ways) go to cell 1.
+        hs = self._pci_host(0)
+        self.assertEqual([hs], filters.ResQFilter().filter_all([hs], spec()))
+        self.assertEqual([[cache_domain.provider_uuid(hs.uuid, 1)]],
+                         [c['mappings']['_LLC']
+                          for c in hs.allocation_candidates])
+        # An SR-IOV-style request for that device pins next to it: cell 0.
+        hs = self._pci_host(0)
+        request = spec()
+        request.pci_requests = objects.InstancePCIRequests(requests=[
+            objects.InstancePCIRequest(
+                count=1, spec=[{'vendor_id': 'fake-vendor',
+                                'product_id': 'fake-product'}],
+                request_id=str(uuid.uuid4()))])
+        self.assertEqual([hs], filters.ResQFilter().filter_all([hs],
+                                                               request))
+        self.assertEqual([[cache_domain.provider_uuid(hs.uuid, 0)]],
+                         [c['mappings']['_LLC']
+                          for c in hs.allocation_candidates])
 
     def test_per_host_refusals_log_at_debug(self):
         hosts = [host('full', topology(pinned=((0, 1, 2), (4, 5, 6))))]
