@@ -18,7 +18,6 @@ does all the work it would do for each.
 """
 
 import json
-import os
 import statistics
 import time
 import uuid
@@ -34,6 +33,9 @@ from resq_agent import inventory
 from resq_agent import manager
 from resq_agent import privsep
 from resq_agent import virt
+from resq_common import cbm
+from resq_common import resctrl
+from resq_common import resctrl_writer
 from resq_nova.placement import cache_domain
 from resq_nova.placement import client as placement_client
 from tests.fixtures import libvirt as libvirt_fixture
@@ -55,12 +57,33 @@ def _allocate(client, root, consumer, domain_id, ways):
     assert resp.status_code == 204, resp.text
 
 
-def _wait_group(root, consumer, deadline_s=30):
-    path = os.path.join(root, 'resq-' + consumer, 'schemata')
+def _in_effect(tree, group, cpu, ways):
+    """The partition is really in effect: mask and CPU list written."""
+    try:
+        l3 = tree.read_schemata(group).get('L3', {})
+        return (any(cbm.bits(m) == ways for m in l3.values())
+                and tree.read_cpus(group) == str(cpu))
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_group(root, consumer, cpu, ways, deadline_s=30):
+    """Wait until the instance's schemata and cpus_list hold its values.
+
+    Not until the group's schemata file exists: in a copied tree the file
+    is created empty by the first write, before the mask and the CPUs.
+    """
+    tree = resctrl.Resctrl(root)
+    group = 'resq-' + consumer
     end = time.monotonic() + deadline_s
-    while not os.path.exists(path):
+    while not _in_effect(tree, group, cpu, ways):
         if time.monotonic() > end:
-            raise RuntimeError('instance %s was never enforced' % consumer)
+            try:
+                state = (tree.read_schemata(group), tree.read_cpus(group))
+            except OSError as exc:
+                state = exc
+            raise RuntimeError('instance %s was never enforced: %s'
+                               % (consumer, state))
         time.sleep(0.0005)
 
 
@@ -69,6 +92,8 @@ def main(argv):
     conf = cfg.ConfigOpts()
     agent_conf.register_opts(conf)
     conf([], project='resq')
+    privsep.resctrl_pctxt.use_conf(conf)
+    resctrl_writer.CHECK_FS_MAGIC = False
     fixtures_ = [sysfs_fixture.SysfsTree(domains=CPUS, ways=WAYS,
                                          size='%dK' % (WAYS * 1536)),
                  resctrl_fixture.ResctrlTree(ways=WAYS, domains=(0, 1),
@@ -78,6 +103,7 @@ def main(argv):
     for fx in fixtures_:
         fx.setUp()
     sysfs, tree, placement, doms = fixtures_
+    conf.set_override('resctrl_root', tree.root, 'resq_agent')
     try:
         client = placement_client.PlacementClient.for_endpoint(
             placement.endpoint)
@@ -103,6 +129,7 @@ def main(argv):
         reconcile_s = time.monotonic() - started
         assert summary['instances'] == INSTANCES, summary
         assert not summary['refused'], summary['refused']
+        assert not summary['errors'], summary['errors'][:3]
 
         mgr = make()
         mgr.reconcile()
@@ -116,7 +143,7 @@ def main(argv):
             doms.uuids.append(consumer)
             t0 = time.monotonic()
             dom.create()
-            _wait_group(tree.root, consumer)
+            _wait_group(tree.root, consumer, CPUS[1][110 + i], 1)
             latencies.append(time.monotonic() - t0)
         mgr.stop()
     finally:

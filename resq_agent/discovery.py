@@ -25,8 +25,9 @@ import xml.etree.ElementTree as ET
 
 from oslo_log import log as logging
 
-from resq_agent import cbm
-from resq_agent import resctrl
+from resq_agent import layout
+from resq_common import cbm
+from resq_common import resctrl
 from resq_nova.placement import cache_domain
 from resq_profiler import exception
 
@@ -140,23 +141,30 @@ def io_mask(cbm_mask, shareable_bits, ddio_ways):
     return cbm.make(ways - ddio_ways, ddio_ways)
 
 
-def discover(resctrl_root, sysfs_root, ddio_ways=2):
+def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     """The host's L3 cache domains.
 
     Never raises for a host without CAT: the topology then says why in
     ``reason`` and its domains carry ``cat=False`` (no inventory).
+
+    :param quiet: log at DEBUG only (the agent's rediscovery on every
+        reconcile, which logs changes itself).
     """
+    warn = LOG.debug if quiet else LOG.warning
+    info_log = LOG.debug if quiet else LOG.info
     sysfs = read_sysfs_l3(sysfs_root)
     tree = resctrl.Resctrl(resctrl_root)
     reason = None
     try:
         info = tree.info()
         ids = tree.domains()
+        foreign = [g for g in tree.groups()
+                   if not resctrl.GROUP_RE.match(g)]
     except (exception.ResctrlError, OSError, ValueError) as exc:
         reason = str(getattr(exc, 'message', exc))
     if reason is not None:
-        LOG.warning('No L3 cache allocation on this host, reporting no LLC '
-                    'inventory and enforcing nothing: %s', reason)
+        warn('No L3 cache allocation on this host, reporting no LLC '
+             'inventory and enforcing nothing: %s', reason)
         doms = tuple(CacheDomainInfo(
             id=cid, cpus=d['cpus'], ways=d['ways_of_associativity'],
             way_size_bytes=d['size_bytes'] // max(
@@ -168,36 +176,45 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2):
         return HostTopology(doms, False, reason)
     mba = os.path.isdir(os.path.join(tree.root, 'info', 'MB'))
     ways = cbm.bits(info['cbm_mask'])
+    # Every resource group holds a class of service, ours or not (libvirt's
+    # cachetune groups, other tools'): the others are not ours to give.
+    num_closids = max(info['num_closids'] - len(foreign), 0)
+    if foreign:
+        warn('resctrl groups resq-nova does not own hold %d of the %d '
+             'classes of service: %s; %d remain for the default group and '
+             'ResQ instances', len(foreign), info['num_closids'],
+             ', '.join(sorted(foreign)), num_closids)
     iom = io_mask(info['cbm_mask'], info['shareable_bits'], ddio_ways)
     doms = []
     for cid in ids:
         sys_dom = sysfs.get(cid)
         if sys_dom is None:
-            LOG.warning('resctrl has L3 cache domain %d but sysfs (%s) does '
-                        'not describe it: its CPUs and way size are unknown',
-                        cid, sysfs_root)
+            warn('resctrl has L3 cache domain %d but sysfs (%s) does not '
+                 'describe it: its CPUs and way size are unknown', cid,
+                 sysfs_root)
             sys_dom = {'cpus': (), 'size_bytes': 0,
                        'ways_of_associativity': ways}
         elif sys_dom['ways_of_associativity'] != ways:
-            LOG.info('L3 cache %d is %d-way associative, CAT controls %d '
+            info_log('L3 cache %d is %d-way associative, CAT controls %d '
                      'ways; a way is 1/%d of the cache', cid,
                      sys_dom['ways_of_associativity'], ways, ways)
         doms.append(CacheDomainInfo(
             id=cid, cpus=sys_dom['cpus'], ways=ways,
             way_size_bytes=sys_dom['size_bytes'] // ways,
             cbm_mask=info['cbm_mask'], min_cbm_bits=info['min_cbm_bits'],
-            num_closids=info['num_closids'], io_ways=cbm.bits(iom),
+            num_closids=num_closids, io_ways=cbm.bits(iom),
             shareable_bits=info['shareable_bits'], cdp=info['cdp'],
             mba=mba, size_bytes=sys_dom['size_bytes'], io_mask=iom))
     for cid in sorted(set(sysfs) - set(ids)):
-        LOG.warning('sysfs has L3 cache %d but resctrl does not; it gets no '
-                    'inventory', cid)
+        warn('sysfs has L3 cache %d but resctrl does not; it gets no '
+             'inventory', cid)
     return HostTopology(tuple(doms), True, cdp=info['cdp'], mba=mba)
 
 
-def discover_from_conf(conf):
+def discover_from_conf(conf, quiet=False):
     opts = conf.resq_agent
-    return discover(opts.resctrl_root, opts.sysfs_root, opts.ddio_ways)
+    return discover(opts.resctrl_root, opts.sysfs_root, opts.ddio_ways,
+                    quiet)
 
 
 def cross_check(topology, capabilities_xml):
@@ -264,17 +281,26 @@ def _span(run):
     return str(run[0]) if len(run) == 1 else '%d-%d' % (run[0], run[-1])
 
 
-def default_group_ways(dom, configured):
+def default_group_ways(dom, configured, default_io=False):
     """Non-I/O ways the default group keeps in ``dom``.
 
-    The default group's mask is the free ways next to the I/O ways plus
-    the I/O ways, and CAT wants at least ``min_cbm_bits`` in it.
+    CAT wants at least ``min_cbm_bits`` in the default group's mask, which
+    holds the I/O ways too only with ``default_io``.
     """
-    return max(configured, dom.min_cbm_bits - dom.io_ways, 0)
+    io_ways = dom.io_ways if default_io else 0
+    return max(configured, dom.min_cbm_bits - io_ways, 0)
+
+
+def shape_of(dom, configured_default_ways, default_io=False):
+    """The layout's view of a domain (:class:`layout.DomainShape`)."""
+    return layout.DomainShape(
+        dom.id, dom.cbm_mask, dom.min_cbm_bits, dom.io_mask,
+        default_group_ways(dom, configured_default_ways, default_io),
+        default_io)
 
 
 def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
-                    dedicated_cpus=None):
+                    dedicated_cpus=None, default_io=False):
     """The Placement view of a domain (inventory, traits).
 
     :param dedicated_cpus: the CPUs Nova pins instances to (its
@@ -284,10 +310,18 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
     :param domains_on_host: cache domains of the host; classes of service
         are host-wide, so each domain is offered its share of them.
     """
+    instance_ways = None
+    if dom.cat:
+        # Exactly what the layout can hand out, also when the I/O ways sit
+        # in the middle of the mask or are split.
+        instance_ways = shape_of(dom, configured_default_ways,
+                                 default_io).capacity
     return cache_domain.CacheDomain(
         domain_id=dom.id, ways=dom.ways, min_cbm_bits=dom.min_cbm_bits,
         num_closids=dom.num_closids, io_ways=dom.io_ways,
-        default_group_ways=default_group_ways(dom, configured_default_ways),
+        default_group_ways=default_group_ways(dom, configured_default_ways,
+                                              default_io),
+        instance_ways=instance_ways,
         cat=dom.cat,
         way_size_bytes=dom.way_size_bytes,
         domains_on_host=domains_on_host,
@@ -295,12 +329,13 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
                   if dedicated_cpus else dom.cpus))
 
 
-def describe(topology, default_group_ways):
+def describe(topology, default_group_ways, default_io=False):
     """The JSON document ``resq-agent inspect`` prints."""
     doms = []
     for dom in topology.domains:
         placement = cache_domain_of(dom, default_group_ways,
-                                    len(topology.domains))
+                                    len(topology.domains),
+                                    default_io=default_io)
         doms.append({
             'id': dom.id, 'cpus': list(dom.cpus), 'ways': dom.ways,
             'way_size_bytes': dom.way_size_bytes,

@@ -30,10 +30,10 @@ import errno
 
 from oslo_log import log as logging
 
-from resq_agent import cbm
 from resq_agent import discovery
 import resq_agent.privsep.resctrl
-from resq_agent import resctrl
+from resq_common import cbm
+from resq_common import resctrl
 from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)
@@ -72,7 +72,12 @@ def _l3(schemata):
 
 
 class ResctrlEnforcer:
-    """Writes layouts into the resctrl tree at ``root``."""
+    """Writes layouts into the resctrl tree at ``root``.
+
+    ``root`` is where the agent reads; the privileged side writes under the
+    same ``[resq_agent] resctrl_root``, read from the agent's configuration
+    files.
+    """
 
     name = 'resctrl'
 
@@ -118,8 +123,7 @@ class ResctrlEnforcer:
         wanted = {group_name(a.instance_uuid): a for a in lay.assignments}
         for name in sorted(set(groups) - set(wanted)):
             if self._do(result, 'remove %s' % name,
-                        resq_agent.privsep.resctrl.remove_group, self.root,
-                        name):
+                        resq_agent.privsep.resctrl.remove_group, name):
                 result.removed.append(name)
                 record('remove %s' % name)
         current_default = self.default_masks()
@@ -144,13 +148,13 @@ class ResctrlEnforcer:
         mod = resq_agent.privsep.resctrl
         if state is None:
             if not self._do(result, 'create %s' % name, mod.create_group,
-                            self.root, name):
+                            name):
                 return
             record('create %s' % name)
             state = GroupState(name)
         if state.masks != masks:
             if not self._do(result, 'schemata %s' % name,
-                            mod.write_l3_masks, self.root, name, masks):
+                            mod.write_l3_masks, name, masks):
                 return
             record('schemata %s' % name)
             result.written.append(name)
@@ -161,13 +165,13 @@ class ResctrlEnforcer:
                      else '')
         if tuple(sorted(state.cpus)) != tuple(sorted(assign.cpus)):
             if self._do(result, 'cpus %s' % name, mod.assign_cpus,
-                        self.root, name, list(assign.cpus)):
+                        name, list(assign.cpus)):
                 record('cpus %s' % name)
 
     def _write_default(self, result, masks, record, why):
         if self._do(result, '%s default group' % why,
                     resq_agent.privsep.resctrl.write_default_l3_masks,
-                    self.root, masks):
+                    masks):
             record('%s default' % why)
             LOG.info('Default resctrl group: %s', ', '.join(
                 'domain %d mask %s' % (d, cbm.fmt(m))
@@ -186,6 +190,12 @@ class ResctrlEnforcer:
                        'privsep daemon)' % (what, self.root, exc.strerror))
             else:
                 msg = '%s: %s' % (what, exc)
+        except Exception as exc:
+            # The privsep daemon timing out (oslo_privsep.comm.
+            # PrivsepTimeout), dying or answering garbage costs this one
+            # write, not the pass.
+            msg = '%s: privileged call failed: %s: %s' % (
+                what, type(exc).__name__, exc)
         LOG.error('Cannot %s; other instances are not affected, the next '
                   'reconcile retries', msg)
         result.errors.append(msg)

@@ -118,11 +118,11 @@ def _write(root, rel, text):
         f.write(text)
 
 
-def check(ways, domains, min_cbm_bits, num_closids):
+def check(ways, domains, min_cbm_bits, num_closids, max_ways=MAX_WAYS):
     """Refuse what no CAT platform has, naming the value to change."""
-    if not 1 <= ways <= MAX_WAYS:
+    if not 1 <= ways <= max_ways:
         raise InvalidTree('ways must be between 1 and %d, got %d'
-                          % (MAX_WAYS, ways))
+                          % (max_ways, ways))
     if not 1 <= min_cbm_bits <= ways:
         raise InvalidTree('min_cbm_bits must be between 1 and the %d ways, '
                           'got %d' % (ways, min_cbm_bits))
@@ -136,8 +136,11 @@ def check(ways, domains, min_cbm_bits, num_closids):
 
 def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
                   num_closids=16, shareable_bits=0, cdp=False, foreign=(),
-                  cpus=(), num_rmids=224):
+                  cpus=(), num_rmids=224, max_ways=MAX_WAYS):
     """Lay out a mounted resctrl file system under ``root``.
+
+    ``max_ways`` may be raised beyond real platforms' for scale tests (the
+    agent benchmark's 128-way domains).
 
     :param domains: L3 cache domain ids.
     :param cdp: ``info/L3CODE`` and ``info/L3DATA`` instead of ``info/L3``.
@@ -148,7 +151,7 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
     :raises InvalidTree: for a shape no CAT platform has.
     """
     domains = tuple(domains)
-    check(ways, domains, min_cbm_bits, num_closids)
+    check(ways, domains, min_cbm_bits, num_closids, max_ways)
     full = _mask(ways)
     kinds = ('L3CODE', 'L3DATA') if cdp else ('L3',)
     for kind in kinds:

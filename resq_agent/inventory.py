@@ -30,6 +30,10 @@ from resq_nova.placement import client as placement_client
 from resq_nova.placement import reporter
 
 LOG = logging.getLogger(__name__)
+# llc_allocation's answer for an instance whose LLC ways Placement holds
+# only on another host: a live migration away from here is in flight (Nova
+# moved this host's allocation to the migration record).
+MOVING_OUT = 'moving-out'
 
 
 def hypervisor_hostname(conf, hypervisor=None):
@@ -49,11 +53,12 @@ class Inventory:
     """Reports cache domains and reads LLC allocations for one host."""
 
     def __init__(self, client, hostname, default_group_ways,
-                 dedicated_cpus=None):
+                 dedicated_cpus=None, default_io=False):
         self.client = client
         self.hostname = hostname
         self.default_group_ways = default_group_ways
         self.dedicated_cpus = dedicated_cpus
+        self.default_io = default_io
         self._compute_uuid = None
 
     @classmethod
@@ -62,7 +67,7 @@ class Inventory:
         return cls(placement_client.PlacementClient.from_conf(conf),
                    hostname, conf.resq_agent.default_group_ways,
                    discovery.parse_cpu_list(dedicated) if dedicated
-                   else None)
+                   else None, conf.resq_agent.default_group_io_ways)
 
     def compute_uuid(self):
         if self._compute_uuid is None:
@@ -78,7 +83,8 @@ class Inventory:
         """
         doms = [discovery.cache_domain_of(d, self.default_group_ways,
                                           len(topology.domains),
-                                          self.dedicated_cpus)
+                                          self.dedicated_cpus,
+                                          self.default_io)
                 for d in topology.domains]
         result = reporter.report(self.client, self.hostname, doms)
         LOG.info('Reported %d cache domain(s) of %s to Placement: %s',
@@ -88,14 +94,58 @@ class Inventory:
                      for d in doms) or 'none')
         return result
 
+    def llc_allocations(self, instances, domain_ids):
+        """:meth:`llc_allocation` of many instances, in few requests.
+
+        One ``GET /resource_providers/<domain>/allocations`` per cache
+        domain of this host answers for every instance holding ways here;
+        only the instances whose flavor asks for ways but that hold none
+        here are asked about one by one (a live migration away, or none).
+
+        :param instances: :class:`resq_agent.virt.Instance` objects.
+        :returns: ``{uuid: (domain id, ways) or None or MOVING_OUT}``.
+        :raises resq_nova.placement.client.PlacementError: Placement down.
+        """
+        root = self.compute_uuid()
+        here = {}
+        for domain_id in sorted(domain_ids):
+            rp = cache_domain.provider_uuid(root, domain_id)
+            try:
+                allocs = self.client.get_provider_allocations(rp)
+            except placement_client.ProviderNotFound:
+                continue
+            for consumer, resources in allocs.items():
+                ways = resources.get(extra_specs.RC_LLC_WAY)
+                if ways:
+                    here.setdefault(consumer.lower(), []).append(
+                        (domain_id, int(ways)))
+        result = {}
+        for inst in instances:
+            found = here.get(inst.uuid)
+            if found:
+                if len(found) > 1:
+                    LOG.warning('Instance %s holds LLC ways in %d cache '
+                                'domains of this host (%s); using the first',
+                                inst.uuid, len(found), found)
+                result[inst.uuid] = sorted(found)[0]
+            elif inst.llc_ways:
+                result[inst.uuid] = self.llc_allocation(inst.uuid)
+            else:
+                result[inst.uuid] = None
+        return result
+
     def llc_allocation(self, instance_uuid):
-        """``(domain id, ways)`` the instance holds here, or None.
+        """Where and how many ways the instance holds here.
+
+        :returns: ``(domain id, ways)``; None when it holds none anywhere;
+            :data:`MOVING_OUT` when it holds ways only on another host.
 
         :raises resq_nova.placement.client.PlacementError: Placement down.
         """
         allocs = self.client.get_allocations(instance_uuid)
         root = self.compute_uuid()
         found = []
+        elsewhere = False
         for rp_uuid, resources in allocs.items():
             ways = resources.get(extra_specs.RC_LLC_WAY)
             if not ways:
@@ -104,8 +154,11 @@ class Inventory:
             if domain_id is None:
                 # LLC ways on another host's provider: a migration in
                 # flight holds both; the other side is not ours.
+                elsewhere = True
                 continue
             found.append((domain_id, int(ways)))
+        if not found and elsewhere:
+            return MOVING_OUT
         if len(found) > 1:
             LOG.warning('Instance %s holds LLC ways in %d cache domains of '
                         'this host (%s); using the first', instance_uuid,

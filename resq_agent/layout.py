@@ -16,13 +16,19 @@ How a domain's ways are split (ways numbered from bit 0 of ``cbm_mask``):
 * the **I/O ways** (``shareable_bits``, or ``[resq_agent] ddio_ways`` at
   the top when the kernel reports none) are where DDIO writes packets. No
   instance gets them: an instance's private ways would otherwise be
-  evicted by other NFs' DMA. The default group shares them, since the host
-  and its PMD threads touch those packets anyway;
-* the other ways form the **instance region**. Instances are packed from
-  the end away from the I/O ways; the **default group** gets the free ways
-  at the end next to the I/O ways plus the I/O ways, which keeps its mask
-  contiguous, and always at least ``default_ways`` of them (so at least
-  ``min_cbm_bits`` in all);
+  evicted by other NFs' DMA. As in ResQ, no core allocates into them
+  either: the default group (the host, non-ResQ guests) stays out of them
+  too, unless ``default_io`` (``[resq_agent] default_group_io_ways``) lets
+  it share them;
+* the **instance region** is the larger run of ways on one side of the
+  I/O ways (all of them when the I/O ways sit at an end; the whole span
+  from the lowest to the highest I/O way counts as I/O when the kernel's
+  shareable bits are split). Instances are packed from the end away from
+  the I/O ways; the **default group** gets the free ways at the end next to
+  the I/O ways (plus the I/O ways with ``default_io`` when that keeps its
+  mask contiguous), always at least ``default_ways`` of them. The
+  region's size minus ``default_ways`` is :attr:`DomainShape.capacity`:
+  exactly what Placement is offered;
 * every instance group is one class of service in *every* domain (CLOS are
   global in resctrl), so at most ``num_closids - 1`` instance groups per
   host: one CLOS stays with the default group.
@@ -38,7 +44,7 @@ with the reason and never get a mask; the others are unaffected.
 import collections
 import dataclasses
 
-from resq_agent import cbm
+from resq_common import cbm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +56,7 @@ class DomainShape:
     min_cbm_bits: int = 1
     io_mask: int = 0
     default_ways: int = 1
+    default_io: bool = False
 
     @property
     def ways(self):
@@ -97,11 +104,18 @@ class DomainShape:
         return (first - lo, ways) if upward else (hi - first - ways, ways)
 
     def default_mask(self, used_end):
-        """Free ways from position ``used_end`` on, plus the I/O ways."""
+        """Free ways from position ``used_end`` on (plus the I/O ways).
+
+        The I/O ways only with ``default_io``, and only when the mask stays
+        contiguous (split shareable bits would make it invalid).
+        """
         lo, hi, _ = self.region()
         free = hi - lo - used_end
         mask = self.mask_at(used_end, free) if free > 0 else 0
-        return mask | (self.io_mask & self.cbm_mask)
+        if not self.default_io:
+            return mask
+        both = mask | (self.io_mask & self.cbm_mask)
+        return both if cbm.is_contiguous(both) else mask
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,6 +39,8 @@ from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 _STOP = object()
+_RECONCILE = object()
+_UNREAD = object()
 RECHECK = 'recheck'
 RECHECK_DELAY_S = 0.2
 # Events after which the instance should be running.
@@ -46,25 +48,35 @@ STARTING = {'started', 'resumed', 'instance.create.end',
             'instance.power_on.end', 'instance.live_migration_post_dest.end'}
 
 
+def _summary(topology):
+    if not topology.resctrl_available:
+        return 'no CAT: %s' % topology.reason
+    return ', '.join('domain %d: %d ways' % (d.id, d.ways)
+                     for d in topology.domains if d.cat) or 'no domains'
+
+
 class AgentManager:
     """Enforces cache partitions for the Nova instances of this host."""
 
     def __init__(self, conf, topology, enforcer, hypervisor, inventory=None,
-                 post_apply_hooks=(), monitor=None):
+                 post_apply_hooks=(), monitor=None, discover=None):
+        """Enforce for ``topology`` with these adapters.
+
+        :param discover: ``() -> HostTopology``, called on each reconcile
+            to find a topology that appeared or changed; None keeps
+            ``topology`` for good.
+        """
         self.conf = conf
-        self.topology = topology
         self.enforcer = enforcer
         self.hypervisor = hypervisor
         self.inventory = inventory
         self.post_apply_hooks = list(post_apply_hooks)
         self.monitor = monitor
-        self.shapes = [layout.DomainShape(
-            d.id, d.cbm_mask, d.min_cbm_bits, d.io_mask,
-            discovery.default_group_ways(
-                d, conf.resq_agent.default_group_ways))
-            for d in topology.domains if d.cat]
-        self.num_closids = min((d.num_closids for d in topology.domains
-                                if d.cat), default=0)
+        self._discover = discover
+        self._set_topology(topology)
+        # _pass_lock serialises passes (which call Placement and libvirt);
+        # _lock guards the state and is never held across a remote call.
+        self._pass_lock = threading.Lock()
         self._lock = threading.RLock()
         self._queue = queue.Queue()
         self._worker = None
@@ -72,14 +84,52 @@ class AgentManager:
         self._known = {}          # uuid -> virt.Instance (running)
         self._allocs = {}         # uuid -> (domain, ways) from Placement
         self._stale = {}          # the previous pass's, while it is down
-        self._placement_failed = False
-        self._synced = {}         # uuid -> cachetune last defined
+        self._placement_error = None   # this pass's, once it failed
+        self._synced = {}         # uuid -> definition checked
         self._layout = layout.Layout([], [], {})
         self._refused = []
         self._errors = []
         self._reported = False
         self.last_reconcile = None
         self.placement_reachable = None
+
+    def _set_topology(self, topology):
+        self.topology = topology
+        opts = self.conf.resq_agent
+        self.shapes = [discovery.shape_of(d, opts.default_group_ways,
+                                          opts.default_group_io_ways)
+                       for d in topology.domains if d.cat]
+        self.num_closids = min((d.num_closids for d in topology.domains
+                                if d.cat), default=0)
+
+    def _rediscover(self):
+        """Take up a topology that appeared or changed since the last pass.
+
+        resctrl mounted after the agent started, or a schemata file that
+        was malformed for a moment, must not leave the host without
+        inventory until a restart. A topology that loses CAT it had is not
+        taken up: that is a transient read failure until proven otherwise,
+        and dropping the inventory would strand the instances' ways.
+        """
+        if self._discover is None:
+            return
+        try:
+            new = self._discover()
+        except Exception as exc:
+            LOG.warning('Cannot rediscover the cache topology (%s); keeping '
+                        'the one found before', exc)
+            return
+        old = self.topology
+        if new == old:
+            return
+        if old.resctrl_available and not new.resctrl_available:
+            LOG.warning('resctrl cannot be read now (%s); keeping the cache '
+                        'topology found before until it can', new.reason)
+            return
+        LOG.info('Cache topology changed (%s -> %s); reporting it to '
+                 'Placement', _summary(old), _summary(new))
+        with self._lock:
+            self._set_topology(new)
 
     @classmethod
     def from_conf(cls, conf, post_apply_hooks=()):
@@ -97,12 +147,18 @@ class AgentManager:
                    inventory_mod.Inventory.from_conf(conf, hostname),
                    post_apply_hooks,
                    monitor_mod.Monitor(opts.resctrl_root,
-                                       opts.monitor_min_interval_s))
+                                       opts.monitor_min_interval_s),
+                   discover=lambda: discovery.discover_from_conf(
+                       conf, quiet=True))
 
     # -- events ------------------------------------------------------------
     def instance_changed(self, instance_uuid, event_type=None):
         """Queue a re-check of one instance; returns at once."""
         self._queue.put((str(instance_uuid).lower(), event_type))
+
+    def request_reconcile(self):
+        """Queue a full reconcile (libvirt came back); returns at once."""
+        self._queue.put((_RECONCILE, None))
 
     def start(self, watch_libvirt=True):
         if self._worker is None:
@@ -111,8 +167,10 @@ class AgentManager:
                                             daemon=True)
             self._worker.start()
         if watch_libvirt and self._watcher is None:
-            self._watcher = virt.EventWatcher(self.hypervisor.uri,
-                                              self.instance_changed)
+            self._watcher = virt.EventWatcher(
+                self.hypervisor.uri, self.instance_changed,
+                on_reconnect=self.request_reconcile,
+                retry_interval=self.conf.resq_agent.libvirt_retry_interval)
             self._watcher.start()
 
     def stop(self):
@@ -138,9 +196,11 @@ class AgentManager:
             try:
                 events = {}
                 for uuid, event in batch:
-                    if uuid is not _STOP:
+                    if uuid is not _STOP and uuid is not _RECONCILE:
                         events.setdefault(uuid, []).append(event)
-                if events:
+                if any(u is _RECONCILE for u, _ in batch):
+                    self.reconcile()
+                elif events:
                     self._handle(events)
             except Exception:
                 LOG.exception('Handling instance events %s failed; the '
@@ -152,54 +212,112 @@ class AgentManager:
                 return
 
     def _handle(self, events):
-        with self._lock:
+        # Remote and libvirt calls first, under the pass lock only: status
+        # and enforcement never wait for a service that does not answer.
+        with self._pass_lock:
+            seen = {}
             for uuid, kinds in events.items():
-                inst = self.hypervisor.instance(uuid)
-                if inst is None:
-                    self._known.pop(uuid, None)
-                    self._allocs.pop(uuid, None)
-                    if set(kinds) & STARTING and RECHECK not in kinds:
-                        # The event can overtake the state change it
-                        # announces: look once more a moment later.
-                        timer = threading.Timer(
-                            RECHECK_DELAY_S, self.instance_changed,
-                            (uuid, RECHECK))
-                        timer.daemon = True
-                        timer.start()
-                else:
+                try:
+                    seen[uuid] = self.hypervisor.instance(uuid)
+                except Exception as exc:
+                    # libvirt down, or the domain half-defined: this
+                    # instance only; a start is looked at once more, and
+                    # the next reconcile re-reads every instance anyway.
+                    LOG.warning('Cannot read instance %s from libvirt (%s); '
+                                'the next reconcile retries', uuid, exc)
+                    seen[uuid] = _UNREAD
+                if seen[uuid] in (None, _UNREAD) and set(
+                        kinds) & STARTING and RECHECK not in kinds:
+                    # The event can overtake the state change it
+                    # announces: look once more a moment later.
+                    timer = threading.Timer(
+                        RECHECK_DELAY_S, self.instance_changed,
+                        (uuid, RECHECK))
+                    timer.daemon = True
+                    timer.start()
+                if seen[uuid] is _UNREAD:
+                    del seen[uuid]
+            # A start or a migration may come with a new allocation: ask
+            # Placement again (unless it is known to be down this pass).
+            fresh = self._fetch_allocations(
+                [i for i in seen.values() if i is not None])
+            with self._lock:
+                for uuid, inst in seen.items():
+                    # A start may come with a new definition: check it
+                    # again for a <cachetune>.
+                    self._synced.pop(uuid, None)
+                    if inst is None:
+                        self._known.pop(uuid, None)
+                        self._allocs.pop(uuid, None)
+                        self._stale.pop(uuid, None)
+                        continue
                     self._known[uuid] = inst
-                    # A start or a migration may come with a new
-                    # allocation: ask Placement again.
-                    old = self._allocs.pop(uuid, None)
-                    if old is not None:
-                        self._stale[uuid] = old
-            LOG.debug('Instance events %s', events)
-            self._enforce()
+                    if uuid in fresh:
+                        self._allocs[uuid] = fresh[uuid]
+                    else:
+                        old = self._allocs.pop(uuid, None)
+                        if old is not None:
+                            self._stale[uuid] = old
+                LOG.debug('Instance events %s', events)
+                _, lay = self._enforce()
+            self._run_hooks(lay)
 
     # -- reconcile -----------------------------------------------------------
     def reconcile(self, enforce=True):
-        """Full pass over libvirt and Placement; returns a summary."""
-        with self._lock:
+        """Full pass over libvirt and Placement; returns a summary.
+
+        Placement is asked outside the state lock, each request bounded by
+        ``[placement] timeout``, and not again in the pass once it failed.
+        """
+        with self._pass_lock:
             started = time.monotonic()
+            self._placement_error = None
+            self._rediscover()
             if enforce:
                 self._report_inventory()
+            unreadable = set()
             try:
-                running = self.hypervisor.instances()
+                running = self.hypervisor.instances(unreadable)
             except Exception as exc:
                 LOG.error('Cannot list instances from libvirt (%s): %s; '
                           'keeping the current partitions', self.hypervisor
                           .uri, exc)
                 return {'error': 'libvirt: %s' % exc}
-            self._known = {i.uuid: i for i in running}
-            # Ask Placement afresh; what it said last time stays the
-            # fallback while it does not answer.
-            self._stale = {u: a for u, a in self._allocs.items()
-                           if u in self._known}
-            self._allocs = {}
-            summary = self._enforce(enforce)
+            fresh = self._fetch_allocations(running, batch=True)
+            with self._lock:
+                known = {i.uuid: i for i in running}
+                # A domain libvirt listed but could not describe keeps
+                # what the agent knew of it (and so its partition).
+                for uuid in unreadable:
+                    if uuid in self._known:
+                        known[uuid] = self._known[uuid]
+                self._known = known
+                # What Placement said last time stays the fallback for
+                # the instances it did not answer for.
+                self._stale = {u: a for u, a in
+                               list(self._allocs.items())
+                               + list(self._stale.items())
+                               if u in self._known and u not in fresh}
+                self._allocs = fresh
+                summary, lay = self._enforce(enforce)
+                self.last_reconcile = time.time()
+            if enforce:
+                self._run_hooks(lay)
+            if self._placement_error is not None:
+                summary['placement_error'] = self._placement_error
             summary['seconds'] = round(time.monotonic() - started, 3)
-            self.last_reconcile = time.time()
             return summary
+
+    def _placement_failed(self, error):
+        """Remember that Placement failed in this pass; log it once."""
+        if self.placement_reachable is not False:
+            # Logged outside any handler: oslo.log would append the
+            # traceback. One line, the exception's own message.
+            LOG.warning('%s; enforcing what is known, from the last '
+                        'answers, the flavors and the pinned CPUs; '
+                        'retrying at the next reconcile', error)
+        self.placement_reachable = False
+        self._placement_error = str(error)
 
     def _report_inventory(self):
         if self.inventory is None:
@@ -208,40 +326,65 @@ class AgentManager:
             self.inventory.report(self.topology)
             self._reported = True
             return
-        except placement_client.PlacementError as exc:
+        except placement_client.PlacementUnavailable as exc:
             error = exc
-        # Logged outside the handler: oslo.log would append the traceback.
-        LOG.warning('Cannot report cache inventory to Placement: %s; '
-                    'retrying at the next reconcile', error)
+        except placement_client.PlacementError as exc:
+            LOG.warning('Cannot report cache inventory to Placement: %s; '
+                        'retrying at the next reconcile', exc)
+            return
+        self._placement_failed(error)
+
+    def _fetch_allocations(self, instances, batch=False):
+        """``{uuid: (domain, ways) or None}`` Placement answered for.
+
+        With ``batch`` (a full reconcile) one request per cache domain,
+        plus one per instance whose flavor asks for ways it does not hold
+        here; else (a few instances of an event) one per instance. At the
+        first failure nothing more is asked: one timeout per pass, not one
+        per instance. The instances it did not answer for are left out.
+        """
+        fresh = {}
+        if self.inventory is None or self._placement_error is not None:
+            return fresh
+        if not instances:
+            return fresh
+        try:
+            if batch:
+                answers = self.inventory.llc_allocations(
+                    instances, [d.id for d in self.topology.domains])
+            else:
+                answers = {i.uuid: self.inventory.llc_allocation(i.uuid)
+                           for i in instances}
+        except placement_client.PlacementError as exc:
+            self._placement_failed(exc)
+            return fresh
+        self.placement_reachable = True
+        for uuid, alloc in answers.items():
+            if alloc == inventory_mod.MOVING_OUT:
+                # Live migration away from here in flight: Nova moved our
+                # allocation to the migration record, the instance still
+                # runs here and keeps its partition until it stops.
+                LOG.debug('Instance %s is migrating away; keeping its '
+                          'partition until it stops here', uuid)
+                continue
+            fresh[uuid] = alloc
+        return fresh
 
     def _allocation(self, inst):
-        """``(domain, ways)`` or None if the instance is not ResQ's."""
+        """``(domain, ways)`` or None if the instance is not ResQ's.
+
+        Local only: Placement's last answer, else the flavor's ways in the
+        cache domain of the pinned CPUs.
+        """
         if inst.uuid in self._allocs:
             return self._allocs[inst.uuid]
-        alloc = None
-        if self.inventory is not None and not self._placement_failed:
-            try:
-                alloc = self.inventory.llc_allocation(inst.uuid)
-                self.placement_reachable = True
-                self._allocs[inst.uuid] = alloc
-                return alloc
-            except placement_client.PlacementError as exc:
-                error = exc
-            if self.placement_reachable is not False:
-                LOG.warning('Placement unreachable (%s): enforcing what is '
-                            'known, from the last answers, the flavors and '
-                            'the pinned CPUs; retrying at the next '
-                            'reconcile', error)
-            self.placement_reachable = False
-            # One timeout per pass, not one per instance.
-            self._placement_failed = True
         if inst.uuid in self._stale:
             return self._stale[inst.uuid]
         ways = inst.llc_ways
         if ways:
             # Without pinned CPUs the domain is unknown; _enforce says why.
-            alloc = (self._domain_of_cpus(inst.cpus), ways)
-        return alloc
+            return (self._domain_of_cpus(inst.cpus), ways)
+        return None
 
     def _domain_of_cpus(self, cpus):
         doms = {d.id for d in self.topology.domains for c in cpus
@@ -249,7 +392,7 @@ class AgentManager:
         return doms.pop() if len(doms) == 1 else None
 
     def _enforce(self, enforce=True):
-        self._placement_failed = False
+        """Lay out and write; ``(summary, layout)``. Makes no remote call."""
         current = self.enforcer.current_masks() if self.shapes else {}
         requests, refused = [], []
         for inst in sorted(self._known.values(), key=lambda i: i.uuid):
@@ -293,11 +436,6 @@ class AgentManager:
             result = self.enforcer.apply(lay, [s.id for s in self.shapes])
             self._layout = lay
             self._sync_libvirt(lay)
-            for hook in self.post_apply_hooks:
-                try:
-                    hook(self.topology, list(lay.assignments))
-                except Exception:
-                    LOG.exception('Post-apply hook %r failed', hook)
         elif enforce and not self.topology.resctrl_available:
             LOG.info('No CAT on this host (%s); %d ResQ instance(s) run '
                      'unpartitioned', self.topology.reason, len(requests))
@@ -308,24 +446,40 @@ class AgentManager:
                 'refused': [dict(uuid=r.instance_uuid, reason=r.reason)
                             for r in refused],
                 'written': result.written, 'removed': result.removed,
-                'errors': result.errors}
+                'errors': result.errors}, lay
+
+    def _run_hooks(self, lay):
+        """Post-apply hooks (DMA sizing: OVSDB, Nova), outside the lock."""
+        if not self.shapes:
+            return
+        for hook in self.post_apply_hooks:
+            try:
+                hook(self.topology, list(lay.assignments))
+            except Exception:
+                LOG.exception('Post-apply hook %r failed', hook)
 
     def _sync_libvirt(self, lay):
+        """One owner per partition: no ``<cachetune>`` in the definitions.
+
+        libvirt would create its own resctrl group from one when the domain
+        starts again; the agent's group is the partition. Checked once per
+        instance (local libvirt, not a remote call).
+        """
         for a in lay.assignments:
-            inst = self._known.get(a.instance_uuid)
-            dom = self.topology.domain(a.domain_id)
-            if inst is None or dom is None:
-                continue
-            want = (tuple(sorted(inst.vcpu_pins)), a.domain_id,
-                    a.ways * dom.way_size_bytes, dom.cdp)
-            if self._synced.get(a.instance_uuid) == want:
+            if a.instance_uuid in self._synced:
                 continue
             try:
-                self.hypervisor.set_cachetune(a.instance_uuid, *want)
-                self._synced[a.instance_uuid] = want
+                if self.hypervisor.drop_cachetune(a.instance_uuid):
+                    LOG.info('Removed <cachetune> from the libvirt '
+                             'definition of %s: the agent\'s resctrl group '
+                             'is its partition', a.instance_uuid)
+                self._synced[a.instance_uuid] = True
             except Exception as exc:
-                LOG.warning('Cannot record the cachetune of %s in its '
+                LOG.warning('Cannot remove the <cachetune> of %s from its '
                             'libvirt definition: %s', a.instance_uuid, exc)
+        for uuid in set(self._synced) - {a.instance_uuid
+                                         for a in lay.assignments}:
+            del self._synced[uuid]
 
     # -- status --------------------------------------------------------------
     def status(self):

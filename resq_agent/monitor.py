@@ -21,7 +21,7 @@ reading of a group has no bandwidth yet.
 import os
 import time
 
-from resq_agent import resctrl
+from resq_common import resctrl
 
 FILES = ('llc_occupancy', 'mbm_total_bytes', 'mbm_local_bytes')
 

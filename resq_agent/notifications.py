@@ -28,6 +28,7 @@ import re
 
 from oslo_log import log as logging
 import oslo_messaging
+from oslo_utils import uuidutils
 
 LOG = logging.getLogger(__name__)
 
@@ -86,6 +87,11 @@ class NovaInstanceEndpoint:
                       'payload', event_type, publisher_id)
             return oslo_messaging.NotificationResult.HANDLED
         if not ({data.get('host'), data.get('node')} & self.hosts):
+            return oslo_messaging.NotificationResult.HANDLED
+        if not uuidutils.is_uuid_like(data['uuid']):
+            # Dropped alone: it must not take the rest of a batch with it.
+            LOG.warning('Ignoring %s from %s: instance uuid %r is not a '
+                        'UUID', event_type, publisher_id, data['uuid'])
             return oslo_messaging.NotificationResult.HANDLED
         LOG.debug('%s for instance %s', event_type, data['uuid'])
         self.manager.instance_changed(data['uuid'], event_type)

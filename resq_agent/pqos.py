@@ -35,9 +35,11 @@ import os
 
 from oslo_log import log as logging
 
-from resq_agent import cbm
 from resq_agent import enforcer
 import resq_agent.privsep.pqos
+from resq_common import cbm
+from resq_common import exception
+from resq_common import jsonutils
 from resq_profiler import store
 
 LOG = logging.getLogger(__name__)
@@ -63,7 +65,7 @@ class ClassMap:
         """``(classes, domains)``: ``{uuid: class id}``, ``[l3 ids]``."""
         try:
             with open(self.path, encoding='utf-8') as f:
-                data = json.load(f)
+                data = jsonutils.load(f)
             return ({str(u): int(c) for u, c in data['classes'].items()},
                     [int(d) for d in data['domains']])
         except FileNotFoundError:
@@ -298,12 +300,29 @@ def probe():
     return None
 
 
+class UnsupportedBackend(exception.ResQException):
+    msg_fmt = '%(reason)s'
+
+
 def load_backend(conf):
-    """The enforcer ``[resq_agent] backend`` asks for, or resctrl."""
+    """The enforcer ``[resq_agent] backend`` asks for, or resctrl.
+
+    :raises UnsupportedBackend: for pqos over MSR, which cannot enforce.
+    """
     opts = conf.resq_agent
     root = opts.resctrl_root
     if opts.backend != 'pqos':
         return enforcer.ResctrlEnforcer(root)
+    if opts.pqos_interface == 'MSR':
+        # The agent's cache layout (domains, ways, I/O ways, classes) comes
+        # from resctrl discovery, and libpqos's MSR interface needs resctrl
+        # unmounted: the two never hold together, so nothing would ever be
+        # enforced. Refused rather than run unpartitioned.
+        raise UnsupportedBackend(reason=(
+            '[resq_agent] backend = pqos with pqos_interface = MSR cannot '
+            'enforce anything: the agent discovers the cache through '
+            'resctrl, which libpqos\'s MSR interface needs unmounted; set '
+            'pqos_interface = OS (resctrl mounted) or backend = resctrl'))
     reason = probe()
     if reason is None:
         backend = PqosEnforcer(opts.pqos_interface, opts.state_dir)

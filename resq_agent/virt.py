@@ -18,9 +18,12 @@ writes them under ``<nova:flavor><nova:extraSpecs>``), hence
 ``resq:packet_bytes`` and the LLC request. Where the ways really are
 (which cache domain, how many) is Placement's word, not the XML's.
 
-libvirt cannot change ``<cachetune>`` of a running domain; the agent writes
-resctrl itself and keeps the *persistent* definition's ``<cachetune>`` in
-step, so that libvirt's view and a restart agree with what is enforced.
+One owner per partition: the agent's ``resq-`` resctrl group. A
+``<cachetune>`` in the persistent definition would make libvirt create its
+own group when the domain starts again, a second enforcer that wins over
+the agent's, so the agent removes any it finds on the instances it
+partitions (earlier releases wrote them) and re-enforces on the start
+event.
 """
 
 import dataclasses
@@ -29,6 +32,7 @@ import xml.etree.ElementTree as ET
 
 import libvirt
 from oslo_log import log as logging
+from oslo_utils import uuidutils
 
 from resq_agent import discovery
 from resq_nova import extra_specs as specs_mod
@@ -147,6 +151,13 @@ def cachetune_of(xml):
     return sorted(set(result))
 
 
+def _uuid_of(dom):
+    try:
+        return dom.UUIDString().lower()
+    except libvirt.libvirtError:
+        return None
+
+
 class Hypervisor:
     """The local libvirt, reconnecting when the connection drops."""
 
@@ -167,18 +178,49 @@ class Hypervisor:
     def capabilities(self):
         return self._connection().getCapabilities()
 
-    def instances(self):
-        """Every running Nova instance."""
+    def instances(self, unreadable=None):
+        """Every running Nova instance.
+
+        A domain that goes away between the listing and the read is left
+        out; one that cannot be read for another reason is left out too
+        and its UUID added to ``unreadable`` (a set), so that the caller
+        keeps what it knew of it instead of dropping its partition.
+
+        :raises libvirt.libvirtError: when the listing itself fails.
+        """
         result = []
         flags = libvirt.VIR_CONNECT_LIST_DOMAINS_ACTIVE
         for dom in self._connection().listAllDomains(flags):
-            inst = parse_domain(dom.XMLDesc(0))
+            try:
+                inst = parse_domain(dom.XMLDesc(0))
+            except libvirt.libvirtError as exc:
+                if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                    continue
+                uuid = _uuid_of(dom)
+                LOG.warning('Cannot read domain %s from libvirt (%s); '
+                            'keeping what is known of it', uuid,
+                            exc.get_error_message())
+                if unreadable is not None and uuid:
+                    unreadable.add(uuid)
+                continue
+            except (ET.ParseError, ValueError, AttributeError) as exc:
+                uuid = _uuid_of(dom)
+                LOG.warning('Domain %s has XML the agent cannot read (%s); '
+                            'keeping what is known of it', uuid, exc)
+                if unreadable is not None and uuid:
+                    unreadable.add(uuid)
+                continue
             if inst is not None:
                 result.append(inst)
         return result
 
     def instance(self, uuid):
-        """The instance if it runs, else None."""
+        """The instance if it runs, else None (also for a malformed UUID).
+
+        :raises libvirt.libvirtError: when libvirt cannot be asked.
+        """
+        if not uuidutils.is_uuid_like(uuid):
+            return None
         try:
             dom = self._connection().lookupByUUIDString(uuid)
             if not dom.isActive():
@@ -189,10 +231,19 @@ class Hypervisor:
                 return None
             raise
 
-    def set_cachetune(self, uuid, vcpus, domain_id, size_bytes, cdp=False):
-        """Make the persistent definition carry this cachetune.
+    def drop_cachetune(self, uuid, attempts=3):
+        """Remove ``<cachetune>`` from the persistent definition.
+
+        The agent is the one owner of an instance's partition (its
+        ``resq-`` resctrl group): a ``<cachetune>`` in the definition makes
+        libvirt create a resctrl group of its own when the domain starts
+        again, which wins over the agent's. The definition is read, edited
+        and read again just before ``defineXML``; when someone else (Nova)
+        changed it meanwhile the edit starts over, so their change is never
+        overwritten.
 
         :returns: True when the definition changed.
+        :raises RuntimeError: when it kept changing for ``attempts`` tries.
         """
         conn = self._connection()
         try:
@@ -201,12 +252,19 @@ class Hypervisor:
             return False
         if not dom.isPersistent():
             return False
-        xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
-        new = with_cachetune(xml, vcpus, domain_id, size_bytes, cdp)
-        if cachetune_of(new) == cachetune_of(xml):
-            return False
-        conn.defineXML(new)
-        return True
+        flags = libvirt.VIR_DOMAIN_XML_INACTIVE
+        for _ in range(attempts):
+            xml = dom.XMLDesc(flags)
+            if not cachetune_of(xml):
+                return False
+            new = with_cachetune(xml, (), 0, 0)
+            if dom.XMLDesc(flags) != xml:
+                continue
+            conn.defineXML(new)
+            return True
+        raise RuntimeError('the libvirt definition of %s kept changing; '
+                           'its <cachetune> is removed at the next '
+                           'reconcile' % uuid)
 
 
 class EventWatcher:
@@ -214,17 +272,30 @@ class EventWatcher:
 
     libvirt delivers events through its default event loop, run here in a
     daemon thread; the callback must return quickly (the manager's
-    ``instance_changed`` queues and returns).
+    ``instance_changed`` queues and returns). A supervisor thread keeps the
+    subscription: when libvirt is down at start, or libvirtd restarts (the
+    connection closes or stops answering), it connects and subscribes again
+    every ``retry_interval`` seconds and then calls ``on_reconnect()`` (the
+    manager reconciles, as events may have been missed meanwhile).
     """
 
     _loop_started = False
     _loop_lock = threading.Lock()
 
-    def __init__(self, uri, callback):
+    def __init__(self, uri, callback, on_reconnect=None, retry_interval=10,
+                 check_interval=5):
         self.uri = uri
         self.callback = callback
+        self.on_reconnect = on_reconnect
+        self.retry_interval = retry_interval
+        self.check_interval = check_interval
+        self.subscriptions = 0           # how many times it subscribed
+        self.connected = threading.Event()
         self._conn = None
         self._cb_id = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = None
 
     @classmethod
     def _start_loop(cls):
@@ -250,19 +321,108 @@ class EventWatcher:
             LOG.exception('Handling libvirt event %s of %s failed', name,
                           dom.UUIDString())
 
-    def start(self):
-        self._start_loop()
-        self._conn = libvirt.open(self.uri)
-        self._cb_id = self._conn.domainEventRegisterAny(
-            None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_event,
-            None)
-        LOG.info('Watching libvirt (%s) domain lifecycle events', self.uri)
+    def _on_close(self, conn, reason, opaque):
+        LOG.warning('The libvirt connection to %s closed (reason %s, e.g. '
+                    'libvirtd restarted); subscribing to its events again',
+                    self.uri, reason)
+        self.connection_lost()
 
-    def stop(self):
-        if self._conn is not None:
+    def connection_lost(self):
+        """Drop the subscription and subscribe again (libvirt went away)."""
+        self.connected.clear()
+        self._wake.set()
+
+    def start(self):
+        """Subscribe (or keep trying in the background); never raises."""
+        self._start_loop()
+        self._stop.clear()
+        self._wake.clear()
+        subscribed = self._try_subscribe(log_failure=True)
+        self._thread = threading.Thread(target=self._supervise,
+                                        args=(subscribed,),
+                                        name='libvirt-event-watcher',
+                                        daemon=True)
+        self._thread.start()
+
+    def _try_subscribe(self, log_failure):
+        try:
+            self._subscribe()
+        except libvirt.libvirtError as exc:
+            if log_failure:
+                LOG.warning('Cannot watch libvirt events on %s (%s); '
+                            'retrying every %s s, the periodic reconcile '
+                            'enforces meanwhile', self.uri,
+                            exc.get_error_message(), self.retry_interval)
+            return False
+        LOG.info('Watching libvirt (%s) domain lifecycle events', self.uri)
+        self.connected.set()
+        return True
+
+    def _subscribe(self):
+        conn = libvirt.open(self.uri)
+        try:
             try:
-                self._conn.domainEventDeregisterAny(self._cb_id)
-                self._conn.close()
+                conn.registerCloseCallback(self._on_close, None)
+            except libvirt.libvirtError:
+                pass  # drivers without it: isAlive() polling covers them
+            cb_id = conn.domainEventRegisterAny(
+                None, libvirt.VIR_DOMAIN_EVENT_ID_LIFECYCLE, self._on_event,
+                None)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._cb_id = conn, cb_id
+        self.subscriptions += 1
+
+    def _drop(self):
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        for call in (lambda: conn.domainEventDeregisterAny(self._cb_id),
+                     conn.unregisterCloseCallback, conn.close):
+            try:
+                call()
             except libvirt.libvirtError:
                 pass
-            self._conn = None
+
+    def _alive(self):
+        try:
+            return bool(self._conn.isAlive())
+        except libvirt.libvirtError:
+            return False
+
+    def _supervise(self, subscribed):
+        failing = not subscribed
+        while not self._stop.is_set():
+            if not subscribed:
+                self._wake.clear()
+                if not self._try_subscribe(log_failure=not failing):
+                    failing = True
+                    self._stop.wait(self.retry_interval)
+                    continue
+                subscribed = True
+                # Events were missed while nobody listened: catch up.
+                if self.on_reconnect is not None:
+                    try:
+                        self.on_reconnect()
+                    except Exception:
+                        LOG.exception('Catching up after the libvirt '
+                                      'connection came back failed')
+            failing = False
+            while not self._stop.is_set() and not self._wake.is_set():
+                self._wake.wait(self.check_interval)
+                if self._conn is not None and not self._alive():
+                    LOG.warning('The libvirt connection to %s stopped '
+                                'answering; subscribing again', self.uri)
+                    break
+            self.connected.clear()
+            self._drop()
+            subscribed = False
+
+    def stop(self):
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._drop()

@@ -27,3 +27,9 @@ class ResQException(Exception):
             message = self.msg_fmt % kwargs
         self.message = message
         super().__init__(message)
+
+
+class ResctrlError(ResQException):
+    """A resctrl tree, group, mask or value that resq-nova refuses."""
+
+    msg_fmt = '%(reason)s'

@@ -25,6 +25,9 @@ NAMESPACE = 'resq'
 RC_LLC_WAY = 'CUSTOM_LLC_WAY'
 RC_LLC_CLOS = 'CUSTOM_LLC_CLOS'
 TRAIT_CAT_L3 = 'CUSTOM_CAT_L3'
+# A cache domain's shape (resq_nova.placement.cache_domain.platform_traits).
+TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
+TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
 RESERVED = 'reserved'
 ON_DEMAND = 'on-demand'
 _NUMBER = r'(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)'
@@ -74,6 +77,12 @@ SPECS = {s.key: s for s in (
          'to repack the cloud ("false" pins them where they are; server '
          'metadata resq:migratable does the same per server).',
          'true, false', enum=('true', 'false')),
+    Spec('resq:min_ways', 'int',
+         'Fewest LLC ways the profile (resq:profile) needs to sustain '
+         'resq:throughput_mpps on the platform it was measured on. '
+         'resq-admit writes it, so the scheduler checks the flavor without '
+         'the profile files; the flavor\'s CUSTOM_LLC_WAY must not be '
+         'smaller.', 'an integer from 1 to 1024', minimum=1, maximum=1024),
     Spec('resq:term', 'id',
          'Name of the SLO term this instance belongs to, to group the '
          'instances of one term.',
@@ -133,6 +142,7 @@ class ResQRequest:
     dedicated_cpus: bool = False
     vcpus: int = 0
     required_traits: frozenset = frozenset()
+    min_ways: int = None
 
 
 def parse(extra_specs, vcpus=0):
@@ -196,6 +206,8 @@ def parse(extra_specs, vcpus=0):
                 'request %s in a named request group (e.g. '
                 '"resources_LLC:%s") so it is served by one cache domain '
                 'provider, not the compute node' % (RC_LLC_WAY, RC_LLC_WAY))
+        _check_reserved(values, ways, clos, suffix,
+                        traits.get(suffix, set()))
     return ResQRequest(slo=slo, profile=values.get('profile'),
                        throughput_mpps=values.get('throughput_mpps'),
                        latency_p95_us=values.get('latency_p95_us'),
@@ -204,4 +216,67 @@ def parse(extra_specs, vcpus=0):
                        clos=clos if clos else (1 if ways else 0),
                        group_suffix=suffix, dedicated_cpus=dedicated,
                        vcpus=vcpus,
-                       required_traits=frozenset(traits.get(suffix, ())))
+                       required_traits=frozenset(traits.get(suffix, ())),
+                       min_ways=values.get('min_ways'))
+
+
+def _trait_number(traits, prefix):
+    for trait in traits:
+        if trait.startswith(prefix) and trait[len(prefix):].isdigit():
+            return int(trait[len(prefix):])
+    return None
+
+
+def _check_reserved(values, ways, clos, suffix, traits):
+    """A reserved flavor must carry everything the scheduler checks.
+
+    The scheduler has no profile files: the flavor itself says which cache
+    shape its profile was measured on (required traits) and how many ways
+    the profile needs for its throughput (``resq:min_ways``).
+    """
+    group = 'resources%s' % suffix
+    if clos != 1:
+        raise InvalidResQSpec(
+            'resq:slo=reserved needs exactly one class of service with its '
+            'ways, from the same cache domain: set "%s:%s=1" (the flavor '
+            'has %s)' % (group, RC_LLC_CLOS, clos or 'none'))
+    profile_id = values.get('profile')
+    min_ways = values.get('min_ways')
+    if profile_id is None:
+        if min_ways is not None and ways < min_ways:
+            raise InvalidResQSpec(
+                'the flavor asks for %d LLC ways but resq:min_ways is %d; '
+                'set %s:%s to at least %d'
+                % (ways, min_ways, group, RC_LLC_WAY, min_ways))
+        return
+    shape_ways = _trait_number(traits, TRAIT_WAYS_PREFIX)
+    if shape_ways is None or _trait_number(
+            traits, TRAIT_WAY_KIB_PREFIX) is None:
+        raise InvalidResQSpec(
+            'resq:profile=%s needs the cache shape it was measured on: '
+            'require "trait%s:%s<ways>" and "trait%s:%s<KiB>" in the LLC '
+            'request group (resq-admit writes them; "resq-profiler show %s" '
+            'prints the platform), so Placement only hands out ways of such '
+            'a cache' % (profile_id, suffix, TRAIT_WAYS_PREFIX, suffix,
+                         TRAIT_WAY_KIB_PREFIX, profile_id))
+    if values.get('throughput_mpps') is not None and min_ways is None:
+        raise InvalidResQSpec(
+            'resq:profile=%s with resq:throughput_mpps needs resq:min_ways, '
+            'the ways the profile needs for that throughput, so the '
+            'scheduler can check the flavor without the profile file; '
+            'create the flavor with resq-admit or add resq:min_ways'
+            % profile_id)
+    if min_ways is not None and ways < min_ways:
+        mpps = values.get('throughput_mpps')
+        raise InvalidResQSpec(
+            'the flavor asks for %d LLC ways but profile %s needs %d%s '
+            '(resq:min_ways); set %s:%s to at least %d or lower '
+            'resq:throughput_mpps' % (
+                ways, profile_id, min_ways,
+                ' for %g Mpps' % mpps if mpps is not None else '', group,
+                RC_LLC_WAY, min_ways))
+    if min_ways is not None and min_ways > shape_ways:
+        raise InvalidResQSpec(
+            'resq:min_ways=%d is more than the %d ways of the cache the '
+            'flavor requires (%s%d)' % (min_ways, shape_ways,
+                                        TRAIT_WAYS_PREFIX, shape_ways))

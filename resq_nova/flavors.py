@@ -95,6 +95,10 @@ def flavor_specs(term, ways, share_mpps, options):
                                  or prof.traffic['packet_bytes']),
         'resq:term': term.name,
     })
+    # The ways the profile needs for the throughput, so the scheduler can
+    # check the flavor without the profile file.
+    need = prof.min_ways_for(share_mpps)
+    specs['resq:min_ways'] = str(min(need or ways, ways))
     extra_specs.parse(specs, options.vcpus)
     return specs
 

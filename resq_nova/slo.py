@@ -21,8 +21,7 @@
 ``max_instances`` are optional.
 """
 
-import json
-
+from resq_common import jsonutils
 from resq_nova import greedy
 from resq_profiler import exception
 
@@ -37,7 +36,7 @@ def read_items(path):
     """The ``terms`` list of an SLO file; errors name the file."""
     try:
         with open(path, encoding='utf-8') as f:
-            doc = json.load(f)
+            doc = jsonutils.load(f)
     except OSError as exc:
         raise InvalidSLOFile(path=path, reason='cannot be read: %s'
                              % exc.strerror)

@@ -57,5 +57,4 @@ class MeasurementError(ResQException):
     msg_fmt = 'Measurement failed: %(reason)s'
 
 
-class ResctrlError(ResQException):
-    msg_fmt = '%(reason)s'
+ResctrlError = exception.ResctrlError

@@ -29,6 +29,7 @@ import hashlib
 import json
 import re
 
+from resq_common import jsonutils
 from resq_profiler import exception
 from resq_profiler import schema
 
@@ -138,7 +139,7 @@ class Profile:
     @classmethod
     def from_json(cls, text, source='<memory>'):
         try:
-            doc = json.loads(text)
+            doc = jsonutils.loads(text)
         except ValueError as exc:
             raise exception.InvalidProfile(
                 source, '(document)', 'not JSON: %s' % exc)

@@ -12,6 +12,7 @@ from resq_agent import conf as agent_conf
 from resq_agent import privsep
 from resq_nova import conf as nova_conf
 from resq_profiler import conf as prof_conf
+from resq_profiler import privsep as prof_privsep
 
 
 class PrivsepInProcess(fixtures.Fixture):
@@ -19,12 +20,24 @@ class PrivsepInProcess(fixtures.Fixture):
 
     The tests run as an ordinary user's tree in a temporary directory, so
     the privileged functions need no daemon; their argument checks still
-    run, which is what the tests exercise.
+    run, which is what the tests exercise. The privileged side reads its
+    root from ``conf`` (``[resq_agent]``/``[resq_profiler] resctrl_root``)
+    as the daemon reads it from the configuration files; the resctrl mount
+    check (statfs magic) is off, the tree being a temporary directory.
     """
 
+    def __init__(self, conf):
+        super().__init__()
+        self.conf = conf
+
     def _setUp(self):
-        privsep.resctrl_pctxt.set_client_mode(False)
-        self.addCleanup(privsep.resctrl_pctxt.set_client_mode, True)
+        for ctx in (privsep.resctrl_pctxt, prof_privsep.resctrl_pctxt):
+            previous = ctx.use_conf(self.conf)
+            self.addCleanup(ctx.use_conf, previous)
+            ctx.set_client_mode(False)
+            self.addCleanup(ctx.set_client_mode, True)
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_common.resctrl_writer.CHECK_FS_MAGIC', False))
 
 
 class TestCase(oslotest_base.BaseTestCase):

@@ -19,6 +19,7 @@ from oslo_log import log as logging
 
 from resq_agent import conf as agent_conf
 from resq_agent import discovery
+from resq_agent import privsep as agent_privsep
 from resq_profiler import exception
 
 
@@ -29,7 +30,8 @@ def _inspect(conf):
         conf.set_override('sysfs_root', conf.command.sysfs_root,
                           'resq_agent')
     topology = discovery.discover_from_conf(conf)
-    _print(discovery.describe(topology, conf.resq_agent.default_group_ways))
+    _print(discovery.describe(topology, conf.resq_agent.default_group_ways,
+                              conf.resq_agent.default_group_io_ways))
     return 0
 
 
@@ -108,6 +110,8 @@ def _parse_config(argv):
     conf(sys.argv[1:] if argv is None else argv, project='resq',
          prog='resq-agent')
     logging.setup(conf, 'resq-agent')
+    # The privsep daemon gets the agent's options and config files.
+    agent_privsep.init(conf)
     return conf
 
 

@@ -17,14 +17,31 @@ from resq_nova.placement import client as placement_client
 
 GROUP = 'resq_agent'
 
+RESCTRL_FAKE_OPT = cfg.BoolOpt(
+    'resctrl_fake',
+    default=False,
+    help='The resctrl root is a tree built by "python -m '
+         'resq_agent.fake_resctrl" (devstack sets this with '
+         'RESQ_FAKE_RESCTRL on hosts without Intel RDT), not a mounted '
+         'resctrl file system: the privsep daemon then writes there '
+         'although it is not one, so the whole path runs without CAT. '
+         'Nothing is isolated. Never set it on a host that should enforce '
+         'partitions.')
+
+RESCTRL_ROOT_OPT = cfg.StrOpt(
+    'resctrl_root',
+    default='/sys/fs/resctrl',
+    help='Mount point of the resctrl file system. Every resctrl '
+         'path the agent reads or writes is under it; change it only to '
+         'point the agent at a copied tree for testing. When it is missing '
+         'the agent reports no LLC inventory and enforces nothing. The '
+         'privsep daemon reads this option from the agent\'s configuration '
+         'files itself (callers cannot choose where it writes) and writes '
+         'only to a mounted resctrl file system.')
+
 ALL_OPTS = [
-    cfg.StrOpt('resctrl_root',
-               default='/sys/fs/resctrl',
-               help='Mount point of the resctrl file system. Every resctrl '
-                    'path the agent reads or writes is under it; change it '
-                    'only to point the agent at a copied tree for testing. '
-                    'When it is missing the agent reports no LLC inventory '
-                    'and enforces nothing.'),
+    RESCTRL_ROOT_OPT,
+    RESCTRL_FAKE_OPT,
     cfg.StrOpt('sysfs_root',
                default='/sys',
                help='Root of sysfs, where the agent reads the CPU cache '
@@ -35,6 +52,20 @@ ALL_OPTS = [
                help='libvirt connection URI of the hypervisor Nova uses on '
                     'this host (the same as nova.conf [libvirt] '
                     'connection_uri).'),
+    cfg.IntOpt('libvirt_retry_interval',
+               default=10, min=1,
+               help='Seconds between attempts to subscribe to libvirt\'s '
+                    'domain events while libvirt is down (at start, or '
+                    'after libvirtd restarted). When the subscription comes '
+                    'back the agent reconciles at once, as events may have '
+                    'been missed.'),
+    cfg.IntOpt('privsep_timeout',
+               default=30, min=1,
+               help='Seconds one privileged call (one resctrl write, one '
+                    'libpqos call) may take before the agent gives up on '
+                    'it. Only that write fails; the other instances of the '
+                    'pass are still written, and the next reconcile retries '
+                    'it.'),
     cfg.StrOpt('hypervisor_hostname',
                help='Name of this host\'s compute node resource provider '
                     'in Placement (Nova\'s hypervisor hostname). Default: '
@@ -53,7 +84,9 @@ ALL_OPTS = [
                choices=[('OS', 'libpqos on the kernel\'s resctrl file '
                          'system; resctrl must be mounted'),
                         ('MSR', 'libpqos writes the CAT model-specific '
-                         'registers itself; resctrl must not be mounted')],
+                         'registers itself; resctrl must not be mounted. '
+                         'Refused at start: the agent discovers the cache '
+                         'through resctrl, so it could never enforce')],
                help='The libpqos interface used when backend = pqos.'),
     cfg.StrOpt('state_dir',
                default='/var/lib/resq-agent',
@@ -76,6 +109,15 @@ ALL_OPTS = [
                     'non-ResQ instances) beyond the I/O ways, reserved in '
                     'Placement so no instance can take them. The default '
                     'group always keeps at least min_cbm_bits ways.'),
+    cfg.BoolOpt('default_group_io_ways',
+                default=False,
+                help='Let the default resctrl group (the host and non-ResQ '
+                     'instances) allocate into the I/O (DDIO) ways. Off, as '
+                     'in ResQ: no core allocates into the ways DDIO writes '
+                     'packets into, so nothing but DMA evicts them. Turn it '
+                     'on only when the host needs those ways for itself '
+                     'more than the NFs need their packets to stay in the '
+                     'cache.'),
     cfg.IntOpt('ddio_ways',
                default=2, min=0,
                help='Ways DDIO writes incoming packets into, used when the '

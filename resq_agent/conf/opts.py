@@ -12,7 +12,9 @@
 
 from resq_agent.conf import agent
 from resq_agent.conf import dma
+from resq_common import privsep
 
 
 def list_opts():
-    return agent.list_opts() + dma.list_opts()
+    return (agent.list_opts() + dma.list_opts()
+            + privsep.list_opts('resq_privsep_resctrl', 'resq_privsep_pqos'))

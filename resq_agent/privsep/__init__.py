@@ -13,15 +13,18 @@
 
 Only the functions in this package's modules run as root; callers write
 ``import resq_agent.privsep.resctrl`` so each call into root is visible.
+The agent runs as an unprivileged user and calls :func:`init` with its own
+``ConfigOpts`` once it has parsed it.
 """
 
 from oslo_privsep import capabilities
-from oslo_privsep import priv_context
+
+from resq_common import privsep
 
 # resctrl files are owned by root with mode 0644 and group directories are
 # created with mkdir in a root-owned directory: DAC override is all the
 # resctrl writes need.
-resctrl_pctxt = priv_context.PrivContext(
+resctrl_pctxt = privsep.PrivContext(
     'resq_agent',
     cfg_section='resq_privsep_resctrl',
     pypath=__name__ + '.resctrl_pctxt',
@@ -30,10 +33,22 @@ resctrl_pctxt = priv_context.PrivContext(
 
 # libpqos: its OS interface writes resctrl files (DAC override), its MSR
 # interface writes /dev/cpu/*/msr (raw I/O as well).
-pqos_pctxt = priv_context.PrivContext(
+pqos_pctxt = privsep.PrivContext(
     'resq_agent',
     cfg_section='resq_privsep_pqos',
     pypath=__name__ + '.pqos_pctxt',
     capabilities=[capabilities.CAP_DAC_OVERRIDE,
                   capabilities.CAP_SYS_RAWIO],
 )
+
+CONTEXTS = (resctrl_pctxt, pqos_pctxt)
+
+
+def init(conf):
+    """Make the agent's contexts read ``conf`` and its config files.
+
+    Each privileged call waits at most ``[resq_agent] privsep_timeout``.
+    """
+    for ctx in CONTEXTS:
+        ctx.use_conf(conf)
+        ctx.timeout = conf.resq_agent.privsep_timeout

@@ -21,8 +21,8 @@ of service and associate cores.
 
 import types
 
-from resq_agent import cbm
 from resq_agent import privsep
+from resq_common import cbm
 
 INTERFACES = ('OS', 'MSR')
 _wrapper = None     # the pqos wrapper's classes; tests inject a fake

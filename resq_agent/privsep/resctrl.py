@@ -9,99 +9,84 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Privileged resctrl writes.
+"""Privileged resctrl writes of the agent.
 
-Each function takes the resctrl root, a group name and masks, CPU numbers or
-PIDs, never a file path: it checks the root is a resctrl tree, the group is
-one of ours (``resq-`` prefix) and the values are well formed, and builds
-the path itself. So the privileged daemon can only ever write a schemata,
-cpus_list or tasks file of a ``resq-`` group.
+Each function takes a group name and masks, CPU numbers or PIDs, never a
+path or a root: the privileged side reads the root from its own
+configuration (``[resq_agent] resctrl_root`` of the agent's configuration
+files), and :class:`resq_common.resctrl_writer.Writer` checks it is a
+resctrl mount, reaches files below it without following symbolic links and
+validates every value. So the daemon can only ever write a schemata,
+cpus_list or tasks file of a ``resq-`` group, or the default group's L3
+line.
 """
 
-import os
-
+from resq_agent.conf import agent as agent_conf
 from resq_agent import privsep
-from resq_agent import resctrl
-from resq_profiler import exception
+from resq_common import resctrl_writer
 
 
-def _tree(root):
-    return resctrl.Resctrl(root).check()
+def _root():
+    conf = privsep.resctrl_pctxt.config
+    conf.register_opt(agent_conf.RESCTRL_ROOT_OPT, group=agent_conf.GROUP)
+    return conf[agent_conf.GROUP].resctrl_root
 
 
-def _write(path, text):
-    # resctrl files accept one write each; no temp-file dance here, the
-    # kernel applies a write atomically or rejects it.
-    with open(path, 'w', encoding='ascii') as f:
-        f.write(text)
-
-
-def _write_l3(tree, directory, masks):
-    """Check ``{domain id: mask}``, write it as ``directory``'s schemata.
-
-    Code and data get the same masks under CDP.
-    """
-    masks = {int(d): int(m) for d, m in masks.items()}
-    info = tree.validate_masks(masks)
-    if info['cdp']:
-        resources = {'L3CODE': masks, 'L3DATA': masks}
-    else:
-        resources = {'L3': masks}
-    _write(os.path.join(directory, 'schemata'),
-           resctrl.format_schemata(resources))
+def _writer():
+    conf = privsep.resctrl_pctxt.config
+    conf.register_opt(agent_conf.RESCTRL_FAKE_OPT, group=agent_conf.GROUP)
+    return resctrl_writer.Writer(
+        _root(), require_mount=not conf[agent_conf.GROUP].resctrl_fake)
 
 
 @privsep.resctrl_pctxt.entrypoint
-def create_group(root, group):
+def resctrl_root():
+    """The resctrl root the privileged side writes under."""
+    return _root()
+
+
+@privsep.resctrl_pctxt.entrypoint
+def create_group(group):
     """Create resource group ``group`` (idempotent)."""
-    path = _tree(root).group_path(group)
-    os.makedirs(path, exist_ok=True)
-    return path
+    with _writer() as w:
+        return w.create_group(group)
 
 
 @privsep.resctrl_pctxt.entrypoint
-def write_l3_masks(root, group, masks):
+def write_l3_masks(group, masks):
     """Set the group's L3 way masks: ``{domain id: int mask}``."""
-    tree = _tree(root)
-    _write_l3(tree, tree.group_path(group), masks)
+    with _writer() as w:
+        w.write_l3_masks(group, masks)
 
 
 @privsep.resctrl_pctxt.entrypoint
-def assign_cpus(root, group, cpus):
+def assign_cpus(group, cpus):
     """Make the group own ``cpus`` (a list of CPU numbers)."""
-    path = _tree(root).group_path(group)
-    cpus = sorted({int(c) for c in cpus})
-    if any(c < 0 for c in cpus):
-        raise exception.ResctrlError(reason='CPU numbers must be >= 0: %s'
-                                     % cpus)
-    _write(os.path.join(path, 'cpus_list'),
-           ','.join(str(c) for c in cpus) + '\n')
+    with _writer() as w:
+        w.assign_cpus(group, cpus)
 
 
 @privsep.resctrl_pctxt.entrypoint
-def assign_task(root, group, pid):
+def assign_task(group, pid):
     """Move process ``pid`` into the group."""
-    path = _tree(root).group_path(group)
-    pid = int(pid)
-    if pid <= 0:
-        raise exception.ResctrlError(reason='invalid PID %d' % pid)
-    with open(os.path.join(path, 'tasks'), 'a', encoding='ascii') as f:
-        f.write('%d\n' % pid)
+    with _writer() as w:
+        w.assign_task(group, pid)
 
 
 @privsep.resctrl_pctxt.entrypoint
-def remove_group(root, group):
+def remove_group(group):
     """Remove the group (idempotent); its tasks fall back to the default."""
-    return _tree(root).remove_tree(group)
+    with _writer() as w:
+        return w.remove_group(group)
 
 
 @privsep.resctrl_pctxt.entrypoint
-def write_default_l3_masks(root, masks):
+def write_default_l3_masks(masks):
     """Set the default (root) group's L3 way masks: ``{domain id: mask}``.
 
     The only write to the default group: its L3 lines, nothing else (no
     CPUs, tasks or other resources), so the agent can shrink it to the ways
     no instance owns and give them back.
     """
-    tree = _tree(root)
-    _write_l3(tree, tree.root, masks)
+    with _writer() as w:
+        w.write_default_l3_masks(masks)

@@ -26,10 +26,21 @@ from resq_profiler import exception
 
 PLACEMENT = 'placement'
 NOVA = 'nova'
-# What keystoneauth raises when no request reached the service.
-UNREACHABLE = (ks_exc.ConnectFailure, ks_exc.ConnectTimeout,
-               ks_exc.EndpointNotFound, ks_exc.DiscoveryFailure,
-               ks_exc.AuthorizationFailure)
+# What keystoneauth raises when no answer came back from the service:
+# refused, reset, TLS failure, or no answer within the timeout
+# (ConnectionError covers ConnectFailure, ConnectTimeout, SSLError).
+UNREACHABLE = (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
+               ks_exc.DiscoveryFailure, ks_exc.AuthorizationFailure)
+# Seconds a request may wait for the service (connect, and between bytes of
+# the answer): a service that accepts connections and never answers must
+# not stop the agent's or the scheduler's work.
+DEFAULT_TIMEOUT = 30
+_TIMEOUT_HELP = ('Seconds to wait for a connection to the service and for '
+                 'each part of its answer before giving up on the request '
+                 '(default %d). A service that accepts connections and '
+                 'never answers then costs at most this long; the agent '
+                 'keeps enforcing the last allocations it read meanwhile.'
+                 % DEFAULT_TIMEOUT)
 
 
 class MissingCredentials(exception.ResQException):
@@ -43,11 +54,16 @@ def register_opts(conf, group):
     ks_loading.register_session_conf_options(conf, group)
     ks_loading.register_auth_conf_options(conf, group)
     ks_loading.register_adapter_conf_options(conf, group)
+    conf.set_default('timeout', DEFAULT_TIMEOUT, group=group)
 
 
 def _options():
-    return (ks_loading.get_session_conf_options()
-            + ks_loading.get_auth_common_conf_options()
+    session = ks_loading.get_session_conf_options()
+    for opt in session:
+        if opt.dest == 'timeout':
+            opt.default = DEFAULT_TIMEOUT
+            opt.help = _TIMEOUT_HELP
+    return (session + ks_loading.get_auth_common_conf_options()
             + ks_loading.get_adapter_conf_options(include_deprecated=False))
 
 
@@ -74,17 +90,21 @@ def load_adapter(conf, group, service_type, strict=True):
     if strict and auth is None and not conf[group].endpoint_override:
         raise MissingCredentials(group=group, service=service_type,
                                  reason='auth_type is not set')
-    session = ks_loading.load_session_from_conf_options(conf, group,
-                                                        auth=auth)
+    # 0 or unset would mean "wait for ever".
+    timeout = conf[group].timeout or DEFAULT_TIMEOUT
+    session = ks_loading.load_session_from_conf_options(
+        conf, group, auth=auth, timeout=timeout)
     return ks_loading.load_adapter_from_conf_options(
         conf, group, session=session, service_type=service_type,
         raise_exc=False)
 
 
-def noauth_adapter(endpoint, service_type, headers=None):
+def noauth_adapter(endpoint, service_type, headers=None,
+                   timeout=DEFAULT_TIMEOUT):
     """An adapter for a service without Keystone (tests, standalone)."""
     return ks_adapter.Adapter(
-        ks_session.Session(auth=None), endpoint_override=endpoint,
+        ks_session.Session(auth=None, timeout=timeout),
+        endpoint_override=endpoint,
         service_type=service_type, additional_headers=dict(headers or {}),
         raise_exc=False)
 

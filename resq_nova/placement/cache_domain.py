@@ -47,8 +47,8 @@ import uuid
 from resq_nova import extra_specs
 
 TRAIT_DOMAIN_PREFIX = 'CUSTOM_RESQ_L3_'
-TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
-TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
+TRAIT_WAYS_PREFIX = extra_specs.TRAIT_WAYS_PREFIX
+TRAIT_WAY_KIB_PREFIX = extra_specs.TRAIT_WAY_KIB_PREFIX
 TRAIT_CORES_PREFIX = 'CUSTOM_RESQ_CORES_'
 MAX_DOMAINS = 64
 
@@ -105,10 +105,15 @@ class CacheDomain:
     domains_on_host: int = 1
     # Dedicated (pinnable) cores of the domain's NUMA cell; 0 = unknown.
     cores: int = 0
+    # Ways the agent's layout can give instances; None: all but the I/O
+    # and default-group ways.
+    instance_ways: int = None
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
         reserved = min(self.io_ways + self.default_group_ways, self.ways)
+        if self.instance_ways is not None:
+            reserved = self.ways - min(max(self.instance_ways, 0), self.ways)
         inv = {extra_specs.RC_LLC_WAY: {
             'total': self.ways, 'reserved': reserved,
             'min_unit': max(self.min_cbm_bits, 1),

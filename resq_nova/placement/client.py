@@ -43,7 +43,8 @@ class PlacementError(exception.ResQException):
 
 
 class PlacementUnavailable(PlacementError):
-    msg_fmt = ('Placement is unreachable (%(reason)s); check the [placement] '
+    msg_fmt = ('Placement is unreachable or did not answer within '
+               '[placement] timeout (%(reason)s); check the [placement] '
                'options and that the service is running')
 
 
@@ -72,10 +73,11 @@ class PlacementClient:
         return cls(clients.load_adapter(conf, group, 'placement', strict))
 
     @classmethod
-    def for_endpoint(cls, endpoint, token='admin'):
+    def for_endpoint(cls, endpoint, token='admin',
+                     timeout=clients.DEFAULT_TIMEOUT):
         """A client for a no-auth Placement (tests, standalone)."""
         return cls(clients.noauth_adapter(endpoint, 'placement',
-                                          {'x-auth-token': token}))
+                                          {'x-auth-token': token}, timeout))
 
     # -- the one response check -------------------------------------------
     def _call(self, method, url, microversion, body=None, ok=(200,),
@@ -210,7 +212,10 @@ class PlacementClient:
                           MV_NESTED)['resource_providers']
 
     def get_provider_allocations(self, uuid):
-        """``{consumer uuid: {resource class: amount}}`` on a provider."""
+        """``{consumer uuid: {resource class: amount}}`` on one provider.
+
+        :raises ProviderNotFound: when the provider does not exist.
+        """
         body = self._call('GET', '/resource_providers/%s/allocations' % uuid,
                           MV_NESTED, missing=uuid)
         return {consumer: alloc['resources']

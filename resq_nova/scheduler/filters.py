@@ -18,9 +18,13 @@ and that domain is the NUMA cell Nova will pin the instance's dedicated
 cores to; it prunes the other candidates, so the candidate the scheduler
 claims is a right one. A flavor whose ResQ specs are inconsistent never
 passes: the reason goes to the scheduler log.
-"""
 
-import os
+The filter works from what the flavor carries (its ways, class of
+service, the cache shape its profile was measured on as required traits,
+``resq:min_ways``; see :func:`resq_nova.extra_specs.parse`), so no
+scheduler host needs the profile files. As Nova's filters do, a refused
+host is logged at DEBUG; a refused request at INFO.
+"""
 
 from nova.scheduler import filters
 from nova.scheduler import utils
@@ -30,8 +34,6 @@ from oslo_log import log as logging
 from resq_nova import extra_specs
 from resq_nova.placement import cache_domain
 from resq_nova import scheduler
-from resq_profiler import exception
-from resq_profiler import store as store_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -44,16 +46,14 @@ class ResQFilter(filters.BaseHostFilter):
     def __init__(self):
         super().__init__()
         self.conf = scheduler.conf()
-        # (profile path, mtime, size) -> (platform traits, error)
-        self._profiles = {}
 
     def filter_all(self, filter_obj_list, spec_obj):
         """Filter the hosts of one request.
 
-        Everything that depends only on the request (flavor parsing, the
-        profile check, the rebuild test) is done once here rather than per
-        host, and requests without ``resq:`` specs return the host list as
-        it came: the filter costs them nothing.
+        Everything that depends only on the request (flavor parsing and
+        its consistency, the rebuild test) is done once here rather than
+        per host, and requests without ``resq:`` specs return the host list
+        as it came: the filter costs them nothing.
         """
         request, error = scheduler.resq_request(spec_obj)
         if error:
@@ -64,17 +64,16 @@ class ResQFilter(filters.BaseHostFilter):
             return filter_obj_list
         if not self.RUN_ON_REBUILD and utils.request_is_rebuild(spec_obj):
             return filter_obj_list
-        problem = self._check_profile(request)
-        if problem:
-            LOG.info('ResQFilter refuses every host for flavor %s: %s',
-                     spec_obj.flavor.name, problem)
-            return []
-        return self._filter(filter_obj_list, spec_obj.numa_topology, request)
+        pci_requests = None
+        if spec_obj.obj_attr_is_set('pci_requests') and spec_obj.pci_requests:
+            pci_requests = spec_obj.pci_requests.requests
+        return self._filter(filter_obj_list, spec_obj.numa_topology, request,
+                            pci_requests)
 
     def host_passes(self, host_state, spec_obj):
         return bool(self.filter_all([host_state], spec_obj))
 
-    def _filter(self, hosts, instance_numa, request):
+    def _filter(self, hosts, instance_numa, request, pci_requests=None):
         """The hosts that pass, their candidates pruned.
 
         One flat loop: at a thousand hosts per request, function calls and
@@ -94,17 +93,26 @@ class ResQFilter(filters.BaseHostFilter):
                 cell = None
             else:
                 limits = host.limits.get('numa_topology')
-                key = numa_state(topology).key
-                if limits is not None:
-                    key = (key, limits.cpu_allocation_ratio,
-                           limits.ram_allocation_ratio)
-                cell = fits.get(key)
-                if cell is None:
-                    cell = fits[key] = _pinned_cell(topology, instance_numa,
-                                                    limits)
+                pci_stats = host.pci_stats
+                if pci_requests or (pci_stats is not None
+                                    and pci_stats.pools):
+                    # Nova's fit places PCI requests next to their devices
+                    # and keeps other instances off cells with devices:
+                    # hosts with PCI devices get a fit of their own.
+                    cell = _pinned_cell(topology, instance_numa, limits,
+                                        pci_requests, pci_stats)
+                else:
+                    key = numa_state(topology).key
+                    if limits is not None:
+                        key = (key, limits.cpu_allocation_ratio,
+                               limits.ram_allocation_ratio)
+                    cell = fits.get(key)
+                    if cell is None:
+                        cell = fits[key] = _pinned_cell(
+                            topology, instance_numa, limits)
             if cell is False:
-                LOG.info('ResQFilter: %s cannot pin %d dedicated cores in '
-                         'one NUMA cell', host, request.vcpus)
+                LOG.debug('ResQFilter: %s cannot pin %d dedicated cores in '
+                          'one NUMA cell', host, request.vcpus)
                 continue
             # The same pruning as CandidateFilterMixin.filter_candidates,
             # minus its per-candidate debug strings.
@@ -121,65 +129,21 @@ class ResQFilter(filters.BaseHostFilter):
             if good:
                 passed.append(host)
             else:
-                LOG.info('ResQFilter: no allocation candidate of %s takes %d '
-                         'LLC ways from the cache domain of NUMA cell %s, '
-                         'where the cores would be pinned', host,
-                         request.ways, cell)
+                LOG.debug('ResQFilter: no allocation candidate of %s takes '
+                          '%d LLC ways from the cache domain of NUMA cell %s, '
+                          'where the cores would be pinned', host,
+                          request.ways, cell)
         return passed
 
-    def _check_profile(self, request):
-        """Why the request's profile is unusable here, or None.
 
-        The profile must be in the store and the flavor's LLC request group
-        must require the profile's platform traits (way count and way
-        size), so Placement only offers cache domains of the shape the
-        profile was measured on. Checked once per request; the profile
-        document is read again only when its file changes.
-        """
-        if not request.profile:
-            return None
-        store = store_mod.ProfileStore(self.conf.resq.profile_dir)
-        path = store.path(request.profile)
-        try:
-            st = os.stat(path)
-            stamp = (path, st.st_mtime_ns, st.st_size)
-        except OSError:
-            stamp = None
-        if stamp is None or stamp not in self._profiles:
-            try:
-                prof = store.get(request.profile)
-                shape = cache_domain.platform_traits(
-                    prof.platform['llc_ways'],
-                    prof.platform['way_size_bytes'])
-                found = (shape, None)
-            except exception.ResQException as exc:
-                found = (None, str(exc))
-            if stamp is None:
-                return found[1]
-            if len(self._profiles) > 1024:
-                self._profiles.clear()
-            self._profiles[stamp] = found
-        shape, error = self._profiles[stamp]
-        if error:
-            return error
-        missing = [t for t in shape if t not in request.required_traits]
-        if missing:
-            return ('profile %s was measured on a %s cache, but the '
-                    'flavor\'s LLC request group does not require %s, so '
-                    'Placement could hand out ways of a cache of another '
-                    'shape; add %s to the flavor (resq-admit does)'
-                    % (request.profile, ' / '.join(shape),
-                       ', '.join(missing),
-                       ', '.join('"trait%s:%s=required"'
-                                 % (request.group_suffix, t)
-                                 for t in missing)))
-        return None
-
-
-def _pinned_cell(topology, instance_numa, limits):
+def _pinned_cell(topology, instance_numa, limits, pci_requests=None,
+                 pci_stats=None):
     """The NUMA cell Nova will pin to, or False if none.
 
-    Nova's own NUMA fit. The caller memoises it per request on the state
+    Nova's own NUMA fit, with what NUMATopologyFilter and the compute claim
+    give it: the PCI requests (SR-IOV ports, passthrough) and the host's
+    PCI devices, which decide the cell as much as the cores do. Without
+    PCI on either side the caller memoises it per request on the state
     that decides it (:func:`resq_nova.scheduler.numa_state` and the
     limits): hosts in the same state get the same answer, so a fleet costs
     one fit per distinct state rather than one per host.
@@ -188,6 +152,6 @@ def _pinned_cell(topology, instance_numa, limits):
     # copy, as NUMATopologyFilter does.
     fitted = hardware.numa_fit_instance_to_host(
         topology, instance_numa.obj_clone(), provider_mapping=None,
-        limits=limits)
+        limits=limits, pci_requests=pci_requests, pci_stats=pci_stats)
     cells = {c.id for c in fitted.cells} if fitted else set()
     return cells.pop() if len(cells) == 1 else False

@@ -11,18 +11,38 @@
 #    under the License.
 """The ResQ weigher: pack ResQ instances, first fit.
 
-For a ResQ request a host weighs the share of its dedicated cores (pCPUs)
-that would be pinned after placing the instance, so the fullest host that
-still fits wins and the number of active servers stays small (ResQ's
-first-fit decreasing packing; admission boots the largest instances
-first). Other requests get
-the same weight everywhere, which Nova's normalisation turns into no effect
-at all. ``[resq] weigher_multiplier`` scales it against Nova's weighers.
+For a ResQ request a host weighs how full it would be after placing the
+instance, so the fullest host that still fits wins and the number of active
+servers stays small (ResQ's first-fit decreasing packing; admission boots
+the largest instances first). Fullness is the mean of three shares, each
+after the placement: the host's dedicated cores (pCPUs) pinned, and, in
+the cache domain the scheduler would claim (the host's first allocation
+candidate), the LLC ways and the classes of service used. Placement's usage
+of the cache domains comes from one ``GET /allocation_candidates`` per
+request through nova-scheduler's own Placement client; when it cannot be
+asked, cores alone decide. Other requests get the same weight everywhere,
+which Nova's normalisation turns into no effect at all.
+
+``[resq] weigher_multiplier`` scales it against Nova's weighers; a host
+aggregate's ``resq_weigher_multiplier`` metadata overrides it for its hosts,
+as Nova's own weighers' ``*_weight_multiplier`` keys do.
 """
 
-from nova.scheduler import weights
+import time
 
+from nova.scheduler import utils
+from nova.scheduler import weights
+from oslo_log import log as logging
+
+from resq_nova import extra_specs
 from resq_nova import scheduler
+
+LOG = logging.getLogger(__name__)
+AGGREGATE_KEY = 'resq_weigher_multiplier'
+# Placement microversion of arbitrary request group suffixes.
+CANDIDATES_VERSION = '1.33'
+# After a failure, cores alone decide for this long before asking again.
+RETRY_AFTER_S = 60
 
 
 class ResQWeigher(weights.BaseHostWeigher):
@@ -31,11 +51,14 @@ class ResQWeigher(weights.BaseHostWeigher):
         super().__init__()
         self.conf = scheduler.conf()
         self._multiplier = self.conf.resq.weigher_multiplier
+        self._placement = None
+        self._placement_down_until = 0.0
 
     def weight_multiplier(self, host_state):
         # Nova asks once per host, right after weigh_objects; the option
         # is read once per request there.
-        return self._multiplier
+        return utils.get_weight_multiplier(host_state, AGGREGATE_KEY,
+                                           self._multiplier)
 
     def weigh_objects(self, weighed_obj_list, weight_properties):
         """Weights of one request's hosts; zeros for non-ResQ requests."""
@@ -44,17 +67,65 @@ class ResQWeigher(weights.BaseHostWeigher):
         if request is None:
             return [0.0] * len(weighed_obj_list)
         need = max(request.vcpus, 1)
-        return [_fullness(w.obj, need) for w in weighed_obj_list]
+        usage = self._llc_usage(request) if request.ways else {}
+        return [_fullness(w.obj, need, request, usage)
+                for w in weighed_obj_list]
 
     def _weigh_object(self, host_state, spec_obj):
         request, _ = scheduler.resq_request(spec_obj)
         if request is None:
             return 0.0
-        return _fullness(host_state, max(request.vcpus, 1))
+        return _fullness(host_state, max(request.vcpus, 1), request, {})
+
+    def _client(self):
+        if self._placement is None:
+            from nova.scheduler.client import report
+            self._placement = report.report_client_singleton()
+        return self._placement
+
+    def _llc_usage(self, request):
+        """Placement's usage of the cache domains that could serve it.
+
+        :returns: ``{provider uuid: (ways used, ways capacity, classes
+            used, classes capacity)}``, or ``{}`` when Placement cannot be
+            asked.
+        """
+        if time.monotonic() < self._placement_down_until:
+            return {}
+        url = ('/allocation_candidates?resources%s=%s:%d,%s:1'
+               '&group_policy=none' % (request.group_suffix,
+                                       extra_specs.RC_LLC_WAY, request.ways,
+                                       extra_specs.RC_LLC_CLOS))
+        try:
+            resp = self._client().get(url, version=CANDIDATES_VERSION)
+            if resp.status_code != 200:
+                raise ValueError('%s %s' % (resp.status_code,
+                                            resp.text[:200]))
+            summaries = resp.json()['provider_summaries']
+        except Exception as exc:
+            LOG.warning('ResQWeigher cannot read cache-domain usage from '
+                        'Placement (%s); weighing by cores only for %d s',
+                        exc, RETRY_AFTER_S)
+            self._placement_down_until = time.monotonic() + RETRY_AFTER_S
+            return {}
+        usage = {}
+        for rp, summary in summaries.items():
+            res = summary.get('resources') or {}
+            ways = res.get(extra_specs.RC_LLC_WAY)
+            if not ways:
+                continue
+            clos = res.get(extra_specs.RC_LLC_CLOS) or {}
+            usage[rp] = (ways['used'], ways['capacity'], clos.get('used', 0),
+                         clos.get('capacity', 0))
+        return usage
 
 
-def _fullness(host_state, need):
-    """Share of the host's dedicated cores pinned after placing ``need``."""
+def _share(used, need, total):
+    return min((used + need) / total, 1.0) if total else None
+
+
+def _fullness(host_state, need, request, usage):
+    """How full the host would be after placing the instance, 0..1."""
     topology = host_state.numa_topology
     total = 0
     if topology is not None:
@@ -63,6 +134,15 @@ def _fullness(host_state, need):
     if not total:
         # No NUMA topology reported: count vCPUs instead.
         used, total = host_state.vcpus_used, host_state.vcpus_total
-    if not total:
-        return 0.0
-    return min((used + need) / total, 1.0)
+    shares = [_share(used, need, total)]
+    if usage and host_state.allocation_candidates:
+        mapped = host_state.allocation_candidates[0]['mappings'].get(
+            request.group_suffix) or ()
+        for rp in mapped:
+            if rp in usage:
+                ways_used, ways_cap, clos_used, clos_cap = usage[rp]
+                shares.append(_share(ways_used, request.ways, ways_cap))
+                shares.append(_share(clos_used, 1, clos_cap))
+                break
+    shares = [s for s in shares if s is not None]
+    return sum(shares) / len(shares) if shares else 0.0

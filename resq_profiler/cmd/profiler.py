@@ -23,6 +23,7 @@ from resq_profiler import cmd
 from resq_profiler import conf as resq_conf
 from resq_profiler import exception
 from resq_profiler import nfmodel
+from resq_profiler import privsep
 from resq_profiler import profiler
 from resq_profiler import store as store_mod
 
@@ -253,6 +254,7 @@ def cmd_catalog(conf):
 def main(argv=None):
     conf = cmd.parse_config(argv, 'resq-profiler', (resq_conf.register_opts,),
                             [command_opt])
+    privsep.init(conf)
     try:
         return conf.command.func(conf)
     except exception.ResQException as exc:

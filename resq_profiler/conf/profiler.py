@@ -15,6 +15,13 @@ from oslo_config import cfg
 
 GROUP = 'resq_profiler'
 
+RESCTRL_ROOT_OPT = cfg.StrOpt(
+    'resctrl_root', default='/sys/fs/resctrl',
+    help='Where resctrl is mounted. Tests point this at a temporary tree '
+         'laid out like the kernel\'s. The privsep daemon reads it from the '
+         'profiler\'s configuration files itself and writes only to a '
+         'mounted resctrl file system.')
+
 DEFAULT_LOAD_LEVELS = [round(0.1 + 0.075 * i, 3) for i in range(13)]
 
 profile_opts = [
@@ -114,9 +121,7 @@ command_opts = [
     cfg.IntOpt('io_ways', default=2, min=0,
                help='LLC ways DDIO uses on the profiling host, for sizing '
                     'mbufs when mbufs is 0.'),
-    cfg.StrOpt('resctrl_root', default='/sys/fs/resctrl',
-               help='Where resctrl is mounted. Tests point this at a '
-                    'temporary tree laid out like the kernel\'s.'),
+    RESCTRL_ROOT_OPT,
     cfg.StrOpt('resctrl_group', default='resq-profiler',
                help='Name of the resctrl group the profiler creates for the '
                     'NF (must start with "resq-"); removed when profiling '

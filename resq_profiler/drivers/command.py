@@ -31,12 +31,12 @@ import threading
 
 from oslo_log import log as logging
 
-from resq_agent import cbm
-import resq_agent.privsep.resctrl
-from resq_agent import resctrl
+from resq_common import cbm
+from resq_common import resctrl
 from resq_profiler import drivers
 from resq_profiler import exception
 from resq_profiler import nfmodel
+import resq_profiler.privsep.resctrl
 
 LOG = logging.getLogger(__name__)
 
@@ -175,14 +175,14 @@ class CommandDriver(drivers.Driver):
         return lat
 
     def _apply_mask(self, ways):
-        root, group = self.opts.resctrl_root, self.opts.resctrl_group
+        group = self.opts.resctrl_group
         mask = cbm.make(0, ways)
         if not self._group_made:
-            resq_agent.privsep.resctrl.create_group(root, group)
+            resq_profiler.privsep.resctrl.create_group(group)
             self._group_made = True
-        resq_agent.privsep.resctrl.write_l3_masks(
-            root, group, {self.opts.cache_domain: mask})
-        resq_agent.privsep.resctrl.assign_cpus(root, group, [self.opts.cpu])
+        resq_profiler.privsep.resctrl.write_l3_masks(
+            group, {self.opts.cache_domain: mask})
+        resq_profiler.privsep.resctrl.assign_cpus(group, [self.opts.cpu])
         return mask
 
     def _argv(self, ways, load_fraction, load_mpps):
@@ -230,8 +230,8 @@ class CommandDriver(drivers.Driver):
                 reason='cannot start %s: %s' % (argv[0], exc.strerror))
         os.close(gate_r)
         try:
-            resq_agent.privsep.resctrl.assign_task(
-                self.opts.resctrl_root, self.opts.resctrl_group, proc.pid)
+            resq_profiler.privsep.resctrl.assign_task(
+                self.opts.resctrl_group, proc.pid)
         except Exception:
             os.close(gate_w)
             proc.kill()
@@ -319,8 +319,8 @@ class CommandDriver(drivers.Driver):
 
     def close(self):
         if self._group_made:
-            resq_agent.privsep.resctrl.remove_group(
-                self.opts.resctrl_root, self.opts.resctrl_group)
+            resq_profiler.privsep.resctrl.remove_group(
+                self.opts.resctrl_group)
             self._group_made = False
 
 

@@ -3,19 +3,24 @@
 Inventory reporting, and allocations driving enforcement.
 """
 
+import os
+import shutil
+import threading
+
 import fixtures
 from placement.tests.functional.fixtures import placement as placement_fixture
 
-from resq_agent import cbm
 from resq_agent import discovery
 from resq_agent import enforcer
 from resq_agent import inventory
 from resq_agent import manager
-from resq_agent import resctrl
 from resq_agent import virt
+from resq_common import cbm
+from resq_common import resctrl
 from resq_nova.placement import cache_domain
 from resq_nova.placement import client as placement_client
 from tests import base
+from tests.fixtures import hung as hung_fixture
 from tests.fixtures import libvirt as libvirt_fixture
 from tests.fixtures import resctrl as resctrl_fixture
 from tests.fixtures import sysfs as sysfs_fixture
@@ -29,7 +34,7 @@ class AgentPlacementTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
         fixture = self.useFixture(placement_fixture.PlacementFixture())
         self.client = placement_client.PlacementClient.for_endpoint(
@@ -42,6 +47,7 @@ class AgentPlacementTest(base.TestCase):
             domains=DUAL, ways=20))
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
             ways=20, domains=(0, 1)))
+        self.flags('resq_agent', resctrl_root=self.tree.root)
         self.doms = self.useFixture(libvirt_fixture.NovaDomains())
         self.inv = inventory.Inventory(self.client, 'cn1', 1)
 
@@ -120,13 +126,164 @@ class AgentPlacementTest(base.TestCase):
         self.assertEqual([], summary['removed'])
         self.assertEqual(sorted(['resq-' + A, 'resq-' + B]),
                          rt.owned_groups())
-        self.assertIn('Placement unreachable', self.logs.output)
+        self.assertIn('Placement is unreachable', self.logs.output)
         self.assertFalse(mgr.status()['placement_reachable'])
         # ... and comes back: the next pass picks up the new allocation.
         self.inv.client = up
         self.allocate(B, 1, 6)
         mgr.reconcile()
         self.assertEqual(6, cbm.bits(rt.read_schemata('resq-' + B)['L3'][1]))
+
+    def test_hung_placement_blocks_neither_status_nor_enforcement(self):
+        mgr = self.make()
+        mgr.reconcile()
+        self.doms.add(A, (1, 2), ways=2)     # the flavor says 2 ways
+        self.allocate(A, 0, 5)               # Placement says 5
+        mgr.reconcile()
+        rt = resctrl.Resctrl(self.tree.root)
+        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        # Placement now accepts connections and never answers.
+        hung = self.useFixture(hung_fixture.HungService())
+        self.inv.client = placement_client.PlacementClient.for_endpoint(
+            hung.endpoint)
+        result = {}
+        thread = threading.Thread(
+            target=lambda: result.update(mgr.reconcile()))
+        thread.start()
+        self.assertTrue(hung.requested.wait(120))
+        # The pass waits for Placement; the state lock is free meanwhile.
+        status = mgr.status()
+        self.assertEqual([(A, 5)], [(i['uuid'], i['ways'])
+                                    for i in status['instances']])
+        hung.release()
+        thread.join()
+        self.assertIn('Placement is unreachable',
+                      result['placement_error'])
+        # The last answer is still enforced, not the flavor's 2 ways.
+        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual([], result['removed'])
+        self.assertFalse(mgr.status()['placement_reachable'])
+        # One line in the log for the whole pass, without a traceback.
+        lines = [ln for ln in self.logs.output.splitlines()
+                 if 'Placement is unreachable' in ln]
+        self.assertEqual(1, len(lines), self.logs.output)
+        self.assertNotIn('Traceback', self.logs.output)
+        # A second pass with Placement still hung keeps the last answer.
+        hung2 = self.useFixture(hung_fixture.HungService())
+        self.inv.client = placement_client.PlacementClient.for_endpoint(
+            hung2.endpoint, timeout=1)
+        summary = mgr.reconcile()
+        self.assertIn('timed out', summary['placement_error'])
+        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+
+    def llc_total(self, domain_id):
+        rp = cache_domain.provider_uuid(self.root, domain_id)
+        try:
+            inv = self.client.get_inventories(rp)
+        except placement_client.ProviderNotFound:
+            return None
+        return inv.get('CUSTOM_LLC_WAY', {}).get('total')
+
+    def rediscovering(self, root):
+        self.flags('resq_agent', resctrl_root=root,
+                   sysfs_root=self.sysfs.root)
+        return manager.AgentManager(
+            self.conf, discovery.discover_from_conf(self.conf),
+            enforcer.ResctrlEnforcer(root),
+            virt.Hypervisor(libvirt_fixture.URI), self.inv,
+            discover=lambda: discovery.discover_from_conf(self.conf,
+                                                          quiet=True))
+
+    def test_resctrl_mounted_after_start_is_rediscovered(self):
+        mnt = os.path.join(self.tmp, 'mnt')
+        mgr = self.rediscovering(mnt)
+        self.doms.add(A, (1, 2), ways=3)
+        mgr.reconcile()
+        self.assertIsNone(self.llc_total(0))
+        self.assertFalse(mgr.status()['resctrl_available'])
+        # resctrl gets mounted: the next pass finds it and reports it.
+        shutil.copytree(self.tree.root, mnt)
+        mgr.reconcile()
+        self.assertEqual((20, 20), (self.llc_total(0), self.llc_total(1)))
+        self.assertTrue(mgr.status()['resctrl_available'])
+        self.assertIn('Cache topology changed', self.logs.output)
+        self.allocate(A, 0, 3)
+        mgr.reconcile()
+        rt = resctrl.Resctrl(mnt)
+        self.assertEqual(3, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+
+    def test_transiently_malformed_schemata(self):
+        path = os.path.join(self.tree.root, 'schemata')
+
+        def schemata(text):
+            with open(path, 'w') as f:
+                f.write(text)
+
+        schemata('L3 garbled\n')
+        mgr = self.rediscovering(self.tree.root)
+        mgr.reconcile()
+        self.assertIsNone(self.llc_total(0))
+        # Readable again: rediscovered and reported without a restart.
+        schemata(self.tree.default_schemata)
+        mgr.reconcile()
+        self.assertEqual(20, self.llc_total(0))
+        # Garbled for a moment while running: the inventory stays.
+        schemata('L3 garbled\n')
+        mgr.reconcile()
+        self.assertEqual(20, self.llc_total(0))
+        self.assertTrue(mgr.status()['resctrl_available'])
+        self.assertIn('keeping the cache topology found before',
+                      self.logs.output)
+
+    def put_allocation(self, consumer, rps):
+        """Give ``consumer`` ``{provider uuid: {rc: amount}}``."""
+        generation = self.client._adapter.get(
+            '/allocations/%s' % consumer, microversion='1.28').json().get(
+                'consumer_generation')
+        body = {'allocations': {rp: {'resources': res}
+                                for rp, res in rps.items()},
+                'project_id': 'p', 'user_id': 'u',
+                'consumer_generation': generation}
+        resp = self.client._adapter.put('/allocations/%s' % consumer,
+                                        json=body, microversion='1.28')
+        self.assertEqual(204, resp.status_code, resp.text)
+
+    def test_live_migration_source_keeps_its_partition(self):
+        mgr = self.make()
+        mgr.reconcile()
+        # The destination host and its cache domains.
+        cn2 = self.client.ensure_provider(
+            '6f2b4c1e-0000-4000-8000-000000000002', 'cn2')['uuid']
+        self.client.set_inventories(cn2, {'VCPU': {'total': 16}})
+        inventory.Inventory(self.client, 'cn2', 1).report(self.topology())
+        self.doms.add(A, (1, 2), ways=2)     # the flavor says 2 ways
+        self.allocate(A, 0, 5)
+        mgr.reconcile()
+        rt = resctrl.Resctrl(self.tree.root)
+        mask = rt.read_schemata('resq-' + A)['L3'][0]
+        self.assertEqual(5, cbm.bits(mask))
+        # Live migration in flight, as Nova does it: the source allocation
+        # moves to the migration record, the instance's to the destination.
+        migration = 'aaaaaaaa-0000-4000-8000-00000000000f'
+        self.put_allocation(migration, {
+            cache_domain.provider_uuid(self.root, 0): {'CUSTOM_LLC_WAY': 5},
+            self.root: {'VCPU': 1}})
+        self.put_allocation(A, {
+            cache_domain.provider_uuid(cn2, 0): {'CUSTOM_LLC_WAY': 5},
+            cn2: {'VCPU': 1}})
+        # Still running here: the partition stays, mask untouched, also
+        # for an agent that starts during the migration (the flavor's
+        # ways in the domain of its pinned CPUs then).
+        summary = mgr.reconcile()
+        self.assertEqual([], summary['removed'])
+        self.assertEqual(mask, rt.read_schemata('resq-' + A)['L3'][0])
+        restarted = self.make()
+        self.assertEqual([], restarted.reconcile()['removed'])
+        self.assertEqual(2, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        # The migration ends: the domain stops here, the group goes.
+        self.doms.remove(A)
+        mgr.reconcile()
+        self.assertEqual([], rt.owned_groups())
 
     def test_allocation_in_the_wrong_domain_is_refused(self):
         mgr = self.make()

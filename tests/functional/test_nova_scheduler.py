@@ -19,7 +19,6 @@ from resq_nova.placement import cache_domain
 from resq_nova.placement import client as placement_client
 from resq_nova.placement import reporter
 from resq_profiler import profile as profile_mod
-from resq_profiler import store as store_mod
 from tests.unit.resq_profiler import test_profile
 
 RESQ_FILTERS = ['ResQFilter']
@@ -191,42 +190,71 @@ class SchedulingTest(ResQNovaTestBase):
         self.assertIn('needs LLC ways from Placement',
                       self.stdlog.logger.output)
 
-    def _store_profile(self):
-        """A 20-way profile (2.25 MiB ways) in a fresh [resq] profile_dir."""
-        profiles = self.useFixture(fixtures.TempDir()).path
-        self.flags(profile_dir=profiles, group='resq')
+    def _profile(self):
+        """A 20-way profile (2.25 MiB ways), not stored anywhere."""
+        self.flags(profile_dir=self.useFixture(fixtures.TempDir()).path,
+                   group='resq')
         prof = profile_mod.Profile.from_dict(test_profile.make_doc())
-        store_mod.ProfileStore(profiles).put(prof)
         return prof, cache_domain.platform_traits(
             prof.platform['llc_ways'], prof.platform['way_size_bytes'])
 
-    def test_unknown_profile_is_refused_with_reason(self):
-        prof, shape = self._store_profile()
+    def test_filter_needs_no_profile_files(self):
+        # The scheduler's profile_dir is empty: the flavor carries the
+        # cache shape and the ways the profile needs (as resq-admit writes
+        # it), which is all the filter checks.
+        prof, shape = self._profile()
         self.start_resq_compute('host1', ways=20, way_size_bytes=2359296)
+        mpps = '%.3f' % (prof.throughput_at(3) - 0.001)
+        need = prof.min_ways_for(float(mpps))
+        self.assertGreater(need, 1)
         good = self.resq_flavor(
-            ways=2, **{'resq:profile': prof.profile_id},
+            ways=need, **{'resq:profile': prof.profile_id,
+                          'resq:min_ways': str(need),
+                          'resq:throughput_mpps': mpps},
             **{'trait_LLC:%s' % t: 'required' for t in shape})
         self._create_server(flavor_id=good, networks='none')
-        bad = self.resq_flavor(ways=2, **{'resq:profile': 'no-such'})
-        server = self._create_server(flavor_id=bad, networks='none',
+        # A hand-made flavor with fewer ways than the profile needs.
+        short = self.resq_flavor(
+            ways=need - 1, **{'resq:profile': prof.profile_id,
+                              'resq:min_ways': str(need),
+                              'resq:throughput_mpps': mpps},
+            **{'trait_LLC:%s' % t: 'required' for t in shape})
+        server = self._create_server(flavor_id=short, networks='none',
                                      expected_state='ERROR')
         self.assertIn('No valid host', server['fault']['message'])
-        self.assertIn("No profile 'no-such'", self.stdlog.logger.output)
+        self.assertIn('asks for %d LLC ways but profile %s needs %d for '
+                      '%g Mpps' % (need - 1, prof.profile_id, need,
+                                   float(mpps)),
+                      self.stdlog.logger.output)
+
+    def test_flavor_without_a_class_of_service_is_refused(self):
+        self.start_resq_compute('host1')
+        flavor = self._create_flavor(vcpu=1, memory_mb=512, disk=1,
+                                     ephemeral=0, extra_spec={
+                                         'hw:cpu_policy': 'dedicated',
+                                         'resq:slo': 'reserved',
+                                         'resources_LLC:CUSTOM_LLC_WAY': '2'})
+        server = self._create_server(flavor_id=flavor, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        self.assertIn('set "resources_LLC:CUSTOM_LLC_CLOS=1"',
+                      self.stdlog.logger.output)
 
     def test_flavor_not_pinned_to_profile_platform_is_refused(self):
-        prof, shape = self._store_profile()
+        prof, shape = self._profile()
         self.start_resq_compute('host1', ways=20, way_size_bytes=2359296)
         # Without the platform traits Placement could hand out ways of any
         # cache: the filter refuses and says what to add.
-        loose = self.resq_flavor(ways=2, **{'resq:profile': prof.profile_id})
+        loose = self.resq_flavor(ways=2, **{'resq:profile': prof.profile_id,
+                                            'resq:min_ways': '2'})
         server = self._create_server(flavor_id=loose, networks='none',
                                      expected_state='ERROR')
         self.assertIn('No valid host', server['fault']['message'])
-        self.assertIn('does not require %s' % ', '.join(shape),
+        self.assertIn('needs the cache shape it was measured on',
                       self.stdlog.logger.output)
 
     def test_profile_for_another_platform_gets_no_host(self):
-        prof, shape = self._store_profile()
+        prof, shape = self._profile()
         # An 11-way cache of 1.375 MiB ways: not the profile's 20 x 2.25 MiB.
         rps = self.start_resq_compute('host1', ways=11,
                                       way_size_bytes=1441792)
@@ -237,12 +265,27 @@ class SchedulingTest(ResQNovaTestBase):
         for trait in shape:
             self.client.ensure_trait(trait)
         flavor = self.resq_flavor(
-            ways=2, **{'resq:profile': prof.profile_id},
+            ways=2, **{'resq:profile': prof.profile_id, 'resq:min_ways': '2'},
             **{'trait_LLC:%s' % t: 'required' for t in shape})
         server = self._create_server(flavor_id=flavor, networks='none',
                                      expected_state='ERROR')
         self.assertIn('No valid host', server['fault']['message'])
         self.assertEqual(0, self.llc_usage(rps[0]))
+
+    def test_weigher_packs_by_ways_when_cores_tie(self):
+        rps1 = self.start_resq_compute('host1')
+        rps2 = self.start_resq_compute('host2')
+        # One pinned core on each host; host1's domain holds 6 ways,
+        # host2's 1.
+        big = self.resq_flavor(ways=6, name='big')
+        small = self.resq_flavor(ways=1, name='small')
+        self._create_server(flavor_id=big, networks='none', host='host1')
+        self._create_server(flavor_id=small, networks='none', host='host2')
+        self.assertEqual((6, 1), (self.llc_usage(rps1[0]),
+                                  self.llc_usage(rps2[0])))
+        # Cores tie; the fuller cache domain wins (first fit).
+        server = self._create_server(flavor_id=small, networks='none')
+        self.assertEqual('host1', self.host_of(server))
 
     def test_two_sockets_ways_and_cores_in_one_domain(self):
         rps = self.start_resq_compute('host1', sockets=2)

@@ -1,10 +1,16 @@
 """The ResQ filter and weigher on Nova's own objects, without services."""
 
 import datetime
+import logging
+from unittest import mock
 import uuid
 
+import fixtures
+
 from nova import objects
+from nova.pci import stats as pci_stats
 from nova.scheduler import host_manager
+from nova.tests.unit import fake_pci_device_pools
 from oslotest import base
 
 from resq_nova.placement import cache_domain
@@ -44,7 +50,8 @@ def host(name, numa):
 
 def spec(vcpus=2, **extra):
     specs = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
-             'resources_LLC:CUSTOM_LLC_WAY': '4'}
+             'resources_LLC:CUSTOM_LLC_WAY': '4',
+             'resources_LLC:CUSTOM_LLC_CLOS': '1'}
     specs.update(extra)
     flavor = objects.Flavor(name='nf', flavorid='nf', vcpus=vcpus,
                             memory_mb=512, root_gb=1, ephemeral_gb=0,
@@ -100,6 +107,46 @@ class FilterTest(base.BaseTestCase):
         hs = host('h', topology(pinned=((0, 1, 2), (4, 5, 6))))
         self.assertEqual([], filters.ResQFilter().filter_all([hs], spec()))
 
+    def _pci_host(self, node):
+        hs = host('pci', topology())
+        pool = dict(fake_pci_device_pools.fake_pool_dict, numa_node=node)
+        hs.pci_stats = pci_stats.PciDeviceStats(
+            objects.NUMATopology(), [objects.PciDevicePool.from_dict(pool)])
+        return hs
+
+    def test_pci_devices_decide_the_cell_as_in_novas_fit(self):
+        # A device in cell 0: Nova keeps an instance without PCI requests
+        # off that cell, so its cores (and ways) go to cell 1.
+        hs = self._pci_host(0)
+        self.assertEqual([hs], filters.ResQFilter().filter_all([hs], spec()))
+        self.assertEqual([[cache_domain.provider_uuid(hs.uuid, 1)]],
+                         [c['mappings']['_LLC']
+                          for c in hs.allocation_candidates])
+        # An SR-IOV-style request for that device pins next to it: cell 0.
+        hs = self._pci_host(0)
+        request = spec()
+        request.pci_requests = objects.InstancePCIRequests(requests=[
+            objects.InstancePCIRequest(
+                count=1, spec=[{'vendor_id': 'fake-vendor',
+                                'product_id': 'fake-product'}],
+                request_id=str(uuid.uuid4()))])
+        self.assertEqual([hs], filters.ResQFilter().filter_all([hs],
+                                                               request))
+        self.assertEqual([[cache_domain.provider_uuid(hs.uuid, 0)]],
+                         [c['mappings']['_LLC']
+                          for c in hs.allocation_candidates])
+
+    def test_per_host_refusals_log_at_debug(self):
+        hosts = [host('full', topology(pinned=((0, 1, 2), (4, 5, 6))))]
+        info = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
+        self.assertEqual([], filters.ResQFilter().filter_all(hosts, spec()))
+        self.assertNotIn('full', info.output)
+        debug = self.useFixture(fixtures.FakeLogger(level=logging.DEBUG))
+        filters.ResQFilter().filter_all(hosts, spec())
+        self.assertIn('cannot pin 2 dedicated cores in one NUMA cell',
+                      debug.output)
+        self.assertIn('ResQFilter: (full, full)', debug.output)
+
     def test_invalid_resq_flavor_fails_every_host(self):
         hosts = [host('h', topology())]
         request = spec(**{'hw:cpu_policy': 'shared'})
@@ -122,3 +169,49 @@ class WeigherTest(base.BaseTestCase):
         request.flavor.extra_specs = {}
         self.assertEqual([0.0, 0.0],
                          weigher.weigh_objects([W(empty), W(busy)], request))
+
+    def test_ways_and_classes_of_service_count(self):
+        class W:
+            def __init__(self, obj):
+                self.obj = obj
+
+        # Same cores pinned; a's candidate domain is fuller in ways and
+        # classes of service.
+        a = host('a', topology(pinned=((0,), ())))
+        b = host('b', topology(pinned=((0,), ())))
+        rp_a = a.allocation_candidates[0]['mappings']['_LLC'][0]
+        rp_b = b.allocation_candidates[0]['mappings']['_LLC'][0]
+        weigher = weights.ResQWeigher()
+        usage = {rp_a: (12, 16, 3, 7), rp_b: (0, 16, 0, 7)}
+        with mock.patch.object(weigher, '_llc_usage', return_value=usage):
+            wa, wb = weigher.weigh_objects([W(a), W(b)], spec())
+        self.assertAlmostEqual((3 / 8 + 16 / 16 + 4 / 7) / 3, wa)
+        self.assertAlmostEqual((3 / 8 + 4 / 16 + 1 / 7) / 3, wb)
+
+    def test_placement_down_weighs_by_cores_only(self):
+        class W:
+            def __init__(self, obj):
+                self.obj = obj
+
+        weigher = weights.ResQWeigher()
+        broken = mock.Mock()
+        broken.get.side_effect = RuntimeError('no placement here')
+        weigher._placement = broken
+        logs = self.useFixture(fixtures.FakeLogger())
+        got = weigher.weigh_objects([W(host('a', topology()))], spec())
+        self.assertEqual([2 / 8], got)
+        self.assertIn('weighing by cores only', logs.output)
+        # Not asked again for a while: one failure per minute, not per
+        # request.
+        weigher.weigh_objects([W(host('a', topology()))], spec())
+        self.assertEqual(1, broken.get.call_count)
+
+    def test_aggregate_multiplier_overrides_the_option(self):
+        weigher = weights.ResQWeigher()
+        plain = host('plain', topology())
+        tuned = host('tuned', topology())
+        tuned.aggregates = [objects.Aggregate(
+            id=1, name='spread', hosts=['tuned'],
+            metadata={'resq_weigher_multiplier': '-2.5'})]
+        self.assertEqual(10.0, weigher.weight_multiplier(plain))
+        self.assertEqual(-2.5, weigher.weight_multiplier(tuned))

@@ -32,7 +32,7 @@ class TestpmdProfilerTest(base.TestCase):
         if not shutil.which('dpdk-testpmd'):
             self.fail('dpdk-testpmd is missing: install the Debian packages '
                       'in bindep.txt (bash tools/bootstrap.sh)')
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         # Three ways keep the profile to three runs of testpmd.
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(ways=3))
         cpus = sorted(os.sched_getaffinity(0))

@@ -65,6 +65,27 @@ class ProfilerCommandTest(CommandTestCase):
         self.assertIn(bad, err)
         self.assertIn('traffic.flows', err)
 
+    def test_validate_deeply_nested_json(self):
+        # Python's decoder recurses per level: without a bound this ended
+        # in a RecursionError traceback.
+        deep = self.write_json('deep.json', '[' * 100000 + ']' * 100000)
+        nested = test_profile.make_doc()
+        nested['nf']['extra'] = json.loads('[' * 40 + ']' * 40)
+        moderate = self.write_json('moderate.json', nested)
+        good = self.write_json('good.json', test_profile.make_doc())
+        rc, out, err = self.run_main(profiler_cmd.main, 'validate', deep,
+                                     moderate, good)
+        self.assertEqual(1, rc)
+        self.assertNotIn('Traceback', err)
+        lines = err.strip().splitlines()
+        self.assertEqual(2, len(lines), err)
+        self.assertIn('INVALID Invalid profile %s: field (document): not '
+                      'JSON: arrays and objects are nested 100000 levels '
+                      'deep, more than the 32' % deep, lines[0])
+        self.assertIn('%s: field (document)' % moderate, lines[1])
+        self.assertIn('nested 42 levels deep', lines[1])
+        self.assertIn('OK %s' % good, out)
+
     def test_bad_input_exits_non_zero_and_stores_nothing(self):
         for args, text in ((['profile', 'Nope'], "Unknown NF 'Nope'"),
                            (['profile', 'LPM', '--packet-bytes', '10'],

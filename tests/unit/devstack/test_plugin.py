@@ -308,6 +308,7 @@ class PluginTest(base.TestCase):
         agent = parse_ini(path)
         self.assertEqual({
             'resctrl_root': [os.path.join(self.ds.data_dir, 'resctrl')],
+            'resctrl_fake': ['True'],
             'sysfs_root': [os.path.join(self.ds.data_dir, 'sysfs')],
             'state_dir': [os.path.join(self.ds.data_dir, 'agent')],
             'libvirt_uri': ['qemu:///system'],
@@ -397,6 +398,7 @@ class PluginTest(base.TestCase):
         self.assertEqual(['/sys/fs/resctrl'],
                          agent['resq_agent']['resctrl_root'])
         self.assertEqual(['/sys'], agent['resq_agent']['sysfs_root'])
+        self.assertEqual(['False'], agent['resq_agent']['resctrl_fake'])
         self.assertFalse(os.path.exists(os.path.join(ds.data_dir,
                                                      'resctrl')))
 

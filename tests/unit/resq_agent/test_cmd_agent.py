@@ -8,6 +8,7 @@ import fixtures
 from resq_agent.cmd import agent
 from resq_agent import pqos
 from tests import base
+from tests.fixtures import hung as hung_fixture
 from tests.fixtures import libvirt as libvirt_fixture
 from tests.fixtures import resctrl as resctrl_fixture
 from tests.fixtures import sysfs as sysfs_fixture
@@ -19,7 +20,7 @@ class AgentCommandTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.sysfs = self.useFixture(sysfs_fixture.SysfsTree(
             domains={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}, size='16896K',
             ways=11))
@@ -50,10 +51,11 @@ class AgentCommandTest(base.TestCase):
         self.assertEqual(11, dom['ways'])
         self.assertEqual(16896 * 1024 // 11, dom['way_size_bytes'])
         self.assertEqual(2, dom['min_cbm_bits'])
-        self.assertEqual(16, dom['num_closids'])
+        # The tree's foreign group holds one of the 16.
+        self.assertEqual(15, dom['num_closids'])
         self.assertEqual(2, dom['io_ways'])
         self.assertFalse(dom['cdp'])
-        self.assertEqual({'total': 11, 'reserved': 3}, {
+        self.assertEqual({'total': 11, 'reserved': 4}, {
             k: dom['inventory']['CUSTOM_LLC_WAY'][k]
             for k in ('total', 'reserved')})
 
@@ -87,8 +89,55 @@ class AgentCommandTest(base.TestCase):
             inst['packet_bytes']))
         self.assertFalse(doc['placement_reachable'])
 
+    def test_reconcile_against_a_placement_that_never_answers(self):
+        hung = self.useFixture(hung_fixture.HungService())
+        with open(self.conf_file, 'a') as f:
+            f.write('[placement]\nendpoint_override = %s\ntimeout = 1\n'
+                    % hung.endpoint)
+        doms = self.useFixture(libvirt_fixture.NovaDomains())
+        doms.add(A, (5, 6), ways=3)
+        rc, out, err = self.run_main('reconcile')
+        self.assertEqual(0, rc, err)
+        self.assertTrue(hung.requested.is_set())
+        summary = json.loads(out)
+        self.assertIn('timed out', summary['placement_error'])
+        # Enforced from what is known (here the flavor) meanwhile.
+        self.assertEqual(1, summary['instances'])
+        self.assertNotIn('Traceback', err)
+        lines = [ln for ln in err.splitlines() if 'Placement' in ln]
+        self.assertEqual(1, len(lines), err)
+        self.assertIn('did not answer within [placement] timeout', lines[0])
+
 
 class PqosBackendTest(base.TestCase):
+
+    def test_pqos_over_msr_is_refused_clearly(self):
+        tree = self.useFixture(resctrl_fixture.ResctrlTree())
+        self.flags('resq_agent', backend='pqos', pqos_interface='MSR',
+                   resctrl_root=tree.root)
+        exc = self.assertRaises(pqos.UnsupportedBackend, pqos.load_backend,
+                                self.conf)
+        self.assertIn('pqos_interface = MSR cannot enforce anything',
+                      str(exc))
+        self.assertIn('set pqos_interface = OS', str(exc))
+        # The command says so in one line and exits non-zero.
+        conf_file = os.path.join(self.tmp, 'msr.conf')
+        with open(conf_file, 'w') as f:
+            f.write('[resq_agent]\nbackend = pqos\npqos_interface = MSR\n'
+                    'resctrl_root = %s\nhypervisor_hostname = cn1\n'
+                    'libvirt_uri = %s\n[placement]\nendpoint_override = '
+                    'http://127.0.0.1:9/\n'
+                    % (tree.root, libvirt_fixture.URI))
+        err = io.StringIO()
+        out = contextlib.redirect_stdout(io.StringIO())
+        with out, contextlib.redirect_stderr(err):
+            rc = agent.main(['--config-file', conf_file, 'reconcile'])
+        self.assertEqual(1, rc)
+        lines = [ln for ln in err.getvalue().splitlines()
+                 if ln.startswith('ERROR')]
+        self.assertEqual(1, len(lines), err.getvalue())
+        self.assertIn('pqos_interface = MSR cannot enforce', lines[0])
+        self.assertNotIn('Traceback', err.getvalue())
 
     def test_missing_library_names_the_fallback(self):
         logs = self.useFixture(fixtures.FakeLogger())

@@ -62,7 +62,8 @@ class DiscoveryTest(base.TestCase):
         self.assertEqual(2, dom.io_ways)
         self.assertEqual(0x600, dom.io_mask)
         self.assertEqual(2, dom.min_cbm_bits)
-        self.assertEqual(8, dom.num_closids)
+        # The tree's foreign group holds one of the 8 classes of service.
+        self.assertEqual(7, dom.num_closids)
 
     def test_cdp_and_mba(self):
         sysfs = self.useFixture(sysfs_fixture.SysfsTree())
@@ -96,17 +97,48 @@ class DiscoveryTest(base.TestCase):
             self.assertIn(key, dom)
         inv = dom['inventory']['CUSTOM_LLC_WAY']
         self.assertEqual(11, inv['total'])
-        self.assertEqual(2 + 1, inv['reserved'])
+        # 2 I/O ways, and the default group (out of the I/O ways) keeps
+        # min_cbm_bits = 2.
+        self.assertEqual(2 + 2, inv['reserved'])
         self.assertEqual(2, inv['min_unit'])
-        self.assertEqual(16, dom['inventory']['CUSTOM_LLC_CLOS']['total'])
+        # 16 classes of service, one held by the tree's foreign group.
+        self.assertEqual(15, dom['num_closids'])
+        self.assertEqual(15, dom['inventory']['CUSTOM_LLC_CLOS']['total'])
+        # Sharing the I/O ways, the default group needs one more way only.
+        shared = discovery.describe(topo, 1, default_io=True)
+        self.assertEqual(2 + 1, shared['cache_domains'][0]['inventory'][
+            'CUSTOM_LLC_WAY']['reserved'])
         self.assertIn('CUSTOM_RESQ_LLC_WAYS_11', dom['traits'])
         self.assertIn('CUSTOM_RESQ_LLC_WAY_KIB_1536', dom['traits'])
+
+    def test_placement_is_offered_what_the_layout_hands_out(self):
+        # Shareable bits in the middle (ways 8-9) and split (0x3, 0x300).
+        for shareable, usable in ((0x300, 9), (0x303, 9)):
+            topo, _ = self.discover(ways=20, shareable_bits=shareable,
+                                    domains={0: (0, 1)})
+            dom = topo.domains[0]
+            inv = discovery.cache_domain_of(dom, 1).inventory()[
+                'CUSTOM_LLC_WAY']
+            self.assertEqual(usable, inv['total'] - inv['reserved'])
+            self.assertEqual(usable, inv['max_unit'])
+            self.assertEqual(usable, discovery.shape_of(dom, 1).capacity)
+
+    def test_foreign_groups_hold_classes_of_service(self):
+        topo, _ = self.discover(ways=20, num_closids=8, domains={0: (0, 1)},
+                                foreign=('other-app', 'qemu-1-vm-vcpus_0',
+                                         'resq-mine'))
+        # resq- groups are ours; the two others each hold a CLOS.
+        self.assertEqual(6, topo.domains[0].num_closids)
+        clos = discovery.cache_domain_of(topo.domains[0], 1).inventory()[
+            'CUSTOM_LLC_CLOS']
+        self.assertEqual(6, clos['total'])
 
     def test_default_group_keeps_min_cbm_bits(self):
         topo, _ = self.discover(ways=20, min_cbm_bits=4, ddio_ways=0)
         dom = topo.domains[0]
         self.assertEqual(0, dom.io_ways)
         self.assertEqual(4, discovery.default_group_ways(dom, 1))
+        self.assertEqual(4, discovery.default_group_ways(dom, 1, True))
         self.assertEqual(4, discovery.describe(topo, 1)['cache_domains'][0][
             'inventory']['CUSTOM_LLC_WAY']['reserved'])
 

@@ -4,14 +4,14 @@ from unittest import mock
 from resq_agent import enforcer
 from resq_agent import layout
 import resq_agent.privsep.resctrl
-from resq_agent import resctrl
+from resq_common import resctrl
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture
 
 U1 = '11111111-1111-1111-1111-111111111111'
 U2 = '22222222-2222-2222-2222-222222222222'
-SHAPES = [layout.DomainShape(0, 0xfffff, 1, 0xc0000, 1),
-          layout.DomainShape(1, 0xfffff, 1, 0xc0000, 1)]
+SHAPES = [layout.DomainShape(0, 0xfffff, 1, 0xc0000, 1, default_io=True),
+          layout.DomainShape(1, 0xfffff, 1, 0xc0000, 1, default_io=True)]
 
 
 def lay(*reqs, current=None):
@@ -26,9 +26,10 @@ class EnforcerTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
             ways=20, domains=(0, 1), foreign=('other-app', 'resq')))
+        self.flags('resq_agent', resctrl_root=self.tree.root)
         self.enf = enforcer.ResctrlEnforcer(self.tree.root)
         self.rt = resctrl.Resctrl(self.tree.root)
 
@@ -99,10 +100,10 @@ class EnforcerTest(base.TestCase):
     def test_one_failure_leaves_others_enforced(self):
         real = resq_agent.privsep.resctrl.write_l3_masks
 
-        def flaky(root, group, masks):
+        def flaky(group, masks):
             if group.endswith(U1):
                 raise OSError(5, 'Input/output error')
-            return real(root, group, masks)
+            return real(group, masks)
 
         with mock.patch.object(resq_agent.privsep.resctrl, 'write_l3_masks',
                                flaky):
@@ -115,6 +116,7 @@ class EnforcerTest(base.TestCase):
 
     def test_cdp_tree(self):
         tree = self.useFixture(resctrl_fixture.ResctrlTree(cdp=True))
+        self.flags('resq_agent', resctrl_root=tree.root)
         enf = enforcer.ResctrlEnforcer(tree.root)
         enf.apply(layout.compute(SHAPES[:1], [layout.Request(
             U1, 0, 5, cpus=(3,))], 16), [0])

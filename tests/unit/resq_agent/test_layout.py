@@ -1,11 +1,12 @@
-from resq_agent import cbm
 from resq_agent import layout
+from resq_common import cbm
 from tests import base
 
-# 20 ways, DDIO in the top two (ways 18-19), default group keeps one more.
-S20 = layout.DomainShape(0, 0xfffff, 1, 0xc0000, 1)
+# 20 ways, DDIO in the top two (ways 18-19), default group keeps one more
+# and shares the I/O ways ([resq_agent] default_group_io_ways = True).
+S20 = layout.DomainShape(0, 0xfffff, 1, 0xc0000, 1, default_io=True)
 # 11 ways, shareable_bits 0x600, min_cbm_bits 2.
-S11 = layout.DomainShape(0, 0x7ff, 2, 0x600, 1)
+S11 = layout.DomainShape(0, 0x7ff, 2, 0x600, 1, default_io=True)
 
 
 def req(uuid, ways, domain=0, mask=None):
@@ -29,7 +30,13 @@ class LayoutTest(base.TestCase):
             cbm.validate(default, shape.cbm_mask, shape.min_cbm_bits)
             for mask in by_dom.get(shape.id, []):
                 self.assertEqual(0, default & mask)
-            self.assertEqual(shape.io_mask, default & shape.io_mask)
+            if shape.default_io:
+                # All the I/O ways, or none when they would make the
+                # default mask non-contiguous.
+                self.assertIn(default & shape.io_mask, (shape.io_mask, 0))
+            else:
+                self.assertEqual(0, default & shape.io_mask,
+                                 'default group allocates into I/O ways')
 
     def test_pack_from_way_zero_default_gets_the_rest(self):
         result = layout.compute([S20], [req('a', 4), req('b', 6)], 16)
@@ -83,7 +90,8 @@ class LayoutTest(base.TestCase):
         self.assertEqual(['new'], [r.instance_uuid for r in result.refused])
 
     def test_class_of_service_limit_is_host_wide(self):
-        shapes = [S20, layout.DomainShape(1, 0xfffff, 1, 0xc0000, 1)]
+        shapes = [S20, layout.DomainShape(1, 0xfffff, 1, 0xc0000, 1,
+                                          default_io=True)]
         reqs = [req('a', 1, 0), req('b', 1, 1), req('c', 1, 0),
                 req('d', 1, 1)]
         result = layout.compute(shapes, reqs, 4)
@@ -151,7 +159,45 @@ class LayoutTest(base.TestCase):
         self.check_invariants([shape], result)
         self.assertEqual(0x700, result.assignment('a').mask)
         self.assertEqual(0xc0, result.assignment('b').mask)
-        self.assertEqual(0x3f, result.default_masks[0])
+        # No core allocates into the I/O ways (ResQ), by default.
+        self.assertEqual(0x3c, result.default_masks[0])
+
+    def _fill(self, shape):
+        """Exactly ``capacity`` ways are handed out, never one more."""
+        reqs = [req('i%d' % i, 1) for i in range(shape.capacity)]
+        full = layout.compute([shape], reqs, 64)
+        self.check_invariants([shape], full)
+        self.assertEqual([], full.refused)
+        over = layout.compute([shape], reqs + [req('x', 1)], 64)
+        self.assertEqual(['x'], [r.instance_uuid for r in over.refused])
+        return full
+
+    def test_io_ways_in_the_middle(self):
+        # 20 ways, the kernel's shareable bits are ways 8-9.
+        shape = layout.DomainShape(0, 0xfffff, 1, 0x300, 1)
+        # The larger side (ways 10-19) minus one default way.
+        self.assertEqual(9, shape.capacity)
+        full = self._fill(shape)
+        for a in full.assignments:
+            self.assertEqual(0, a.mask & ~0xffc00)
+        self.assertEqual(0x400, full.default_masks[0])
+
+    def test_split_shareable_bits(self):
+        # Shareable bits 0x3 and 0x300: ways 0-9 count as I/O; the default
+        # group never gets a non-contiguous mask, even when it may share.
+        for default_io in (False, True):
+            shape = layout.DomainShape(0, 0xfffff, 1, 0x303, 2,
+                                       default_io=default_io)
+            self.assertEqual(8, shape.capacity)
+            full = self._fill(shape)
+            self.assertTrue(cbm.is_contiguous(full.default_masks[0]))
+            self.assertEqual(0xc00, full.default_masks[0])
+
+    def test_default_group_may_share_io_ways_when_configured(self):
+        shared = layout.DomainShape(0, 0x7ff, 1, 0x3, 1, default_io=True)
+        result = layout.compute([shared], [req('a', 3)], 16)
+        self.check_invariants([shared], result)
+        self.assertEqual(0xff, result.default_masks[0])
 
     def test_no_io_ways_default_keeps_min_bits(self):
         shape = layout.DomainShape(0, 0xfffff, 3, 0, 3)

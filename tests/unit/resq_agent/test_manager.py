@@ -10,15 +10,18 @@ import time
 from unittest import mock
 
 import fixtures
+import libvirt
+from oslo_privsep import comm
 
-from resq_agent import cbm
 from resq_agent import discovery
 from resq_agent import enforcer
 from resq_agent import manager
 from resq_agent import monitor
+import resq_agent.privsep
 import resq_agent.privsep.resctrl
-from resq_agent import resctrl
 from resq_agent import virt
+from resq_common import cbm
+from resq_common import resctrl
 from tests import base
 from tests.fixtures import libvirt as libvirt_fixture
 from tests.fixtures import resctrl as resctrl_fixture
@@ -30,7 +33,7 @@ C = 'bbbbbbbb-0000-0000-0000-00000000000c'
 DUAL = {0: tuple(range(0, 8)), 1: tuple(range(8, 16))}
 
 
-class Crash(Exception):
+class Crash(BaseException):
     """Stands for the agent dying between two privileged writes."""
 
 
@@ -41,13 +44,14 @@ class ManagerTestBase(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
         self.sysfs = self.useFixture(sysfs_fixture.SysfsTree(
             domains=self.cpus, ways=self.ways))
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
             ways=self.ways, domains=tuple(self.cpus),
             foreign=('other-app',)))
+        self.flags('resq_agent', resctrl_root=self.tree.root)
         self.doms = self.useFixture(libvirt_fixture.NovaDomains())
         self.rt = resctrl.Resctrl(self.tree.root)
 
@@ -91,10 +95,9 @@ class ReconcileTest(ManagerTestBase):
         self.assertEqual(0, self.default()[1] & masks[B][1])
         self.assertEqual(self.tree.default_schemata,
                          self.tree.read('other-app', 'schemata'))
-        # libvirt's persistent definition carries the cachetune.
-        way = 30720 * 1024 // 20
-        self.assertEqual([((0, 1), 0, 4 * way)],
-                         virt.cachetune_of(self.doms.xml(A)))
+        # One owner: the agent's group; no <cachetune> for libvirt to make
+        # a second group from when the domain starts again.
+        self.assertEqual([], virt.cachetune_of(self.doms.xml(A)))
         self.assertEqual({A: 64, B: None},
                          {a.instance_uuid: a.packet_bytes
                           for a in hooked[-1]})
@@ -141,6 +144,7 @@ class ReconcileTest(ManagerTestBase):
         self.doms.add(A, (1,), ways=3)
         topo = discovery.discover(os.path.join(self.tmp, 'none'),
                                   self.sysfs.root)
+        self.flags('resq_agent', resctrl_root=self.tmp)
         mgr = manager.AgentManager(
             self.conf, topo, enforcer.ResctrlEnforcer(self.tmp),
             virt.Hypervisor(libvirt_fixture.URI))
@@ -212,7 +216,35 @@ class SingleSocket11WayTest(ManagerTestBase):
         mgr = self.make()
         summary = mgr.reconcile()
         self.assertEqual([C], [r['uuid'] for r in summary['refused']])
-        self.assertEqual(0x700, self.default()[0])
+        # The default group keeps its one way and stays out of the I/O
+        # ways (0x600), as ResQ keeps every core out of DDIO's share.
+        self.assertEqual(0x100, self.default()[0])
+
+
+class OneOwnerTest(ManagerTestBase):
+
+    def test_domain_restart_keeps_the_agents_partition(self):
+        # A definition with the <cachetune> an earlier release wrote.
+        dom = self.doms.add(A, (1, 2), ways=3)
+        xml = dom.XMLDesc(libvirt.VIR_DOMAIN_XML_INACTIVE)
+        self.doms.conn.defineXML(virt.with_cachetune(xml, (0, 1), 0,
+                                                     3 << 20))
+        mgr = self.make()
+        mgr.reconcile()
+        self.assertEqual([], virt.cachetune_of(self.doms.xml(A)))
+        self.assertIn('Removed <cachetune> from the libvirt definition',
+                      self.logs.output)
+        mask = self.masks()[A][0]
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        # The domain stops and starts again (a reboot from the host).
+        dom = self.doms.conn.lookupByUUIDString(A)
+        dom.destroy()
+        dom.create()
+        mgr.reconcile()
+        self.assertEqual(mask, self.masks()[A][0])
+        self.assertEqual('1,2', self.rt.read_cpus('resq-' + A))
+        self.assertEqual([], virt.cachetune_of(self.doms.xml(A)))
 
 
 class EventTest(ManagerTestBase):
@@ -290,3 +322,187 @@ class MonitorTest(ManagerTestBase):
         self.assertEqual(2 << 20, second['llc_occupancy_bytes'])
         self.assertEqual(2000.0, second['mbm_total_bytes_per_s'])
         self.assertEqual(1000.0, second['mbm_local_bytes_per_s'])
+
+
+def _libvirt_error(code, message):
+    exc = libvirt.libvirtError(message)
+    exc.err = (code, 0, message, 0, None, None, None, 0, 0)
+    return exc
+
+
+class _Dom:
+    """A libvirt domain whose XMLDesc can be made to fail (injection)."""
+
+    def __init__(self, dom, error=None, before=None):
+        self._dom = dom
+        self._error = error
+        self._before = before
+
+    def __getattr__(self, name):
+        return getattr(self._dom, name)
+
+    def XMLDesc(self, flags=0):
+        if self._before is not None:
+            self._before()
+        if self._error is not None:
+            raise self._error
+        return self._dom.XMLDesc(flags)
+
+
+class ResilienceTest(ManagerTestBase):
+    """Each failure costs only what it touches; the agent recovers alone."""
+
+    def wait_for(self, predicate, timeout=60):
+        EventTest.wait_for(self, predicate, timeout)
+
+    def masks(self):
+        return {u: m for u, m in
+                enforcer.ResctrlEnforcer(self.tree.root)
+                .current_masks().items()}
+
+    def _listing(self, mgr, wrap):
+        """Make mgr's libvirt listing hand out wrapped domains."""
+        conn = mgr.hypervisor._connection()
+        real = conn.listAllDomains
+
+        class Conn:
+            def __getattr__(self, name):
+                return getattr(conn, name)
+
+            def listAllDomains(self, flags=0):
+                return [wrap(d) for d in real(flags)]
+
+        return mock.patch.object(mgr.hypervisor, '_connection',
+                                 return_value=Conn())
+
+    def test_instance_deleted_between_listing_and_xmldesc(self):
+        self.doms.add(A, (1,), ways=2)
+        self.doms.add(B, (9,), ways=3)
+        mgr = self.make()
+
+        def wrap(dom):
+            if dom.UUIDString() == B:
+                # B goes away after libvirt listed it, before its XML.
+                return _Dom(dom, before=lambda: self.doms.remove(B))
+            return dom
+
+        with self._listing(mgr, wrap):
+            summary = mgr.reconcile()
+        self.assertNotIn('error', summary)
+        self.assertEqual([], summary['errors'])
+        self.assertEqual([A], list(self.masks()))
+
+    def test_unreadable_domain_keeps_its_partition(self):
+        self.doms.add(A, (1,), ways=2)
+        self.doms.add(B, (9,), ways=3)
+        mgr = self.make()
+        mgr.reconcile()
+        self.assertEqual({A, B}, set(self.masks()))
+        err = _libvirt_error(libvirt.VIR_ERR_INTERNAL_ERROR,
+                             'internal error: monitor went away')
+
+        def wrap(dom):
+            return _Dom(dom, error=err) if dom.UUIDString() == B else dom
+
+        self.doms.remove(A)
+        with self._listing(mgr, wrap):
+            summary = mgr.reconcile()
+        # A is gone, B could not be read: B keeps its partition.
+        self.assertEqual([B], list(self.masks()))
+        self.assertEqual(3, cbm.bits(self.masks()[B][1]))
+        self.assertEqual([], summary['removed'][1:])
+        self.assertIn('Cannot read domain %s from libvirt' % B,
+                      self.logs.output)
+
+    def test_bad_uuid_in_a_batch_costs_only_itself(self):
+        self.doms.add(A, (1,), ways=2)
+        self.doms.add(B, (9,), ways=3)
+        mgr = self.make()
+        real = mgr.hypervisor.instance
+
+        def flaky(uuid):
+            if uuid == C:
+                raise _libvirt_error(libvirt.VIR_ERR_INTERNAL_ERROR,
+                                     'internal error: boom')
+            return real(uuid)
+
+        # Queued before the worker starts: one batch.
+        for uuid in ('not-a-uuid', A, C, B):
+            mgr.instance_changed(uuid, 'instance.create.end')
+        with mock.patch.object(mgr.hypervisor, 'instance', flaky):
+            mgr.start(watch_libvirt=False)
+            self.addCleanup(mgr.stop)
+            mgr.wait_idle()
+        self.assertEqual({A, B}, set(self.masks()))
+        self.assertIn('Cannot read instance %s from libvirt' % C,
+                      self.logs.output)
+        self.assertNotIn('Handling instance events', self.logs.output)
+
+    def test_privsep_timeout_on_one_group(self):
+        self.doms.add(A, (1,), ways=2)
+        self.doms.add(B, (9,), ways=3)
+        mod = resq_agent.privsep.resctrl
+        real = mod.write_l3_masks
+
+        def slow(group, masks):
+            if group == 'resq-' + A:
+                raise comm.PrivsepTimeout('Timeout while executing a '
+                                          'command, timeout: 30')
+            return real(group, masks)
+
+        with mock.patch.object(mod, 'write_l3_masks', slow):
+            summary = self.make().reconcile()
+        self.assertEqual([B], [u for u, m in self.masks().items() if m])
+        self.assertEqual(1, len(summary['errors']))
+        self.assertIn('schemata resq-%s: privileged call failed: '
+                      'PrivsepTimeout' % A, summary['errors'][0])
+        # The next pass repairs it.
+        self.assertEqual([], self.make().reconcile()['errors'])
+        self.assertEqual(2, cbm.bits(self.masks()[A][0]))
+
+    def test_privsep_timeout_comes_from_the_configuration(self):
+        self.flags('resq_agent', privsep_timeout=7)
+        resq_agent.privsep.init(self.conf)
+        self.assertEqual(7, resq_agent.privsep.resctrl_pctxt.timeout)
+        self.assertEqual(7, resq_agent.privsep.pqos_pctxt.timeout)
+
+    def test_libvirt_down_at_start_then_back(self):
+        # test:///<file> loads its host from a file: missing, libvirt
+        # cannot be reached; written, it answers with the domain in it.
+        node = os.path.join(self.tmp, 'node.xml')
+        uri = 'test://' + node
+        self.flags('resq_agent', libvirt_uri=uri, libvirt_retry_interval=1,
+                   hypervisor_hostname='cn1', sysfs_root=self.sysfs.root)
+        self.flags('placement', endpoint_override='http://127.0.0.1:9/')
+        mgr = manager.AgentManager.from_conf(self.conf)
+        mgr.inventory = None
+        summary = mgr.reconcile()
+        self.assertIn('libvirt', summary['error'])
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        self.assertFalse(mgr._watcher.connected.is_set())
+        self.assertIn('Cannot watch libvirt events on %s' % uri,
+                      self.logs.output)
+        with open(node + '.tmp', 'w') as f:
+            f.write('<node>%s</node>' % libvirt_fixture.nova_domain_xml(
+                A, (1, 2), ways=3))
+        os.rename(node + '.tmp', node)
+        # Back: the watcher subscribes and the agent catches up.
+        self.wait_for(lambda: A in self.masks())
+        self.assertEqual(3, cbm.bits(self.masks()[A][0]))
+
+    def test_libvirtd_restart_resubscribes(self):
+        mgr = self.make()
+        mgr.reconcile()
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        watcher = mgr._watcher
+        self.assertEqual(1, watcher.subscriptions)
+        # libvirt's close callback, as when libvirtd restarts.
+        watcher._on_close(None, libvirt.VIR_CONNECT_CLOSE_REASON_EOF, None)
+        self.wait_for(lambda: watcher.subscriptions == 2
+                      and watcher.connected.is_set())
+        # Events flow on the new subscription.
+        self.doms.add(A, (1, 2), ways=3)
+        self.wait_for(lambda: A in self.masks())
+        self.assertIn('subscribing to its events again', self.logs.output)

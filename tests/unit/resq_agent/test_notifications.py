@@ -1,3 +1,4 @@
+import fixtures
 import oslo_messaging
 
 from resq_agent import notifications
@@ -12,7 +13,12 @@ class Recorder:
         self.calls.append((instance_uuid, event_type))
 
 
-def payload(uuid='u-1', host='cmp1', node='cmp1.example.org'):
+U1 = 'eeeeeeee-0000-0000-0000-000000000001'
+U2 = 'eeeeeeee-0000-0000-0000-000000000002'
+U3 = 'eeeeeeee-0000-0000-0000-000000000003'
+
+
+def payload(uuid=U1, host='cmp1', node='cmp1.example.org'):
     return {'nova_object.name': 'InstanceActionPayload',
             'nova_object.namespace': 'nova',
             'nova_object.version': '1.8',
@@ -33,13 +39,13 @@ class NovaInstanceEndpointTest(base.TestCase):
     def test_this_hosts_instances_only(self):
         self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
                          self.info('instance.create.end', payload()))
-        self.info('instance.delete.end', payload('u-2', host='cmp2',
+        self.info('instance.delete.end', payload(U2, host='cmp2',
                                                  node='cmp2'))
         # Matched by hypervisor hostname when the service host differs.
-        self.info('instance.power_off.end', payload('u-3', host='other',
+        self.info('instance.power_off.end', payload(U3, host='other',
                                                     node='cmp1.example.org'))
-        self.assertEqual([('u-1', 'instance.create.end'),
-                          ('u-3', 'instance.power_off.end')],
+        self.assertEqual([(U1, 'instance.create.end'),
+                          (U3, 'instance.power_off.end')],
                          self.manager.calls)
 
     def test_malformed_payloads_are_ignored(self):
@@ -49,6 +55,15 @@ class NovaInstanceEndpointTest(base.TestCase):
             self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
                              self.info('instance.create.end', body))
         self.assertEqual([], self.manager.calls)
+
+    def test_a_bad_uuid_is_dropped_alone(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        for bad in ('u-1', '../x', 42, ['a']):
+            self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                             self.info('instance.create.end', payload(bad)))
+        self.info('instance.create.end', payload(U2))
+        self.assertEqual([(U2, 'instance.create.end')], self.manager.calls)
+        self.assertIn("instance uuid 'u-1' is not a UUID", logs.output)
 
     def test_filter_rule_selects_instance_events(self):
         rule = notifications.NovaInstanceEndpoint.filter_rule

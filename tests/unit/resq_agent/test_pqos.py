@@ -16,10 +16,10 @@ import os
 import fixtures
 from pqos import error
 
-from resq_agent import cbm
 from resq_agent import layout
 from resq_agent import pqos
 import resq_agent.privsep.pqos
+from resq_common import cbm
 from tests import base
 from tests.fixtures import pqos as pqos_fixture
 
@@ -27,8 +27,8 @@ U1 = '11111111-1111-1111-1111-111111111111'
 U2 = '22222222-2222-2222-2222-222222222222'
 U3 = '33333333-3333-3333-3333-333333333333'
 FULL = 0xfffff
-SHAPES = [layout.DomainShape(0, FULL, 1, 0xc0000, 1),
-          layout.DomainShape(1, FULL, 1, 0xc0000, 1)]
+SHAPES = [layout.DomainShape(0, FULL, 1, 0xc0000, 1, default_io=True),
+          layout.DomainShape(1, FULL, 1, 0xc0000, 1, default_io=True)]
 
 
 def lay(*reqs, current=None, num_closids=16):
@@ -243,12 +243,12 @@ class LoadBackendTest(base.TestCase):
         lib = pqos_fixture.FakeLibpqos()
         self.useFixture(pqos_fixture.FakePqos(lib))
         logs = self.useFixture(fixtures.FakeLogger())
-        self.flags('resq_agent', backend='pqos', pqos_interface='MSR',
+        self.flags('resq_agent', backend='pqos', pqos_interface='OS',
                    state_dir=self.useFixture(fixtures.TempDir()).path)
         backend = pqos.load_backend(self.conf)
         self.assertIsInstance(backend, pqos.PqosEnforcer)
         self.assertEqual('pqos', backend.name)
-        self.assertEqual('MSR', lib.interface)
+        self.assertEqual('OS', lib.interface)
         self.assertIn('4 L3 classes of service', logs.output)
 
     def test_init_failure_falls_back_to_resctrl(self):

@@ -1,8 +1,12 @@
 import os
+from unittest import mock
+
+import fixtures
 
 import resq_agent.privsep.resctrl
-from resq_agent import resctrl
-from resq_profiler import exception
+from resq_common import exception
+from resq_common import resctrl
+from resq_common import resctrl_writer
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture
 
@@ -55,62 +59,173 @@ class ResctrlWriteTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
             ways=20, domains=(0, 1), foreign=('other-app', 'resq')))
         self.root = self.tree.root
+        self.flags('resq_agent', resctrl_root=self.root)
+        self.mod = resq_agent.privsep.resctrl
 
     def test_group_lifecycle_leaves_foreign_groups_alone(self):
-        mod = resq_agent.privsep.resctrl
-        mod.create_group(self.root, 'resq-vm1')
-        mod.create_group(self.root, 'resq-vm1')  # idempotent
-        mod.write_l3_masks(self.root, 'resq-vm1', {0: 0xf0, 1: 0x3})
-        mod.assign_cpus(self.root, 'resq-vm1', [3, 2, 3])
-        mod.assign_task(self.root, 'resq-vm1', 1234)
+        mod = self.mod
+        mod.create_group('resq-vm1')
+        mod.create_group('resq-vm1')  # idempotent
+        mod.write_l3_masks('resq-vm1', {0: 0xf0, 1: 0x3})
+        mod.assign_cpus('resq-vm1', [3, 2, 3])
+        mod.assign_task('resq-vm1', 1234)
         tr = resctrl.Resctrl(self.root)
         self.assertEqual({'L3': {0: 0xf0, 1: 0x3}},
                          tr.read_schemata('resq-vm1'))
         self.assertEqual('2,3', tr.read_cpus('resq-vm1'))
         self.assertEqual([1234], tr.read_tasks('resq-vm1'))
         self.assertEqual(['resq-vm1'], tr.owned_groups())
-        self.assertTrue(mod.remove_group(self.root, 'resq-vm1'))
-        self.assertFalse(mod.remove_group(self.root, 'resq-vm1'))
+        self.assertTrue(mod.remove_group('resq-vm1'))
+        self.assertFalse(mod.remove_group('resq-vm1'))
         self.assertEqual(['other-app', 'resq'], tr.groups())
         self.assertEqual(self.tree.default_schemata,
                          self.tree.read('other-app', 'schemata'))
         self.assertEqual(self.tree.default_schemata,
                          self.tree.read('schemata'))
 
-    def test_refuses_foreign_groups_and_bad_masks(self):
-        mod = resq_agent.privsep.resctrl
+    def test_refuses_foreign_groups_and_bad_values(self):
+        mod = self.mod
         self.assertRaises(exception.ResctrlError, mod.write_l3_masks,
-                          self.root, 'other-app', {0: 0xf})
-        self.assertRaises(exception.ResctrlError, mod.remove_group,
-                          self.root, 'resq')
-        mod.create_group(self.root, 'resq-vm2')
+                          'other-app', {0: 0xf})
+        self.assertRaises(exception.ResctrlError, mod.remove_group, 'resq')
+        mod.create_group('resq-vm2')
         exc = self.assertRaises(exception.ResctrlError, mod.write_l3_masks,
-                                self.root, 'resq-vm2', {0: 0b1011})
+                                'resq-vm2', {0: 0b1011})
         self.assertIn('not contiguous', str(exc))
         exc = self.assertRaises(exception.ResctrlError, mod.write_l3_masks,
-                                self.root, 'resq-vm2', {7: 0x1})
+                                'resq-vm2', {7: 0x1})
         self.assertIn('cache domain 7 does not exist', str(exc))
-        self.assertRaises(exception.ResctrlError, mod.assign_task,
-                          self.root, 'resq-vm2', 0)
-        self.assertRaises(exception.ResctrlError, mod.assign_cpus,
-                          self.root, 'resq-vm2', [-1])
+        for bad in ({}, {0: '3'}, {'0': 3}, {0: True}, [(0, 3)]):
+            self.assertRaises(exception.ResctrlError, mod.write_l3_masks,
+                              'resq-vm2', bad)
+        for pid in (0, -5, '12', 1.0, True, 1 << 30):
+            self.assertRaises(exception.ResctrlError, mod.assign_task,
+                              'resq-vm2', pid)
+        for cpus in ([-1], ['1'], '1,2', [1.5], [100000]):
+            self.assertRaises(exception.ResctrlError, mod.assign_cpus,
+                              'resq-vm2', cpus)
         self.assertEqual(self.tree.default_schemata,
                          self.tree.read('other-app', 'schemata'))
 
-    def test_refuses_a_root_that_is_not_resctrl(self):
-        mod = resq_agent.privsep.resctrl
-        self.assertRaises(exception.ResctrlError, mod.create_group,
-                          self.tmp, 'resq-x')
+    def test_callers_cannot_choose_the_root(self):
+        # The privileged side takes no root argument: an unprivileged
+        # caller cannot point it at another directory.
+        elsewhere = self.useFixture(resctrl_fixture.ResctrlTree())
+        self.assertRaises(TypeError, self.mod.create_group, elsewhere.root,
+                          'resq-x')
+        self.assertRaises(TypeError, self.mod.write_l3_masks,
+                          elsewhere.root, 'resq-x', {0: 0x3})
+        self.assertEqual(self.root, self.mod.resctrl_root())
+        self.mod.create_group('resq-x')
+        self.assertTrue(os.path.isdir(os.path.join(self.root, 'resq-x')))
+        self.assertFalse(os.path.exists(os.path.join(elsewhere.root,
+                                                     'resq-x')))
+
+    def _victim(self):
+        """A directory outside the tree that looks like a group."""
+        victim = os.path.join(self.tmp, 'victim')
+        os.mkdir(victim)
+        for name, text in (('tasks', '77\n'), ('schemata', 'precious\n'),
+                           ('cpus_list', '0\n')):
+            with open(os.path.join(victim, name), 'w') as f:
+                f.write(text)
+        return victim
+
+    def _assert_untouched(self, victim):
+        for name, text in (('tasks', '77\n'), ('schemata', 'precious\n'),
+                           ('cpus_list', '0\n')):
+            with open(os.path.join(victim, name)) as f:
+                self.assertEqual(text, f.read())
+
+    def test_symlinked_group_is_refused(self):
+        victim = self._victim()
+        os.symlink(victim, os.path.join(self.root, 'resq-x'))
+        calls = ((self.mod.assign_task, ('resq-x', 4242)),
+                 (self.mod.write_l3_masks, ('resq-x', {0: 0x3})),
+                 (self.mod.assign_cpus, ('resq-x', [1])),
+                 (self.mod.create_group, ('resq-x',)),
+                 (self.mod.remove_group, ('resq-x',)))
+        for fn, args in calls:
+            exc = self.assertRaises(exception.ResctrlError, fn, *args)
+            self.assertIn('symbolic link', str(exc))
+        self._assert_untouched(victim)
+        self.assertTrue(os.path.islink(os.path.join(self.root, 'resq-x')))
+
+    def test_symlinked_files_in_a_group_are_refused(self):
+        victim = self._victim()
+        self.mod.create_group('resq-y')
+        for name in ('tasks', 'schemata', 'cpus_list'):
+            path = os.path.join(self.root, 'resq-y', name)
+            if os.path.exists(path):
+                os.unlink(path)
+            os.symlink(os.path.join(victim, name), path)
+        for fn, args in ((self.mod.assign_task, ('resq-y', 4242)),
+                         (self.mod.write_l3_masks, ('resq-y', {0: 0x3})),
+                         (self.mod.assign_cpus, ('resq-y', [1]))):
+            exc = self.assertRaises(exception.ResctrlError, fn, *args)
+            self.assertIn('symbolic link', str(exc))
+        self._assert_untouched(victim)
+
+    def test_symlinked_root_is_refused(self):
+        link = os.path.join(self.tmp, 'resctrl-link')
+        os.symlink(self.root, link)
+        self.flags('resq_agent', resctrl_root=link)
+        exc = self.assertRaises(exception.ResctrlError,
+                                self.mod.create_group, 'resq-z')
+        self.assertIn('is a symbolic link', str(exc))
+        self.assertFalse(os.path.exists(os.path.join(self.root, 'resq-z')))
+
+    def test_foreign_root_is_refused_outside_tests(self):
+        # The statfs check the test fixture turns off: a tree laid out like
+        # resctrl's on another file system is not resctrl.
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_common.resctrl_writer.CHECK_FS_MAGIC', True))
+        exc = self.assertRaises(exception.ResctrlError,
+                                self.mod.create_group, 'resq-x')
+        self.assertIn('%s is not a resctrl file system (statfs type'
+                      % self.root, str(exc))
+        self.assertFalse(os.path.exists(os.path.join(self.root, 'resq-x')))
+        # ... and a resctrl mount passes it.
+        with mock.patch.object(resctrl_writer, '_fs_magic',
+                               return_value=resctrl_writer.
+                               RDTGROUP_SUPER_MAGIC):
+            self.mod.create_group('resq-x')
+        self.assertTrue(os.path.isdir(os.path.join(self.root, 'resq-x')))
+
+    def test_fake_tree_when_the_configuration_says_so(self):
+        # devstack on a host without RDT: [resq_agent] resctrl_fake lets
+        # the privileged side write the fake tree, with the check on.
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_common.resctrl_writer.CHECK_FS_MAGIC', True))
+        self.flags('resq_agent', resctrl_fake=True)
+        self.mod.create_group('resq-y')
+        self.assertTrue(os.path.isdir(os.path.join(self.root, 'resq-y')))
+
+    def test_root_that_is_not_resctrl(self):
+        self.flags('resq_agent', resctrl_root=self.tmp)
+        self.assertRaises(exception.ResctrlError, self.mod.create_group,
+                          'resq-x')
         self.assertFalse(os.path.exists(os.path.join(self.tmp, 'resq-x')))
+
+    def test_wide_caches(self):
+        # A 128-way tree (the agent benchmark's): masks above 64 bits.
+        tree = self.useFixture(resctrl_fixture.ResctrlTree(ways=128))
+        self.flags('resq_agent', resctrl_root=tree.root)
+        self.mod.create_group('resq-wide')
+        self.mod.write_l3_masks('resq-wide', {0: 1 << 127})
+        self.assertEqual({0: 1 << 127}, resctrl.Resctrl(tree.root)
+                         .read_schemata('resq-wide')['L3'])
+        self.assertRaises(exception.ResctrlError, self.mod.write_l3_masks,
+                          'resq-wide', {0: 1 << 128})
 
     def test_cdp_writes_code_and_data(self):
         tree = self.useFixture(resctrl_fixture.ResctrlTree(cdp=True))
-        mod = resq_agent.privsep.resctrl
-        mod.create_group(tree.root, 'resq-cdp')
-        mod.write_l3_masks(tree.root, 'resq-cdp', {0: 0x3c})
+        self.flags('resq_agent', resctrl_root=tree.root)
+        self.mod.create_group('resq-cdp')
+        self.mod.write_l3_masks('resq-cdp', {0: 0x3c})
         sch = resctrl.Resctrl(tree.root).read_schemata('resq-cdp')
         self.assertEqual({'L3CODE': {0: 0x3c}, 'L3DATA': {0: 0x3c}}, sch)

@@ -1,4 +1,5 @@
 import threading
+from unittest import mock
 
 from resq_agent import virt
 from tests import base
@@ -62,12 +63,49 @@ class HypervisorTest(base.TestCase):
         self.assertIsNone(self.hyp.instance(U2))
         self.assertIsNone(self.hyp.instance(
             'ffffffff-0000-0000-0000-000000000000'))
-        self.assertTrue(self.hyp.set_cachetune(U1, [0, 1], 0, 4 << 20))
-        self.assertFalse(self.hyp.set_cachetune(U1, [0, 1], 0, 4 << 20))
-        self.assertEqual([((0, 1), 0, 4 << 20)],
-                         virt.cachetune_of(self.doms.xml(U1)))
-        # The running domain is untouched: libvirt cannot change it live.
-        self.assertEqual([], virt.cachetune_of(self.doms.xml(U1, False)))
+        self.doms.conn.defineXML(virt.with_cachetune(
+            self.doms.xml(U1), [0, 1], 0, 4 << 20))
+        self.assertTrue(self.hyp.drop_cachetune(U1))
+        self.assertFalse(self.hyp.drop_cachetune(U1))
+        self.assertEqual([], virt.cachetune_of(self.doms.xml(U1)))
+
+    def test_drop_cachetune_never_overwrites_a_concurrent_change(self):
+        self.doms.add(U1, (2, 3), ways=4)
+        self.doms.conn.defineXML(virt.with_cachetune(
+            self.doms.xml(U1), [0, 1], 0, 4 << 20))
+        real = self.hyp._connection()
+        dom = real.lookupByUUIDString(U1)
+        reads = []
+
+        class Dom:
+            def __getattr__(self, name):
+                return getattr(dom, name)
+
+            def XMLDesc(self, flags=0):
+                reads.append(flags)
+                if len(reads) == 2:
+                    # Nova redefines the domain between our read and write.
+                    xml = dom.XMLDesc(flags)
+                    real.defineXML(xml.replace('<memory unit=\'KiB\'>'
+                                               '1048576</memory>',
+                                               '<memory unit=\'KiB\'>'
+                                               '2097152</memory>'))
+                return dom.XMLDesc(flags)
+
+        class Conn:
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def lookupByUUIDString(self, uuid):
+                return Dom()
+
+        with mock.patch.object(self.hyp, '_connection', return_value=Conn()):
+            self.assertTrue(self.hyp.drop_cachetune(U1))
+        xml = self.doms.xml(U1)
+        self.assertEqual([], virt.cachetune_of(xml))
+        # Nova's change survived: the edit started over from it.
+        self.assertIn("<memory unit='KiB'>2097152</memory>", xml)
+        self.assertGreater(len(reads), 3)
 
     def test_lifecycle_events(self):
         seen = []

@@ -86,7 +86,8 @@ class PlanTest(base.TestCase):
             'resq:throughput_mpps': '3.6364',
             'resq:latency_p95_us': '25',
             'resq:packet_bytes': '64',
-            'resq:term': 'fw-a'}, specs)
+            'resq:term': 'fw-a',
+            'resq:min_ways': '2'}, specs)
         request = extra_specs.parse(specs, 1)
         self.assertEqual(2, request.ways)
         self.assertEqual('_LLC', request.group_suffix)

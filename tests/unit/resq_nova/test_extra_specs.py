@@ -6,7 +6,10 @@ GOOD = {'resq:slo': 'reserved', 'hw:cpu_policy': 'dedicated',
         'resources_LLC:CUSTOM_LLC_WAY': '4',
         'resources_LLC:CUSTOM_LLC_CLOS': '1',
         'resq:throughput_mpps': '2.5', 'resq:latency_p95_us': '40',
-        'resq:packet_bytes': '64', 'resq:profile': 'stats-64B'}
+        'resq:packet_bytes': '64', 'resq:profile': 'stats-64B',
+        'resq:min_ways': '3',
+        'trait_LLC:CUSTOM_RESQ_LLC_WAYS_20': 'required',
+        'trait_LLC:CUSTOM_RESQ_LLC_WAY_KIB_2304': 'required'}
 
 
 class ParseTest(base.TestCase):
@@ -56,6 +59,43 @@ class ParseTest(base.TestCase):
         exc = self.assertRaises(extra_specs.InvalidResQSpec,
                                 extra_specs.parse, specs)
         self.assertIn('named request group', str(exc))
+
+    def test_inconsistent_flavors_are_refused_with_the_reason(self):
+        def without(*keys, **changes):
+            specs = {k: v for k, v in GOOD.items() if k not in keys}
+            specs.update({k.replace('__', ':'): v
+                          for k, v in changes.items()})
+            return specs
+
+        for specs, text in (
+                # No class of service: the partition cannot be enforced.
+                (without('resources_LLC:CUSTOM_LLC_CLOS'),
+                 'set "resources_LLC:CUSTOM_LLC_CLOS=1" (the flavor has '
+                 'none)'),
+                (without(resources_LLC__CUSTOM_LLC_CLOS='2'),
+                 'exactly one class of service'),
+                # Fewer ways than the profile needs for the throughput.
+                (without(**{'resq__min_ways': '5'}),
+                 'asks for 4 LLC ways but profile stats-64B needs 5 for '
+                 '2.5 Mpps'),
+                (without('resq:min_ways'),
+                 'needs resq:min_ways'),
+                (without('trait_LLC:CUSTOM_RESQ_LLC_WAYS_20'),
+                 'needs the cache shape it was measured on'),
+                (without(**{'resq__min_ways': '4',
+                            'resources_LLC__CUSTOM_LLC_WAY': '30',
+                            'trait_LLC__CUSTOM_RESQ_LLC_WAYS_20': 'x',
+                            'trait_LLC__CUSTOM_RESQ_LLC_WAYS_3': 'required'}
+                         ), 'more than the 3 ways')):
+            exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                    extra_specs.parse, specs, 2)
+            self.assertIn(text, str(exc))
+        # Without a profile, ways and min_ways are still compared.
+        exc = self.assertRaises(
+            extra_specs.InvalidResQSpec, extra_specs.parse,
+            without('resq:profile', **{'resq__min_ways': '6'}))
+        self.assertIn('resq:min_ways is 6', str(exc))
+        self.assertEqual(3, extra_specs.parse(GOOD).min_ways)
 
     def test_on_demand_needs_no_ways(self):
         req = extra_specs.parse({'resq:slo': 'on-demand'})
@@ -109,6 +149,7 @@ class CacheDomainTest(base.TestCase):
         req = extra_specs.parse({
             'resq:slo': 'reserved', 'hw:cpu_policy': 'dedicated',
             'resources_LLC:CUSTOM_LLC_WAY': '3',
+            'resources_LLC:CUSTOM_LLC_CLOS': '1',
             'trait_LLC:CUSTOM_RESQ_LLC_WAYS_20': 'required',
             'trait_LLC:CUSTOM_AVOID': 'forbidden',
             'trait:HW_CPU_X86_AVX2': 'required'})

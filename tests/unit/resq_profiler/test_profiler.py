@@ -81,7 +81,7 @@ class CommandDriverTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess())
+        self.useFixture(base.PrivsepInProcess(self.conf))
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(ways=8))
         script = os.path.join(self.tmp, 'fake_nf.py')
         with open(script, 'w') as f:

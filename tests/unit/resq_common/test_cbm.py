@@ -1,4 +1,4 @@
-from resq_agent import cbm
+from resq_common import cbm
 from tests import base
 
 

@@ -13,16 +13,15 @@
 
 Every resctrl path resq-nova uses is built here from a root directory
 (``/sys/fs/resctrl`` on a real host, a copied tree in tests). Writes are
-privileged and live in :mod:`resq_agent.privsep.resctrl`; they use the
-helpers here to check names and masks first.
+privileged: :mod:`resq_common.resctrl_writer` does them below a root the
+privileged side chose, and the ``privsep`` packages of the agent and the
+profiler are its only callers.
 """
 
-import errno
 import os
 import re
-import shutil
 
-from resq_agent import cbm
+from resq_common import cbm
 from resq_profiler import exception
 
 DEFAULT_ROOT = '/sys/fs/resctrl'
@@ -85,10 +84,16 @@ class Resctrl:
         with open(os.path.join(self.root, *parts), encoding='ascii') as f:
             return f.read().strip()
 
+    def _isdir(self, *parts):
+        return os.path.isdir(os.path.join(self.root, *parts))
+
+    def _isfile(self, *parts):
+        return os.path.isfile(os.path.join(self.root, *parts))
+
     @property
     def l3_info_dir(self):
         for name in ('L3', 'L3CODE'):
-            if os.path.isdir(os.path.join(self.root, 'info', name)):
+            if self._isdir('info', name):
                 return name
         return 'L3'
 
@@ -101,18 +106,17 @@ class Resctrl:
         hint = ('mount it with "mount -t resctrl resctrl %s" on a host with '
                 'Intel RDT, or point the resctrl_root option at a tree laid '
                 'out like the kernel\'s' % DEFAULT_ROOT)
-        if not os.path.isdir(self.root):
+        if not self._isdir():
             raise exception.ResctrlError(
                 reason='resctrl root %s does not exist; %s' % (self.root,
                                                                hint))
-        info = os.path.join(self.root, 'info', self.l3_info_dir)
         for name in REQUIRED_INFO:
-            if not os.path.isfile(os.path.join(info, name)):
+            if not self._isfile('info', self.l3_info_dir, name):
                 raise exception.ResctrlError(
                     reason='%s is not a resctrl file system with L3 CAT: '
                     'missing info/%s/%s; %s' % (self.root, self.l3_info_dir,
                                                 name, hint))
-        if not os.path.isfile(os.path.join(self.root, 'schemata')):
+        if not self._isfile('schemata'):
             raise exception.ResctrlError(
                 reason='%s is not a resctrl file system: missing the '
                 'default group\'s schemata file; %s' % (self.root, hint))
@@ -123,8 +127,7 @@ class Resctrl:
         self.check()
         d = self.l3_info_dir
         shareable = '0'
-        if os.path.exists(os.path.join(self.root, 'info', d,
-                                       'shareable_bits')):
+        if self._isfile('info', d, 'shareable_bits'):
             shareable = self._read('info', d, 'shareable_bits')
         return {
             'cbm_mask': cbm.parse(self._read('info', d, 'cbm_mask')),
@@ -182,27 +185,3 @@ class Resctrl:
                 raise exception.ResctrlError(
                     reason='cache domain %s: %s' % (dom, exc))
         return info
-
-    def remove_tree(self, name):
-        """rmdir a group; the kernel removes its files itself, a copy not.
-
-    In a copied tree the group's files and its ``mon_data`` and
-    ``mon_groups`` directories are removed first.
-    """
-        path = self.group_path(name)
-        try:
-            os.rmdir(path)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                return False
-            if exc.errno != errno.ENOTEMPTY:
-                raise
-            for fname in GROUP_FILES:
-                try:
-                    os.unlink(os.path.join(path, fname))
-                except FileNotFoundError:
-                    pass
-            for dname in _NOT_GROUPS[1:]:
-                shutil.rmtree(os.path.join(path, dname), ignore_errors=True)
-            os.rmdir(path)
-        return True

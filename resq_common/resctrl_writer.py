@@ -1,0 +1,325 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""resctrl writes that hold as root: only below a checked root, no symlinks.
+
+The privileged entry points (``resq_agent.privsep.resctrl``,
+``resq_profiler.privsep.resctrl``) decide the root from their own
+configuration and hand it to :class:`Writer`, which
+
+* opens the root once (``O_DIRECTORY | O_NOFOLLOW``) and checks with
+  ``fstatfs`` that it is a mounted resctrl file system;
+* reaches everything below it with ``openat`` (``dir_fd``) and
+  ``O_NOFOLLOW`` one component at a time, so a group or file that is a
+  symbolic link, or a path that leaves the root, is refused;
+* accepts only ``resq-`` group names, masks the platform allows and plain
+  integer CPU numbers and PIDs.
+"""
+
+import contextlib
+import ctypes
+import ctypes.util
+import errno
+import os
+import stat
+
+from resq_common import cbm
+from resq_common import exception
+from resq_common import resctrl
+
+# linux/magic.h
+RDTGROUP_SUPER_MAGIC = 0x7655821
+# Tests run the privileged functions in-process on a tree in a temporary
+# directory, which is not a resctrl mount; their fixture turns this off.
+CHECK_FS_MAGIC = True
+# The kernel's limits (NR_CPUS is at most 8192, pid_max at most 2^22).
+MAX_CPU = 8191
+MAX_WAYS = 1024
+MAX_PID = 1 << 22
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_libc = None
+
+
+def _fs_magic(fd):
+    """``f_type`` of the file system holding ``fd`` (``fstatfs(2)``)."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library('c'), use_errno=True)
+    # struct statfs starts with f_type (a long) on every Linux ABI; the
+    # buffer is larger than the whole structure.
+    buf = (ctypes.c_long * 32)()
+    if _libc.fstatfs(fd, ctypes.byref(buf)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+    return buf[0] & 0xffffffff
+
+
+def _refuse(reason):
+    raise exception.ResctrlError(reason=reason)
+
+
+class _FdTree(resctrl.Resctrl):
+    """Read side of the tree through an open root descriptor."""
+
+    def __init__(self, root, root_fd):
+        super().__init__(root)
+        self.fd = root_fd
+        # Directories opened below the root, kept for the writer's life
+        # (one privileged call): info/L3 is read several times per call.
+        self._dirs = {(): root_fd}
+
+    def close(self):
+        for parts, fd in self._dirs.items():
+            if parts:
+                os.close(fd)
+        self._dirs = {(): self.fd}
+
+    @contextlib.contextmanager
+    def _open_dir(self, parts):
+        """Open directory ``root/parts...``, no component a symlink."""
+        parts = tuple(parts)
+        for i in range(1, len(parts) + 1):
+            if parts[:i] in self._dirs:
+                continue
+            part = parts[i - 1]
+            if part in ('', '.', '..') or '/' in part:
+                _refuse('path component %r below %s is not allowed'
+                        % (part, self.root))
+            self._dirs[parts[:i]] = os.open(part, _DIR_FLAGS,
+                                            dir_fd=self._dirs[parts[:i - 1]])
+        yield self._dirs[parts]
+
+    def _stat(self, parts):
+        try:
+            with self._open_dir(parts[:-1]) as dfd:
+                return os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False)
+        except OSError:
+            return None
+
+    def _isdir(self, *parts):
+        if not parts:
+            return True
+        st = self._stat(parts)
+        return st is not None and stat.S_ISDIR(st.st_mode)
+
+    def _isfile(self, *parts):
+        st = self._stat(parts)
+        return st is not None and stat.S_ISREG(st.st_mode)
+
+    def _read(self, *parts):
+        with self._open_dir(parts[:-1]) as dfd:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW
+                         | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dfd)
+            with os.fdopen(fd, encoding='ascii') as f:
+                return f.read().strip()
+
+
+class Writer:
+    """Privileged writes into the resctrl tree at ``root``.
+
+    Use it as a context manager: the root is opened and checked on entry.
+    """
+
+    def __init__(self, root, require_mount=True):
+        self.root = os.path.abspath(root)
+        # False only for a tree built by resq_agent.fake_resctrl (devstack
+        # on hosts without Intel RDT), as its configuration says.
+        self.require_mount = require_mount
+        self.tree = None
+
+    def __enter__(self):
+        hint = ('mount it with "mount -t resctrl resctrl %s" on a host '
+                'with Intel RDT and set resctrl_root to the mount point'
+                % resctrl.DEFAULT_ROOT)
+        try:
+            fd = os.open(self.root, _DIR_FLAGS)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(
+                    self.root):
+                _refuse('resctrl root %s is a symbolic link; refusing it: '
+                        'set resctrl_root to the mount point itself'
+                        % self.root)
+            _refuse('cannot open resctrl root %s (%s); %s'
+                    % (self.root, exc.strerror, hint))
+        try:
+            if CHECK_FS_MAGIC and self.require_mount:
+                magic = _fs_magic(fd)
+                if magic != RDTGROUP_SUPER_MAGIC:
+                    _refuse('%s is not a resctrl file system (statfs type '
+                            '%#x, resctrl is %#x); refusing to write there; '
+                            '%s' % (self.root, magic, RDTGROUP_SUPER_MAGIC,
+                                    hint))
+            self.tree = _FdTree(self.root, fd)
+            self.tree.check()
+        except BaseException:
+            if self.tree is not None:
+                self.tree.close()
+                self.tree = None
+            os.close(fd)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.tree.close()
+        os.close(self.tree.fd)
+        self.tree = None
+
+    # -- checks --------------------------------------------------------
+    @staticmethod
+    def _ints(values, what, low, high):
+        out = []
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, int):
+                _refuse('%s must be integers, got %r' % (what, v))
+            if not low <= v <= high:
+                _refuse('%s must be between %d and %d, got %d'
+                        % (what, low, high, v))
+            out.append(v)
+        return out
+
+    def _masks(self, masks):
+        if not isinstance(masks, dict) or not masks:
+            _refuse('L3 masks must be a non-empty {cache domain id: mask} '
+                    'map, got %r' % (masks,))
+        doms = self._ints(masks.keys(), 'cache domain ids', 0, 4095)
+        # The platform's cbm_mask bounds them below; this only keeps absurd
+        # integers out before any file is read.
+        vals = self._ints(masks.values(), 'cache bit masks', 1,
+                          (1 << MAX_WAYS) - 1)
+        masks = dict(zip(doms, vals))
+        info = self.tree.info()
+        known = set(self.tree.domains())
+        for dom, mask in masks.items():
+            if dom not in known:
+                _refuse('cache domain %s does not exist under %s; known '
+                        'domains: %s' % (dom, self.root, sorted(known)))
+            try:
+                cbm.validate(mask, info['cbm_mask'], info['min_cbm_bits'])
+            except cbm.InvalidMask as exc:
+                _refuse('cache domain %s: %s' % (dom, exc))
+        return masks, info
+
+    # -- low-level -----------------------------------------------------
+    @contextlib.contextmanager
+    def _group_fd(self, group):
+        resctrl.check_group_name(group)
+        try:
+            fd = os.open(group, _DIR_FLAGS, dir_fd=self.tree.fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                _refuse('resctrl group %s/%s is a symbolic link or not a '
+                        'directory; refusing it: remove it (a group is a '
+                        'directory the kernel creates with mkdir)'
+                        % (self.root, group))
+            if exc.errno == errno.ENOENT:
+                _refuse('resctrl group %s/%s does not exist; create it '
+                        'first' % (self.root, group))
+            raise
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def _write_at(self, dir_fd, name, text, append=False):
+        where = 'in %s' % self.root
+        flags = (os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                 | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC))
+        try:
+            fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO):
+                _refuse('%s %s is a symbolic link or special file; refusing '
+                        'to write it' % (name, where))
+            raise
+        with os.fdopen(fd, 'w', encoding='ascii') as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                _refuse('%s %s is not a regular file; refusing to write it'
+                        % (name, where))
+            # One write: the kernel applies it whole or rejects it.
+            f.write(text)
+
+    def _write_l3(self, dir_fd, masks):
+        masks, info = self._masks(masks)
+        if info['cdp']:
+            resources = {'L3CODE': masks, 'L3DATA': masks}
+        else:
+            resources = {'L3': masks}
+        self._write_at(dir_fd, 'schemata', resctrl.format_schemata(resources))
+
+    # -- operations ----------------------------------------------------
+    def create_group(self, group):
+        resctrl.check_group_name(group)
+        try:
+            os.mkdir(group, 0o755, dir_fd=self.tree.fd)
+        except FileExistsError:
+            pass
+        with self._group_fd(group):
+            pass  # refuses an existing symlink or file of that name
+        return os.path.join(self.root, group)
+
+    def write_l3_masks(self, group, masks):
+        with self._group_fd(group) as gfd:
+            self._write_l3(gfd, masks)
+
+    def write_default_l3_masks(self, masks):
+        self._write_l3(self.tree.fd, masks)
+
+    def assign_cpus(self, group, cpus):
+        if isinstance(cpus, (str, bytes)):
+            _refuse('CPU numbers must be a list of integers, got %r' % cpus)
+        cpus = sorted(set(self._ints(cpus, 'CPU numbers', 0, MAX_CPU)))
+        with self._group_fd(group) as gfd:
+            self._write_at(gfd, 'cpus_list',
+                           ','.join(str(c) for c in cpus) + '\n')
+
+    def assign_task(self, group, pid):
+        (pid,) = self._ints([pid], 'PIDs', 1, MAX_PID)
+        with self._group_fd(group) as gfd:
+            self._write_at(gfd, 'tasks', '%d\n' % pid, append=True)
+
+    def remove_group(self, group):
+        """rmdir a group (idempotent); the kernel removes its files.
+
+        A copied tree keeps them, so there they are removed first.
+        """
+        resctrl.check_group_name(group)
+        try:
+            os.rmdir(group, dir_fd=self.tree.fd)
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            # ENOTDIR: a symlink or file of that name, refused below.
+            if exc.errno not in (errno.ENOTEMPTY, errno.ENOTDIR):
+                raise
+        with self._group_fd(group) as gfd:
+            for name in os.listdir(gfd):
+                st = os.stat(name, dir_fd=gfd, follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    self._remove_dir_at(gfd, name)
+                else:
+                    os.unlink(name, dir_fd=gfd)
+        os.rmdir(group, dir_fd=self.tree.fd)
+        return True
+
+    def _remove_dir_at(self, parent_fd, name):
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+        try:
+            for child in os.listdir(fd):
+                st = os.stat(child, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISDIR(st.st_mode):
+                    self._remove_dir_at(fd, child)
+                else:
+                    os.unlink(child, dir_fd=fd)
+        finally:
+            os.close(fd)
+        os.rmdir(name, dir_fd=parent_fd)
