@@ -37,7 +37,6 @@ from resq_common import exception
 from resq_common import fileutils
 from resq_nova import compute as compute_mod
 from resq_nova import conf as nova_conf
-from resq_nova.conf import clients
 from resq_nova import milp
 from resq_nova.placement import client as placement_client
 
@@ -45,10 +44,7 @@ LOG = logging.getLogger(__name__)
 
 
 def _clients(conf):
-    for group in (clients.PLACEMENT, clients.NOVA):
-        if conf[group].timeout is None:
-            conf.set_override('timeout', conf.resq_optimizer.request_timeout,
-                              group=group)
+    # [placement] and [nova] timeout (30 s by default) bound every request.
     return (placement_client.PlacementClient.from_conf(conf),
             compute_mod.ComputeClient.from_conf(conf))
 

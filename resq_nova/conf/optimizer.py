@@ -67,12 +67,6 @@ ALL_OPTS = [
     cfg.FloatOpt('poll_interval',
                  default=2.0, min=0.01,
                  help='Seconds between two looks at a migrating server.'),
-    cfg.FloatOpt('request_timeout',
-                 default=30.0, min=1.0,
-                 help='Default of the [placement] and [nova] "timeout" '
-                      'options for the optimizer: a Placement or Nova that '
-                      'does not answer within it fails the run with a '
-                      'message, and nothing is proposed.'),
     cfg.ListOpt('notification_topics',
                 default=['notifications'],
                 help='Topics of the optimizer\'s versioned notifications '

@@ -125,8 +125,9 @@ class CommandTest(base.TestCase):
         self.addCleanup(server.close)
         url = 'http://127.0.0.1:%d' % server.getsockname()[1]
         with open(self.conf, 'a') as f:
-            f.write('request_timeout = 1\n[placement]\nendpoint_override = '
-                    '%s\n[nova]\nendpoint_override = %s\n' % (url, url))
+            f.write('[placement]\nendpoint_override = %s\ntimeout = 1\n'
+                    '[nova]\nendpoint_override = %s\ntimeout = 1\n'
+                    % (url, url))
         rc, out, err = self.run_cmd('plan')
         self.assertEqual(1, rc)
         self.assertIn('ERROR: Nova is unreachable', err)
