@@ -39,6 +39,8 @@ and says which constraint failed. Pure logic, no I/O.
 import dataclasses
 import math
 
+from resq_nova import milp
+from resq_nova import packing
 from resq_profiler import exception as prof_exc
 
 DEFAULT_DISCOUNT = 0.03
@@ -249,8 +251,6 @@ def sizings(term, cores_per_server, ways_per_server,
 
     :raises AdmissionRefused: as :func:`size`.
     """
-    from resq_nova import packing
-
     base = size(term, cores_per_server, ways_per_server, discount)
     prof = term.profile
     max_ways = min(prof.max_ways, ways_per_server)
@@ -399,8 +399,6 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
         ``'milp'`` or ``'greedy'``.
     :raises BatchRefused: naming every term that does not fit and why.
     """
-    from resq_nova import milp
-
     shape = servers[0] if servers else Server('none')
     refusals = []
     bases = {}
@@ -446,23 +444,22 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
         except AdmissionRefused as exc:
             refusals.append(exc)
 
-    def cost(opened, placements):
-        return (opened, sum(1 / shape.cores + p.ways / shape.ways
-                            for p in placements))
+    def cost(opened, ways):
+        """Servers opened, then the cluster taken (one core per way)."""
+        return (opened, sum(1 / shape.cores + w / shape.ways for w in ways))
 
     greedy_cost = None
     if not refusals:
         greedy_cost = cost(
             sum(1 for s, c in zip(servers, trial)
                 if c.used_cores and not s.used_cores),
-            [p for _, pl in greedy_out.values() for p in pl])
+            [p.ways for _, pl in greedy_out.values() for p in pl])
     if result is not None and all(
             by_name[n].max_instances is None
             or len(cfg) <= by_name[n].max_instances
             for n, cfg in result.configs.items()) and (
             greedy_cost is None or cost(result.servers, [
-                Placement(n, 0, '', w, 0.0)
-                for n, w, _ in result.assignment]) <= greedy_cost):
+                w for _, w, _ in result.assignment]) <= greedy_cost):
         refusals = []
         targets = in_use + empty
         admitted = {}

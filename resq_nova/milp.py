@@ -75,14 +75,30 @@ class Result:
     assignment: list
 
 
+def _missing(exc):
+    return SolverUnavailable('the optimizer needs Pyomo and HiGHS (pip '
+                             'install pyomo highspy): %s' % exc)
+
+
+def load_pyomo_and_highspy():
+    """``(pyomo.environ, highspy)`` for models HiGHS reads from a file.
+
+    :raises SolverUnavailable: naming what to install.
+    """
+    try:
+        import highspy
+        import pyomo.environ as pyo
+    except ImportError as exc:
+        raise _missing(exc)
+    return pyo, highspy
+
+
 def _load_solver():
     try:
         from pyomo.contrib.appsi.solvers import highs
         import pyomo.environ as pyo
     except ImportError as exc:
-        raise SolverUnavailable(
-            'the optimizer needs Pyomo and HiGHS (pip install pyomo '
-            'highspy): %s' % exc)
+        raise _missing(exc)
     solver = highs.Highs()
     if not solver.available():
         raise SolverUnavailable(

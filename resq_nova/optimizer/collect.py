@@ -50,7 +50,8 @@ def _false(value):
     return str(value).strip().lower() in ('false', '0', 'no', 'off')
 
 
-def _usable(inventory):
+def usable(inventory):
+    """Total less reserved of one inventory record (0 without one)."""
     if not inventory:
         return 0
     return max(int(inventory['total']) - int(inventory.get('reserved', 0)),
@@ -135,7 +136,7 @@ def _host(placement, service, node, servers):
         return None, []
     root_inv = placement.get_inventories(root_uuid)
     root_use = placement.get_usages(root_uuid)
-    pcpu_total = _usable(root_inv.get(PCPU))
+    pcpu_total = usable(root_inv.get(PCPU))
     down = service.get('state') == 'down'
     resq = []
     others = 0
@@ -182,8 +183,8 @@ def _host(placement, service, node, servers):
         cores = _cores_trait(traits)
         if cores is None:
             cores = pcpu_total // len(domains)
-        ways = _usable(inv.get(extra_specs.RC_LLC_WAY))
-        clos = _usable(inv.get(extra_specs.RC_LLC_CLOS))
+        ways = usable(inv.get(extra_specs.RC_LLC_WAY))
+        clos = usable(inv.get(extra_specs.RC_LLC_CLOS))
         mine = held.get(uuid, [0, 0])
         other_ways = max(int(usage.get(extra_specs.RC_LLC_WAY, 0))
                          - mine[0], 0)

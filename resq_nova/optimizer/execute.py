@@ -177,14 +177,13 @@ class Executor:
                        and len(running) < self.concurrency):
                     action = pending[0]
                     inst = by_uuid[action['uuid']]
-                    if ledger.blocker(inst, action['to_host'],
-                                      action['to_domain']):
+                    why = ledger.blocker(inst, action['to_host'],
+                                         action['to_domain'])
+                    if why:
                         if running:
                             break           # wait for a running move
                         self._outcome(action, SKIPPED, 'the plan order no '
-                                      'longer holds: %s' % ledger.blocker(
-                                          inst, action['to_host'],
-                                          action['to_domain']))
+                                      'longer holds: %s' % why)
                         stop = action
                         break
                     pending.pop(0)
@@ -284,7 +283,7 @@ class Executor:
                              (extra_specs.RC_LLC_CLOS, inst.clos)):
                 if not need:
                     continue
-                free = (collect._usable(inv.get(rc)) - int(use.get(rc, 0)))
+                free = (collect.usable(inv.get(rc)) - int(use.get(rc, 0)))
                 if free < need:
                     return ('domain %d of %s has %d %s free, the move needs '
                             '%d' % (action['to_domain'], action['to_host'],

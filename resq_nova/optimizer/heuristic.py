@@ -39,6 +39,8 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
             free[h.name, d.id] = [d.cores, d.ways,
                                   d.clos if d.clos is not None else h.clos]
     clos = {h.name: h.clos for h in snap.hosts}
+    keys_of = {h.name: [(h.name, d.id) for d in h.domains]
+               for h in snap.hosts}
     on_host = collections.defaultdict(list)
     for inst in snap.instances:
         free[inst.host, inst.domain][0] -= inst.cores
@@ -89,7 +91,7 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
     drained = set()
     if only is not None:
         keep.difference_update(only)
-        for key in [k for k in free if k[0] in only]:
+        for key in (k for n in only for k in keys_of[n]):
             buckets[free[key][1]].discard(key)
     candidates = sorted(
         (n for n in (in_use if only is None else only)
@@ -99,7 +101,7 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
                                           else 0), n))
     for name in candidates:
         keep.discard(name)
-        for key in [k for k in free if k[0] == name]:
+        for key in keys_of[name]:
             buckets[free[key][1]].discard(key)
         done = []
         for inst in sorted(on_host[name], key=lambda i: (-i.ways, -i.cores,
@@ -134,7 +136,7 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
             where[inst.uuid] = name
             rebucket(key, old)
         keep.add(name)
-        for key in [k for k in free if k[0] == name]:
+        for key in keys_of[name]:
             if hosts[name].accepts:
                 buckets[free[key][1]].add(key)
     return targets, drained

@@ -42,6 +42,9 @@ feasible answer, so a stage that finds nothing better keeps it.
 import collections
 import dataclasses
 import math
+import os
+import sys
+import tempfile
 import time
 
 from oslo_log import log as logging
@@ -134,7 +137,7 @@ def solve(snap, time_limit=60.0, mip_gap=0.0, first_share=0.6):
 
 
 def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
-    pyo, _ = milp._load_solver()
+    pyo, highspy = milp.load_pyomo_and_highspy()
     stage_started = time.monotonic()
     fixed = fixed_instances(snap)
     anti = {}
@@ -301,7 +304,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
                 m.c.add(quick(terms) <= 1 - fixed_anti[gi, hi])
     m.hosts = pyo.Objective(expr=quick(m.open[hi] for hi in m.open))
 
-    runner = _HighsRun(m, pyo)
+    runner = _HighsRun(m, highspy)
     build_s = time.monotonic() - stage_started
     deadline1 = stage_started + time_limit * first_share
     t0 = time.monotonic()
@@ -356,7 +359,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
                  hosts_before, status1)
         result = _unchanged(snap, hosts_before, fixed, started, status1)
         result.lower_bound = min(lower, hosts_before)
-        result.gap_pct = _gap(hosts_before, result.lower_bound)
+        result.gap_pct = gap_pct(hosts_before, result.lower_bound)
         result.build_s, result.solve_s = build_s, solve_s
         return result
 
@@ -393,7 +396,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
              moves_lower, status2, h_hosts, h_moves, build_s, solve_s)
     return Result(hosts_before=hosts_before, hosts_after=hosts_after,
                   lower_bound=min(lower, hosts_after),
-                  gap_pct=_gap(hosts_after, lower), targets=targets,
+                  gap_pct=gap_pct(hosts_after, lower), targets=targets,
                   moves_lower_bound=min(moves_lower, moves),
                   status='%s/%s' % (status1, status2), build_s=build_s,
                   solve_s=solve_s, fixed=fixed)
@@ -434,28 +437,25 @@ class _HighsRun:
     highspy 1.16).
     """
 
-    def __init__(self, model, pyo):
-        import highspy
-        import tempfile
-
+    def __init__(self, model, highspy):
         self._highspy = highspy
         with tempfile.TemporaryDirectory(prefix='resq-plan-') as tmp:
-            path = tmp + '/plan.lp'
+            path = os.path.join(tmp, 'plan.lp')
             _, smap_id = model.write(
                 path, io_options={'symbolic_solver_labels': False})
             smap = model.solutions.symbol_map[smap_id]
-            self.h = _new_highs(highspy)
-            self.h.setOptionValue('output_flag', False)
-            self.h.readModel(path)
+            # The model lives in an instance that never runs; each run gets
+            # its own (see _fresh).
+            self.model = _new_highs(highspy)
+            self.model.readModel(path)
+        self.h = None
         # HiGHS's own time limit is not checked everywhere (its dual simplex
         # at the root of a large model overran it threefold): interrupt it
         # from its callbacks at our deadline as well.
         self._deadline = None
-        self.model = self.h
-        lp = self.h.getLp()
-        names = lp.col_names_
+        lp = self.model.getLp()
         self.lower = list(lp.col_lower_)
-        self.cols = [smap.bySymbol.get(n) for n in names]
+        self.cols = [smap.bySymbol.get(n) for n in lp.col_names_]
         self.col_of = {id(v): i for i, v in enumerate(self.cols)
                        if v is not None}
 
@@ -493,7 +493,6 @@ class _HighsRun:
         its own instance, with the callbacks only for branch and bound.
         """
         h = _new_highs(self._highspy)
-        h.setOptionValue('output_flag', False)
         h.passModel(self.model.getLp())
         if interruptible:
             self._watch(h)
@@ -557,9 +556,6 @@ def _new_highs(highspy):
     HiGHS writes its copyright banner from C++ when the first instance is
     made; commands print their results on standard output.
     """
-    import os
-    import sys
-
     sys.stdout.flush()
     saved = os.dup(1)
     try:
@@ -577,7 +573,8 @@ def _finite(value):
     return value if value is not None and math.isfinite(value) else None
 
 
-def _gap(value, lower):
+def gap_pct(value, lower):
+    """How far ``value`` may be above the proven ``lower``, in percent."""
     return (value - lower) / value * 100.0 if value else 0.0
 
 

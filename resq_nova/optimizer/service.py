@@ -97,15 +97,15 @@ class Optimizer:
                         execute.APPLIED, execute.PLAN_FAILED):
                     plan['status'] = execute.REFUSED
                     plan['result'] = str(exc)
-                    path = self._save(plan, path)
+                    path = self._save(plan)
                     self._notify(notifier_mod.FAILED, plan)
                 raise
-            path = self._save(plan, path)
+            path = self._save(plan)
         self._notify(notifier_mod.APPLIED if plan['status'] == execute.APPLIED
                      else notifier_mod.FAILED, plan)
         return plan, path
 
-    def _save(self, plan, path):
+    def _save(self, plan):
         """Store the plan with its outcomes (by its id, in the store).
 
         A plan applied from a file outside the store is stored there too;
