@@ -79,8 +79,7 @@ class ResQWeigher(weights.BaseHostWeigher):
 
     def _client(self):
         if self._placement is None:
-            from nova.scheduler.client import report
-            self._placement = report.report_client_singleton()
+            self._placement = scheduler.placement_client()
         return self._placement
 
     def _llc_usage(self, request):
