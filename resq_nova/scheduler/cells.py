@@ -60,6 +60,10 @@ class CellMap:
         self._next = 0.0
         self._lock = threading.Lock()
 
+    def hosts(self):
+        """``{compute node uuid: {cell: provider uuid or None}}`` now."""
+        return self._cells
+
     def provider(self, compute_uuid, cell):
         """The provider of ``cell``'s cache domain on a host.
 

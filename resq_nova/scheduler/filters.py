@@ -88,7 +88,8 @@ class ResQFilter(filters.BaseHostFilter):
         fits = {}
         numa_state = scheduler.numa_state
         domain_map = cache_domain.domain_map
-        provider_of = self.cells.provider
+        provider_uuid = cache_domain.provider_uuid
+        host_cells = self.cells.hosts()
         suffix = request.group_suffix
         passed = []
         for host in hosts:
@@ -128,7 +129,11 @@ class ResQFilter(filters.BaseHostFilter):
                         if any(rp in domains
                                for rp in c['mappings'].get(suffix, ()))]
             else:
-                rp = provider_of(host.uuid, cell)
+                cells = host_cells.get(host.uuid)
+                if cells is None:
+                    rp = provider_uuid(host.uuid, cell)
+                else:
+                    rp = cells.get(cell)
                 if rp is None:
                     LOG.debug('ResQFilter: the cores of NUMA cell %s of %s '
                               'share no single cache domain', cell, host)
