@@ -199,7 +199,8 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
         info = tree.info()
         ids = tree.domains()
         foreign = [g for g in tree.groups()
-                   if not resctrl.GROUP_RE.match(g)]
+                   if not resctrl.GROUP_RE.match(g)
+                   or g.startswith(resctrl.PROFILER_PREFIX)]
     except (exception.ResctrlError, OSError, ValueError) as exc:
         reason = str(getattr(exc, 'message', exc))
     if reason is not None:
@@ -221,7 +222,7 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     # cachetune groups, other tools'): the others are not ours to give.
     num_closids = max(info['num_closids'] - len(foreign), 0)
     if foreign:
-        warn('resctrl groups resq-nova does not own hold %d of the %d '
+        warn('resctrl groups the agent does not own hold %d of the %d '
              'classes of service: %s; %d remain for the default group and '
              'ResQ instances', len(foreign), info['num_closids'],
              ', '.join(sorted(foreign)), num_closids)

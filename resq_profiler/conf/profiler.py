@@ -124,8 +124,9 @@ command_opts = [
     RESCTRL_ROOT_OPT,
     cfg.StrOpt('resctrl_group', default='resq-profiler',
                help='Name of the resctrl group the profiler creates for the '
-                    'NF (must start with "resq-"); removed when profiling '
-                    'ends.'),
+                    'NF (must start with "resq-profiler", a name resq-agent '
+                    'leaves alone when both run on one host); removed when '
+                    'profiling ends.'),
 ]
 
 ALL_OPTS = profile_opts + model_opts + command_opts

@@ -157,12 +157,13 @@ class DiscoveryTest(base.TestCase):
     def test_foreign_groups_hold_classes_of_service(self):
         topo, _ = self.discover(ways=20, num_closids=8, domains={0: (0, 1)},
                                 foreign=('other-app', 'qemu-1-vm-vcpus_0',
-                                         'resq-mine'))
-        # resq- groups are ours; the two others each hold a CLOS.
-        self.assertEqual(6, topo.domains[0].num_closids)
+                                         'resq-mine', 'resq-profiler'))
+        # resq- groups are the agent's; the profiler's and the two others
+        # each hold a CLOS.
+        self.assertEqual(5, topo.domains[0].num_closids)
         clos = discovery.cache_domain_of(topo.domains[0], 1).inventory()[
             'CUSTOM_LLC_CLOS']
-        self.assertEqual(6, clos['total'])
+        self.assertEqual(5, clos['total'])
 
     def test_default_group_keeps_min_cbm_bits(self):
         topo, _ = self.discover(ways=20, min_cbm_bits=4, ddio_ways=0)
