@@ -37,7 +37,7 @@ simplification:
 * **Leaky DMA.** When the in-flight buffers of the NFs exceed DDIO's ways
   (unsized queues: 2 x 2048 descriptors per NF), the excess is written to
   DRAM, crosses the bus again when the NIC sends it and costs the NF a
-  miss per cache line of the packet when it reads it; buffers in DDIO's ways
+  miss for each line of metadata and headers it reads; buffers in DDIO's ways
   also take that space from NFs whose partition includes them.
 * **Latency under contention.** The p95 sojourn of a queue whose load is
   the offered rate over the *contended* capacity: an NF slowed by its
@@ -59,9 +59,11 @@ import numpy
 from resq_profiler import nfmodel
 
 CACHE_LINE = nfmodel.CACHE_LINE
-# A leaked packet crosses the memory bus three times: the NIC's write to
-# DRAM, the core's read, the NIC's read to transmit.
-LEAK_TRANSFERS = 3
+# A leaked packet crosses the memory bus twice, the NIC's write to DRAM and
+# its read to transmit; the core reads only the buffer's metadata and the
+# headers, which miss.
+LEAK_TRANSFERS = 2
+HEADER_LINES = 2
 # References per cache line over which footprint tables are tabulated.
 _LOG_K = numpy.linspace(math.log(1e-5), math.log(1e7), 721)
 _NODES, _WEIGHTS = numpy.polynomial.legendre.leggauss(160)
@@ -311,7 +313,8 @@ def simulate_server(instances, platform=nfmodel.Platform(), synthetic=(),
                     syn_bytes += row[2] * miss * CACHE_LINE
         traffic_bytes = syn_bytes
         for i, (m, inst) in enumerate(zip(models, instances)):
-            lines = leak * nfmodel.buffer_lines(inst.traffic.packet_bytes)
+            lines = leak * min(HEADER_LINES, nfmodel.buffer_lines(
+                inst.traffic.packet_bytes))
             caps[i] = hz / m.cycles(occupancy[i], speed, lines) / 1e6
             offered = inst.offered_mpps
             rate = caps[i] if offered is None else min(offered, caps[i])
@@ -319,7 +322,8 @@ def simulate_server(instances, platform=nfmodel.Platform(), synthetic=(),
             traffic_bytes += rates[i] * 1e6 * (
                 m.spec.l3_refs_per_packet * m.miss_ratio(occupancy[i])
                 * CACHE_LINE
-                + leak * inst.traffic.packet_bytes * 2 * LEAK_TRANSFERS)
+                + leak * (inst.traffic.packet_bytes * LEAK_TRANSFERS
+                          + HEADER_LINES * CACHE_LINE))
         util = traffic_bytes / (platform.mem_bw_gbps * 1e9)
         speed = 0.5 * speed + 0.5 * nfmodel.memory_speed(util)
     outcomes = []
@@ -343,7 +347,7 @@ def truth_nf(spec, traffic=nfmodel.Traffic()):
 def solo(spec, ways, traffic=nfmodel.Traffic(), offered_mpps=None,
          platform=nfmodel.Platform()):
     """One instance alone with ``ways`` ways of CAT and sized buffers."""
-    inst = nfmodel.Instance(spec, frozenset(range(ways)), traffic,
+    inst = nfmodel.Instance(spec, frozenset(range(int(ways))), traffic,
                             offered_mpps, None)
     return simulate_server([inst], platform)[0]
 
