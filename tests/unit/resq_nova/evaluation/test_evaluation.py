@@ -196,6 +196,16 @@ class EvaluateTest(base.TestCase):
                          set(doc['predictor']['per_nf']))
         self.assertIn('Figure 10', run.table(doc))
 
+    def test_prediction_error_formula(self):
+        term = slosets.make('sensitive', _profiles(), 1)[0]
+        placed = [cluster.Placed(term, 0, cluster.ALL_WAYS, 1.0,
+                                 predicted_mpps=p) for p in (1.8, 2.2)]
+        placed.append(cluster.Placed(term, 0, cluster.ALL_WAYS, 1.0))
+        outs = [truth.Outcome(1.0, 2.0, 10.0, 0.0, 0.0, 0.0)] * 3
+        # +10% (pessimistic) and -10% (optimistic); no prediction ignored.
+        self.assertEqual((0.0, 10.0), run.prediction_error(placed, outs))
+        self.assertIsNone(run.prediction_error(placed[2:], outs[2:]))
+
     def test_bad_input(self):
         self.assertRaises(ValueError, run.evaluate, self.conf, ['mixed'],
                           ['agnostic'], terms=5, noise_pct=-1)
