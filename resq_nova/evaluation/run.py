@@ -171,6 +171,7 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
                 'gap_pct': rows['resq_optimal']['gap_pct']}
     if 'prediction' in schemes:
         doc['predictor'] = dobrescu.figure10(predictor)
+        doc['predictor']['profiling_runs'] = predictor.measurements
     return doc
 
 

@@ -93,8 +93,7 @@ def even_cat(terms, cores, ways, **_):
     return placed
 
 
-def prediction(terms, cores, ways, packet_bytes=64, predictor=None,
-               stats=None, **_):
+def prediction(terms, cores, ways, packet_bytes=64, predictor=None, **_):
     """Prediction-based first fit (ResQ §6.2 after Dobrescu et al.).
 
     An instance goes on the first server where the predicted throughput of
@@ -146,8 +145,6 @@ def prediction(terms, cores, ways, packet_bytes=64, predictor=None,
         for j, (name, _, p) in enumerate(members):
             p.predicted_mpps = predictor.predict(name,
                                                  names[:j] + names[j + 1:])
-    if stats is not None:
-        stats['predictor_measurements'] = predictor.measurements
     return placed
 
 

@@ -195,6 +195,9 @@ class EvaluateTest(base.TestCase):
         self.assertEqual(set(catalog.names()),
                          set(doc['predictor']['per_nf']))
         self.assertIn('Figure 10', run.table(doc))
+        # A curve of 12 pressure levels and a solo reference count per NF.
+        self.assertEqual(9 * (len(dobrescu.PRESSURE_LEVELS) + 1),
+                         doc['predictor']['profiling_runs'])
 
     def test_prediction_error_formula(self):
         term = slosets.make('sensitive', _profiles(), 1)[0]
