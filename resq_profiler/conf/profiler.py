@@ -65,6 +65,13 @@ model_opts = [
                       'emulate run-to-run variance. 0 gives exact values.'),
     cfg.IntOpt('model_seed', default=0,
                help='Seed of the model driver\'s noise.'),
+    cfg.StrOpt('model_truth', default='nfmodel',
+               choices=[('nfmodel', 'the analytic NF model the planner '
+                         'uses (resq_profiler.nfmodel)'),
+                        ('testbed', 'the simulated testbed the cluster '
+                         'evaluation judges placements with '
+                         '(resq_profiler.truth)')],
+               help='What the model driver measures.'),
 ]
 
 command_opts = [
