@@ -474,9 +474,16 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
         except AdmissionRefused as exc:
             refusals.append(exc)
 
+    core_price, way_price = prices(servers)
+
     def cost(opened, ways):
-        """Servers opened, then the cluster taken (one core per way)."""
-        return (opened, sum(1 / shape.cores + w / shape.ways for w in ways))
+        """Servers opened, then the cluster taken.
+
+        A core per instance and its ways, priced by their scarcity as
+        :func:`admit` prices them.
+        """
+        return (opened, sum(core_price / shape.cores
+                            + way_price * w / shape.ways for w in ways))
 
     greedy_cost = None
     if not refusals:
