@@ -48,8 +48,42 @@ def _bars(doc, metric, ylabel, title, path, schemes):
         pyplot.close(fig)
 
 
+CHAIN_LABELS = {'default': 'Equal shares', 'rate_cost': 'Rate-cost shares',
+                'backpressure': 'Backpressure',
+                'nfvnice': 'Rate-cost + backpressure'}
+
+
+def _chains(chains, path):
+    """Throughput, drops and wasted work per chain scenario and variant."""
+    from matplotlib import pyplot
+    names = list(chains)
+    metrics = (('throughput_mpps', 'throughput (Mpps)'),
+               ('drop_pct', 'packets dropped (%)'),
+               ('wasted_work_pct', 'wasted CPU cycles (%)'))
+    fig, axes = pyplot.subplots(1, len(metrics), figsize=(12, 4))
+    try:
+        width = 0.8 / len(CHAIN_LABELS)
+        for ax, (metric, label) in zip(axes, metrics):
+            for i, (variant, text) in enumerate(CHAIN_LABELS.items()):
+                xs = [j + i * width for j in range(len(names))]
+                bars = ax.bar(xs, [chains[n][variant][metric]
+                                   for n in names], width, label=text)
+                ax.bar_label(bars, fmt='%g', fontsize='xx-small')
+            ax.set_xticks([j + width * (len(CHAIN_LABELS) - 1) / 2
+                           for j in range(len(names))])
+            ax.set_xticklabels(names)
+            ax.set_ylabel(label)
+            ax.grid(True, axis='y', alpha=0.3)
+        axes[0].legend(fontsize='x-small')
+        fig.suptitle('Chains on a shared core (cf. NFVnice)')
+        fig.tight_layout()
+        plot.save_figure(fig, path)
+    finally:
+        pyplot.close(fig)
+
+
 def write(doc, directory):
-    """Write violations.png and servers.png; return their paths."""
+    """Write violations.png, servers.png, chains.png; return their paths."""
     os.makedirs(directory, exist_ok=True)
     schemes = [s for s in LABELS if any(s in rows for rows in
                                         doc['sets'].values())]
@@ -62,4 +96,8 @@ def write(doc, directory):
     _bars(doc, 'servers', 'servers used',
           'Resource efficiency (cf. ResQ Figure 9)', servers,
           [s for s in schemes if s not in ('agnostic', 'even_cat')])
-    return [viol, servers]
+    paths = [viol, servers]
+    if doc.get('chains'):
+        paths.append(os.path.join(directory, 'chains.png'))
+        _chains(doc['chains'], paths[-1])
+    return paths

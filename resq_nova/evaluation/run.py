@@ -13,6 +13,7 @@
 
 import time
 
+from resq_nova.evaluation import chains as chains_mod
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import schemes as schemes_mod
 from resq_nova.evaluation import slosets
@@ -43,7 +44,8 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
     """Place every SLO set with every scheme and measure the result.
 
     :returns: the JSON-ready document ``{"sets": {set: {scheme: {...}}},
-        "ratios": ..., "config": ...}``.
+        "ratios": ..., "config": ..., "chains": ...}``, ``chains`` from
+        :func:`resq_nova.evaluation.chains.evaluate`.
     """
     if cores <= 0 or ways <= 0:
         raise ValueError('servers need at least one core and one way (got '
@@ -115,6 +117,8 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
                                            / rows['resq_optimal']['servers'],
                                            4),
                 'gap_pct': rows['resq_optimal']['gap_pct']}
+    # NFVnice's mechanisms on service chains sharing a core.
+    doc['chains'] = chains_mod.evaluate()
     return doc
 
 
@@ -141,4 +145,6 @@ def table(doc):
         lines.append('%s: greedy uses %.2fx the servers of the optimal '
                      'schedule (MILP gap %.2f%%)' % (
                          set_name, r['greedy_to_optimal'], r['gap_pct']))
+    if doc.get('chains'):
+        lines.append(chains_mod.table(doc['chains']))
     return '\n'.join(lines)
