@@ -87,14 +87,18 @@ def _nfvnice(conf):
     # nothing, so at least two are run.
     ctl = _nfvnice_controller(conf)
     passes = max(2, conf.command.passes)
+    actions = []
     for n in range(passes):
         if n:
             time.sleep(conf.resq_agent.nfvnice_interval)
         summary = ctl.run_once()
+        actions += summary.get('actions', [])
+    # The last pass's measurements, every pass's writes.
+    summary['actions'] = actions
     _print(summary)
     failed = [a for a in summary.get('actions', ())
               if a.get('outcome') in ('failed', 'missing', 'foreign')]
-    return 1 if 'error' in summary or failed else 0
+    return 1 if 'error' in summary or summary['errors'] or failed else 0
 
 
 def _print(doc):
@@ -118,7 +122,9 @@ def _add_parsers(subparsers):
     p.set_defaults(func=_status)
     p = subparsers.add_parser(
         'nfvnice', help='run NFVnice passes (CPU shares, backpressure) '
-        'nfvnice_interval seconds apart, print the last one as JSON')
+        'nfvnice_interval seconds apart, print the last one (and every '
+        'pass\'s actions) as JSON; exit '
+        '1 if something could not be read or written')
     p.add_argument('--passes', type=int, default=2,
                    help='passes to run (at least 2: rates need two '
                    'readings)')

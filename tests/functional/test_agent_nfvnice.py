@@ -6,6 +6,8 @@ Nova-shaped domains of libvirt's test:///default driver. The controller's
 clock is the test's, so that the rates are exact.
 """
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -14,6 +16,7 @@ import time
 
 import fixtures
 
+from resq_agent.cmd import agent as agent_cmd
 from resq_agent.nfvnice import controller
 from resq_agent import ovs
 from resq_agent import virt
@@ -281,3 +284,48 @@ class NfvniceTest(base.TestCase):
         # Neither policers nor shares change on what was not measured.
         self.assertEqual([], summary['actions'])
         self.assertEqual({}, summary['shares'])
+
+
+class NfvniceCommandTest(base.TestCase):
+    """``resq-agent nfvnice`` against the same real services."""
+
+    def setUp(self):
+        super().setUp()
+        self.ovsdb = self.useFixture(ovsdb.OvsdbServer())
+        domains = self.useFixture(libvirt_fixture.NovaDomains())
+        domains.add(VM_A, [3])
+        domains.add(VM_B, [3])
+        self.ovsdb.add_interface('br-phy', 'dpdk0', 'dpdk')
+        self.chains = self.write_json('chains.json', {'chains': [
+            {'name': 'c', 'entry_port': 'dpdk0',
+             'instances': [VM_A, VM_B]}]})
+        self.conf_file = os.path.join(self.tmp, 'agent.conf')
+        with open(self.conf_file, 'w') as f:
+            f.write('[resq_agent]\nlibvirt_uri = %s\novsdb_connection = %s\n'
+                    'nfvnice = true\nnfvnice_interval = 0.5\n'
+                    'nfvnice_chains_file = %s\n' % (
+                        libvirt_fixture.URI, self.ovsdb.connection,
+                        self.chains))
+
+    def run_main(self, *args):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = agent_cmd.main(['--config-file', self.conf_file] +
+                                list(args))
+        return rc, json.loads(out.getvalue()), err.getvalue()
+
+    def test_passes_print_outcomes(self):
+        rc, doc, _ = self.run_main('nfvnice', '--passes', '2')
+        self.assertEqual(0, rc)
+        # No statistics published: rates unknown, equal shares.
+        self.assertEqual({VM_A: 1024, VM_B: 1024}, doc['shares'])
+        self.assertEqual('none', doc['chains']['c']['action'])
+        self.assertEqual([], doc['errors'])
+        self.assertEqual({'unconfirmed'}, {a['outcome'] for a in
+                                           doc['actions']})
+
+    def test_bad_chains_file_fails_the_command(self):
+        self.write_json('chains.json', {'chains': [{'name': 'c'}]})
+        rc, doc, _ = self.run_main('nfvnice', '--passes', '2')
+        self.assertEqual(1, rc)
+        self.assertIn('chains[0].entry_port', doc['errors'][0])

@@ -1,4 +1,5 @@
 import math
+import threading
 from unittest import mock
 
 import fixtures
@@ -9,6 +10,7 @@ from resq_agent.nfvnice import chains
 from resq_agent.nfvnice import controller
 from resq_agent.nfvnice import rates
 from resq_agent.nfvnice import shares
+from resq_agent import service
 from resq_agent import virt
 from tests import base
 from tests.fixtures import libvirt as libvirt_fixture
@@ -327,3 +329,26 @@ class ControllerConfigTest(base.TestCase):
         exc = self.assertRaises(controller.InvalidNfvniceConfig,
                                 controller.Controller, self.conf, None, None)
         self.assertIn('backpressure_low_drop_ratio', str(exc))
+
+
+class ServiceRunEveryTest(base.TestCase):
+
+    def test_periodic_until_stopped(self):
+        svc = service.AgentService(self.conf, mock.Mock(), host='h')
+        calls = []
+        done = threading.Event()
+
+        def tick():
+            calls.append(1)
+            if len(calls) == 3:
+                done.set()
+            if len(calls) == 2:
+                raise RuntimeError('one failed pass')
+
+        svc.run_every('t', 0.01, tick)
+        self.assertTrue(done.wait(5))
+        svc._stop.set()
+        for thread in svc._threads:
+            thread.join(5)
+        # A failing pass is logged and the next one still runs.
+        self.assertGreaterEqual(len(calls), 3)
