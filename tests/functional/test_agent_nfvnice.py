@@ -200,6 +200,16 @@ class NfvniceTest(base.TestCase):
                        'chain': 'fw-nat', 'rate_kbps': 57000,
                        'burst_kb': 5700, 'outcome': 'set'},
                       summary['actions'])
+        # Drops between the thresholds: the policer holds, nothing written.
+        self.traffic(1.0, **{
+            'dpdk0': {'rx_packets': 4750, 'rx_bytes': 7125000},
+            'vhu-a': {'tx_packets': 4750},
+            'vhu-b': {'tx_packets': 4730, 'tx_dropped': 20}})
+        summary = self.ctl.run_once()
+        self.assertEqual('hold', summary['chains']['fw-nat']['action'])
+        self.assertEqual([], [a for a in summary['actions']
+                              if a['action'] == 'police'])
+        self.assertEqual((57000, 5700, 'fw-nat'), self.policer('dpdk0'))
         # Policed, B keeps up: the policer is raised step by step and goes
         # once it passes the chain's rate when it was marked.
         rates = []
