@@ -81,8 +81,12 @@ class Backpressure:
         for name in set(self._state) - set(names):
             del self._state[name]
 
+    def burst(self, rate_kbps):
+        """The policer burst (kbit) for a rate."""
+        return max(MIN_BURST_KB, int(rate_kbps * self.burst_ratio))
+
     def _police(self, chain, action, st, ratio, reason):
-        burst = max(MIN_BURST_KB, int(st.rate_kbps * self.burst_ratio))
+        burst = self.burst(st.rate_kbps)
         return Decision(chain, action, st.rate_kbps, burst, st.bottleneck,
                         ratio, reason)
 

@@ -34,6 +34,9 @@ agent runs. Example::
   CPU shares use (from the NF's profile or a measurement; without one the
   NFs of a group count as equally costly). A chain of one NF is how an
   on-demand NF is policed when its demand exceeds what it can be given.
+* ``max_kbps`` (optional): a cap on the chain's input (ResQ polices an
+  on-demand NF's input at a user-specified cap); the entry is always
+  policed at it, and backpressure only ever polices lower.
 """
 
 import dataclasses
@@ -57,6 +60,7 @@ class Chain:
     name: str
     entry_port: str
     instances: tuple         # UUIDs, upstream first
+    max_kbps: int = None     # the tenant's cap, always policed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +130,12 @@ def parse(doc, path='<memory>'):
                               'has cost %r in another chain; give one '
                               'cost per NF' % (uuid, costs[uuid]))
                 costs[uuid] = float(cost)
-        chains.append(Chain(name, port, tuple(uuids)))
+        cap = entry.get('max_kbps')
+        if cap is not None and (isinstance(cap, bool)
+                                or not isinstance(cap, int) or cap <= 0):
+            raise bad(where + '.max_kbps', 'must be a positive whole number '
+                      'of kbit/s (or left out for no cap), got %r' % (cap,))
+        chains.append(Chain(name, port, tuple(uuids), cap))
     return ChainSet(tuple(chains), costs)
 
 

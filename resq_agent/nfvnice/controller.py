@@ -209,11 +209,16 @@ class Controller:
                          '%d kbit/s', chain.name, decision.action,
                          decision.reason, chain.entry_port,
                          decision.rate_kbps)
-            if decision.rate_kbps:
+            rate, burst = decision.rate_kbps, decision.burst_kb
+            if chain.max_kbps and (not rate or rate > chain.max_kbps):
+                rate = chain.max_kbps
+                burst = self.backpressure.burst(rate)
+                report[chain.name]['rate_kbps'] = rate
+                report[chain.name]['burst_kb'] = burst
+            if rate:
                 have = wanted.get(chain.entry_port)
-                if have is None or decision.rate_kbps < have[0]:
-                    wanted[chain.entry_port] = (decision.rate_kbps,
-                                                decision.burst_kb, chain.name)
+                if have is None or rate < have[0]:
+                    wanted[chain.entry_port] = (rate, burst, chain.name)
         self.backpressure.forget(c.name for c in chain_set.chains)
         actions = []
         try:

@@ -295,6 +295,21 @@ class NfvniceTest(base.TestCase):
         self.assertEqual([], summary['actions'])
         self.assertEqual({}, summary['shares'])
 
+    def test_cap_is_always_policed_and_backpressure_goes_below(self):
+        self.write_chains([{'name': 'od', 'entry_port': 'dpdk0',
+                            'instances': [VM_A], 'max_kbps': 40000}])
+        self.traffic(0, **{'vhu-a': {}, 'dpdk0': {}})
+        summary = self.ctl.run_once()
+        self.assertEqual('none', summary['chains']['od']['action'])
+        self.assertEqual((40000, 4000, 'od'), self.policer('dpdk0'))
+        # A drops a quarter of 30000 kbit/s: backpressure polices lower.
+        self.traffic(1.0, **{
+            'dpdk0': {'rx_packets': 2500, 'rx_bytes': 3750000},
+            'vhu-a': {'tx_packets': 1875, 'tx_dropped': 625}})
+        summary = self.ctl.run_once()
+        self.assertEqual('mark', summary['chains']['od']['action'])
+        self.assertEqual((21375, 2137, 'od'), self.policer('dpdk0'))
+
 
 class NfvniceCommandTest(base.TestCase):
     """``resq-agent nfvnice`` against the same real services."""
