@@ -5,6 +5,7 @@ from unittest import mock
 import fixtures
 import libvirt
 
+from resq_agent.cmd import agent
 from resq_agent.nfvnice import backpressure
 from resq_agent.nfvnice import chains
 from resq_agent.nfvnice import controller
@@ -356,3 +357,26 @@ class ServiceRunEveryTest(base.TestCase):
             thread.join(5)
         # A failing pass is logged and the next one still runs.
         self.assertGreaterEqual(len(calls), 3)
+
+
+class RunCommandTest(base.TestCase):
+
+    def _run(self):
+        mgr, svc = mock.Mock(), mock.Mock()
+        mgr.hypervisor = virt.Hypervisor(libvirt_fixture.URI)
+        with mock.patch.object(agent, '_manager', return_value=mgr), \
+                mock.patch('resq_agent.service.AgentService',
+                           return_value=svc):
+            self.assertEqual(0, agent._run(self.conf))
+        return svc
+
+    def test_service_runs_the_pass_when_enabled(self):
+        self.flags('resq_agent', nfvnice=True, nfvnice_interval=3.0,
+                   dma_sizing=False, ovsdb_connection='')
+        name, interval, func = self._run().run_every.call_args[0]
+        self.assertEqual(('resq-agent-nfvnice', 3.0), (name, interval))
+        self.assertIsInstance(func.__self__, controller.Controller)
+
+    def test_off_by_default(self):
+        self.flags('resq_agent', dma_sizing=False)
+        self.assertFalse(self._run().run_every.called)
