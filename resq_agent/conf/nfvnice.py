@@ -39,6 +39,21 @@ NFVNICE_OPTS = [
                     'cycles_per_packet each). Read again when it changes. '
                     'Unset: no backpressure, and CPU shares count every '
                     'NF as equally costly per packet.'),
+    cfg.StrOpt('nfvnice_profile_dir',
+               help='Directory of the NF profiles resq-profiler writes (the '
+                    'same as [resq] profile_dir, e.g. a shared or synced '
+                    'directory). An instance whose flavor names a profile '
+                    '(resq:profile) costs cpu_ghz x 1000 / its peak Mpps '
+                    'cycles per packet, unless the chains file gives its '
+                    'cycles_per_packet. Unset: costs come from the chains '
+                    'file only.'),
+    cfg.FloatOpt('nfvnice_cpu_ghz',
+                 default=2.6, min=0.1,
+                 help='Core clock (GHz) that converts a profile\'s '
+                      'throughput into cycles per packet. It matters only '
+                      'where profile costs meet chains-file costs in one '
+                      'group of NFs; set it to the hosts\' nominal '
+                      'frequency.'),
     cfg.BoolOpt('cpu_shares',
                 default=True,
                 help='With nfvnice on: set the CPU weight (libvirt '

@@ -24,6 +24,7 @@ from oslo_log import log as logging
 
 from resq_agent.nfvnice import backpressure as bp_mod
 from resq_agent.nfvnice import chains as chains_mod
+from resq_agent.nfvnice import costs as costs_mod
 from resq_agent.nfvnice import rates as rates_mod
 from resq_agent.nfvnice import shares as shares_mod
 from resq_agent import ovs
@@ -64,6 +65,8 @@ class Controller:
         except ValueError as exc:
             raise InvalidNfvniceConfig(reason=exc)
         self.chain_file = chains_mod.ChainFile(opts.nfvnice_chains_file)
+        self.profile_costs = costs_mod.ProfileCosts(
+            opts.nfvnice_profile_dir, opts.nfvnice_cpu_ghz)
         self.tracker = rates_mod.RateTracker(clock)
         self._applied = {}        # uuid -> (domain id, shares, outcome)
         self._chains_error = None
@@ -142,11 +145,14 @@ class Controller:
         reserved = {i.uuid for i in instances
                     if i.extra_specs.get('resq:slo') == extra_specs.RESERVED}
         cpus = {i.uuid: i.cpus for i in instances}
+        by_uuid = {i.uuid: i for i in instances}
         actions = []
         for group in shares_mod.groups(cpus, reserved):
+            cost = {u: costs.get(u) or self.profile_costs.cost(by_uuid[u])
+                    for u in group}
             wanted = shares_mod.compute(
                 [shares_mod.Demand(u, nf_rates.get(u, (None, None))[0],
-                                   costs.get(u)) for u in group],
+                                   cost[u]) for u in group],
                 opts.cpu_shares_min, opts.cpu_shares_max)
             for uuid in group:
                 action = self._apply_share(uuid, wanted[uuid],

@@ -20,14 +20,19 @@ from resq_agent.cmd import agent as agent_cmd
 from resq_agent.nfvnice import controller
 from resq_agent import ovs
 from resq_agent import virt
+from resq_profiler import profile as profile_mod
+from resq_profiler import store as store_mod
 from tests import base
 from tests.fixtures import libvirt as libvirt_fixture
 from tests.fixtures import ovsdb
+from tests.unit.resq_profiler import test_profile
 
 VM_A = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0b01'
 VM_B = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0b02'
 VM_R = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0b03'
 VM_D = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0b04'
+VM_E = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0b05'
+VM_F = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0b06'
 COUNTERS = ('tx_packets', 'tx_dropped', 'rx_packets', 'rx_bytes')
 
 
@@ -67,6 +72,10 @@ class NfvniceTest(base.TestCase):
         self.ctl = controller.Controller(
             self.conf, virt.Hypervisor(libvirt_fixture.URI), self.ports,
             clock=lambda: self.now)
+
+    def add_vm_port(self, vm, name):
+        self.ovsdb.add_interface('br-int', name, 'dpdkvhostuserclient',
+                                 external_ids={'vm-uuid': vm})
 
     def write_chains(self, chains):
         with open(self.chains, 'w') as f:
@@ -159,6 +168,36 @@ class NfvniceTest(base.TestCase):
         acts = self.shares_actions(self.ctl.run_once())
         self.assertEqual([VM_A], list(acts))
         self.assertEqual(1536, acts[VM_A]['shares'])
+
+    def test_cost_from_the_profile_or_the_chains_file(self):
+        profiles = os.path.join(self.tmp, 'profiles')
+        store_mod.ProfileStore(profiles).put(profile_mod.Profile.from_dict(
+            test_profile.make_doc()))          # 5.5 Mpps at best
+        self.flags('resq_agent', nfvnice_profile_dir=profiles,
+                   nfvnice_cpu_ghz=2.2)
+        ctl = controller.Controller(
+            self.conf, virt.Hypervisor(libvirt_fixture.URI), self.ports,
+            clock=lambda: self.now)
+        # E names the profile (400 cycles a packet at 2.2 GHz); F's cost
+        # is in the chains file. They share pCPU 7.
+        xml = libvirt_fixture.nova_domain_xml(VM_E, [7]).replace(
+            '<nova:extraSpecs>', '<nova:extraSpecs><nova:extraSpec name='
+            '"resq:profile">lpm-64B-100000flows-abcdef12</nova:extraSpec>')
+        self.domains.conn.defineXML(xml).create()
+        self.domains.uuids.append(VM_E)
+        self.domains.add(VM_F, [7])
+        self.add_vm_port(VM_E, 'vhu-e')
+        self.add_vm_port(VM_F, 'vhu-f')
+        self.write_chains([{'name': 'c', 'entry_port': 'dpdk0',
+                            'instances': [VM_E, {
+                                'uuid': VM_F, 'cycles_per_packet': 1200}]}])
+        self.traffic(0, **{'vhu-e': {}, 'vhu-f': {}})
+        ctl.run_once()
+        self.traffic(1.0, **{'vhu-e': {'tx_packets': 1000},
+                             'vhu-f': {'tx_packets': 1000}})
+        got = ctl.run_once()['shares']
+        self.assertEqual({VM_E: 512, VM_F: 1536},
+                         {u: got[u] for u in (VM_E, VM_F)})
 
     def test_idle_and_vanished_counters_never_give_zero(self):
         self.traffic(0, **{'vhu-a': {}, 'vhu-b': {}})

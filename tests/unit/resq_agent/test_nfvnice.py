@@ -1,4 +1,5 @@
 import math
+import os
 import threading
 from unittest import mock
 
@@ -9,12 +10,16 @@ from resq_agent.cmd import agent
 from resq_agent.nfvnice import backpressure
 from resq_agent.nfvnice import chains
 from resq_agent.nfvnice import controller
+from resq_agent.nfvnice import costs
 from resq_agent.nfvnice import rates
 from resq_agent.nfvnice import shares
 from resq_agent import service
 from resq_agent import virt
+from resq_profiler import profile as profile_mod
+from resq_profiler import store as store_mod
 from tests import base
 from tests.fixtures import libvirt as libvirt_fixture
+from tests.unit.resq_profiler import test_profile
 
 U1 = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0c01'
 U2 = '6f3c1a9e-6d0a-4c4b-9a53-0c1f7b1c0c02'
@@ -380,3 +385,37 @@ class RunCommandTest(base.TestCase):
     def test_off_by_default(self):
         self.flags('resq_agent', dma_sizing=False)
         self.assertFalse(self._run().run_every.called)
+
+
+class ProfileCostsTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.logs = self.useFixture(fixtures.FakeLogger())
+        self.dir = os.path.join(self.tmp, 'profiles')
+        store = store_mod.ProfileStore(self.dir)
+        # Peak 5.5 Mpps on one core.
+        store.put(profile_mod.Profile.from_dict(test_profile.make_doc()))
+        self.pid = 'lpm-64B-100000flows-abcdef12'
+        self.costs = costs.ProfileCosts(self.dir, 2.2)
+
+    def inst(self, profile_id):
+        specs = {'resq:profile': profile_id} if profile_id else {}
+        return virt.Instance(U1, 'i', 'f', specs, {0: (1,)})
+
+    def test_cost_from_the_peak_throughput(self):
+        self.assertAlmostEqual(400.0, self.costs.cost(self.inst(self.pid)))
+        self.assertIsNone(self.costs.cost(self.inst(None)))
+        self.assertIsNone(costs.ProfileCosts(None, 2.2).cost(
+            self.inst(self.pid)))
+
+    def test_missing_and_invalid_profiles_give_no_cost_said_once(self):
+        for _ in range(2):
+            self.assertIsNone(self.costs.cost(self.inst('nope')))
+        self.assertEqual(1, self.logs.output.count('profile nope'))
+        with open(os.path.join(self.dir, self.pid + '.json'), 'w') as f:
+            f.write('{"schema_version": 1}')
+        self.assertIsNone(self.costs.cost(self.inst(self.pid)))
+        self.assertIn('no cost per packet for instance %s from profile %s'
+                      % (U1, self.pid), self.logs.output)
+        self.assertIsNone(self.costs.cost(self.inst('../etc/passwd')))
