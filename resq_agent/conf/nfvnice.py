@@ -37,8 +37,8 @@ NFVNICE_OPTS = [
                help='JSON file naming the service chains (name, entry '
                     'port, instances in order with an optional '
                     'cycles_per_packet each). Read again when it changes. '
-                    'Unset: no backpressure, and CPU shares count every '
-                    'NF as equally costly per packet.'),
+                    'Unset: no backpressure, and CPU shares take costs '
+                    'from the profiles only (nfvnice_profile_dir).'),
     cfg.StrOpt('nfvnice_profile_dir',
                help='Directory of the NF profiles resq-profiler writes (the '
                     'same as [resq] profile_dir, e.g. a shared or synced '

@@ -51,8 +51,9 @@ from resq_common import jsonutils
 
 class InvalidChains(exception.ResQException):
     msg_fmt = ('Invalid chains file %(path)s: %(field)s: %(reason)s. Fix '
-               'the file; until then the agent applies no backpressure '
-               '(CPU shares keep working, costs counted equal).')
+               'the file; until then the agent sets no new policers and '
+               'keeps those in place (CPU shares keep working without the '
+               'file\'s costs).')
 
 
 @dataclasses.dataclass(frozen=True)
