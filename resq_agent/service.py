@@ -97,6 +97,9 @@ class AgentService:
         opts = self.conf.resq_agent
         self.notifier = notifications.StatusNotifier(
             self.conf, self.notification_transport, self.host)
+        hooks = getattr(self.manager, 'misplaced_hooks', None)
+        if hooks is not None:
+            hooks.append(self.notifier.misplaced)
         self._spawn('resq-agent-messaging', self._connect)
         if opts.reconcile_interval:
             self._spawn('resq-agent-reconcile', self._every,

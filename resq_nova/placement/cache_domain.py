@@ -32,12 +32,20 @@ provider, owned by the resq agent:
   ``CUSTOM_RESQ_CORES_<n>`` says how many dedicated cores the domain's
   NUMA cell has (Placement keeps PCPU on the compute node, not per cell;
   the optimizer reads the cell's size from this trait).
+  ``CUSTOM_RESQ_NUMA_<cell>`` names each NUMA cell whose cores all share
+  the domain's cache, as the agent found them in sysfs: the filter maps
+  the cell Nova pins to onto the domain through these traits
+  (:mod:`resq_nova.scheduler.cells`), so sub-NUMA clustering (two cells,
+  one cache) and caches whose ids are not the cells' ids are handled; a
+  cell in no domain (its cores span several caches) gets no ResQ
+  instance.
   A profile is only valid on the platform it was measured on; flavors made
   by SLO admission require the profile's platform traits in their LLC
   request group, so Placement only offers cache domains of that shape.
 
-The domain id is the L3 cache id, which on Intel Xeons without sub-NUMA
-clustering is also the socket and the NUMA cell: the filter relies on it.
+The domain id is the L3 cache id. On Intel Xeons without sub-NUMA
+clustering it is also the socket and the NUMA cell; the filter assumes so
+only for hosts whose agent publishes no ``CUSTOM_RESQ_NUMA_<cell>`` trait.
 """
 
 import dataclasses
@@ -50,6 +58,7 @@ TRAIT_DOMAIN_PREFIX = 'CUSTOM_RESQ_L3_'
 TRAIT_WAYS_PREFIX = extra_specs.TRAIT_WAYS_PREFIX
 TRAIT_WAY_KIB_PREFIX = extra_specs.TRAIT_WAY_KIB_PREFIX
 TRAIT_CORES_PREFIX = 'CUSTOM_RESQ_CORES_'
+TRAIT_NUMA_PREFIX = 'CUSTOM_RESQ_NUMA_'
 MAX_DOMAINS = 64
 
 
@@ -108,6 +117,8 @@ class CacheDomain:
     # Ways the agent's layout can give instances; None: all but the I/O
     # and default-group ways.
     instance_ways: int = None
+    # NUMA cells whose cores all share this cache (from discovery).
+    numa_cells: tuple = ()
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -136,4 +147,6 @@ class CacheDomain:
             traits.extend(platform_traits(self.ways, self.way_size_bytes))
         if self.cores:
             traits.append('%s%d' % (TRAIT_CORES_PREFIX, self.cores))
+        traits.extend('%s%d' % (TRAIT_NUMA_PREFIX, c)
+                      for c in self.numa_cells)
         return sorted(traits)

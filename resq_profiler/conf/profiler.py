@@ -65,6 +65,13 @@ model_opts = [
                       'emulate run-to-run variance. 0 gives exact values.'),
     cfg.IntOpt('model_seed', default=0,
                help='Seed of the model driver\'s noise.'),
+    cfg.StrOpt('model_truth', default='nfmodel',
+               choices=[('nfmodel', 'the analytic NF model the planner '
+                         'uses (resq_profiler.nfmodel)'),
+                        ('testbed', 'the simulated testbed the cluster '
+                         'evaluation judges placements with '
+                         '(resq_profiler.truth)')],
+               help='What the model driver measures.'),
 ]
 
 command_opts = [
@@ -124,8 +131,9 @@ command_opts = [
     RESCTRL_ROOT_OPT,
     cfg.StrOpt('resctrl_group', default='resq-profiler',
                help='Name of the resctrl group the profiler creates for the '
-                    'NF (must start with "resq-"); removed when profiling '
-                    'ends.'),
+                    'NF (must start with "resq-profiler", a name resq-agent '
+                    'leaves alone when both run on one host); removed when '
+                    'profiling ends.'),
 ]
 
 ALL_OPTS = profile_opts + model_opts + command_opts

@@ -125,6 +125,11 @@ class CommandDriver(drivers.Driver):
         self.tree = resctrl.Resctrl(group.resctrl_root).check()
         self.info = self.tree.info()
         resctrl.check_group_name(group.resctrl_group)
+        if not group.resctrl_group.startswith(resctrl.PROFILER_PREFIX):
+            raise exception.MeasurementError(
+                reason='[resq_profiler] resctrl_group %r must start with %r: '
+                'resq-agent removes the other resq- groups no instance owns'
+                % (group.resctrl_group, resctrl.PROFILER_PREFIX))
         domains = self.tree.domains()
         if group.cache_domain not in domains:
             raise exception.MeasurementError(

@@ -142,7 +142,8 @@ class EvaluateCommandTest(CommandTestCase):
         figs = os.path.join(self.tmp, 'figs')
         rc, out, err = self.run_main(
             evaluate.main, '--sets', 'sensitive,insensitive', '--terms', '18',
-            '--schemes', 'agnostic,even_cat,resq_greedy,resq_optimal',
+            '--schemes', 'agnostic,even_cat,prediction,resq_greedy,'
+            'resq_optimal', '--noise-pct', '1',
             '--time-limit', '20', '--json', out_json, '--figures', figs)
         self.assertEqual(0, rc, err)
         self.assertIn('... profiled Stats', out)
@@ -153,7 +154,13 @@ class EvaluateCommandTest(CommandTestCase):
         self.assertEqual(0, doc['sets']['sensitive']['resq_optimal']
                          ['violation_pct'])
         self.assertIn('gap_pct', doc['sets']['sensitive']['resq_optimal'])
-        for name in ('violations.png', 'servers.png'):
+        self.assertEqual(1.0, doc['config']['noise_pct'])
+        self.assertIn('prediction_error_pct',
+                      doc['sets']['sensitive']['prediction'])
+        self.assertIn('mean_pp', doc['predictor'])
+        for name in ('violations.png', 'violations_throughput.png',
+                     'violations_latency.png', 'servers.png',
+                     'prediction_error.png'):
             with open(os.path.join(figs, name), 'rb') as f:
                 self.assertEqual(b'\x89PNG', f.read(4))
 

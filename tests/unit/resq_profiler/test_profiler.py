@@ -170,10 +170,13 @@ class CommandDriverTest(base.TestCase):
                     'not a regular expression')
 
     def test_command_that_ignores_sigint_is_killed(self):
+        # Ready only once SIGINT is ignored: on a loaded machine the
+        # interpreter may still be starting when the measurement ends.
         self.flags('resq_profiler', command_duration_s=0.5,
-                   command_grace_s=0.5)
+                   command_grace_s=0.5, command_ready_pattern='^ready')
         self._fails('%s -c "import signal, time; signal.signal('
-                    'signal.SIGINT, signal.SIG_IGN); time.sleep(30)"'
+                    'signal.SIGINT, signal.SIG_IGN); print(\'ready\', '
+                    'flush=True); time.sleep(30)"'
                     % sys.executable, 'did not exit after SIGINT')
 
     def test_no_command(self):
