@@ -81,7 +81,7 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
             lambda x: drv.latency(best_ways, x, peak), levels, tol,
             max_points=opts.max_measurements_per_curve,
             progress=report('latency'), shape='convex', known=known,
-            noise_pct=thr.noise_pct)
+            noise_pct=thr.noise_pct, noise_dof=thr.noise_dof)
     finally:
         drv.close()
     # The error the stored curves keep: the worst estimate of an interval

@@ -137,11 +137,43 @@ class NoiseAndCurvatureTest(base.TestCase):
         self.assertEqual(len(calls), res.measurements)
         self.assertEqual(res.measurements - len(res.points), res.repeats)
         # Under noise every point the curve keeps was measured more than
-        # once (the precision rule), and its value is their mean.
+        # once (the precision rule); its value is the mean of its readings,
+        # fitted to the shape with the readings as weights.
+        means, weights = [], []
         for x, values in res.samples.items():
             self.assertGreater(len(values), 1, x)
             kept = [v for v in values if (x, v) not in res.rejected]
-            self.assertAlmostEqual(sum(kept) / len(kept), dict(res.points)[x])
+            means.append((x, sum(kept) / len(kept)))
+            weights.append(len(kept))
+        fitted = adaptive.shape_fit(means, weights, 'concave')
+        for (x, y), (fx, fy) in zip(res.points, fitted):
+            self.assertEqual(fx, x)
+            self.assertAlmostEqual(fy, y)
+        # The stated error carries the noise: two standard errors.
+        self.assertGreater(res.noise_error_pct, 0.0)
+        self.assertGreaterEqual(res.reported_error_pct, res.noise_error_pct)
+
+    def test_shape_fit(self):
+        shaped = [(1, 1.0), (2, 2.0), (3, 2.5), (4, 2.6)]
+        self.assertEqual(shaped, adaptive.shape_fit(shaped, [1] * 4,
+                                                    'concave'))
+        # A dip in a concave curve is evened out with its neighbours, the
+        # more measured point moving less.
+        dip = [(1, 1.0), (2, 2.0), (3, 2.0), (4, 3.0)]
+        fit = adaptive.shape_fit(dip, [1, 3, 1, 1], 'concave')
+        ys = [y for _, y in fit]
+        for k in (1, 2):
+            self.assertGreaterEqual(
+                ys[k] + 1e-9, (ys[k - 1] + ys[k + 1]) / 2.0)
+        self.assertLess(abs(ys[1] - 2.0), abs(ys[2] - 2.0))
+        # Weighted least squares keeps the weighted mean.
+        self.assertAlmostEqual(sum(w * y for w, y in zip([1, 3, 1, 1], ys)),
+                               sum(w * y for w, (_, y) in
+                                   zip([1, 3, 1, 1], dip)))
+        # Convex and nondecreasing: a drop is pooled.
+        drop = [(0.1, 10.0), (0.5, 9.8), (1.0, 20.0)]
+        ys = [y for _, y in adaptive.shape_fit(drop, [1, 1, 1], 'convex')]
+        self.assertLessEqual(ys[0], ys[1] + 1e-9)
 
     def test_noiseless_probe_costs_one_measurement(self):
         res = adaptive.sample(lambda x: 2 * x + 1, range(1, 21), 1.0,
