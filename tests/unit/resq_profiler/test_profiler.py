@@ -158,6 +158,18 @@ class CommandDriverTest(base.TestCase):
         self.assertEqual('command', prof.measurement['driver'])
         self.assertAlmostEqual(10.0 + 5.0 / 0.95, prof.latency_at(0.1),
                                places=3)
+        # The saturating runs at 8 ways printed the latency at full load
+        # too: the latency curve took it from them instead of running the
+        # NF again at load 1.0.
+        m = prof.measurement
+        self.assertGreaterEqual(m['measurements']['shared'], 1)
+        self.assertAlmostEqual(10.0 + 5.0 / 0.05, prof.latency_at(1.0),
+                               places=3)
+        self.assertEqual(m['points']['latency'] - 1,
+                         m['measurements']['latency'])
+        # The fake NF is deterministic: one probe repeat, no noise.
+        self.assertEqual(0.0, m['noise_pct'])
+        self.assertEqual(1, m['measurements']['repeats'])
         # The group is gone afterwards; foreign groups are untouched.
         self.assertEqual(['other-app'], sorted(
             n for n in os.listdir(self.tree.root)
