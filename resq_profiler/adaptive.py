@@ -271,6 +271,8 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
         if x not in grid:
             raise ValueError('known measurement at x=%s is not on the grid '
                              '%s' % (x, grid))
+        if not ys:
+            raise ValueError('known measurement at x=%s has no value' % x)
         raw[grid.index(x)] = list(ys)
     state = {'count': 0, 'repeats': 0}
     checks = []

@@ -198,6 +198,8 @@ class NoiseAndCurvatureTest(base.TestCase):
         self.assertEqual(grid[-1], res.points[-1][0])
         self.assertRaises(ValueError, adaptive.sample, f, grid, 1.0,
                           known={0.5: [1.0]})
+        self.assertRaises(ValueError, adaptive.sample, f, grid, 1.0,
+                          known={grid[0]: []})
 
     def test_reported_error_is_never_below_a_failed_check(self):
         def f(w):
