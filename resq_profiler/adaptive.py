@@ -250,8 +250,8 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
         repeats refine it.
     :param noise_dof: the degrees of freedom ``noise_pct`` was estimated
         with.
-    :param probe: measure the last grid point this many more times to
-        learn the noise.
+    :param probe: measure the last grid point this many more times, after
+        the first midpoint, to learn the noise.
     :returns: a :class:`Result`.
     """
     grid = list(grid)
@@ -266,6 +266,9 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
     if max_repeats < 1:
         raise ValueError('max_repeats must be at least 1, got %s'
                          % max_repeats)
+    if max_points is not None and max_points < 3:
+        raise ValueError('max_points must be at least 3 (both ends and a '
+                         'midpoint), got %s' % max_points)
     raw = {}
     for x, ys in (known or {}).items():
         if x not in grid:
@@ -370,10 +373,15 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
         for i in (0, len(grid) - 1):
             if i not in raw:
                 take(i)
-        for _ in range(probe):
-            take(len(grid) - 1)
+        probes = probe
         while True:
             idx, pts = current()
+            if probes and (len(idx) > 2 or len(grid) < 3):
+                # After the first midpoint, so that a budget of three
+                # still tests the interpolation once.
+                probes -= 1
+                take(len(grid) - 1)
+                continue
             again = contradiction(idx, pts)
             if again is not None:
                 take(again)
@@ -386,8 +394,13 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
                     take(min(open_, key=lambda i: len(raw[i])))
                     continue
             sigma = caution()
-            worst = max(gap_estimates(idx, pts), default=None)
-            if worst is not None and worst[0] > tolerance_pct:
+            # Intervals the curve itself fails come first, then those
+            # only the noise margin fails; the largest estimate first.
+            worst = max((g for g in gap_estimates(idx, pts)
+                         if g[0] > tolerance_pct),
+                        key=lambda g: (g[3] > tolerance_pct, g[0]),
+                        default=None)
+            if worst is not None:
                 est, k, where, base = worst
                 # Under noise, make the points the estimate rests on
                 # precise before believing it.

@@ -74,6 +74,23 @@ class AdaptiveSampleTest(base.TestCase):
         self.assertRaises(ValueError, adaptive.sample, abs, [1, 2], 0)
         self.assertRaises(ValueError, adaptive.sample, abs, [1, 2, 3], 1.0,
                           shape='wavy')
+        self.assertRaises(ValueError, adaptive.sample, abs, [1, 2, 3], 1.0,
+                          max_points=2)
+
+    def test_probe_comes_after_the_first_midpoint(self):
+        calls = []
+
+        def f(w):
+            calls.append(w)
+            return 5.0 * (1 - math.exp(-w / 3.0))
+
+        # With the smallest budget the interpolation is still tested once.
+        res = adaptive.sample(f, range(1, 21), 1.0, max_points=3,
+                              shape='concave', probe=1)
+        self.assertEqual([1, 20, 10], calls)
+        self.assertEqual(1, len(res.checks))
+        self.assertTrue(res.budget_exhausted)
+        self.assertGreater(res.reported_error_pct, 1.0)
 
 
 class NoiseAndCurvatureTest(base.TestCase):
