@@ -49,10 +49,10 @@ profile_opts = [
                default=40, min=3,
                help='Upper bound on measurements per curve, repeats '
                     'included, whatever the error. A noiseless testbed '
-                    'needs about 5-11 per curve; under noise the profiler '
-                    'measures each kept point up to three times, which '
-                    'takes 20-30. The profile records the error it '
-                    'reached.'),
+                    'needs 3-11 per curve; under noise the profiler '
+                    'measures each kept point up to three times and '
+                    'usually uses the whole budget. The profile records '
+                    'the error it reached.'),
     cfg.ListOpt('latency_load_levels',
                 item_type=cfg.types.Float(min=0.001, max=1.0),
                 default=DEFAULT_LOAD_LEVELS,
