@@ -19,23 +19,24 @@ neighbour on both sides count half of it. Without a shape the estimate is
 the error of the midpoint checks next to the interval, as in ResQ.
 
 Where the measurements disagree. ``probe`` measures the last grid point
-again: identical readings mean a noiseless testbed, and nothing is ever
-repeated unless the shape is contradicted. Otherwise the sampler learns
-the noise (a few more repeats until the estimate has ``MIN_DOF`` degrees of
-freedom) and plans with its 99% upper confidence bound. A point on the
-wrong side of its neighbours' chord (a dip in a concave curve, a bump in a
-convex one) by more than half the tolerance contradicts the shape: the
-point of the three with the fewest measurements is measured again, up to
-``max_repeats`` times each. From three measurements on, a reading more
-than three tolerances from its point's median is rejected as an outlier;
-a point's value is the mean of the rest. Under noise the bound adds two
-standard deviations of the chord and of the extension (extrapolating a
-noisy chord amplifies its noise); an interval that fails only because of
-that margin gets its points measured again before it is split, and every
-point kept is measured until its standard error is a third of the
+again after the first midpoint: identical readings mean a noiseless
+testbed, and nothing is ever repeated unless the shape is contradicted.
+Otherwise the sampler learns the noise (a few more repeats until the
+estimate has ``MIN_DOF`` degrees of freedom) and plans with its 99% upper
+confidence bound. A point on the wrong side of its neighbours' chord (a dip
+in a concave curve, a bump in a convex one) by more than half the tolerance
+contradicts the shape: the point of the three with the fewest measurements
+is measured again, up to ``max_repeats`` times each. From three
+measurements on, a reading more than three tolerances from its point's
+median is rejected as an outlier; a point's value is the mean of the rest.
+Under noise the bound adds two standard deviations of the chord and of the
+extension (extrapolating a noisy chord amplifies its noise); an interval
+that fails only because of that margin gets its points measured again
+before it is split (and comes after those the curve itself fails), and
+every point kept is measured until its standard error is a third of the
 tolerance, as far as ``max_repeats`` allows. Finally the values are fitted
-by weighted least squares to the shape (and monotone), which evens out
-what noise is left where it contradicts the shape.
+by weighted least squares to the shape (and monotone), which evens out what
+noise is left where it contradicts the shape.
 
 Every measurement counts, repeats included, against ``max_points``. The
 result states how far off the curve may still be
