@@ -57,6 +57,8 @@ def run(noise_pct=0.0, seed=0):
             'latency_points': m['points']['latency'],
             'measurements': (m['measurements']['throughput']
                              + m['measurements']['latency']),
+            'curve_measurements': max(m['measurements']['throughput'],
+                                      m['measurements']['latency']),
             'repeats': m['measurements']['repeats'],
             'throughput_error_pct': adaptive.max_error_pct(
                 list(prof.throughput), truth_thr),
@@ -101,8 +103,8 @@ def main(argv):
                 r['reported_error_pct']))
         print()
     rows = by_noise[0.0]
-    max_pts = max(max(r['throughput_points'], r['latency_points'])
-                  for r in rows)
+    # Measurements (repeats included) of the costliest curve.
+    max_pts = max(r['curve_measurements'] for r in rows)
     max_err = max(max(r['throughput_error_pct'], r['latency_error_pct'])
                   for r in rows)
     adaptive_total = sum(r['measurements'] for r in rows)
@@ -113,7 +115,7 @@ def main(argv):
         _key(n): round(max(max(r['throughput_error_pct'],
                                r['latency_error_pct']) for r in rs), 4)
         for n, rs in by_noise.items()}
-    print('noiseless: worst %d points per curve, %.3f%% error; %d '
+    print('noiseless: worst %d measurements per curve, %.3f%% error; %d '
           'measurements in all against %d for the sweep'
           % (max_pts, max_err, adaptive_total, exhaustive_total))
     for n in NOISE_LEVELS:
