@@ -65,9 +65,9 @@ def example_terms(store, conf, progress=True):
                                 profile_id=prof_id)
             store.put(prof)
             if progress:
+                runs = prof.measurement['measurements']
                 print('(%d/%d) profile %s: %d + %d measurements' % (
-                    i, len(names), nf, prof.measurement['points']
-                    ['throughput'], prof.measurement['points']['latency']),
+                    i, len(names), nf, runs['throughput'], runs['latency']),
                     flush=True)
         solo = prof.throughput_at(prof.max_ways)
         target_lat = prof.latency_at(1.0)
