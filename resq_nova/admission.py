@@ -59,6 +59,8 @@ class Domain:
     # non-ResQ pinned instance in the cell is not seen (Placement keeps
     # PCPU per host), and the scheduler's filter still checks the cell.
     free_cores: int = None
+    # Classes of service for instances (capacity), None when unknown.
+    clos: int = None
 
 
 @dataclasses.dataclass
@@ -146,7 +148,7 @@ def cluster(candidates, options):
             _free(summary, extra_specs.RC_LLC_CLOS),
             summary['resources'][extra_specs.RC_LLC_WAY]['capacity'],
             traits, None if cores is None
-            else max(cores - clos.get('used', 0), 0)))
+            else max(cores - clos.get('used', 0), 0), clos.get('capacity')))
     return list(hosts.values())
 
 

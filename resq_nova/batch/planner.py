@@ -43,11 +43,11 @@ def _refuse(refusals):
 def servers_of(hosts, vcpus):
     """One :class:`greedy.Server` per cache domain, with what is used.
 
-    Every server gets the shape of the largest domain (its ways, and the
-    host's dedicated cores over its domains, counted in instances of
-    ``vcpus`` cores); a domain offers as many more instances as its free
-    classes of service, its free cores and its host's room allow, and its
-    free ways.
+    Every server gets the shape of the largest domain: its ways, and as
+    many instances as its host's dedicated cores over its domains (in
+    instances of ``vcpus`` cores) and its classes of service allow. A
+    domain offers as many more instances as its free classes of service,
+    its free cores and its host's room allow, and its free ways.
 
     :returns: ``([Server], {domain uuid: host uuid})``.
     """
@@ -55,6 +55,8 @@ def servers_of(hosts, vcpus):
                   key=lambda d: d.ways)
     owner = next(h for h in hosts if largest in h.domains)
     cores = max(owner.pcpus // max(len(owner.domains), 1) // vcpus, 1)
+    if largest.clos:
+        cores = min(cores, largest.clos)
     servers, host_of = [], {}
     for host in hosts:
         for dom in host.domains:
