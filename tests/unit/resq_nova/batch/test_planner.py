@@ -131,3 +131,18 @@ class PlanTest(base.TestCase):
         self.assertEqual((0, 0), (by_name['d2'].used_cores,
                                   by_name['d2'].used_ways))
         self.assertEqual({'d1': 'h1', 'd2': 'h2'}, host_of)
+
+    def test_milp_or_greedy_on_request(self):
+        def cluster():
+            servers = greedy.make_cluster(4)
+            servers[0].used_cores, servers[0].used_ways = 5, 9
+            return servers
+
+        terms = [greedy.SLOTerm('chain-%d' % i, self.prof, 8.0, 25.0)
+                 for i in range(3)]
+        _, how = greedy.admit_batch(terms, cluster(), use_milp=False)
+        self.assertEqual('greedy', how)
+        # The unit tests' process is not patched by eventlet.
+        self.assertTrue(planner.milp_usable())
+        _, how = greedy.admit_batch(terms, cluster(), time_limit=30)
+        self.assertEqual('milp', how)
