@@ -384,7 +384,7 @@ class BatchRefused(prof_exc.ResQException):
 
 
 def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
-                mip_gap=0.0, use_milp=True):
+                mip_gap=0.0, solve=None):
     """Admit terms that arrive together (a chain, a stack), jointly.
 
     The configuration/pattern MILP (:mod:`resq_nova.milp`) places them on
@@ -395,8 +395,9 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
     the greedy may tie it with less taken). All or nothing: on a refusal
     the servers are unchanged.
 
-    :param use_milp: False skips the MILP (a process where it cannot run,
-        see :func:`resq_nova.batch.planner.milp_usable`): the greedy's plan.
+    :param solve: what solves the MILP (default
+        :func:`resq_nova.milp.solve`; :mod:`resq_nova.batch.isolated` runs
+        it in a child process).
     :returns: ``({term name: (sizing, placements)}, how)``, ``how`` being
         ``'milp'`` or ``'greedy'``.
     :raises BatchRefused: naming every term that does not fit and why.
@@ -429,12 +430,11 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
     empty = [s for s in servers if not s.used_cores]
     result = None
     try:
-        if use_milp:
-            result = milp.solve(
-                milp.groups_from_terms(entries, capacity_of), shape.cores,
-                shape.ways, time_limit=time_limit, mip_gap=mip_gap,
-                max_servers=len(empty), existing=[
-                    (s.free_cores, s.free_ways) for s in in_use])
+        result = (solve or milp.solve)(
+            milp.groups_from_terms(entries, capacity_of), shape.cores,
+            shape.ways, time_limit=time_limit, mip_gap=mip_gap,
+            max_servers=len(empty), existing=[
+                (s.free_cores, s.free_ways) for s in in_use])
     except (ValueError, milp.SolverUnavailable):
         result = None       # no plan in time (or no solver): the greedy
     # The greedy on a copy as well: the joint plan is kept only when it is

@@ -22,9 +22,9 @@ The batch is admitted whole or not at all.
 
 import collections
 import dataclasses
-import sys
 
 from resq_nova import admission
+from resq_nova.batch import isolated
 from resq_nova import flavors
 from resq_nova import greedy
 
@@ -140,19 +140,6 @@ def _spots(admitted, hosts, host_of, vcpus):
     return result
 
 
-def milp_usable():
-    """Whether the MILP can run in this process.
-
-    Pyomo's HiGHS interface captures the solver's output by redirecting
-    file descriptors from helper threads; in a process whose threads and
-    files eventlet patched (Nova's functional harness) that fails and
-    corrupts standard output, so such a process takes the greedy's plan.
-    The commands never patch.
-    """
-    patcher = sys.modules.get('eventlet.patcher')
-    return not (patcher and patcher.is_monkey_patched('thread'))
-
-
 def plan(placement, terms, options, chains=None,
          discount=greedy.DEFAULT_DISCOUNT, time_limit=10.0):
     """Admit ``terms`` jointly on the cluster Placement sees.
@@ -169,7 +156,9 @@ def plan(placement, terms, options, chains=None,
     servers, host_of = servers_of(hosts, options.vcpus)
     admitted, method = greedy.admit_batch(terms, servers, discount,
                                           time_limit=time_limit,
-                                          use_milp=milp_usable())
+                                          solve=(isolated.solve
+                                                 if isolated.needed()
+                                                 else None))
     spots = _spots(admitted, hosts, host_of, options.vcpus)
     plans = []
     for term in terms:

@@ -1,5 +1,6 @@
 """The joint admission decision on Placement's view, all or nothing."""
 
+from resq_nova.batch import isolated
 from resq_nova.batch import planner
 from resq_nova import flavors
 from resq_nova import greedy
@@ -132,7 +133,7 @@ class PlanTest(base.TestCase):
                                   by_name['d2'].used_ways))
         self.assertEqual({'d1': 'h1', 'd2': 'h2'}, host_of)
 
-    def test_milp_or_greedy_on_request(self):
+    def test_milp_in_a_child_process(self):
         def cluster():
             servers = greedy.make_cluster(4)
             servers[0].used_cores, servers[0].used_ways = 5, 9
@@ -140,9 +141,22 @@ class PlanTest(base.TestCase):
 
         terms = [greedy.SLOTerm('chain-%d' % i, self.prof, 8.0, 25.0)
                  for i in range(3)]
-        _, how = greedy.admit_batch(terms, cluster(), use_milp=False)
-        self.assertEqual('greedy', how)
-        # The unit tests' process is not patched by eventlet.
-        self.assertTrue(planner.milp_usable())
-        _, how = greedy.admit_batch(terms, cluster(), time_limit=30)
+        here = cluster()
+        admitted, how = greedy.admit_batch(terms, here, time_limit=30)
         self.assertEqual('milp', how)
+        # The unit tests' process is not patched by eventlet; the child's
+        # plan is the same as the one solved here.
+        self.assertFalse(isolated.needed())
+        there = cluster()
+        again, how = greedy.admit_batch(terms, there, time_limit=30,
+                                        solve=isolated.solve)
+        self.assertEqual('milp', how)
+        self.assertEqual({n: s.ways for n, (s, _) in admitted.items()},
+                         {n: s.ways for n, (s, _) in again.items()})
+        self.assertEqual([(s.used_cores, s.used_ways) for s in here],
+                         [(s.used_cores, s.used_ways) for s in there])
+
+    def test_child_errors_come_back(self):
+        exc = self.assertRaises(ValueError, isolated.solve, [], 9, 18,
+                                time_limit=-1)
+        self.assertIn('time limit', str(exc))
