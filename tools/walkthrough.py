@@ -309,10 +309,28 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
                 self.outputs['15-schemata.txt'] = self._shown(
                     '$ cat %s/schemata\n%s' % (group, f.read()))
 
-        # 5. The optimizer's plan for the cluster as it now is.
-        self.record('16-optimizer-plan.txt',
-                    'resq-optimizer %s plan' % conf, optimizer_cmd.main,
-                    ['--config-file', self.resq_conf, 'plan'])
+        # 5. One more instance, booted by hand on host2 through Nova's API
+        # (another user's), leaves two hosts in use: the optimizer's plan
+        # and its execution with a live migration.
+        other = [h for h in HOSTS if h != busy][0]
+        flavor = [f for f in self.api.api_get(
+            '/flavors/detail?is_public=None').body['flavors']
+            if f['name'] == 'resq.ids.1w'][0]
+        self._create_server(name='lb-0', flavor_id=flavor['id'],
+                            networks='none', host=other)
+        self.osc('16-host-list-two-hosts.txt', 'openstack resq host list',
+                 host_cmd.ListHost)
+        text = self.record('17-optimizer-plan.txt',
+                           'resq-optimizer %s plan' % conf,
+                           optimizer_cmd.main,
+                           ['--config-file', self.resq_conf, 'plan'])
+        plan_id = re.search(r'^plan:\s+(\S+)', text, re.M).group(1)
+        self.record('18-optimizer-apply.txt',
+                    'resq-optimizer %s apply %s' % (conf, plan_id),
+                    optimizer_cmd.main,
+                    ['--config-file', self.resq_conf, 'apply', plan_id])
+        self.osc('19-host-list-after-plan.txt', 'openstack resq host list',
+                 host_cmd.ListHost)
         return self.outputs
 
 

@@ -279,8 +279,6 @@ def _show_file(conf, doc, out):
     print('SLO file %s: %d terms placed together (%s plan)' % (
         doc['slo_file'], len(doc['terms']), doc['method']), file=out)
     for term in doc['terms']:
-        if term.get('chain'):
-            print('chain %s:' % term['chain'], file=out)
         _show(conf, term, out)
     if doc.get('heat_template'):
         print('Heat template written to %s' % doc['heat_template'], file=out)
@@ -298,9 +296,10 @@ def _show(conf, doc, out):
     if conf.format == 'json':
         print(json.dumps(doc, indent=2, sort_keys=True), file=out)
         return
-    print('SLO term %s: %s Mpps at p95 <= %s us with profile %s' % (
-        doc['term'], doc['throughput_mpps'], doc['latency_p95_us'],
-        doc['profile']), file=out)
+    print('SLO term %s%s: %s Mpps at p95 <= %s us with profile %s' % (
+        doc['term'], ' (chain %s)' % doc['chain'] if doc.get('chain') else '',
+        doc['throughput_mpps'], doc['latency_p95_us'], doc['profile']),
+        file=out)
     print('  %d instances, load cap %.1f%%, capacity %.3f Mpps' % (
         len(doc['instances']), doc['load_cap'] * 100, doc['capacity_mpps']),
         file=out)
