@@ -120,14 +120,21 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
     def _shown(self, text):
         return text.replace(self.work, SHOWN_WORKDIR)
 
-    def record(self, name, shown, func, *args):
-        """Run ``func(*args)``; keep ``$ shown`` and its standard output."""
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
+    def record(self, name, shown, func, *args, status=0):
+        """Run ``func(*args)``; keep ``$ shown`` and its standard output.
+
+        :param status: the exit status expected; when it is not 0, standard
+            error is kept as well (where commands explain a refusal).
+        """
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             rc = func(*args)
         text = out.getvalue()
-        if rc not in (0, None):
-            raise RuntimeError('%s exited %s: %s' % (shown, rc, text))
+        if (rc or 0) != status:
+            raise RuntimeError('%s exited %s, not %s: %s %s' % (
+                shown, rc, status, text, err.getvalue()))
+        if status:
+            text += err.getvalue()
         self.outputs[name] = self._shown('$ %s\n%s' % (shown, text))
         return text
 
@@ -285,6 +292,16 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
                     '--network none' % (conf, IMAGE), admit_cmd.main,
                     ['--config-file', self.resq_conf, '--slo-file',
                      path] + admit)
+        # A chain the cluster cannot take: refused whole.
+        big = [dict(t, name=t['name'] + '-big', profile=profile_id,
+                    throughput_mpps=40) for t in CHAIN]
+        path = self.write(os.path.join(self.work, 'big-chain.yaml'),
+                          yaml.safe_dump(big, sort_keys=False))
+        self.record('10a-admit-chain-refused.txt',
+                    'resq-admit %s --slo-file big-chain.yaml --image %s '
+                    '--network none' % (conf, IMAGE), admit_cmd.main,
+                    ['--config-file', self.resq_conf, '--slo-file',
+                     path] + admit, status=1)
         self.osc('11-server-show.txt', 'openstack resq server show fw-0',
                  server_cmd.ShowServer, 'fw-0')
         self.osc('12-host-list-after.txt', 'openstack resq host list',
