@@ -367,6 +367,46 @@ class AdmitCommandTest(OSCTestBase):
         self.assertIn('2 free ways', str(message))
 
 
+class AdmitFileCommandTest(AdmitCommandTest):
+    """``openstack resq slo admit --slo-file``: the chain whole or not."""
+
+    def chain(self, mpps):
+        path = os.path.join(self.profiles, '..', 'chain-%s.yaml' % mpps)
+        with open(path, 'w') as f:
+            f.write(test_nova_admission.CHAIN % {
+                'p': test_nova_admission.PROFILE_ID, 'mpps': mpps})
+        return path
+
+    def admit_file(self, path, *args):
+        return self.run_cmd(
+            slo_cmd.AdmitSLO, '--slo-file', path, '--ram-mb', '512',
+            '--image', test_nova_admission.IMAGE, '--network', 'none',
+            '--profile-dir', self.profiles, '--boot-timeout', '60', *args)
+
+    def test_admit_a_chain_or_nothing(self):
+        rps = [self.start_host(h) for h in ('host1', 'host2')]
+        # 3 x 12 Mpps needs 9 classes of service; the hosts have 6.
+        exc = self.assertRaises(exceptions.CommandError, self.admit_file,
+                                self.chain(12))
+        lines = str(exc).splitlines()
+        self.assertTrue(all(line.startswith('REFUSED (')
+                            for line in lines[:-1]), lines)
+        self.assertIn('SLO term ids:', str(exc))
+        self.assertTrue(lines[-1].startswith('Nothing was created'))
+        self.assertEqual([], self.api.get_servers())
+        doc = self.admit_file(self.chain(8))
+        self.assertEqual(['fw', 'nat', 'ids'],
+                         [t['term'] for t in doc['terms']])
+        self.assertEqual({'edge'}, {t['chain'] for t in doc['terms']})
+        self.assertEqual(6, len(doc['instances']))
+        self.assertEqual({'ACTIVE'}, {i['status'] for i in doc['instances']})
+        self.assertEqual(sum(i['ways'] for i in doc['instances']),
+                         sum(self.llc_usage(rp) for rp in rps))
+        message = self.fails(slo_cmd.AdmitSLO, '--slo-file',
+                             self.chain(8), '--term', 'x', '--dry-run')
+        self.assertIn('--term describe one term; with --slo-file', message)
+
+
 class EntryPointsTest(testtools.TestCase):
     """The packaging metadata registers the plugin and its commands."""
 
