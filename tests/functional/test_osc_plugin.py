@@ -367,8 +367,15 @@ class AdmitCommandTest(OSCTestBase):
         self.assertIn('2 free ways', str(message))
 
 
-class AdmitFileCommandTest(AdmitCommandTest):
+class AdmitFileCommandTest(OSCTestBase):
     """``openstack resq slo admit --slo-file``: the chain whole or not."""
+
+    def setUp(self):
+        super().setUp()
+        store_mod.ProfileStore(self.profiles).put(
+            profile_mod.Profile.from_dict(test_profile.make_doc()))
+
+    start_host = AdmitCommandTest.start_host
 
     def chain(self, mpps):
         path = os.path.join(self.profiles, '..', 'chain-%s.yaml' % mpps)
