@@ -17,6 +17,9 @@ case the servers name it; and one ``OS::Nova::Server`` per instance, each
 ``depends_on`` the previous one so Heat creates them one at a time, largest
 first: the order in which first-fit decreasing places them.
 
+:func:`batch_template` does the same for every term of an SLO file in one
+template, the servers of all terms one after another.
+
 The flavors are private (``is_public: false``) and shared with the project
 the stack is created in (``tenants``: the ``OS::project_id`` pseudo
 parameter), the project that admitted the term and boots its servers: other

@@ -133,8 +133,9 @@ def admit(path, specs, args, placement, compute, store, load_discount,
 def _deploy(path, batch, found, doc, args, compute):
     project = compute.project_id()
     ids = {}
-    for the_plan, term_doc in zip(batch.plans, doc['terms']):
+    for term_doc in doc['terms']:
         term_doc['flavors_created'] = []
+    for the_plan, term_doc in zip(batch.plans, doc['terms']):
         mine = {n: f for n, f in found.items()
                 if n in {fl.name for fl in the_plan.flavors}}
         try:

@@ -335,7 +335,7 @@ class SLOFileTest(AdmissionTestBase):
         # Both hosts' classes of service are taken: a second chain
         # does not fit, and nothing of it is created.
         flavors_before = set(self.flavors('resq.'))
-        late = self.chain_file(8, 'late.yaml').replace('late', 'late')
+        late = os.path.join(self.profiles, '..', 'late.yaml')
         with open(late, 'w') as f:
             f.write(CHAIN.replace('fw', 'lb').replace('nat', 'vpn').replace(
                 'ids', 'dpi') % {'p': PROFILE_ID, 'mpps': 8})
@@ -414,3 +414,27 @@ class SLOFileTest(AdmissionTestBase):
         self.assertNotIn('Traceback', err)
         self.assertEqual({'fw-0', 'fw-1', 'nat-0', 'nat-1'},
                          set(self.all_servers()))
+
+    def test_failed_flavor_reports_what_was_created(self):
+        real = compute_mod.ComputeClient.create_flavor
+
+        def create_flavor(client, name, *args, **kwargs):
+            if name.startswith('resq.nat.'):    # failure injection
+                raise compute_mod.ComputeError(
+                    method='POST', url='/flavors', reason='500 injected')
+            return real(client, name, *args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            compute_mod.ComputeClient, 'create_flavor', create_flavor))
+        rc, doc, err = self.run_admit(['--slo-file', self.chain_file(8)])
+        self.assertEqual(1, rc)
+        created = [n for t in doc['terms'] for n in t['flavors_created']]
+        self.assertEqual(set(created), set(self.flavors('resq.')))
+        self.assertTrue(all(n.startswith('resq.fw.') for n in created))
+        self.assertEqual({'NOT TRIED'}, {s['status'] for t in doc['terms']
+                                         for s in t['servers']})
+        self.assertIn('deploying it failed at the flavors of SLO term nat',
+                      err)
+        self.assertIn('created flavors: %s' % ', '.join(created), err)
+        self.assertIn('ACTIVE servers: none', err)
+        self.assertEqual({}, self.all_servers())
