@@ -36,8 +36,8 @@ METADATA_MICROVERSION = '2.1'   # server metadata is in the base v2.1 API
 # (2.47), server group "policy" (2.64), migration filters (2.59) and event
 # details (2.84) are older.
 OPTIMIZER_MICROVERSION = '2.96'
-# A requested destination host in server create that still passes the
-# scheduler (admins only).
+# A requested destination (hypervisor_hostname) in server create that still
+# passes the scheduler (admins only).
 REQUESTED_HOST_MICROVERSION = '2.74'
 # Live migration to a named host that still passes the scheduler (2.30+;
 # "force" is gone from 2.68, so the scheduler cannot be bypassed).
@@ -180,9 +180,10 @@ class ComputeClient:
         """Ask for one server; returns its id.
 
         :param network: a network UUID, or ``none``/``auto``.
-        :param host: the compute host it should go to; the scheduler
-            still checks it (its filters, ResQ's included), Nova just does
-            not consider other hosts. Admins only.
+        :param host: the hypervisor (compute node) it should go to, as
+            Placement names its provider; the scheduler still checks it
+            (its filters, ResQ's included), Nova just does not consider
+            other nodes. Admins only.
         :param metadata: server metadata (string values).
         """
         networks = (network if network in ('none', 'auto')
@@ -193,7 +194,7 @@ class ComputeClient:
             body['server']['metadata'] = metadata
         microversion = MICROVERSION
         if host:
-            body['server']['host'] = host
+            body['server']['hypervisor_hostname'] = host
             microversion = REQUESTED_HOST_MICROVERSION
         return self._call('POST', '/servers', body, ok=(202,),
                           microversion=microversion)['server']['id']

@@ -74,10 +74,14 @@ def servers_of(hosts, vcpus):
 
 def _hosts(placement, terms, options):
     """Hosts of the terms' platform; refusals of terms that have none."""
-    hosts, refusals, shapes = {}, [], {}
+    hosts, refusals, shapes, bodies = {}, [], {}, {}
     for term in terms:
-        body = placement.allocation_candidates(
-            admission.request_groups(term.profile, options))
+        # One request per profile: its smallest instance's groups.
+        key = term.profile.profile_id
+        if key not in bodies:
+            bodies[key] = placement.allocation_candidates(
+                admission.request_groups(term.profile, options))
+        body = bodies[key]
         try:
             found = admission.of_shape(
                 term, admission.cluster(body, options), options)
