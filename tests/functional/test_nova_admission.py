@@ -332,6 +332,12 @@ class SLOFileTest(AdmissionTestBase):
                     name]['os-flavor-access:is_public'])
         self.assertEqual({h: self.llc_usage(rp)
                           for h, rp in self.rps.items()}, used)
+        # Admitting the same file again is refused before anything: its
+        # servers exist.
+        rc, _, err = self.run_admit(['--slo-file', path])
+        self.assertEqual(1, rc)
+        for term in ('fw', 'nat', 'ids'):
+            self.assertIn('SLO term %s already has servers' % term, err)
         # Both hosts' classes of service are taken: a second chain
         # does not fit, and nothing of it is created.
         flavors_before = set(self.flavors('resq.'))

@@ -20,6 +20,7 @@ import fixtures
 from osc_lib import exceptions
 import testtools
 
+from resq_nova import compute as compute_mod
 from resq_nova.conf import clients
 from resq_nova.optimizer import execute
 from resq_nova.osc import client as osc_client
@@ -412,6 +413,37 @@ class AdmitFileCommandTest(OSCTestBase):
         message = self.fails(slo_cmd.AdmitSLO, '--slo-file',
                              self.chain(8), '--term', 'x', '--dry-run')
         self.assertIn('--term describe one term; with --slo-file', message)
+
+    def test_boot_failure_shows_every_outcome(self):
+        self.start_host('host1')
+        self.start_host('host2')
+        real = compute_mod.ComputeClient.create_server
+
+        def create_server(client, name, *args, **kwargs):
+            if name == 'nat-1':     # failure injection: Nova refuses one
+                raise compute_mod.ComputeError(
+                    method='POST', url='/servers', reason='500 injected')
+            return real(client, name, *args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            compute_mod.ComputeClient, 'create_server', create_server))
+        app = FakeApp(self.resq)
+        cmd = slo_cmd.AdmitSLO(app, None)
+        parsed = cmd.get_parser('openstack resq').parse_args([
+            '--slo-file', self.chain(8), '--ram-mb', '512', '--image',
+            test_nova_admission.IMAGE, '--network', 'none', '--profile-dir',
+            self.profiles, '--boot-timeout', '60', '-f', 'json'])
+        exc = self.assertRaises(exceptions.CommandError, cmd.run, parsed)
+        self.assertIn('deploying it failed at server nat-1', str(exc))
+        lines = app.stderr.getvalue().splitlines()
+        status = {line.split()[1].rstrip(':'): line.split()[2].rstrip(':')
+                  for line in lines if line.startswith('server ')}
+        self.assertEqual({'fw-0': 'ACTIVE', 'fw-1': 'ACTIVE',
+                          'nat-0': 'ACTIVE', 'nat-1': 'FAILED',
+                          'ids-0': 'NOT', 'ids-1': 'NOT'}, status)
+        self.assertIn('500 injected', app.stderr.getvalue())
+        self.assertEqual(['fw-0', 'fw-1', 'nat-0'],
+                         sorted(s['name'] for s in self.api.get_servers()))
 
 
 class EntryPointsTest(testtools.TestCase):
