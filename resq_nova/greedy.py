@@ -414,7 +414,7 @@ class BatchRefused(prof_exc.ResQException):
 
 
 def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
-                mip_gap=0.0):
+                mip_gap=0.0, solve=None):
     """Admit terms that arrive together (a chain, a stack), jointly.
 
     The configuration/pattern MILP (:mod:`resq_nova.milp`) places them on
@@ -425,6 +425,9 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
     the greedy may tie it with less taken). All or nothing: on a refusal
     the servers are unchanged.
 
+    :param solve: what solves the MILP (default
+        :func:`resq_nova.milp.solve`; :mod:`resq_nova.batch.isolated` runs
+        it in a child process).
     :returns: ``({term name: (sizing, placements)}, how)``, ``how`` being
         ``'milp'`` or ``'greedy'``.
     :raises BatchRefused: naming every term that does not fit and why.
@@ -457,7 +460,7 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
     empty = [s for s in servers if not s.used_cores]
     result = None
     try:
-        result = milp.solve(
+        result = (solve or milp.solve)(
             milp.groups_from_terms(entries, capacity_of), shape.cores,
             shape.ways, time_limit=time_limit, mip_gap=mip_gap,
             max_servers=len(empty), existing=[

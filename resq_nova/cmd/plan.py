@@ -38,8 +38,8 @@ from resq_profiler import store as store_mod
 EXAMPLE_MULTIPLES = (0.9, 2.0, 4.5)
 
 cli_opts = [
-    cfg.StrOpt('slo-file', help='SLO set to plan (JSON, see the docs); '
-                                'default: the embedded example set'),
+    cfg.StrOpt('slo-file', help='SLO set to plan (YAML or JSON, see the '
+                                'docs); default: the embedded example set'),
     cfg.StrOpt('profile-dir', help='profile store (default: [resq] '
                                    'profile_dir)'),
     cfg.IntOpt('servers', default=20, min=1,
