@@ -29,10 +29,10 @@ from resq_nova.evaluation import dobrescu
 from resq_nova.evaluation import slomo
 from resq_profiler import catalog
 from resq_profiler import nfmodel
-from resq_profiler import truth
 from resq_profiler.slomo import document
 from resq_profiler.slomo import metrics
 from resq_profiler.slomo import training
+from resq_profiler import truth
 
 NOISE_PCT = 0.5
 

@@ -49,8 +49,12 @@ def fit(rows, targets, params=None):
 
 
 def export(model):
-    """``{"init", "learning_rate", "n_features", "trees"}`` of a fitted
-    squared-error :class:`~sklearn.ensemble.GradientBoostingRegressor`."""
+    """The trees of a fitted regressor as plain data.
+
+    :param model: a fitted squared-error
+        :class:`~sklearn.ensemble.GradientBoostingRegressor`.
+    :returns: ``{"init", "learning_rate", "n_features", "trees"}``.
+    """
     trees = []
     for (estimator,) in model.estimators_:
         t = estimator.tree_

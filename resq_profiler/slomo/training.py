@@ -30,10 +30,10 @@ simulated testbed and a hardware driver against the real thing.
 import datetime
 import random
 
-from resq_profiler import truth
 from resq_profiler.slomo import document
 from resq_profiler.slomo import ensemble
 from resq_profiler.slomo import metrics
+from resq_profiler import truth
 
 DEFAULT_RUNS = 80
 PALETTE_SIZE = 24
