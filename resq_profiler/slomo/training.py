@@ -84,13 +84,14 @@ def nf_contentiousness(driver, probe=PROBE):
     return mpps, metrics.Contentiousness.from_counters(solo, pressured)
 
 
-def rows(driver, runs=DEFAULT_RUNS, seed=0, probe=PROBE, progress=None):
+def rows(driver, runs=DEFAULT_RUNS, seed=0, probe=PROBE, progress=None,
+         palette_size=PALETTE_SIZE):
     """Measure the training set.
 
     :returns: ``(solo Mpps, NF contentiousness, rows, targets)``.
     """
-    sets = plan(runs, seed)
-    kinds = palette(seed)
+    sets = plan(runs, seed, palette_size)
+    kinds = palette(seed, palette_size)
     solo_mpps, mine = nf_contentiousness(driver, probe)
     if solo_mpps <= 0:
         raise ValueError('%s measured %r Mpps alone; cannot train a '
@@ -116,14 +117,15 @@ def rows(driver, runs=DEFAULT_RUNS, seed=0, probe=PROBE, progress=None):
 
 
 def train(driver, profile_id, runs=DEFAULT_RUNS, seed=0, params=None,
-          probe=PROBE, progress=None, extra=()):
+          probe=PROBE, progress=None, extra=(), palette_size=PALETTE_SIZE):
     """Train the driver's NF and return its model document (sealed).
 
     :param profile_id: the profile the model belongs with.
     :param extra: more ``(row, target)`` pairs to train on (e.g. measured
         co-locations with real NFs).
     """
-    solo_mpps, mine, xs, ys = rows(driver, runs, seed, probe, progress)
+    solo_mpps, mine, xs, ys = rows(driver, runs, seed, probe, progress,
+                                   palette_size)
     for row, target in extra:
         xs.append(list(row))
         ys.append(target)
@@ -152,7 +154,7 @@ def train(driver, profile_id, runs=DEFAULT_RUNS, seed=0, params=None,
         'training': {
             'driver': driver.name, 'runs': len(ys), 'seed': seed,
             'contention_runs': runs, 'extra_rows': len(extra),
-            'palette_size': PALETTE_SIZE,
+            'palette_size': palette_size,
             'max_competitors': MAX_COMPETITORS,
             'library': library,
             'params': dict(ensemble.DEFAULT_PARAMS, **(params or {})),
