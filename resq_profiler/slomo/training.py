@@ -38,8 +38,12 @@ from resq_profiler import truth
 DEFAULT_RUNS = 80
 PALETTE_SIZE = 24
 MAX_COMPETITORS = 8
-# A moderate streaming competitor: ~40M LLC references/s over 32 MiB.
-PROBE = truth.Synthetic(refs_per_s=4e7, buffer_bytes=32 * 2 ** 20,
+# A heavy streaming competitor, 120M LLC references/s over 48 MiB (more
+# than the LLC): next to it an NF shows how much cache and memory
+# bandwidth it still claims under contention. A milder probe (40M over
+# 32 MiB) halved the readings' value for crowded co-locations of
+# cache-sensitive NFs (benchmarks/prediction.py).
+PROBE = truth.Synthetic(refs_per_s=1.2e8, buffer_bytes=48 * 2 ** 20,
                         name='probe')
 # The palette spans 1M-200M references/s and 256 KiB-80 MiB buffers
 # (log-uniform), beyond what the catalog's NFs issue and hold.
