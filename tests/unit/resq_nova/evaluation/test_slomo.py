@@ -83,3 +83,31 @@ class SlomoSchemeTest(base.TestCase):
         doc = run.evaluate(self.conf, ['insensitive'], ['agnostic'],
                            terms=5)
         self.assertNotIn('slomo_predictor', doc)
+
+
+class SlomoFigureTest(base.TestCase):
+
+    def test_prediction_error_figure_with_either_or_both(self):
+        import os
+
+        from resq_nova.evaluation import figures
+        per_nf = {n: {'mean_pp': 1.0, 'max_pp': -2.0}
+                  for n in catalog.names()}
+        row = {'servers': 3, 'violation_pct': 0.0,
+               'throughput_violation_pct': 0.0,
+               'latency_violation_pct': 0.0}
+        for keys in (('predictor',), ('slomo_predictor',),
+                     ('predictor', 'slomo_predictor')):
+            doc = {'sets': {'mixed': {'slomo': row}}}
+            for key in keys:
+                doc[key] = {'per_nf': per_nf}
+            out = os.path.join(self.tmp, '-'.join(keys))
+            paths = figures.write(doc, out)
+            path = os.path.join(out, 'prediction_error.png')
+            self.assertIn(path, paths)
+            with open(path, 'rb') as f:
+                self.assertEqual(b'\x89PNG', f.read(4))
+        doc = {'sets': {'mixed': {'slomo': row}}}
+        self.assertNotIn(os.path.join(self.tmp, 'none',
+                                      'prediction_error.png'),
+                         figures.write(doc, os.path.join(self.tmp, 'none')))
