@@ -30,7 +30,12 @@ _F32 = struct.Struct('f')
 
 
 def _f32(value):
-    return _F32.unpack(_F32.pack(value))[0]
+    """``value`` rounded to a 32-bit float, as scikit-learn's trees see it."""
+    try:
+        return _F32.unpack(_F32.pack(value))[0]
+    except OverflowError:
+        # Beyond float32 (some Python versions refuse to pack it).
+        return math.copysign(math.inf, value)
 
 
 def fit(rows, targets, params=None):
