@@ -142,12 +142,16 @@ class AgentService:
         thread.start()
         self._threads.append(thread)
 
+    def run_every(self, name, interval, func):
+        """Call ``func()`` every ``interval`` seconds until :meth:`stop`."""
+        self._spawn(name, self._every, interval, func)
+
     def _every(self, interval, func):
         while not self._stop.wait(interval):
             try:
                 func()
             except Exception:
-                LOG.exception('%s failed; trying again in %d s',
+                LOG.exception('%s failed; trying again in %s s',
                               func.__name__, interval)
 
     # -- messaging ----------------------------------------------------------

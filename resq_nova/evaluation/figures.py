@@ -86,13 +86,48 @@ def _prediction_error(doc, path):
         pyplot.close(fig)
 
 
+CHAIN_LABELS = {'default': 'Equal shares', 'rate_cost': 'Rate-cost shares',
+                'backpressure': 'Backpressure',
+                'nfvnice': 'Rate-cost + backpressure'}
+
+
+def _chains(chains, path):
+    """Throughput, drops and wasted work per chain scenario and variant."""
+    from matplotlib import pyplot
+    names = list(chains)
+    metrics = (('throughput_mpps', 'throughput (Mpps)'),
+               ('drop_pct', 'packets dropped (%)'),
+               ('wasted_work_pct', 'wasted CPU cycles (%)'))
+    fig, axes = pyplot.subplots(1, len(metrics), figsize=(12, 4))
+    try:
+        width = 0.8 / len(CHAIN_LABELS)
+        for ax, (metric, label) in zip(axes, metrics):
+            for i, (variant, text) in enumerate(CHAIN_LABELS.items()):
+                xs = [j + i * width for j in range(len(names))]
+                bars = ax.bar(xs, [chains[n][variant][metric]
+                                   for n in names], width, label=text)
+                ax.bar_label(bars, fmt='%g', fontsize='xx-small')
+            ax.set_xticks([j + width * (len(CHAIN_LABELS) - 1) / 2
+                           for j in range(len(names))])
+            ax.set_xticklabels(names)
+            ax.set_ylabel(label)
+            ax.grid(True, axis='y', alpha=0.3)
+        axes[0].legend(fontsize='x-small')
+        fig.suptitle('Chains on a shared core (cf. NFVnice)')
+        fig.tight_layout()
+        plot.save_figure(fig, path)
+    finally:
+        pyplot.close(fig)
+
+
 def write(doc, directory):
     """Write the figures; return their paths.
 
     violations.png (all schemes), and split into throughput and latency
     violations (violations_throughput.png, violations_latency.png),
-    servers.png and, when the prediction baseline or SLOMO ran,
-    prediction_error.png (both predictors side by side).
+    servers.png, when the prediction baseline or SLOMO ran,
+    prediction_error.png (both predictors side by side) and, with the
+    chains simulation, chains.png.
     """
     os.makedirs(directory, exist_ok=True)
     schemes = [s for s in LABELS if any(s in rows for rows in
@@ -116,5 +151,9 @@ def write(doc, directory):
     if any(doc.get(key) for key, _ in PREDICTORS):
         path = os.path.join(directory, 'prediction_error.png')
         _prediction_error(doc, path)
+        paths.append(path)
+    if doc.get('chains'):
+        path = os.path.join(directory, 'chains.png')
+        _chains(doc['chains'], path)
         paths.append(path)
     return paths

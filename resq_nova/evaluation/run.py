@@ -13,6 +13,7 @@
 
 import time
 
+from resq_nova.evaluation import chains as chains_mod
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
 from resq_nova.evaluation import schemes as schemes_mod
@@ -82,7 +83,8 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
     """Place every SLO set with every scheme and measure the result.
 
     :returns: the JSON-ready document ``{"sets": {set: {scheme: {...}}},
-        "ratios": ..., "config": ...}``.
+        "ratios": ..., "config": ..., "chains": ...}``, ``chains`` from
+        :func:`resq_nova.evaluation.chains.evaluate`.
     """
     if cores <= 0 or ways <= 0:
         raise ValueError('servers need at least one core and one way (got '
@@ -180,6 +182,8 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
         doc['slomo_predictor'] = dobrescu.figure10(slomo_predictor)
         doc['slomo_predictor']['profiling_runs'] = (
             slomo_predictor.measurements)
+    # NFVnice's mechanisms on service chains sharing a core.
+    doc['chains'] = chains_mod.evaluate()
     return doc
 
 
@@ -223,4 +227,6 @@ def table(doc):
                      'average, %.1f at worst (%.0f%% of the observed drop)'
                      % (p['mean_pp'], p['max_abs_pp'],
                         p['mean_relative_pct']))
+    if doc.get('chains'):
+        lines.append(chains_mod.table(doc['chains']))
     return '\n'.join(lines)

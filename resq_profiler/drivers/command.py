@@ -160,12 +160,15 @@ class CommandDriver(drivers.Driver):
 
     # -- measuring --------------------------------------------------------
     def throughput(self, ways):
-        mpps, _ = self._run(ways, 1.0, 0.0)
+        return self.saturate(ways)[0]
+
+    def saturate(self, ways):
+        mpps, lat = self._run(ways, 1.0, 0.0)
         if mpps is None:
             raise exception.MeasurementError(
                 reason='%s printed no throughput (%s format)'
                 % (self.argv_template[0], self.opts.command_output))
-        return mpps
+        return mpps, lat
 
     def latency(self, ways, load_fraction, peak_mpps):
         _, lat = self._run(ways, load_fraction, load_fraction * peak_mpps)

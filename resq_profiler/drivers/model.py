@@ -55,6 +55,16 @@ class ModelDriver(drivers.Driver):
             value = self.model.throughput_mpps(ways, self.traffic)
         return self._noisy(value)
 
+    def saturate(self, ways):
+        # One run, two readings, each with its own noise.
+        self.calls += 1
+        if self.truth == 'testbed':
+            cap = truth.solo(self.spec, ways, self.traffic).capacity_mpps
+            return (self._noisy(cap), self._noisy(truth.solo(
+                self.spec, ways, self.traffic, cap).latency_p95_us))
+        return (self._noisy(self.model.throughput_mpps(ways, self.traffic)),
+                self._noisy(self.model.latency_p95_us(1.0, self.traffic)))
+
     def latency(self, ways, load_fraction, peak_mpps):
         self.calls += 1
         if self.truth == 'testbed':

@@ -40,12 +40,24 @@ class ProfilerCommandTest(CommandTestCase):
         self.assertIn('[throughput  1] ways 1', out)
         self.assertIn('[latency', out)
         ids = store_mod.ProfileStore(self.store_dir).ids()
+        prof = store_mod.ProfileStore(self.store_dir).get(ids[0])
+        runs = prof.measurement['measurements']
+        # The summary counts every run (the probe repeat too) and the
+        # points kept.
+        self.assertIn('(%d + %d measurements, 1 repeated, %d + %d points '
+                      'kept, noise 0.00%%' % (
+                          runs['throughput'], runs['latency'],
+                          prof.measurement['points']['throughput'],
+                          prof.measurement['points']['latency']), out)
         self.assertEqual(1, len(ids))
         with open(png, 'rb') as f:
             self.assertEqual(b'\x89PNG', f.read(4))
         rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0])
         self.assertEqual(0, rc)
         self.assertIn('concave fit', out)
+        self.assertIn('points kept, %d + %d measurements (1 repeated), '
+                      'noise 0.00%%' % (runs['throughput'], runs['latency']),
+                      out)
         rc, out, _ = self.run_main(profiler_cmd.main, 'list')
         self.assertIn(ids[0], out)
         rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0],
