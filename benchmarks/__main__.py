@@ -10,6 +10,7 @@ BENCHMARKS = {
     'optimizer': 'benchmarks.optimizer',
     'scheduler': 'benchmarks.scheduler',
     'profiler': 'benchmarks.profiler',
+    'prediction': 'benchmarks.prediction',
 }
 
 

@@ -240,6 +240,29 @@ def _share(members, cap_bytes):
     return list(occ[:, j - 1] + f * (occ[:, j] - occ[:, j - 1]))
 
 
+@dataclasses.dataclass(frozen=True)
+class Counters:
+    """What one core's performance counters read over a run, per second.
+
+    The readings SLOMO composes into contentiousness (seed 001): LLC
+    references (the cache access rate Dobrescu et al. use alone), LLC misses,
+    LLC occupancy (CMT), memory bandwidth (MBM: misses plus packet data DDIO
+    leaked to DRAM) and the packet data the NIC writes for the core (DDIO,
+    the I/O pressure on the LLC). Synthetic competitors do no packet I/O.
+    """
+
+    llc_refs_per_s: float
+    llc_misses_per_s: float
+    llc_occupancy_bytes: float
+    mem_bw_bytes_per_s: float
+    io_bytes_per_s: float
+
+    def noisy(self, noise):
+        """The same readings through measurement ``noise`` (never < 0)."""
+        return Counters(*(max(noise(float(v)), 0.0)
+                          for v in dataclasses.astuple(self)))
+
+
 def simulate_server(instances, platform=nfmodel.Platform(), synthetic=(),
                     iterations=40):
     """Steady state of NF instances (and synthetic competitors) on a server.
@@ -252,6 +275,22 @@ def simulate_server(instances, platform=nfmodel.Platform(), synthetic=(),
     """
     if not instances:
         return []
+    return run_server(instances, platform, synthetic, iterations)[0]
+
+
+def run_server(instances, platform=nfmodel.Platform(), synthetic=(),
+               iterations=40):
+    """:func:`simulate_server` with every core's counter readings.
+
+    Runs with synthetic competitors only are allowed (a competitor's solo
+    run, to read its counters).
+
+    :returns: ``(outcomes, nf_counters, synthetic_counters)``: a list of
+        :class:`Outcome` and one of :class:`Counters` per instance, and one
+        of :class:`Counters` per synthetic competitor.
+    """
+    if not instances and not synthetic:
+        return [], [], []
     models = [truth_nf(inst.spec, inst.traffic) for inst in instances]
     groups = {}
     for idx, inst in enumerate(instances):
@@ -290,6 +329,7 @@ def simulate_server(instances, platform=nfmodel.Platform(), synthetic=(),
     rates = [c if i.offered_mpps is None else min(c, i.offered_mpps)
              for c, i in zip(caps, instances)]
     occupancy = [0.0] * len(instances)
+    syn_read = [(0.0, 0.0)] * len(synthetic)
     speed, util = 1.0, 0.0
     for _ in range(iterations):
         syn_bytes = 0.0
@@ -311,6 +351,7 @@ def simulate_server(instances, platform=nfmodel.Platform(), synthetic=(),
                 else:
                     miss = capacity_miss(0.0, share / row[0])
                     syn_bytes += row[2] * miss * CACHE_LINE
+                    syn_read[idx] = (float(share), row[2] * miss)
         traffic_bytes = syn_bytes
         for i, (m, inst) in enumerate(zip(models, instances)):
             lines = leak * min(HEADER_LINES, nfmodel.buffer_lines(
@@ -327,6 +368,7 @@ def simulate_server(instances, platform=nfmodel.Platform(), synthetic=(),
         util = traffic_bytes / (platform.mem_bw_gbps * 1e9)
         speed = 0.5 * speed + 0.5 * nfmodel.memory_speed(util)
     outcomes = []
+    nf_counters = []
     for i, (m, inst) in enumerate(zip(models, instances)):
         offered = caps[i] if inst.offered_mpps is None else inst.offered_mpps
         outcomes.append(Outcome(
@@ -336,7 +378,24 @@ def simulate_server(instances, platform=nfmodel.Platform(), synthetic=(),
             occupancy_bytes=occupancy[i],
             miss_ratio=m.miss_ratio(occupancy[i]),
             mem_bw_utilisation=util))
-    return outcomes
+        pps = outcomes[-1].throughput_mpps * 1e6
+        refs = pps * m.spec.l3_refs_per_packet
+        leaked = leak * min(HEADER_LINES, nfmodel.buffer_lines(
+            inst.traffic.packet_bytes))
+        misses = refs * outcomes[-1].miss_ratio + pps * leaked
+        nf_counters.append(Counters(
+            llc_refs_per_s=refs,
+            llc_misses_per_s=misses,
+            llc_occupancy_bytes=float(occupancy[i]),
+            mem_bw_bytes_per_s=misses * CACHE_LINE + pps * leak
+            * inst.traffic.packet_bytes * LEAK_TRANSFERS,
+            io_bytes_per_s=pps * inst.traffic.packet_bytes))
+    syn_counters = [Counters(
+        llc_refs_per_s=s.refs_per_s, llc_misses_per_s=misses,
+        llc_occupancy_bytes=share,
+        mem_bw_bytes_per_s=misses * CACHE_LINE, io_bytes_per_s=0.0)
+        for (s, _), (share, misses) in zip(synthetic, syn_read)]
+    return outcomes, nf_counters, syn_counters
 
 
 @functools.lru_cache(maxsize=64)

@@ -18,7 +18,8 @@ from resq_profiler import plot
 
 LABELS = {
     'agnostic': 'Contention-agnostic', 'even_cat': 'Even CAT split',
-    'prediction': 'Prediction-based', 'elastic': 'E2-like elastic',
+    'prediction': 'Prediction-based', 'slomo': 'SLOMO prediction',
+    'elastic': 'E2-like elastic',
     'resq_greedy': 'ResQ greedy', 'resq_optimal': 'ResQ optimal',
 }
 
@@ -49,23 +50,33 @@ def _bars(doc, metric, ylabel, title, path, schemes):
         pyplot.close(fig)
 
 
+# The predictors a document may hold, with their figure labels.
+PREDICTORS = (('predictor', 'Dobrescu-style baseline'),
+              ('slomo_predictor', 'SLOMO'))
+
+
 def _prediction_error(doc, path):
     from matplotlib import pyplot
-    per_nf = doc['predictor']['per_nf']
-    names = sorted(per_nf)
+    present = [(key, label) for key, label in PREDICTORS if doc.get(key)]
+    names = sorted(doc[present[0][0]]['per_nf'])
+    width = 0.8 / len(present)
     fig, ax = pyplot.subplots(figsize=(9, 4))
     try:
-        xs = range(len(names))
-        bars = ax.bar(xs, [per_nf[n]['mean_pp'] for n in names], 0.6,
-                      label='mean over competitor sets')
-        ax.bar_label(bars, fmt='%.1f', fontsize='x-small')
-        ax.scatter(xs, [per_nf[n]['max_pp'] for n in names], color='black',
-                   marker='_', s=200, label='largest error')
+        for i, (key, label) in enumerate(present):
+            per_nf = doc[key]['per_nf']
+            xs = [x + (i - (len(present) - 1) / 2) * width
+                  for x in range(len(names))]
+            bars = ax.bar(xs, [per_nf[n]['mean_pp'] for n in names], width,
+                          label='%s: mean over competitor sets' % label)
+            ax.bar_label(bars, fmt='%.1f', fontsize='x-small')
+            ax.scatter(xs, [per_nf[n]['max_pp'] for n in names],
+                       color='black', marker='_', s=200,
+                       label='largest error' if i == 0 else None)
         ax.axhline(0, color='grey', linewidth=0.8)
-        ax.set_xticks(list(xs))
+        ax.set_xticks(list(range(len(names))))
         ax.set_xticklabels(names, rotation=30)
         ax.set_ylabel('predicted - observed drop (points)')
-        ax.set_title('Prediction baseline against the testbed '
+        ax.set_title('Contention predictors against the testbed '
                      '(cf. ResQ Figure 10)')
         ax.legend(fontsize='small')
         ax.grid(True, axis='y', alpha=0.3)
@@ -114,8 +125,9 @@ def write(doc, directory):
 
     violations.png (all schemes), and split into throughput and latency
     violations (violations_throughput.png, violations_latency.png),
-    servers.png, when the prediction baseline ran, prediction_error.png
-    and, with the chains simulation, chains.png.
+    servers.png, when the prediction baseline or SLOMO ran,
+    prediction_error.png (both predictors side by side) and, with the
+    chains simulation, chains.png.
     """
     os.makedirs(directory, exist_ok=True)
     schemes = [s for s in LABELS if any(s in rows for rows in
@@ -136,7 +148,7 @@ def write(doc, directory):
           'Resource efficiency (cf. ResQ Figure 9)', servers,
           [s for s in schemes if s not in ('agnostic', 'even_cat')])
     paths.append(servers)
-    if doc.get('predictor'):
+    if any(doc.get(key) for key, _ in PREDICTORS):
         path = os.path.join(directory, 'prediction_error.png')
         _prediction_error(doc, path)
         paths.append(path)

@@ -22,14 +22,15 @@ import math
 
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
+from resq_nova.evaluation import slomo as slomo_mod
 from resq_nova import greedy
 from resq_nova import milp
 from resq_profiler import catalog
 from resq_profiler import exception
 from resq_profiler import nfmodel
 
-NAMES = ('agnostic', 'even_cat', 'prediction', 'elastic', 'resq_greedy',
-         'resq_optimal')
+NAMES = ('agnostic', 'even_cat', 'prediction', 'slomo', 'elastic',
+         'resq_greedy', 'resq_optimal')
 
 
 def _solo(term):
@@ -108,6 +109,22 @@ def prediction(terms, cores, ways, packet_bytes=64, predictor=None, **_):
     """
     if predictor is None:
         predictor = dobrescu.Predictor(packet_bytes=packet_bytes)
+    return _predicted_first_fit(terms, cores, predictor)
+
+
+def slomo(terms, cores, ways, packet_bytes=64, slomo_predictor=None, **_):
+    """The prediction scheme's first fit with SLOMO's predictor.
+
+    :param slomo_predictor: a :class:`slomo_mod.Predictor` (a noiseless
+        one is made when missing).
+    """
+    if slomo_predictor is None:
+        slomo_predictor = slomo_mod.Predictor(packet_bytes=packet_bytes)
+    return _predicted_first_fit(terms, cores, slomo_predictor)
+
+
+def _predicted_first_fit(terms, cores, predictor):
+    """First fit on predicted throughput (see :func:`prediction`)."""
     servers = []  # per server: list of [nf name, assigned load, Placed]
     placed = []
     for term in terms:

@@ -76,6 +76,22 @@ def _add_parsers(subparsers):
     p = subparsers.add_parser('catalog', help='list the NF catalog')
     p.set_defaults(func=cmd_catalog)
 
+    p = subparsers.add_parser(
+        'slomo-train',
+        help="train an NF's SLOMO contention model and store it beside its "
+             'profile')
+    p.add_argument('profile', help='profile id in the store')
+    p.add_argument('--runs', type=int, default=80,
+                   help='contention runs against synthetic competitors')
+    p.add_argument('--seed', type=int, default=0)
+    p.set_defaults(func=cmd_slomo_train)
+
+    p = subparsers.add_parser(
+        'slomo-check',
+        help="check a profile's SLOMO model file; non-zero exit if refused")
+    p.add_argument('profile', help='profile id in the store')
+    p.set_defaults(func=cmd_slomo_check)
+
 
 command_opt = cfg.SubCommandOpt('command', title='Commands',
                                 handler=_add_parsers)
@@ -252,6 +268,63 @@ def cmd_catalog(conf):
         print('%-9s %-11s %6.3f Mpps  %s' % (r['name'], r['sensitivity'],
                                              r['solo_mpps'],
                                              r['description']))
+    return 0
+
+
+def cmd_slomo_train(conf):
+    from resq_profiler import drivers
+    from resq_profiler.slomo import store as slomo_store
+    from resq_profiler.slomo import training
+
+    args = conf.command
+    if args.runs < 1:
+        raise exception.MeasurementError(
+            reason='--runs must be at least 1, got %d' % args.runs)
+    prof = _store(conf).get(args.profile)
+    name = conf.resq_profiler.driver
+    if name == 'model':
+        # Contention needs the simulated testbed; the analytic model has
+        # none.
+        conf.set_override('model_truth', 'testbed', group='resq_profiler')
+    traffic = nfmodel.Traffic(prof.traffic['packet_bytes'],
+                              prof.traffic['flows'])
+    driver = drivers.load(name, conf, prof.name, traffic)
+    try:
+        if driver.platform() != prof.platform:
+            raise exception.MeasurementError(
+                reason='profile %s was measured on %s, this driver measures '
+                '%s; train where the profile was measured'
+                % (prof.profile_id, prof.platform, driver.platform()))
+        print('Training the SLOMO model of %s (%s driver, %d contention '
+              'runs)' % (prof.profile_id, name, args.runs), flush=True)
+        doc = training.train(driver, prof.profile_id, runs=args.runs,
+                             seed=args.seed,
+                             progress=lambda msg: print('  ' + msg,
+                                                        flush=True))
+    finally:
+        driver.close()
+    path = slomo_store.ModelStore(conf.resq_profiler.profile_dir).put(doc)
+    print('  stored in %s (%d runs, fit error %.2f%%)' % (
+        path, doc['training']['runs'],
+        doc['training']['fit_mean_error_pct']))
+    return 0
+
+
+def cmd_slomo_check(conf):
+    from resq_profiler.slomo import document
+    from resq_profiler.slomo import store as slomo_store
+
+    prof = _store(conf).get(conf.command.profile)
+    try:
+        model = slomo_store.ModelStore(conf.resq_profiler.profile_dir).get(
+            prof.profile_id, prof.platform)
+    except document.InvalidModel as exc:
+        print('REFUSED %s' % exc, file=sys.stderr)
+        return 1
+    t = model.doc['training']
+    print('OK %s: %s, trained with the %s driver (%d runs, %s) on %s' % (
+        model.source, model.name, t['driver'], t['runs'],
+        t.get('library', '?'), model.platform['cpu_model']))
     return 0
 
 

@@ -65,6 +65,28 @@ class Driver(metaclass=abc.ABCMeta):
         """
         return self.throughput(ways), None
 
+    def contention_run(self, competitors, with_nf=True):
+        """One run next to synthetic competitors, with counter readings.
+
+        What SLOMO's training measures (:mod:`resq_profiler.slomo`): the
+        NF saturated on its core while each competitor streams over its
+        buffer on a core of its own, all sharing the LLC, and every core's
+        counters (:class:`resq_profiler.truth.Counters`).
+
+        :param competitors: :class:`resq_profiler.truth.Synthetic` objects.
+        :param with_nf: ``False`` runs the competitors alone (to read their
+            own counters).
+        :returns: ``(Mpps or None, NF counters or None, [competitor
+            counters])``.
+        :raises resq_profiler.exception.MeasurementError: when the driver
+            cannot run competitors.
+        """
+        raise exception.MeasurementError(
+            reason='the %r profiling driver cannot run synthetic competitors '
+            'with counter readings, which SLOMO training needs; train with '
+            'the model driver, or see doc/source/admin/slomo.rst for what a '
+            'hardware driver must provide' % self.name)
+
     def close(self):
         """Release whatever the driver holds (groups, processes)."""
 

@@ -24,6 +24,7 @@ import zlib
 
 from resq_profiler import catalog
 from resq_profiler import drivers
+from resq_profiler import exception
 from resq_profiler import nfmodel
 from resq_profiler import truth
 
@@ -72,3 +73,23 @@ class ModelDriver(drivers.Driver):
         else:
             value = self.model.latency_p95_us(load_fraction, self.traffic)
         return self._noisy(value)
+
+    def contention_run(self, competitors, with_nf=True):
+        if self.truth != 'testbed':
+            raise exception.MeasurementError(
+                reason='runs next to competitors need the simulated testbed;'
+                ' set [resq_profiler] model_truth = testbed (the analytic '
+                'model has no contention)')
+        self.calls += 1
+        platform = self.model.platform
+        ways = frozenset(range(platform.llc_ways))
+        insts = []
+        if with_nf:
+            insts = [nfmodel.Instance(self.spec, ways, self.traffic)]
+        outs, nf_counters, syn_counters = truth.run_server(
+            insts, platform, [(c, ways) for c in competitors])
+        syn_counters = [c.noisy(self._noisy) for c in syn_counters]
+        if not with_nf:
+            return None, None, syn_counters
+        return (self._noisy(outs[0].capacity_mpps),
+                nf_counters[0].noisy(self._noisy), syn_counters)

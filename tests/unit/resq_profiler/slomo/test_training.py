@@ -1,0 +1,119 @@
+import math
+import statistics
+
+from resq_profiler import catalog
+from resq_profiler import exception
+from resq_profiler import nfmodel
+from resq_profiler.slomo import document
+from resq_profiler.slomo import metrics
+from resq_profiler.slomo import training
+from resq_profiler import truth
+from tests import base
+from tests.unit.resq_profiler.slomo import util
+
+WAYS = frozenset(range(20))
+
+
+class TrainingTest(base.TestCase):
+
+    def test_document_records_what_it_was_trained_on(self):
+        doc = util.trained_doc('LPM')
+        document.validate(doc, platform=nfmodel.Platform().as_dict())
+        self.assertEqual('LPM', doc['nf']['name'])
+        self.assertEqual('lpm-64B', doc['nf']['profile_id'])
+        self.assertEqual('model', doc['training']['driver'])
+        self.assertEqual(util.RUNS + 1, doc['training']['runs'])
+        self.assertIn('scikit-learn', doc['training']['library'])
+        self.assertEqual(list(metrics.FEATURES), doc['features'])
+        solo = truth.solo(catalog.get('LPM'), 20).capacity_mpps
+        # Measured with 0.5% noise.
+        self.assertAlmostEqual(solo, doc['solo_mpps'], delta=0.03 * solo)
+
+    def test_plan_is_deterministic_and_bounded(self):
+        a = training.plan(30, seed=4)
+        self.assertEqual(a, training.plan(30, seed=4))
+        self.assertNotEqual(a, training.plan(30, seed=5))
+        for chosen in a:
+            self.assertTrue(1 <= len(chosen) <= training.MAX_COMPETITORS)
+            self.assertTrue(all(0 <= i < training.PALETTE_SIZE
+                                for i in chosen))
+        self.assertRaises(ValueError, training.plan, 0)
+
+    def _held_out_synthetic(self, name, solo):
+        """Synthetic sets from another seed: none was trained on."""
+        d = util.driver(name, noise_pct=0.0)
+        kinds = training.palette(seed=99)
+        cont = [training.competitor_contentiousness(d, k) for k in kinds]
+        rows = []
+        for chosen in training.plan(25, seed=99):
+            mpps, _, _ = d.contention_run([kinds[i] for i in chosen])
+            rows.append(([cont[i] for i in chosen], mpps))
+        return rows
+
+    def test_beats_a_trivial_baseline_on_held_out_sets(self):
+        for name in ('LPM', 'Stats'):
+            model = util.model(name)
+            held = self._held_out_synthetic(name, model.solo_mpps)
+            # Trivial: the held-out runs' own mean throughput (a constant
+            # that even knows the answers' average), and solo throughput.
+            mean = statistics.fmean(m for _, m in held)
+            mine = [abs(model.predict_mpps(c) - m) / m for c, m in held]
+            trivial = [abs(mean - m) / m for c, m in held]
+            solo = [abs(model.solo_mpps - m) / m for c, m in held]
+            self.assertLess(statistics.fmean(mine),
+                            0.5 * statistics.fmean(trivial), name)
+            self.assertLess(statistics.fmean(mine),
+                            0.5 * statistics.fmean(solo), name)
+
+    def test_predicts_real_colocations_better_than_the_baseline(self):
+        from resq_nova.evaluation import dobrescu
+        baseline = dobrescu.Predictor(noise_pct=0.5)
+        names = ('LPM', 'Stats', 'Firewall', 'MazuNAT')
+        models = {n: util.model(n) for n in names}
+        mine, theirs = [], []
+        for mix in (['Stats'] * 4, ['Firewall'] * 4, ['MazuNAT'] * 2,
+                    ['Stats', 'Stats', 'Firewall'], ['MazuNAT', 'Firewall'],
+                    ['Stats', 'MazuNAT', 'Firewall', 'Firewall', 'Stats']):
+            insts = [nfmodel.Instance(catalog.get(n), WAYS)
+                     for n in ['LPM'] + mix]
+            observed = truth.simulate_server(insts)[0].capacity_mpps
+            predicted = models['LPM'].predict_mpps(
+                [models[n].contentiousness for n in mix])
+            mine.append(abs(predicted - observed) / observed)
+            theirs.append(abs(baseline.predict('LPM', mix) - observed)
+                          / observed)
+        self.assertLess(statistics.fmean(mine), statistics.fmean(theirs))
+        self.assertLess(statistics.fmean(mine), 0.08)
+        # The heavy neighbours slow it more than the light ones.
+        self.assertLess(
+            models['LPM'].predict_mpps([models['Stats'].contentiousness] * 4),
+            models['LPM'].predict_mpps(
+                [models['Firewall'].contentiousness] * 4))
+
+    def test_query_never_nan_or_negative(self):
+        model = util.model('Stats')
+        huge = metrics.Contentiousness.from_dict({
+            c: {k: 1e300 for k in metrics.COUNTERS}
+            for c in metrics.CONDITIONS})
+        zero = metrics.Contentiousness.from_dict({
+            c: {k: 0.0 for k in metrics.COUNTERS}
+            for c in metrics.CONDITIONS})
+        for comps in ([], [zero] * 50, [huge] * 8, [huge, zero]):
+            value = model.predict_mpps(comps)
+            self.assertTrue(math.isfinite(value))
+            self.assertGreaterEqual(value, 0.0)
+            self.assertLessEqual(value, model.solo_mpps)
+
+    def test_drivers_without_contention_runs_are_refused(self):
+        d = util.driver('LPM', truth='nfmodel')
+        exc = self.assertRaises(exception.MeasurementError, training.train,
+                                d, 'lpm', runs=2)
+        self.assertIn('model_truth = testbed', str(exc))
+
+        class Plain(type(d)):
+            name = 'plain'
+            contention_run = type(d).__mro__[1].contention_run
+        plain = Plain(util.make_conf(), 'LPM', nfmodel.Traffic())
+        exc = self.assertRaises(exception.MeasurementError, training.train,
+                                plain, 'lpm', runs=2)
+        self.assertIn("'plain' profiling driver cannot run", str(exc))
