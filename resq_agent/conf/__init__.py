@@ -12,8 +12,10 @@
 
 from resq_agent.conf import agent
 from resq_agent.conf import dma
+from resq_agent.conf import ondemand
 
 
 def register_opts(conf):
     agent.register_opts(conf)
     dma.register_opts(conf)
+    ondemand.register_opts(conf)
