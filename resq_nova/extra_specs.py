@@ -28,6 +28,8 @@ TRAIT_CAT_L3 = 'CUSTOM_CAT_L3'
 # A cache domain's shape (resq_nova.placement.cache_domain.platform_traits).
 TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
 TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
+# A cache domain leasing <n> ways to on-demand NFs (the agent's lease).
+TRAIT_ONDEMAND_PREFIX = 'CUSTOM_RESQ_ONDEMAND_WAYS_'
 RESERVED = 'reserved'
 ON_DEMAND = 'on-demand'
 _NUMBER = r'(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)'

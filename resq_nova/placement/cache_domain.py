@@ -32,6 +32,10 @@ provider, owned by the resq agent:
   ``CUSTOM_RESQ_CORES_<n>`` says how many dedicated cores the domain's
   NUMA cell has (Placement keeps PCPU on the compute node, not per cell;
   the optimizer reads the cell's size from this trait).
+  ``CUSTOM_RESQ_ONDEMAND_WAYS_<n>`` says the domain leases ``n`` ways to
+  on-demand NFs (``[resq_agent] ondemand_ways``): they are part of the
+  ``CUSTOM_LLC_WAY`` reserved amount, and the lease's classes of service
+  are not offered as ``CUSTOM_LLC_CLOS``, so no reserved SLO takes them.
   A profile is only valid on the platform it was measured on; flavors made
   by SLO admission require the profile's platform traits in their LLC
   request group, so Placement only offers cache domains of that shape.
@@ -50,6 +54,7 @@ TRAIT_DOMAIN_PREFIX = 'CUSTOM_RESQ_L3_'
 TRAIT_WAYS_PREFIX = extra_specs.TRAIT_WAYS_PREFIX
 TRAIT_WAY_KIB_PREFIX = extra_specs.TRAIT_WAY_KIB_PREFIX
 TRAIT_CORES_PREFIX = 'CUSTOM_RESQ_CORES_'
+TRAIT_ONDEMAND_PREFIX = extra_specs.TRAIT_ONDEMAND_PREFIX
 MAX_DOMAINS = 64
 
 
@@ -108,6 +113,10 @@ class CacheDomain:
     # Ways the agent's layout can give instances; None: all but the I/O
     # and default-group ways.
     instance_ways: int = None
+    # The on-demand lease: its ways (inside the reserved amount) and its
+    # classes of service (host-wide).
+    lease_ways: int = 0
+    lease_classes: int = 0
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -119,7 +128,8 @@ class CacheDomain:
             'min_unit': max(self.min_cbm_bits, 1),
             'max_unit': max(self.ways - reserved, 1), 'step_size': 1,
             'allocation_ratio': 1.0}}
-        usable_clos = (self.num_closids - 1) // max(self.domains_on_host, 1)
+        usable_clos = (self.num_closids - 1 - self.lease_classes) // max(
+            self.domains_on_host, 1)
         if usable_clos >= 1:
             inv[extra_specs.RC_LLC_CLOS] = {
                 'total': usable_clos + 1, 'reserved': 1, 'min_unit': 1,
@@ -136,4 +146,6 @@ class CacheDomain:
             traits.extend(platform_traits(self.ways, self.way_size_bytes))
         if self.cores:
             traits.append('%s%d' % (TRAIT_CORES_PREFIX, self.cores))
+        if self.cat and self.lease_ways > 0:
+            traits.append('%s%d' % (TRAIT_ONDEMAND_PREFIX, self.lease_ways))
         return sorted(traits)
