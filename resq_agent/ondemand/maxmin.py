@@ -60,7 +60,7 @@ def plan(lease, nfs, readings, high_miss_bw):
     pool = sorted(nfs, key=lambda n: n.uuid)
     space, classes_left = lease.ways, lease.classes
     done, unmet, rounds = [], set(), 0
-    while pool:
+    while pool and classes_left > 1:
         rounds += 1
         bad = violating(pool, readings)
         if not bad:
@@ -81,31 +81,27 @@ def plan(lease, nfs, readings, high_miss_bw):
         iso_ways = max(int(math.floor(fair)), min_bits)
         low_want = max(lease.ways_of(sum(readings[n.uuid].occupancy_bytes
                                          for n in low)), min_bits)
-        # Classes: one per isolated group, one for the low sharers, one
-        # for the rest; the isolated NFs get what is left after the two.
-        shared_classes = (1 if low else 0) + (1 if rest else 0)
-        iso_classes = min(len(iso), classes_left - shared_classes)
-        if iso and iso_classes < 1:
+        # Classes: one for the low sharers, one for the rest, one per
+        # isolated group with what is left of the budget.
+        iso_classes = classes_left - (1 if low else 0) - 1
+        if iso and (iso_classes < 1 or len(iso) * iso_ways + min_bits + (
+                min_bits if low else 0) > space):
+            # No class left for them, or not even the fair share for
+            # each: isolation cannot help here.
             unmet.update(n.uuid for n in iso)
             rest.extend(iso)
             iso = []
         rest_min = min_bits if rest else 0
-        if iso and len(iso) * iso_ways + rest_min + (
-                min_bits if low else 0) > space:
-            # Not even the fair share for each: isolation cannot help.
-            unmet.update(n.uuid for n in iso)
-            rest.extend(iso)
-            iso = []
-        groups = []
-        if iso:
-            groups = grouping.group(iso, readings, iso_classes)
         iso_total = len(iso) * iso_ways
         low_ways = min(low_want, space - iso_total - rest_min)
-        if low and low_ways < min_bits:
+        if low and (low_ways < min_bits or classes_left < 2 + (
+                1 if iso else 0)):
             rest.extend(low)
             low = []
         if not low and not iso:
             break
+        groups = grouping.group(iso, readings,
+                                min(len(iso), iso_classes)) if iso else []
         for members in groups:
             kind = 'isolated' if len(members) == 1 else 'grouped'
             done.append(model.ClassOfService(

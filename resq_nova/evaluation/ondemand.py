@@ -44,9 +44,8 @@ MIX = ('LPM', 'MazuNAT', 'Stats', 'EndRE', 'Snort', 'Efficuts', 'IPsec',
 TARGET_LOAD = 0.9
 
 
-def _scenario(nfs, lease_ways, seed, mean_load, swing):
+def _scenario(nfs, lease_ways, seed, mean_load, platform):
     rnd = random.Random(seed)
-    platform = nfmodel.Platform()
     fair = max(lease_ways // nfs, 1)
     out = []
     for i in range(nfs):
@@ -78,9 +77,17 @@ def _partitions(lease, masks, uuids):
 
 def run_policy(policy, nfs=8, lease_ways=16, classes=8, periods=60,
                period_s=5.0, settle_s=5.0, seed=0, mean_load=0.75,
-               swing=0.2, noise=0.05, high_miss_bw=1e8):
-    """Simulate one policy; returns its figures (a dict)."""
-    platform = nfmodel.Platform()
+               swing=0.2, noise=0.05, high_miss_bw=1e8, platform=None):
+    """Simulate one policy; returns its figures (a dict).
+
+    ``rounds`` counts the re-plans before the scheduler first found its
+    plan stable (with ``swing`` and ``noise`` 0, the rounds to converge).
+    """
+    platform = platform or nfmodel.Platform()
+    if nfs < 1 or lease_ways < 1 or classes < 1 or periods < 1:
+        raise ValueError('the on-demand simulation needs at least one NF, '
+                         'way, class and period (got %d, %d, %d, %d)' % (
+                             nfs, lease_ways, classes, periods))
     if lease_ways > platform.llc_ways - platform.io_ways:
         raise ValueError('a lease of %d ways does not fit the %d-way '
                          'platform beside its %d I/O ways' % (
@@ -88,7 +95,7 @@ def run_policy(policy, nfs=8, lease_ways=16, classes=8, periods=60,
                              platform.io_ways))
     lease = model.Lease(0, 0, lease_ways, classes, 1,
                         platform.way_size_bytes)
-    scen = _scenario(nfs, lease_ways, seed, mean_load, swing)
+    scen = _scenario(nfs, lease_ways, seed, mean_load, platform)
     rnd = random.Random(seed + 1)
     nf_objs = [model.NF(s['uuid'], s['target_us']) for s in scen]
     sched = sched_mod.LocalScheduler(policy, settle_s=settle_s,
@@ -96,6 +103,7 @@ def run_policy(policy, nfs=8, lease_ways=16, classes=8, periods=60,
     decision = sched.update(lease, nf_objs, {}, 0.0)
     masks = decision.masks
     violations = moves = isolated = 0
+    rounds = None
     escalated = set()
     for t in range(1, periods + 1):
         part = _partitions(lease, masks, [s['uuid'] for s in scen])
@@ -118,6 +126,8 @@ def run_policy(policy, nfs=8, lease_ways=16, classes=8, periods=60,
             if o.latency_p95_us > s['target_us']:
                 violations += 1
         decision = sched.update(lease, nf_objs, readings, t * period_s)
+        if rounds is None and decision.state == 'stable':
+            rounds = sched.replans
         if decision.changed:
             old = dict((c.members, m) for m, c in masks)
             moves += sum(1 for m, c in decision.masks
@@ -131,6 +141,7 @@ def run_policy(policy, nfs=8, lease_ways=16, classes=8, periods=60,
         'moves': moves,
         'escalations': len(escalated),
         'classes': len(masks),
+        'rounds': rounds,
     }
 
 
@@ -151,10 +162,11 @@ def evaluate(nfs=8, lease_ways=16, classes=8, periods=60, seed=0,
 
 def table(doc):
     """The figures as text, one policy a line."""
-    lines = ['%-8s %10s %10s %6s %6s' % ('policy', 'violation%',
-                                         'iso ways', 'moves', 'esc')]
+    lines = ['%-8s %10s %10s %6s %6s %7s' % ('policy', 'violation%',
+                                             'iso ways', 'moves', 'esc',
+                                             'rounds')]
     for name, f in doc['policies'].items():
-        lines.append('%-8s %10.2f %10.2f %6d %6d' % (
+        lines.append('%-8s %10.2f %10.2f %6d %6d %7s' % (
             name, f['violation_pct'], f['ways_isolated'], f['moves'],
-            f['escalations']))
+            f['escalations'], f['rounds']))
     return '\n'.join(lines)

@@ -133,3 +133,31 @@ class MaxMinTest(base.TestCase):
             self.assertEqual(0, covered & m)
             covered |= m
         self.assertEqual(le.mask, covered)
+
+
+class MaxMinInvariantsTest(base.TestCase):
+    """Random leases and readings: every plan lays out as valid masks."""
+
+    def test_every_plan_is_a_valid_layout(self):
+        import random
+        rnd = random.Random(7)
+        for _ in range(300):
+            n = rnd.randint(1, 40)
+            le = lease(ways=rnd.randint(2, 40), classes=rnd.randint(1, 16),
+                       first=rnd.randint(0, 4), min_bits=rnd.randint(1, 2))
+            if le.ways < le.min_cbm_bits:
+                continue
+            names = ['nf%02d' % i for i in range(n)]
+            readings = {u: rd(rnd.choice((5, 20)), rnd.uniform(0, 6),
+                              rnd.choice((0.0, 2e9)))
+                        for u in names}
+            plan = maxmin.plan(le, [nf(u) for u in names], readings, HIGH)
+            out = model.masks(le, plan)
+            self.assertLessEqual(len(out), le.classes)
+            covered = 0
+            for m, c in out:
+                self.assertEqual(0, covered & m)
+                covered |= m
+            self.assertEqual(le.mask, covered)
+            self.assertEqual(sorted(names),
+                             sorted(u for _, c in out for u in c.members))
