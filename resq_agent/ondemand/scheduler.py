@@ -68,7 +68,7 @@ class Decision:
 class LocalScheduler:
 
     def __init__(self, policy='resq', settle_s=10.0, high_miss_bw=1e9,
-                 max_replans=8):
+                 max_replans=12):
         if policy not in POLICIES:
             raise ValueError('on-demand policy %r is unknown; use one of %s'
                              % (policy, ', '.join(POLICIES)))
@@ -85,6 +85,8 @@ class LocalScheduler:
         self.rounds = 0
         self._durner = None
         self._escalated = set()
+        self._replanned_for = None   # violators of the last re-plan
+        self._held = frozenset()     # violators a re-plan did not help
 
     def update(self, lease, nfs, readings, now, failed=None):
         """One period.
@@ -123,11 +125,25 @@ class LocalScheduler:
             new = self._durner.step(readings)
         elif not bad:
             self.replans = 0
+            self._replanned_for, self._held = None, frozenset()
             return Decision(self.masks, state='stable',
                             reason='every NF meets its target')
         else:
-            new = maxmin.plan(lease, nfs, readings, self.high_miss_bw)
+            if (self._replanned_for is not None
+                    and self._replanned_for <= bad):
+                # The last re-plan fixed none of the NFs it was for: the
+                # lease cannot do better for them; hold until others
+                # violate.
+                self._held = self._held | self._replanned_for
+                self._replanned_for = None
+            if bad <= self._held:
+                return Decision(self.masks, state='stable',
+                                reason='re-planning did not help',
+                                violating=tuple(sorted(bad)),
+                                escalate=self._escalate(bad, now))
+            new = self._replan(lease, nfs, readings, bad)
             self.rounds = new.rounds
+            self._replanned_for = frozenset(bad)
         stuck = set(new.unmet)
         if new.key() != self.plan.key() and (
                 self.policy != 'resq' or self.replans < self.max_replans):
@@ -151,6 +167,28 @@ class LocalScheduler:
                         violating=tuple(sorted(bad)),
                         escalate=self._escalate(bad, now))
 
+    def _replan(self, lease, nfs, readings, bad):
+        """Max-min over the lease, keeping compliant isolated classes.
+
+        A class of isolated (or grouped) NFs that all meet their target
+        keeps its ways; the procedure runs on what is left. Re-planning
+        from scratch would put such an NF back into a shared class, where
+        it violates again: the plans would flap instead of converging.
+        """
+        kept = [c for c in self.plan.classes
+                if c.kind != 'shared' and not set(c.members) & bad]
+        rest_ways = lease.ways - sum(c.ways for c in kept)
+        if kept and (rest_ways < max(lease.min_cbm_bits, 1)
+                     or lease.classes - len(kept) < 1):
+            kept, rest_ways = [], lease.ways
+        held = {u for c in kept for u in c.members}
+        sub = dataclasses.replace(lease, ways=rest_ways,
+                                  classes=lease.classes - len(kept))
+        plan = maxmin.plan(sub, [n for n in nfs if n.uuid not in held],
+                           readings, self.high_miss_bw)
+        return model.Plan(tuple(kept) + plan.classes, plan.unmet,
+                          plan.rounds)
+
     def _escalate(self, uuids, now):
         out = []
         for uuid in sorted(set(uuids) - self._escalated):
@@ -169,6 +207,7 @@ class LocalScheduler:
         self.lease, self.nfs = lease, nfs
         self.changed_at = now
         self.replans = 0
+        self._replanned_for, self._held = None, frozenset()
         self._escalated &= {n.uuid for n in nfs}
         if not nfs:
             self.plan, self.masks = model.Plan(()), []

@@ -121,3 +121,37 @@ class LocalSchedulerTest(base.TestCase):
         d = s.update(self.lease, self.nfs, r, 2.0)
         self.assertEqual(4, [c.ways for _, c in d.masks
                              if c.members == ('a',)][0])
+
+    def test_replan_that_did_not_help_is_held_until_others_violate(self):
+        nfs4 = nfs('a', 'b', 'c', 'd')
+        self.s.update(self.lease, nfs4, {}, 0.0)
+        bad = {'a': rd(50, 1, 5e9), 'b': rd(5), 'c': rd(5, 6),
+               'd': rd(5, 6)}
+        d = self.s.update(self.lease, nfs4, bad, 10.0)
+        self.assertEqual('replanned', d.state)
+        # a still violates though isolated: the re-plan did not help.
+        d = self.s.update(self.lease, nfs4, bad, 25.0)
+        self.assertEqual('stable', d.state)
+        self.assertIn('did not help', d.reason)
+        self.assertFalse(d.changed)
+        self.assertEqual(['a'], [u for u, _ in d.escalate])
+        # Someone else violating is a new situation: re-planned.
+        other = dict(bad, c=rd(50, 0.5, 5e9))
+        d = self.s.update(self.lease, nfs4, other, 40.0)
+        self.assertEqual('replanned', d.state)
+
+    def test_compliant_isolated_class_is_kept_on_replan(self):
+        nfs4 = nfs('a', 'b', 'c', 'd')
+        self.s.update(self.lease, nfs4, {}, 0.0)
+        bad = {'a': rd(50, 1, 5e9), 'b': rd(5, 1), 'c': rd(5, 6),
+               'd': rd(5, 6)}
+        d = self.s.update(self.lease, nfs4, bad, 10.0)
+        a_mask = [m for m, c in d.masks if c.members == ('a',)][0]
+        # a is fine now; d violates with a small footprint.
+        later = dict(bad, a=rd(8, 3, 5e9), d=rd(50, 0.5, 5e9))
+        d = self.s.update(self.lease, nfs4, later, 25.0)
+        self.assertEqual('replanned', d.state)
+        self.assertEqual(a_mask, [m for m, c in d.masks
+                                  if c.members == ('a',)][0])
+        self.assertEqual(1, len([c for _, c in d.masks
+                                 if c.members == ('d',)]))
