@@ -9,6 +9,7 @@ BENCHMARKS = {
     'optimizer': 'benchmarks.optimizer',
     'scheduler': 'benchmarks.scheduler',
     'profiler': 'benchmarks.profiler',
+    'ondemand': 'benchmarks.ondemand',
 }
 
 
