@@ -305,7 +305,7 @@ def shape_of(dom, configured_default_ways, default_io=False, lease_ways=0):
 
 def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
                     dedicated_cpus=None, default_io=False, lease_ways=0,
-                    lease_classes=0):
+                    lease_classes=0, lease_cores=0):
     """The Placement view of a domain (inventory, traits).
 
     :param dedicated_cpus: the CPUs Nova pins instances to (its
@@ -317,6 +317,7 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
     :param lease_ways: ways leased to on-demand NFs; reported as reserved.
     :param lease_classes: classes of service of the on-demand lease (host
         wide); not offered to reserved instances.
+    :param lease_cores: cores on-demand NFs may hold (0: the domain's).
     """
     instance_ways = None
     if dom.cat:
@@ -335,6 +336,7 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
         domains_on_host=domains_on_host,
         lease_ways=lease_ways if dom.cat else 0,
         lease_classes=lease_classes if lease_ways and dom.cat else 0,
+        lease_cores=lease_cores,
         cores=len(set(dom.cpus) & set(dedicated_cpus)
                   if dedicated_cpus else dom.cpus))
 

@@ -54,8 +54,9 @@ class Inventory:
 
     def __init__(self, client, hostname, default_group_ways,
                  dedicated_cpus=None, default_io=False, lease_ways=0,
-                 lease_classes=0):
+                 lease_classes=0, lease_cores=0):
         self.client = client
+        self.lease_cores = lease_cores
         self.lease_ways = lease_ways
         self.lease_classes = lease_classes
         self.hostname = hostname
@@ -72,7 +73,8 @@ class Inventory:
                    discovery.parse_cpu_list(dedicated) if dedicated
                    else None, conf.resq_agent.default_group_io_ways,
                    conf.resq_agent.ondemand_ways,
-                   conf.resq_agent.ondemand_classes)
+                   conf.resq_agent.ondemand_classes,
+                   conf.resq_agent.ondemand_cores)
 
     def compute_uuid(self):
         if self._compute_uuid is None:
@@ -91,7 +93,8 @@ class Inventory:
                                           self.dedicated_cpus,
                                           self.default_io,
                                           self.lease_ways,
-                                          self.lease_classes)
+                                          self.lease_classes,
+                                          self.lease_cores)
                 for d in topology.domains]
         result = reporter.report(self.client, self.hostname, doms)
         LOG.info('Reported %d cache domain(s) of %s to Placement: %s',

@@ -22,10 +22,20 @@ ALL_OPTS = [
                     '(flavors with resq:slo=on-demand). They are taken out '
                     'of the CUSTOM_LLC_WAY inventory offered to reserved '
                     'SLOs (reported as reserved), so no reserved instance '
-                    'is ever placed on them. 0 (the default) leases '
-                    'nothing: on-demand NFs then only get the ways that '
-                    'ondemand_lend_spare lends. The lease must hold at '
-                    'least min_cbm_bits ways to be usable.'),
+                    'is ever placed on them, and the domain reports '
+                    'CUSTOM_RESQ_ONDEMAND_CORE for on-demand flavors. 0 '
+                    '(the default): the host takes no on-demand NFs and '
+                    'nothing changes. The lease must hold at least '
+                    'min_cbm_bits ways to be usable.'),
+    cfg.IntOpt('ondemand_cores',
+               default=0, min=0,
+               help='How many pinned cores on-demand NFs may hold in each '
+                    'cache domain with a lease: reported to Placement as '
+                    'CUSTOM_RESQ_ONDEMAND_CORE, which on-demand flavors ask '
+                    'for (one per vCPU), so no more on-demand NFs land on '
+                    'a domain than its lease is meant for. 0: every '
+                    'dedicated core of the domain. Nova still pins the '
+                    'cores (PCPU); this only caps the on-demand ones.'),
     cfg.BoolOpt('ondemand_lend_spare',
                 default=True,
                 help='Lend the reserved ways no reserved instance uses to '

@@ -36,6 +36,10 @@ provider, owned by the resq agent:
   on-demand NFs (``[resq_agent] ondemand_ways``): they are part of the
   ``CUSTOM_LLC_WAY`` reserved amount, and the lease's classes of service
   are not offered as ``CUSTOM_LLC_CLOS``, so no reserved SLO takes them.
+  ``CUSTOM_RESQ_ONDEMAND_CORE`` counts the cores on-demand NFs may hold
+  there: an on-demand flavor asks for one per vCPU, so Placement only
+  offers domains whose lease has room for one more instance (ResQ §5.1's
+  on-demand admission).
   A profile is only valid on the platform it was measured on; flavors made
   by SLO admission require the profile's platform traits in their LLC
   request group, so Placement only offers cache domains of that shape.
@@ -117,6 +121,9 @@ class CacheDomain:
     # classes of service (host-wide).
     lease_ways: int = 0
     lease_classes: int = 0
+    # Cores on-demand NFs may hold in the domain; 0: the domain's cores
+    # (or, unknown, one per leased way).
+    lease_cores: int = 0
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -134,6 +141,12 @@ class CacheDomain:
             inv[extra_specs.RC_LLC_CLOS] = {
                 'total': usable_clos + 1, 'reserved': 1, 'min_unit': 1,
                 'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}
+        if self.cat and self.lease_ways > 0:
+            cores = self.lease_cores or self.cores or self.lease_ways
+            inv[extra_specs.RC_ONDEMAND_CORE] = {
+                'total': cores, 'reserved': 0, 'min_unit': 1,
+                'max_unit': cores, 'step_size': 1,
+                'allocation_ratio': 1.0}
         if not self.cat or reserved >= self.ways or not usable_clos:
             return {}
         return inv
