@@ -98,6 +98,11 @@ ALL_OPTS = [
                default=1000, min=1,
                help='More samples than this from one NF in one period is a '
                     'flood: the source counts as failed for the period.'),
+    cfg.StrOpt('optimizer_topic',
+               default='resq_optimizer',
+               help='RPC topic of resq-optimizer ([resq_optimizer] '
+                    'rpc_topic there), where the agent escalates on-demand '
+                    'NFs the host cannot keep within their target.'),
 ]
 
 

@@ -173,11 +173,13 @@ class OnDemandHost:
             if d.masks:
                 lay.default_masks[shape.id] = lease_mod.default_mask(
                     shape, lay.assignments, self.lend_spare)
+            by_uuid = {n.uuid: n for n in nfs}
             for uuid, reason in d.escalate:
-                self.escalations.append({'instance_uuid': uuid,
-                                         'domain_id': shape.id,
-                                         'reason': reason,
-                                         'lease_ways': le.ways})
+                self.escalations.append({
+                    'instance_uuid': uuid, 'domain_id': shape.id,
+                    'reason': reason, 'lease_ways': le.ways,
+                    'vcpus': len(by_uuid[uuid].cpus),
+                    'target_us': by_uuid[uuid].target_us})
         for dom_id, nfs in by_dom.items():
             refused.extend((n.uuid, dom_id, 'cache domain %s has no CAT'
                             % dom_id) for n in nfs)
