@@ -49,7 +49,7 @@ def _bars(doc, metric, ylabel, title, path, schemes):
 
 
 def write(doc, directory):
-    """Write violations.png and servers.png; return their paths."""
+    """Write violations.png, servers.png (and ondemand.png); their paths."""
     os.makedirs(directory, exist_ok=True)
     schemes = [s for s in LABELS if any(s in rows for rows in
                                         doc['sets'].values())]
@@ -62,4 +62,8 @@ def write(doc, directory):
     _bars(doc, 'servers', 'servers used',
           'Resource efficiency (cf. ResQ Figure 9)', servers,
           [s for s in schemes if s not in ('agnostic', 'even_cat')])
-    return [viol, servers]
+    paths = [viol, servers]
+    if doc.get('on_demand'):
+        from resq_nova.evaluation import ondemand
+        paths.append(ondemand.figure(doc['on_demand'], directory))
+    return paths

@@ -170,3 +170,33 @@ def table(doc):
             name, f['violation_pct'], f['ways_isolated'], f['moves'],
             f['escalations'], f['rounds']))
     return '\n'.join(lines)
+
+
+def figure(doc, directory):
+    """``ondemand.png``: violations and mask moves per policy; its path."""
+    import os
+
+    from matplotlib import pyplot
+
+    from resq_profiler import plot
+
+    path = os.path.join(directory, 'ondemand.png')
+    names = list(doc['policies'])
+    fig, axes = pyplot.subplots(1, 2, figsize=(9, 3.5))
+    try:
+        for ax, metric, label in (
+                (axes[0], 'violation_pct', 'NF-periods above target (%)'),
+                (axes[1], 'moves', 'mask changes')):
+            bars = ax.bar(names, [doc['policies'][n][metric]
+                                  for n in names])
+            ax.bar_label(bars, fmt='%g', fontsize='x-small')
+            ax.set_ylabel(label)
+            ax.grid(True, axis='y', alpha=0.3)
+        fig.suptitle('On-demand NFs: %(nfs)d NFs, %(lease_ways)d-way lease, '
+                     '%(periods)d periods of varying traffic'
+                     % doc['config'])
+        fig.tight_layout()
+        plot.save_figure(fig, path)
+    finally:
+        pyplot.close(fig)
+    return path

@@ -14,6 +14,7 @@
 import time
 
 from resq_nova.evaluation import cluster
+from resq_nova.evaluation import ondemand
 from resq_nova.evaluation import schemes as schemes_mod
 from resq_nova.evaluation import slosets
 from resq_profiler import catalog
@@ -115,6 +116,7 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
                                            / rows['resq_optimal']['servers'],
                                            4),
                 'gap_pct': rows['resq_optimal']['gap_pct']}
+    doc['on_demand'] = ondemand.evaluate(seed=seed, progress=progress)
     return doc
 
 

@@ -116,6 +116,8 @@ class EvaluateTest(base.TestCase):
         self.assertGreaterEqual(doc['ratios']['mixed']['greedy_to_optimal'],
                                 1.0)
         self.assertIn('resq_optimal', run.table(doc))
+        self.assertEqual({'resq', 'durner', 'shared'},
+                         set(doc['on_demand']['policies']))
 
     def test_bad_input(self):
         for kwargs in ({'cores': 0}, {'ways': 19}, {'time_limit': 0}):
