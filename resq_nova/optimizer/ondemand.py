@@ -33,6 +33,7 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from resq_nova import extra_specs
+from resq_nova import ondemand as od_admission
 from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
@@ -128,9 +129,8 @@ class EscalationEndpoint:
                     data['host'])['uuid'])
             except placement_client.ProviderNotFound:
                 pass
-            body = self.placement.allocation_candidates(
-                {GROUP: {'resources': {extra_specs.RC_ONDEMAND_CORE:
-                                       data['vcpus']}}})
+            body = od_admission.lease_candidates(self.placement,
+                                                 data['vcpus'])
             decision, rp, root, reason = decide(data, body, exclude)
             target_host = (self.placement.get_provider(root)['name']
                            if root else None)

@@ -9,8 +9,21 @@ host's lease: here, that Placement has a lease core for it in the cell its
 cores are pinned to.
 """
 
+import io
+import json
+
+import fixtures
+from oslo_config import cfg
+
+from resq_nova.cmd import admit
 from resq_nova.placement import cache_domain
+from resq_profiler import profile as profile_mod
+from resq_profiler import store as store_mod
+from tests.functional import test_nova_admission
 from tests.functional import test_nova_scheduler
+from tests.unit.resq_profiler import test_profile
+
+IMAGE = test_nova_admission.IMAGE
 
 ON_DEMAND = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'on-demand',
              'resq:latency_p95_us': '60'}
@@ -79,3 +92,78 @@ class OnDemandAdmissionTest(test_nova_scheduler.ResQNovaTestBase):
                                      expected_state='ERROR')
         self.assertIn('No valid host', server['fault']['message'])
         self.assertIn('resq:latency_p95_us', self.stdlog.logger.output)
+
+
+class OnDemandAdmitTest(test_nova_scheduler.ResQNovaTestBase):
+    """``resq-admit --slo on-demand`` against the real services."""
+
+    def setUp(self):
+        super().setUp()
+        self.profiles = self.useFixture(fixtures.TempDir()).path
+        self.flags(profile_dir=self.profiles, group='resq')
+        self.profile = profile_mod.Profile.from_dict(test_profile.make_doc())
+        store_mod.ProfileStore(self.profiles).put(self.profile)
+        self.compute = self.compute_client()
+
+    def start_host(self, hostname, lease_ways=0):
+        dom = cache_domain.CacheDomain(
+            0, 11, io_ways=2, num_closids=8, cores=6, default_group_ways=1,
+            instance_ways=11 - 2 - 1 - lease_ways, lease_ways=lease_ways,
+            lease_classes=2 if lease_ways else 0, lease_cores=2)
+        return self.start_resq_compute(hostname, domains=[dom],
+                                       huge_pages=True)[0]
+
+    def admit(self, *args, latency='80'):
+        conf = cfg.ConfigOpts()
+        admit.register_opts(conf)
+        conf.register_cli_opts(admit.cli_opts)
+        conf(['--slo', 'on-demand', '--term', 'od-a',
+              '--latency-p95-us', latency, '--ram-mb', '512',
+              '--image', IMAGE, '--network', 'none',
+              '--profile-dir', self.profiles, '--format', 'json',
+              '--boot-timeout', '60'] + list(args),
+             project='resq', default_config_files=[])
+        out, err = io.StringIO(), io.StringIO()
+        rc = admit.run(conf, self.client, self.compute, out=out, err=err)
+        text = out.getvalue()
+        return rc, json.loads(text) if text else None, err.getvalue()
+
+    def test_boots_one_server_in_a_lease(self):
+        self.start_host('host1')
+        leased = self.start_host('host2', lease_ways=4)
+        rc, doc, err = self.admit()
+        self.assertEqual(0, rc, err)
+        self.assertEqual([leased], [r['provider']
+                                    for r in doc['leases_with_room']])
+        self.assertEqual(['host2'], [s['host'] for s in doc['servers']])
+        self.assertTrue(doc['flavor']['created'])
+        specs = doc['flavor']['extra_specs']
+        self.assertEqual(('on-demand', '80', '1'), (
+            specs['resq:slo'], specs['resq:latency_p95_us'],
+            specs['resources_OD:CUSTOM_RESQ_ONDEMAND_CORE']))
+        self.assertEqual(1, self.client.get_usages(leased)[
+            'CUSTOM_RESQ_ONDEMAND_CORE'])
+
+    def test_refused_without_a_lease_with_room(self):
+        self.start_host('host1')
+        rc, doc, err = self.admit()
+        self.assertEqual(1, rc)
+        self.assertIn('REFUSED (lease)', err)
+        self.assertIn('ondemand_ways', err)
+        self.assertEqual([], self.api.get_servers())
+
+    def test_target_below_the_best_case_is_an_error(self):
+        self.start_host('host1', lease_ways=4)
+        floor = self.profile.latency_floor_us
+        rc, doc, err = self.admit('--profile', self.profile.profile_id,
+                                  latency='%g' % (floor / 2))
+        self.assertEqual(1, rc)
+        self.assertIn('REFUSED (latency)', err)
+        self.assertIn('even alone with the whole cache', err)
+        self.assertEqual([], self.api.get_servers())
+        # At the floor it is admitted.
+        rc, doc, err = self.admit('--profile', self.profile.profile_id,
+                                  latency='%g' % (floor * 1.5))
+        self.assertEqual(0, rc, err)
+        self.assertEqual(self.profile.profile_id,
+                         doc['flavor']['extra_specs']['resq:profile'])
