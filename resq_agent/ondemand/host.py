@@ -191,7 +191,12 @@ class OnDemandHost:
         if d.state == 'frozen':
             LOG.warning('On-demand NFs of cache domain %d keep their masks: '
                         'latency source failed (%s)', domain_id, d.reason)
-        elif d.state == 'error':
+        elif d.failed:
+            LOG.warning('On-demand NFs of cache domain %d whose latency '
+                        'source failed keep their classes of their own (%s)',
+                        domain_id, '; '.join('%s: %s' % item for item in
+                                             sorted(d.failed.items())))
+        if d.state == 'error':
             LOG.error('On-demand NFs of cache domain %d keep their masks: '
                       '%s', domain_id, d.reason)
         elif d.changed:

@@ -22,9 +22,10 @@ checked readings. It
 * then, per policy: ``resq`` re-plans with the max-min procedure
   (:mod:`.maxmin`) on violations, ``durner`` takes one step of
   Algorithm 1 (:mod:`.durner`), ``shared`` never splits;
-* keeps the last plan, changing nothing, while any NF's latency source
-  failed (the caller says which and why), so a silent or lying source
-  never moves a mask;
+* never moves an NF whose latency source failed (the caller says which
+  and why): when it has a class of its own (``resq`` policy), that class
+  keeps its mask and the others are planned around it; when it shares a
+  class, nothing changes until its source is back;
 * escalates NFs that still violate once the plan is stable (a re-plan
   gives the same classes, ``max_replans`` re-plans in a row did not help,
   or the procedure could not isolate them); each NF once until it meets
@@ -63,6 +64,7 @@ class Decision:
     state: str = 'stable'
     reason: str = ''
     violating: tuple = ()
+    failed: dict = dataclasses.field(default_factory=dict)
 
 
 class LocalScheduler:
@@ -100,19 +102,36 @@ class LocalScheduler:
         :returns: :class:`Decision`.
         """
         failed = dict(failed or {})
-        nfs = tuple(sorted(nfs, key=lambda n: n.uuid))
         for n in nfs:
             if n.uuid not in readings and n.uuid not in failed:
                 failed[n.uuid] = 'no reading'
+        decision = self._decide(lease, nfs, readings, now, failed)
+        decision.failed = failed
+        return decision
+
+    def _decide(self, lease, nfs, readings, now, failed):
+        nfs = tuple(sorted(nfs, key=lambda n: n.uuid))
         if lease != self.lease or nfs != self.nfs:
             why = ('the lease changed' if lease != self.lease
                    else 'the on-demand NFs changed')
             return self._reset(lease, nfs, now, why)
         if not nfs:
             return Decision(self.masks, state='stable', reason='no NFs')
+        pinned = ()
         if failed:
-            return Decision(self.masks, state='frozen', reason='; '.join(
-                '%s: %s' % item for item in sorted(failed.items())))
+            why = '; '.join('%s: %s' % item for item in sorted(
+                failed.items()))
+            pinned = tuple(c for c in self.plan.classes
+                           if set(c.members) & set(failed))
+            if self.policy != 'resq' or any(c.kind == 'shared'
+                                            for c in pinned):
+                # An NF we cannot read shares a class: any change of the
+                # split moves it; keep everything.
+                return Decision(self.masks, state='frozen', reason=why)
+            # The NFs we cannot read are in classes of their own: those
+            # keep their masks, the others are planned around them.
+            held = {u for c in pinned for u in c.members}
+            nfs = tuple(n for n in nfs if n.uuid not in held)
         if now - self.changed_at < self.settle_s:
             return Decision(self.masks, state='settling',
                             reason='%.1f s of %.1f s settling' % (
@@ -141,7 +160,7 @@ class LocalScheduler:
                                 reason='re-planning did not help',
                                 violating=tuple(sorted(bad)),
                                 escalate=self._escalate(bad, now))
-            new = self._replan(lease, nfs, readings, bad)
+            new = self._replan(lease, nfs, readings, bad, pinned)
             self.rounds = new.rounds
             self._replanned_for = frozenset(bad)
         stuck = set(new.unmet)
@@ -151,6 +170,12 @@ class LocalScheduler:
                 masks = model.masks(lease, new)
             except model.PlanError as exc:
                 return Decision(self.masks, state='error', reason=str(exc),
+                                violating=tuple(sorted(bad)))
+            old = {c.members: m for m, c in self.masks}
+            if any(old.get(c.members) != m for m, c in masks
+                   if c.members in {p.members for p in pinned}):
+                # The new split would move an NF we cannot read.
+                return Decision(self.masks, state='frozen', reason=why,
                                 violating=tuple(sorted(bad)))
             self.plan, self.masks = new, masks
             self.changed_at = now
@@ -167,7 +192,7 @@ class LocalScheduler:
                         violating=tuple(sorted(bad)),
                         escalate=self._escalate(bad, now))
 
-    def _replan(self, lease, nfs, readings, bad):
+    def _replan(self, lease, nfs, readings, bad, pinned=()):
         """Max-min over the lease, keeping compliant isolated classes.
 
         A class of isolated (or grouped) NFs that all meet their target
@@ -175,12 +200,17 @@ class LocalScheduler:
         from scratch would put such an NF back into a shared class, where
         it violates again: the plans would flap instead of converging.
         """
-        kept = [c for c in self.plan.classes
-                if c.kind != 'shared' and not set(c.members) & bad]
+        # In the previous plan's order, so kept classes keep their place.
+        kept = [c for c in self.plan.classes if c in pinned or (
+            c.kind != 'shared' and not set(c.members) & bad)]
         rest_ways = lease.ways - sum(c.ways for c in kept)
         if kept and (rest_ways < max(lease.min_cbm_bits, 1)
                      or lease.classes - len(kept) < 1):
-            kept, rest_ways = [], lease.ways
+            kept = [c for c in self.plan.classes if c in pinned]
+            rest_ways = lease.ways - sum(c.ways for c in kept)
+        if rest_ways < max(lease.min_cbm_bits, 1) or (
+                lease.classes - len(kept) < 1):
+            return self.plan
         held = {u for c in kept for u in c.members}
         sub = dataclasses.replace(lease, ways=rest_ways,
                                   classes=lease.classes - len(kept))

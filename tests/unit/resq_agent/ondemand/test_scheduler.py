@@ -155,3 +155,61 @@ class LocalSchedulerTest(base.TestCase):
                                   if c.members == ('a',)][0])
         self.assertEqual(1, len([c for _, c in d.masks
                                  if c.members == ('d',)]))
+
+    def test_failed_source_of_an_isolated_nf_pins_only_its_class(self):
+        nfs4 = nfs('a', 'b', 'c', 'd')
+        self.s.update(self.lease, nfs4, {}, 0.0)
+        bad = {'a': rd(50, 1, 5e9), 'b': rd(5, 1), 'c': rd(5, 6),
+               'd': rd(5, 6)}
+        d = self.s.update(self.lease, nfs4, bad, 10.0)
+        a_mask = [m for m, c in d.masks if c.members == ('a',)][0]
+        # a's source fails; d now violates with a small footprint.
+        later = {'b': rd(5, 1), 'c': rd(5, 6), 'd': rd(50, 0.5, 5e9)}
+        d = self.s.update(self.lease, nfs4, later, 25.0,
+                          failed={'a': 'scripted: latency is NaN'})
+        self.assertEqual('replanned', d.state)
+        self.assertEqual({'a': 'scripted: latency is NaN'}, d.failed)
+        self.assertEqual(a_mask, [m for m, c in d.masks
+                                  if c.members == ('a',)][0])
+        self.assertEqual(1, len([c for _, c in d.masks
+                                 if c.members == ('d',)]))
+        self.assertNotIn('a', d.violating)
+        for m, _ in d.masks:
+            cbm.validate(m, self.lease.mask)
+
+
+class LocalSchedulerFuzzTest(base.TestCase):
+    """Random readings and failing sources over many periods."""
+
+    def test_masks_valid_and_failed_nfs_never_move(self):
+        import random
+        rnd = random.Random(3)
+        for policy in scheduler.POLICIES:
+            lease = model.Lease(0, 2, 16, 5, 1, WAY)
+            names = ['n%d' % i for i in range(9)]
+            s = scheduler.LocalScheduler(policy, settle_s=0.0,
+                                         high_miss_bw=HIGH)
+            s.update(lease, nfs(*names), {}, 0.0)
+            before = {}
+            for t in range(1, 80):
+                failed = {n: 'down' for n in names if rnd.random() < 0.08}
+                readings = {n: rd(rnd.choice((5, 50)), rnd.uniform(0, 5),
+                                  rnd.choice((0.0, 5e9)))
+                            for n in names if n not in failed}
+                d = s.update(lease, nfs(*names), readings, float(t),
+                             failed=failed)
+                owner = {}
+                covered = 0
+                for m, c in d.masks:
+                    cbm.validate(m, lease.mask)
+                    self.assertEqual(0, covered & m)
+                    covered |= m
+                    for u in c.members:
+                        owner[u] = m
+                self.assertEqual(lease.mask, covered)
+                self.assertLessEqual(len(d.masks), lease.classes)
+                self.assertEqual(set(names), set(owner))
+                for u in failed:
+                    self.assertEqual(before.get(u, owner[u]), owner[u],
+                                     '%s moved at %d (%s)' % (u, t, policy))
+                before = owner
