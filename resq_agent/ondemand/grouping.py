@@ -52,13 +52,20 @@ def anchors(nfs, readings, k):
     """
     order = sorted(nfs, key=lambda n: (-readings[n.uuid].miss_bw, n.uuid))
     chosen = [order[0]]
+    # Cheapest pairing of each candidate with the anchors so far, kept up
+    # to date as anchors are added: k passes over the NFs, not k squared.
+    rest = order[1:]
+    near = [sharing_cost(readings[n.uuid], readings[order[0].uuid])
+            for n in rest]
     while len(chosen) < k:
-        best = max((n for n in order if n not in chosen),
-                   key=lambda n: (min(sharing_cost(readings[n.uuid],
-                                                   readings[c.uuid])
-                                      for c in chosen),
-                                  -order.index(n)))
+        # Highest cheapest-pairing cost; ties to the earlier (heavier) NF.
+        i = max(range(len(rest)), key=lambda j: (near[j], -j))
+        best = rest.pop(i)
+        near.pop(i)
         chosen.append(best)
+        r = readings[best.uuid]
+        near = [min(c, sharing_cost(readings[n.uuid], r))
+                for n, c in zip(rest, near)]
     return chosen
 
 
