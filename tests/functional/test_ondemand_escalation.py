@@ -14,6 +14,8 @@ import oslo_messaging
 from placement.tests.functional.fixtures import placement as placement_fixture
 
 from resq_agent.ondemand import escalation
+from resq_agent.ondemand import host as od_host
+from resq_agent import service
 from resq_nova import conf as nova_conf
 from resq_nova.optimizer import notifier
 from resq_nova.optimizer import ondemand
@@ -27,7 +29,7 @@ WAIT = messaging.WAIT
 X = 'dddddddd-0000-0000-0000-00000000000a'
 
 
-class EscalationTest(messaging.MessagingTestCase):
+class EscalationBase(messaging.MessagingTestCase):
 
     def setUp(self):
         super().setUp()
@@ -116,6 +118,9 @@ class EscalationTest(messaging.MessagingTestCase):
             microversion='1.28')
         self.assertEqual(204, resp.status_code, resp.text)
 
+
+class EscalationTest(EscalationBase):
+
     def test_escalation_finds_a_lease_with_room_or_reports_unmet(self):
         esc = self.escalator()
         item = {'instance_uuid': X, 'domain_id': 0, 'lease_ways': 4,
@@ -161,3 +166,30 @@ class EscalationTest(messaging.MessagingTestCase):
         body['resq_object.version'] = '2.0'
         answer = api.escalate_and_wait({}, body, timeout=WAIT)
         self.assertIn('reads 1.x', answer['reason'])
+
+
+class AgentServiceEscalationTest(EscalationBase):
+    """The agent service's reconcile sends what the local scheduler queued.
+
+    The queue is a real OnDemandHost's.
+    """
+
+    def test_periodic_reconcile_escalates(self):
+        self.flags('resq_agent', compute_host='host-a')
+        od = od_host.OnDemandHost(self.conf, source=None)
+        od.escalations.append({'instance_uuid': X, 'domain_id': 0,
+                               'lease_ways': 4, 'vcpus': 1,
+                               'target_us': 50.0, 'reason': 'r'})
+        self.manager.ondemand = od
+        svc = service.AgentService(self.conf, self.manager)
+        svc.start()
+        self.addCleanup(svc.stop)
+        self.assertTrue(svc.connected.wait(WAIT))
+        svc._reconcile()
+        got = self.events(2)
+        self.assertEqual('host-a', got[escalation.EVENT][1][
+            'resq_object.data']['host'])
+        self.assertEqual('host-b', got[ondemand.SCALE_OUT][1][
+            'resq_object.data']['target_host'])
+        # Taken: the next reconcile sends nothing again.
+        self.assertEqual(0, svc.send_escalations())
