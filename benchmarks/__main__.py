@@ -6,6 +6,7 @@ import sys
 BENCHMARKS = {
     'agent': 'benchmarks.agent',
     'milp': 'benchmarks.milp',
+    'nfvnice': 'benchmarks.nfvnice',
     'optimizer': 'benchmarks.optimizer',
     'scheduler': 'benchmarks.scheduler',
     'profiler': 'benchmarks.profiler',

@@ -57,6 +57,11 @@ class CacheDomainInfo:
     # not say.
     io_mask: int = 0
     cat: bool = True
+    # NUMA cells (kernel node ids, which Nova's libvirt driver uses as
+    # cell ids) whose CPUs all share this cache: with sub-NUMA clustering
+    # two cells share one L3; a cell split over several L3 caches (AMD's
+    # CCXs) belongs to none. Empty when sysfs has no NUMA nodes.
+    numa_cells: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,6 +146,32 @@ def io_mask(cbm_mask, shareable_bits, ddio_ways):
     return cbm.make(ways - ddio_ways, ddio_ways)
 
 
+def read_sysfs_numa(sysfs_root):
+    """``{NUMA node id: CPUs}`` from ``devices/system/node/node*``."""
+    result = {}
+    pattern = os.path.join(sysfs_root, 'devices', 'system', 'node',
+                           'node[0-9]*')
+    for path in sorted(glob.glob(pattern)):
+        try:
+            node = int(os.path.basename(path)[len('node'):])
+            cpus = parse_cpu_list(_read(os.path.join(path, 'cpulist')))
+        except (OSError, ValueError) as exc:
+            LOG.warning('Ignoring unreadable NUMA node description %s: %s',
+                        path, exc)
+            continue
+        if cpus:
+            # Memory-only nodes (CXL, HBM) hold no cores to pin.
+            result[node] = cpus
+    return result
+
+
+def numa_cells_of(cpus, numa):
+    """The NUMA cells whose CPUs are all in ``cpus``, sorted."""
+    cpus = set(cpus)
+    return tuple(sorted(n for n, node_cpus in numa.items()
+                        if cpus and set(node_cpus) <= cpus))
+
+
 def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     """The host's L3 cache domains.
 
@@ -153,13 +184,23 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     warn = LOG.debug if quiet else LOG.warning
     info_log = LOG.debug if quiet else LOG.info
     sysfs = read_sysfs_l3(sysfs_root)
+    numa = read_sysfs_numa(sysfs_root)
+    for node, node_cpus in sorted(numa.items()):
+        caches = {cid for cid, d in sysfs.items()
+                  for c in node_cpus if c in d['cpus']}
+        if len(caches) > 1:
+            warn('The CPUs of NUMA cell %d share no single L3 cache (they '
+                 'are in caches %s): an instance pinned there cannot get '
+                 'its cores and ways from one cache domain', node,
+                 ', '.join(str(c) for c in sorted(caches)))
     tree = resctrl.Resctrl(resctrl_root)
     reason = None
     try:
         info = tree.info()
         ids = tree.domains()
         foreign = [g for g in tree.groups()
-                   if not resctrl.GROUP_RE.match(g)]
+                   if not resctrl.GROUP_RE.match(g)
+                   or g.startswith(resctrl.PROFILER_PREFIX)]
     except (exception.ResctrlError, OSError, ValueError) as exc:
         reason = str(getattr(exc, 'message', exc))
     if reason is not None:
@@ -171,7 +212,8 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
                 d['ways_of_associativity'], 1),
             cbm_mask=0, min_cbm_bits=0, num_closids=0, io_ways=0,
             shareable_bits=0, cdp=False, mba=False,
-            size_bytes=d['size_bytes'], cat=False)
+            size_bytes=d['size_bytes'], cat=False,
+            numa_cells=numa_cells_of(d['cpus'], numa))
             for cid, d in sorted(sysfs.items()))
         return HostTopology(doms, False, reason)
     mba = os.path.isdir(os.path.join(tree.root, 'info', 'MB'))
@@ -180,7 +222,7 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     # cachetune groups, other tools'): the others are not ours to give.
     num_closids = max(info['num_closids'] - len(foreign), 0)
     if foreign:
-        warn('resctrl groups resq-nova does not own hold %d of the %d '
+        warn('resctrl groups the agent does not own hold %d of the %d '
              'classes of service: %s; %d remain for the default group and '
              'ResQ instances', len(foreign), info['num_closids'],
              ', '.join(sorted(foreign)), num_closids)
@@ -204,7 +246,8 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
             cbm_mask=info['cbm_mask'], min_cbm_bits=info['min_cbm_bits'],
             num_closids=num_closids, io_ways=cbm.bits(iom),
             shareable_bits=info['shareable_bits'], cdp=info['cdp'],
-            mba=mba, size_bytes=sys_dom['size_bytes'], io_mask=iom))
+            mba=mba, size_bytes=sys_dom['size_bytes'], io_mask=iom,
+            numa_cells=numa_cells_of(sys_dom['cpus'], numa)))
     for cid in sorted(set(sysfs) - set(ids)):
         warn('sysfs has L3 cache %d but resctrl does not; it gets no '
              'inventory', cid)
@@ -334,6 +377,7 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
         cat=dom.cat,
         way_size_bytes=dom.way_size_bytes,
         domains_on_host=domains_on_host,
+        numa_cells=dom.numa_cells,
         lease_ways=lease_ways if dom.cat else 0,
         lease_classes=lease_classes if lease_ways and dom.cat else 0,
         lease_cores=lease_cores,

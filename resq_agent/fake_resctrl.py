@@ -178,12 +178,17 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
 
 
 def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS):
-    """The L3 part of ``devices/system/cpu`` under ``root``.
+    """The L3 part of ``devices/system/cpu``, and the NUMA cells.
 
     :param domains: ``{L3 cache id: CPUs sharing it}``.
     """
     every = sorted(c for cpus in domains.values() for c in cpus)
     _write(root, 'devices/system/cpu/online', format_cpus(every) + '\n')
+    # One NUMA cell per cache, numbered as the caches (a Xeon without
+    # sub-NUMA clustering).
+    for cache_id, cpus in sorted(domains.items()):
+        _write(root, 'devices/system/node/node%d/cpulist' % cache_id,
+               format_cpus(cpus) + '\n')
     for cache_id, cpus in sorted(domains.items()):
         for cpu in cpus:
             base = 'devices/system/cpu/cpu%d/cache/index3' % cpu

@@ -144,6 +144,24 @@ class Inventory:
                 result[inst.uuid] = None
         return result
 
+    def move_llc(self, instance_uuid, from_domain, to_domain):
+        """Move an instance's ways and class of service between domains.
+
+        For an instance whose cores Nova pinned in another cache domain
+        than the one Placement gave its ways (a forced host, a race with
+        another claim): the allocation follows the cores, in one atomic
+        ``PUT /allocations`` that Placement refuses when the domain has no
+        room.
+
+        :raises resq_nova.placement.client.Conflict: no room there.
+        :raises resq_nova.placement.client.PlacementError: Placement down.
+        """
+        root = self.compute_uuid()
+        self.client.move_resources(
+            instance_uuid, cache_domain.provider_uuid(root, from_domain),
+            cache_domain.provider_uuid(root, to_domain),
+            (extra_specs.RC_LLC_WAY, extra_specs.RC_LLC_CLOS))
+
     def llc_allocation(self, instance_uuid):
         """Where and how many ways the instance holds here.
 

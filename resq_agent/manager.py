@@ -32,6 +32,7 @@ from oslo_log import log as logging
 from resq_agent import discovery
 from resq_agent import enforcer as enforcer_mod
 from resq_agent import inventory as inventory_mod
+from resq_agent import isolation
 from resq_agent import layout
 from resq_agent import monitor as monitor_mod
 from resq_agent.ondemand import host as ondemand_host
@@ -61,12 +62,17 @@ class AgentManager:
 
     def __init__(self, conf, topology, enforcer, hypervisor, inventory=None,
                  post_apply_hooks=(), monitor=None, discover=None,
-                 ondemand=None):
+                 misplaced_hooks=(), ondemand=None):
         """Enforce for ``topology`` with these adapters.
 
         :param discover: ``() -> HostTopology``, called on each reconcile
             to find a topology that appeared or changed; None keeps
             ``topology`` for good.
+        :param misplaced_hooks: ``(misplaced, resolved)`` callables, run
+            outside the locks after a pass that found instances whose
+            cores and ways are in different cache domains and could not
+            be repaired (``{uuid: reason}``, each reported once) or that
+            are repaired or gone since (a set of uuids).
         :param ondemand: :class:`resq_agent.ondemand.host.OnDemandHost`
             when this host leases ways to on-demand NFs.
         """
@@ -76,6 +82,8 @@ class AgentManager:
         self.hypervisor = hypervisor
         self.inventory = inventory
         self.post_apply_hooks = list(post_apply_hooks)
+        self.misplaced_hooks = list(misplaced_hooks)
+        self._misplaced = {}      # uuid -> reason, reported
         self.monitor = monitor
         self._discover = discover
         self._set_topology(topology)
@@ -153,6 +161,7 @@ class AgentManager:
             LOG.warning('Cannot read libvirt host capabilities from %s: %s',
                         opts.libvirt_uri, exc)
         hostname = inventory_mod.hypervisor_hostname(conf, hyp)
+        marks = isolation.IsolationPublisher(conf)
         monitor = monitor_mod.Monitor(opts.resctrl_root,
                                       opts.monitor_min_interval_s)
         ondemand = None
@@ -160,10 +169,11 @@ class AgentManager:
             ondemand = ondemand_host.OnDemandHost.from_conf(conf, monitor)
         return cls(conf, topology, pqos.load_backend(conf), hyp,
                    inventory_mod.Inventory.from_conf(conf, hostname),
-                   post_apply_hooks, monitor,
+                   list(post_apply_hooks) + [marks.after_apply],
+                   monitor,
                    discover=lambda: discovery.discover_from_conf(
                        conf, quiet=True),
-                   ondemand=ondemand)
+                   misplaced_hooks=[marks], ondemand=ondemand)
 
     # -- events ------------------------------------------------------------
     def instance_changed(self, instance_uuid, event_type=None):
@@ -255,6 +265,7 @@ class AgentManager:
             # Placement again (unless it is known to be down this pass).
             fresh = self._fetch_allocations(
                 [i for i in seen.values() if i is not None])
+            unrepaired = self._repair(fresh, seen)
             with self._lock:
                 for uuid, inst in seen.items():
                     # A start may come with a new definition: check it
@@ -275,6 +286,8 @@ class AgentManager:
                 LOG.debug('Instance events %s', events)
                 _, lay = self._enforce()
             self._run_hooks(lay)
+            self._report_misplaced(unrepaired, checked=set(fresh) | {
+                u for u, i in seen.items() if i is None})
 
     # -- reconcile -----------------------------------------------------------
     def reconcile(self, enforce=True):
@@ -298,6 +311,7 @@ class AgentManager:
                           .uri, exc)
                 return {'error': 'libvirt: %s' % exc}
             fresh = self._fetch_allocations(running, batch=True)
+            unrepaired = self._repair(fresh, {i.uuid: i for i in running})
             with self._lock:
                 known = {i.uuid: i for i in running}
                 # A domain libvirt listed but could not describe keeps
@@ -317,6 +331,8 @@ class AgentManager:
                 self.last_reconcile = time.time()
             if enforce:
                 self._run_hooks(lay)
+                self._report_misplaced(unrepaired, checked=set(fresh) | (
+                    set(self._misplaced) - set(self._known)))
             if self._placement_error is not None:
                 summary['placement_error'] = self._placement_error
             summary['seconds'] = round(time.monotonic() - started, 3)
@@ -383,6 +399,78 @@ class AgentManager:
                 continue
             fresh[uuid] = alloc
         return fresh
+
+    def _repair(self, fresh, instances):
+        """Move ways to the cache domain of the cores when they differ.
+
+        Nova pins the cores; Placement chose the domain of the ways. They
+        disagree when the filter did not run (a forced host) or guessed
+        another cell than the compute claim (a concurrent claim). The
+        allocation then follows the cores when their domain has room;
+        ``fresh`` is updated in place. Remote calls: outside the state
+        lock, and none once Placement failed in this pass.
+
+        :param instances: ``{uuid: virt.Instance or None}``.
+        :returns: ``{uuid: reason}`` of the instances left misplaced.
+        """
+        unrepaired = {}
+        for uuid, alloc in sorted(fresh.items()):
+            inst = instances.get(uuid)
+            if not alloc or inst is None or not inst.cpus:
+                continue
+            domain_id, ways = alloc
+            cores = self._domain_of_cpus(inst.cpus)
+            if cores == domain_id:
+                continue
+            if cores is None:
+                unrepaired[uuid] = (
+                    'its pinned CPUs %s span several cache domains, so no '
+                    'domain can hold both its cores and its %d ways'
+                    % (discovery.format_cpus(inst.cpus), ways))
+                continue
+            if self.inventory is None or self._placement_error is not None:
+                continue
+            try:
+                self.inventory.move_llc(uuid, domain_id, cores)
+            except placement_client.PlacementUnavailable as exc:
+                self._placement_failed(exc)
+                continue
+            except placement_client.PlacementError as exc:
+                unrepaired[uuid] = (
+                    'its cores are pinned in cache domain %d but its %d '
+                    'ways are in domain %d, and they cannot move to '
+                    'domain %d: %s' % (cores, ways, domain_id, cores, exc))
+                continue
+            LOG.warning('Instance %s had its cores in cache domain %d and '
+                        'its %d ways in domain %d; moved its ways and class '
+                        'of service to domain %d in Placement', uuid, cores,
+                        ways, domain_id, cores)
+            fresh[uuid] = (cores, ways)
+        return unrepaired
+
+    def _report_misplaced(self, unrepaired, checked):
+        """Tell the hooks what is newly misplaced and what is resolved.
+
+        :param checked: the instances this pass can speak for: Placement
+            answered for them, or they are gone.
+        """
+        new = {u: r for u, r in unrepaired.items()
+               if self._misplaced.get(u) != r}
+        resolved = {u for u in checked
+                    if u in self._misplaced and u not in unrepaired}
+        for uuid in resolved:
+            del self._misplaced[uuid]
+        self._misplaced.update(new)
+        if not new and not resolved:
+            return
+        for uuid, reason in sorted(new.items()):
+            LOG.error('Instance %s runs without cache isolation: %s; '
+                      'reported for a live migration', uuid, reason)
+        for hook in self.misplaced_hooks:
+            try:
+                hook(new, resolved)
+            except Exception:
+                LOG.exception('Misplaced-instance hook %r failed', hook)
 
     def _allocation(self, inst):
         """``(domain, ways)`` or None if the instance is not ResQ's.

@@ -55,6 +55,8 @@ INSTANCE_EVENTS = (
 
 STATUS_EVENT = 'resq.agent.status'
 MONITOR_EVENT = 'resq.instance.monitor'
+MISPLACED_EVENT = 'resq.instance.misplaced'
+ISOLATED_EVENT = 'resq.instance.isolated'
 
 
 def publisher_id(host):
@@ -124,6 +126,21 @@ class StatusNotifier:
         self.notifier = oslo_messaging.Notifier(
             transport, publisher_id=publisher_id(host), driver='messagingv2',
             topics=conf.resq_agent.notification_topics, retry=retry)
+
+    def misplaced(self, misplaced, resolved):
+        """A misplaced hook of the manager: one notification per instance.
+
+        ``resq.instance.misplaced`` (priority ERROR) for an instance whose
+        cores and ways are in different cache domains and could not be
+        repaired, with the reason; ``resq.instance.isolated`` (INFO) once
+        it is repaired or gone. Never raises.
+        """
+        for uuid, reason in sorted(misplaced.items()):
+            self.notifier.error({}, MISPLACED_EVENT, {
+                'uuid': uuid, 'reason': reason, 'host': self.host})
+        for uuid in sorted(resolved):
+            self.notifier.info({}, ISOLATED_EVENT, {'uuid': uuid,
+                                                    'host': self.host})
 
     def send(self, status):
         """Send one status and its monitoring samples; never raises."""

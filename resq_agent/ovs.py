@@ -17,6 +17,10 @@ The agent owns exactly these keys and never writes any other:
   ``dpdk`` (physical ports, where the NIC DMAs into DDIO's ways). OVS
   applies them only to ``dpdk`` interfaces; a vhost-user port's ring size
   belongs to the guest's virtio device (QEMU ``rx_queue_size``).
+* ``ingress_policing_rate``, ``ingress_policing_burst`` and
+  ``external_ids:resq_policed`` on the entry port of a chain NFVnice's
+  backpressure throttles (:mod:`resq_agent.nfvnice`), only where no
+  operator set a policer.
 * ``external_ids:resq_mbuf_budget`` on an instance's vhost-user interfaces,
   found by ``external_ids:vm-uuid`` which os-vif sets to the Nova instance
   UUID (next to ``iface-id``, the Neutron port). It is informational: it
@@ -40,6 +44,7 @@ RX_KEY = 'n_rxq_desc'
 TX_KEY = 'n_txq_desc'
 BUDGET_KEY = 'resq_mbuf_budget'
 VM_UUID_KEY = 'vm-uuid'
+POLICED_KEY = 'resq_policed'
 NIC_TYPES = ('dpdk',)
 VHOST_TYPES = ('dpdkvhostuser', 'dpdkvhostuserclient')
 
@@ -243,6 +248,93 @@ class OvsPorts:
         if cmds:
             self._run(*cmds)
         return changed
+
+    # -- NFVnice: statistics and ingress policing -----------------------------
+    def interfaces(self):
+        """Every interface as ``{name: InterfaceState}``.
+
+        ``statistics`` is what ovs-vswitchd last published (every few
+        seconds, ``other_config:stats-update-interval``).
+        """
+        api = self._connect()
+        # Reads come from the client's replica, which outlives the server:
+        # statistics must be live, not the last ones before it went away.
+        # python-ovs exposes the session state only on the (private)
+        # session object; without it, trust the replica.
+        session = getattr(api.ovsdb_connection.idl, '_session', None)
+        if session is not None and not session.is_connected():
+            raise OvsUnavailable(connection=self.connection_string,
+                                 reason='not connected, statistics would be '
+                                 'stale')
+        rows = self._run(api.db_find(
+            'Interface', columns=['name', 'type', 'statistics',
+                                  'external_ids', 'ingress_policing_rate',
+                                  'ingress_policing_burst']))[0]
+        return {r['name']: InterfaceState(
+            r['name'], r['type'], dict(r['statistics']),
+            dict(r['external_ids']), r['ingress_policing_rate'],
+            r['ingress_policing_burst']) for r in rows}
+
+    def set_policing(self, wanted):
+        """Set or remove the agent's ingress policers.
+
+        The agent owns a policer when the interface carries
+        ``external_ids:resq_policed`` (the chain's name); it never changes
+        or removes a policer an operator set (a rate without the key).
+
+        :param wanted: ``{interface name: (rate kbps, burst kb, chain)}``;
+            the agent's policers on other interfaces are removed.
+        :returns: ``[(name, outcome, detail)]``, outcome one of ``set``,
+            ``released``, ``missing`` (no such interface) or ``foreign``
+            (an operator's policer is there).
+        """
+        api = self._connect()
+        current = self.interfaces()
+        cmds, results = [], []
+        for name, (rate, burst, chain) in sorted(wanted.items()):
+            row = current.get(name)
+            if row is None:
+                results.append((name, 'missing', chain))
+                continue
+            owner = row.external_ids.get(POLICED_KEY)
+            if owner is None and row.policing_rate:
+                results.append((name, 'foreign', chain))
+                continue
+            if (row.policing_rate, row.policing_burst, owner) == (
+                    rate, burst, chain):
+                continue
+            cmds.append(api.db_set(
+                'Interface', name, ('ingress_policing_rate', int(rate)),
+                ('ingress_policing_burst', int(burst)),
+                ('external_ids', {POLICED_KEY: chain})))
+            results.append((name, 'set', chain))
+        for name, row in sorted(current.items()):
+            owner = row.external_ids.get(POLICED_KEY)
+            if owner is None or name in wanted:
+                continue
+            cmds.append(api.db_set('Interface', name,
+                                   ('ingress_policing_rate', 0),
+                                   ('ingress_policing_burst', 0)))
+            cmds.append(api.db_remove('Interface', name, 'external_ids',
+                                      POLICED_KEY))
+            results.append((name, 'released', owner))
+        if cmds:
+            self._run(*cmds)
+        return results
+
+
+@dataclasses.dataclass(frozen=True)
+class InterfaceState:
+    name: str
+    type: str
+    statistics: dict
+    external_ids: dict
+    policing_rate: int = 0
+    policing_burst: int = 0
+
+    @property
+    def instance_uuid(self):
+        return self.external_ids.get(VM_UUID_KEY)
 
 
 def _int(value, default=None):

@@ -99,6 +99,9 @@ class AgentService:
         opts = self.conf.resq_agent
         self.notifier = notifications.StatusNotifier(
             self.conf, self.notification_transport, self.host)
+        hooks = getattr(self.manager, 'misplaced_hooks', None)
+        if hooks is not None:
+            hooks.append(self.notifier.misplaced)
         self.escalator = escalation.Escalator(
             self.conf, self.transport, self.notification_transport,
             self.host)
@@ -144,12 +147,16 @@ class AgentService:
         thread.start()
         self._threads.append(thread)
 
+    def run_every(self, name, interval, func):
+        """Call ``func()`` every ``interval`` seconds until :meth:`stop`."""
+        self._spawn(name, self._every, interval, func)
+
     def _every(self, interval, func):
         while not self._stop.wait(interval):
             try:
                 func()
             except Exception:
-                LOG.exception('%s failed; trying again in %d s',
+                LOG.exception('%s failed; trying again in %s s',
                               func.__name__, interval)
 
     # -- messaging ----------------------------------------------------------

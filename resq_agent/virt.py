@@ -151,6 +151,15 @@ def cachetune_of(xml):
     return sorted(set(result))
 
 
+SHARE_PARAMS = ('cpu_shares', 'weight')
+
+
+class SharesUnsupported(Exception):
+    def __init__(self, uuid):
+        super().__init__('instance %s does not run or its libvirt driver has '
+                         'no CPU weight (cpu_shares) to set' % uuid)
+
+
 def _uuid_of(dom):
     try:
         return dom.UUIDString().lower()
@@ -265,6 +274,65 @@ class Hypervisor:
         raise RuntimeError('the libvirt definition of %s kept changing; '
                            'its <cachetune> is removed at the next '
                            'reconcile' % uuid)
+
+    # -- CPU shares (NFVnice) ----------------------------------------------
+    def cpu_shares(self, uuid):
+        """``(domain id, parameter, value)`` of a running domain's weight.
+
+        QEMU and LXC call the cgroup CPU weight ``cpu_shares``; drivers
+        with a proportional scheduler of their own (the test driver, Xen's
+        credit scheduler) call it ``weight``. The domain id changes when
+        the domain starts again, which resets the weight to its
+        definition's.
+
+        :returns: None when the domain does not run or has no weight.
+        :raises libvirt.libvirtError: when libvirt cannot be asked.
+        """
+        try:
+            dom = self._connection().lookupByUUIDString(uuid)
+            if not dom.isActive():
+                return None
+            params = dom.schedulerParameters()
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                return None
+            raise
+        for name in SHARE_PARAMS:
+            if name in params:
+                return dom.ID(), name, params[name]
+        return None
+
+    def set_cpu_shares(self, uuid, shares):
+        """Set a running domain's CPU weight now (not its definition).
+
+        The definition's ``<cputune><shares>`` is Nova's (flavor
+        ``quota:cpu_shares``); the agent's value follows the traffic and
+        is written again after the domain starts again.
+
+        :returns: ``(outcome, value read back)``: ``applied`` when libvirt
+            reports the new value, ``unconfirmed`` when the call succeeded
+            but the driver reports another value (the test driver keeps no
+            weight).
+        :raises SharesUnsupported: when the domain has no CPU weight.
+        :raises libvirt.libvirtError: when libvirt refuses the value.
+        """
+        found = self.cpu_shares(uuid)
+        if found is None:
+            raise SharesUnsupported(uuid=uuid)
+        _, name, _ = found
+        dom = self._connection().lookupByUUIDString(uuid)
+        try:
+            dom.setSchedulerParametersFlags({name: int(shares)},
+                                            libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        except libvirt.libvirtError as exc:
+            if exc.get_error_code() not in (libvirt.VIR_ERR_INVALID_ARG,
+                                            libvirt.VIR_ERR_NO_SUPPORT):
+                raise
+            # Drivers without the flags variant: without flags the call
+            # changes the running domain.
+            dom.setSchedulerParameters({name: int(shares)})
+        after = dom.schedulerParameters().get(name)
+        return ('applied' if after == int(shares) else 'unconfirmed'), after
 
 
 class EventWatcher:

@@ -27,6 +27,10 @@ from resq_profiler import exception
 DEFAULT_ROOT = '/sys/fs/resctrl'
 GROUP_PREFIX = 'resq-'
 GROUP_RE = re.compile(r'^resq-[a-z0-9][a-z0-9_.-]{0,62}$')
+# The profiler's groups: resq-nova's, but never the agent's. The agent
+# removes the resq- groups no instance owns, so a profiling run on a
+# compute host needs a name the agent leaves alone.
+PROFILER_PREFIX = 'resq-profiler'
 REQUIRED_INFO = ('cbm_mask', 'min_cbm_bits', 'num_closids')
 # Files the kernel creates in a new group; a copied tree lacks them.
 GROUP_FILES = ('schemata', 'cpus_list', 'tasks')
@@ -157,7 +161,9 @@ class Resctrl:
                       and os.path.isdir(os.path.join(self.root, n)))
 
     def owned_groups(self):
-        return [g for g in self.groups() if GROUP_RE.match(g)]
+        """The agent's groups: ``resq-`` ones but the profiler's."""
+        return [g for g in self.groups() if GROUP_RE.match(g)
+                and not g.startswith(PROFILER_PREFIX)]
 
     def read_schemata(self, name):
         return parse_schemata(self._read(check_group_name(name),

@@ -59,6 +59,8 @@ class Domain:
     # non-ResQ pinned instance in the cell is not seen (Placement keeps
     # PCPU per host), and the scheduler's filter still checks the cell.
     free_cores: int = None
+    # Classes of service for instances (capacity), None when unknown.
+    clos: int = None
 
 
 @dataclasses.dataclass
@@ -146,11 +148,11 @@ def cluster(candidates, options):
             _free(summary, extra_specs.RC_LLC_CLOS),
             summary['resources'][extra_specs.RC_LLC_WAY]['capacity'],
             traits, None if cores is None
-            else max(cores - clos.get('used', 0), 0)))
+            else max(cores - clos.get('used', 0), 0), clos.get('capacity')))
     return list(hosts.values())
 
 
-def _of_shape(term, hosts, options):
+def of_shape(term, hosts, options):
     """Only the domains of the profile's platform; refuse if there are none.
 
     :raises greedy.AdmissionRefused: ``platform`` or ``cluster_capacity``.
@@ -261,13 +263,23 @@ def make_plan(term, candidates, options, discount=greedy.DEFAULT_DISCOUNT):
     :raises extra_specs.InvalidResQSpec: when the term's values cannot be
         written into a valid flavor (e.g. a term name with spaces).
     """
-    hosts = _of_shape(term, cluster(candidates, options), options)
+    hosts = of_shape(term, cluster(candidates, options), options)
     largest = max((d for h in hosts for d in h.domains),
                   key=lambda d: d.ways)
     owner = next(h for h in hosts if largest in h.domains)
     cores = max(owner.pcpus // max(len(owner.domains), 1), 1)
     sizing = greedy.size(term, cores, largest.ways, discount)
-    spots = fit(sizing, hosts, options.vcpus)
+    return plan_for(term, sizing, fit(sizing, hosts, options.vcpus),
+                    options)
+
+
+def plan_for(term, sizing, spots, options):
+    """The plan of a sized term whose instances have their places.
+
+    :param spots: ``[(host uuid, domain uuid)]`` per instance of
+        ``sizing``, largest first.
+    :raises extra_specs.InvalidResQSpec: as :func:`make_plan`.
+    """
     shares = [term.throughput_mpps * m / sizing.aggregate_mpps
               for m in sizing.per_instance_mpps]
     made = {}

@@ -12,15 +12,20 @@
 """The few Nova compute API calls SLO admission makes.
 
 A keystoneauth adapter and plain JSON, like the Placement client: flavors
-(list, create with extra specs, delete) and servers (create, show). Every
-call uses compute API microversion 2.86, so nova-api validates the
-``resq:`` extra specs (HTTP 400 naming the key) and ``networks: none`` is
-accepted.
+(list, create with extra specs and project access, delete) and servers
+(create, show). Every call uses compute API microversion 2.86, so nova-api
+validates the ``resq:`` extra specs (HTTP 400 naming the key) and
+``networks: none`` is accepted.
+
+Flavors made for an admitted SLO term are private: ``is_public`` false and
+access for the admitting project only (``addTenantAccess``), so no other
+project can see them or boot reserved capacity with them.
 """
 
 import time
 from urllib import parse
 
+from keystoneauth1 import exceptions as ks_exc
 
 from resq_nova.conf import clients
 from resq_profiler import exception
@@ -31,6 +36,9 @@ METADATA_MICROVERSION = '2.1'   # server metadata is in the base v2.1 API
 # (2.47), server group "policy" (2.64), migration filters (2.59) and event
 # details (2.84) are older.
 OPTIMIZER_MICROVERSION = '2.96'
+# A requested destination (hypervisor_hostname) in server create that still
+# passes the scheduler (admins only).
+REQUESTED_HOST_MICROVERSION = '2.74'
 # Live migration to a named host that still passes the scheduler (2.30+;
 # "force" is gone from 2.68, so the scheduler cannot be bypassed).
 LIVE_MIGRATION_MICROVERSION = '2.68'
@@ -76,6 +84,28 @@ class ComputeClient:
         return cls(clients.noauth_adapter(endpoint, 'compute', headers),
                    poll_interval=poll_interval)
 
+    def project_id(self):
+        """The project the client acts for: the one that admits terms.
+
+        From the Keystone token, or for a client without Keystone from the
+        ``X-Auth-Project-Id`` header its endpoint reads.
+
+        :raises ComputeError: when neither says.
+        """
+        try:
+            project = self._adapter.get_project_id()
+        except ks_exc.MissingAuthPlugin:
+            project = None
+        if not project:
+            headers = self._adapter.additional_headers or {}
+            project = headers.get('X-Auth-Project-Id')
+        if not project:
+            raise ComputeError(
+                'cannot tell which project admits the term (the credentials '
+                'are not scoped to a project); set project_name or '
+                'project_id in the credentials')
+        return project
+
     def _call(self, method, url, body=None, ok=(200,),
               microversion=MICROVERSION):
         resp = clients.request(self._adapter, method, url, microversion,
@@ -94,24 +124,42 @@ class ComputeClient:
                 return flavor
         return None
 
-    def create_flavor(self, name, vcpus, ram_mb, disk_gb, extra_specs):
-        """Create a flavor and set its extra specs, or leave nothing.
+    def create_flavor(self, name, vcpus, ram_mb, disk_gb, extra_specs,
+                      project_id):
+        """Create a private flavor for one project, or leave nothing.
 
-        Nova validates the extra specs; when it refuses them the flavor
-        just created is deleted again.
+        The flavor is not public and ``project_id`` gets access to it, as
+        ``openstack flavor create --private --project`` does. Nova
+        validates the extra specs; when it refuses them, or the access,
+        the flavor just created is deleted again.
         """
         flavor = self._call('POST', '/flavors', {'flavor': {
             'name': name, 'vcpus': vcpus, 'ram': ram_mb, 'disk': disk_gb,
-            'os-flavor-access:is_public': True}})['flavor']
+            'os-flavor-access:is_public': False}})['flavor']
         try:
             specs = self._call('POST', '/flavors/%s/os-extra_specs'
                                % flavor['id'],
                                {'extra_specs': extra_specs})['extra_specs']
-        except ComputeError:
+            self.add_flavor_access(flavor['id'], project_id)
+        except exception.ResQException:
             self.delete_flavor(flavor['id'])
             raise
         flavor['extra_specs'] = specs
         return flavor
+
+    def flavor_access(self, flavor_id):
+        """The projects with access to a private flavor."""
+        return sorted(a['tenant_id'] for a in self._call(
+            'GET', '/flavors/%s/os-flavor-access' % flavor_id)[
+                'flavor_access'])
+
+    def add_flavor_access(self, flavor_id, project_id):
+        """Give ``project_id`` access to a private flavor; idempotent."""
+        if project_id in self.flavor_access(flavor_id):
+            return False
+        self._call('POST', '/flavors/%s/action' % flavor_id,
+                   {'addTenantAccess': {'tenant': project_id}})
+        return True
 
     def delete_flavor(self, flavor_id):
         self._call('DELETE', '/flavors/%s' % flavor_id, ok=(202, 204))
@@ -127,16 +175,29 @@ class ComputeClient:
             url += '&all_tenants=1'
         return self._call('GET', url)['servers']
 
-    def create_server(self, name, flavor_id, image, network):
+    def create_server(self, name, flavor_id, image, network, host=None,
+                      metadata=None):
         """Ask for one server; returns its id.
 
         :param network: a network UUID, or ``none``/``auto``.
+        :param host: the hypervisor (compute node) it should go to, as
+            Placement names its provider; the scheduler still checks it
+            (its filters, ResQ's included), Nova just does not consider
+            other nodes. Admins only.
+        :param metadata: server metadata (string values).
         """
         networks = (network if network in ('none', 'auto')
                     else [{'uuid': network}])
         body = {'server': {'name': name, 'flavorRef': flavor_id,
                            'imageRef': image, 'networks': networks}}
-        return self._call('POST', '/servers', body, ok=(202,))['server']['id']
+        if metadata:
+            body['server']['metadata'] = metadata
+        microversion = MICROVERSION
+        if host:
+            body['server']['hypervisor_hostname'] = host
+            microversion = REQUESTED_HOST_MICROVERSION
+        return self._call('POST', '/servers', body, ok=(202,),
+                          microversion=microversion)['server']['id']
 
     # -- what the optimizer reads and does ----------------------------------
     def _pages(self, url, key, microversion=MICROVERSION, limit=1000):

@@ -25,6 +25,7 @@ from resq_nova import greedy
 from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)
+IS_PUBLIC = 'os-flavor-access:is_public'
 
 
 class FlavorMismatch(exception.ResQException):
@@ -83,8 +84,13 @@ def plan(placement, term, options, discount=greedy.DEFAULT_DISCOUNT):
 def existing_flavors(compute, the_plan):
     """The plan's flavors that exist already, checked against the plan.
 
+    A term's flavors are private (:func:`ensure_flavors`): a public one of
+    the same name is a mismatch too, as any project could boot reserved
+    capacity with it.
+
     :returns: ``{flavor name: Nova's flavor}`` of the matching ones.
-    :raises FlavorMismatch: when one exists with other specs or sizes.
+    :raises FlavorMismatch: when one exists with other specs or sizes, or
+        public.
     """
     found = {}
     for flavor in the_plan.flavors:
@@ -92,6 +98,9 @@ def existing_flavors(compute, the_plan):
         if current is None:
             continue
         diff = flavors.differences(current, flavor)
+        if current.get(IS_PUBLIC, True):
+            diff.append('it is public, wanted private to the admitting '
+                        'project')
         if diff:
             raise FlavorMismatch(name=flavor.name, term=the_plan.term.name,
                                  diff='; '.join(diff))
@@ -107,24 +116,73 @@ def check_no_servers(compute, term_name):
         raise ServersExist(term=term_name, names=', '.join(names))
 
 
-def ensure_flavors(compute, the_plan, found):
-    """Create the flavors not in ``found``.
+def ensure_flavors(compute, the_plan, found, project_id=None):
+    """Create the flavors not in ``found``, private to ``project_id``.
 
+    Idempotent: a flavor in ``found`` (checked by :func:`existing_flavors`)
+    is reused, and the project gets access to it if it has none yet.
+
+    :param project_id: the admitting project (default: the client's).
     :returns: ``({flavor name: flavor id}, [names created])``.
+    :raises resq_profiler.exception.ResQException: with ``created`` set
+        to the flavors created before the failure.
     """
+    project_id = project_id or compute.project_id()
     ids = {name: flavor['id'] for name, flavor in found.items()}
     created = []
     for flavor in the_plan.flavors:
         if flavor.name in ids:
+            if compute.add_flavor_access(ids[flavor.name], project_id):
+                LOG.info('Gave project %s access to flavor %s (%s)',
+                         project_id, flavor.name, ids[flavor.name])
             LOG.info('Reusing flavor %s (%s)', flavor.name, ids[flavor.name])
             continue
-        made = compute.create_flavor(flavor.name, flavor.vcpus,
-                                     flavor.ram_mb, flavor.disk_gb,
-                                     flavor.extra_specs)
-        LOG.info('Created flavor %s (%s)', flavor.name, made['id'])
+        try:
+            made = compute.create_flavor(flavor.name, flavor.vcpus,
+                                         flavor.ram_mb, flavor.disk_gb,
+                                         flavor.extra_specs, project_id)
+        except exception.ResQException as exc:
+            exc.created = created       # what was done before it
+            raise
+        LOG.info('Created flavor %s (%s), private to project %s',
+                 flavor.name, made['id'], project_id)
         ids[flavor.name] = made['id']
         created.append(flavor.name)
     return ids, created
+
+
+def boot_one(compute, term_name, inst, flavor_id, image, network, timeout,
+             host=None, metadata=None):
+    """Boot one instance of a plan and wait until it is ACTIVE.
+
+    :param host: the compute host to ask for (the scheduler still checks
+        it); ``None`` lets the scheduler choose.
+    :returns: ``{'name', 'id', 'host', 'ways'}``.
+    :raises BootFailed: naming the server and why (``server_id`` set when
+        Nova created it), with nothing in ``booted``.
+    """
+    server_id = None
+    try:
+        server_id = compute.create_server(inst.name, flavor_id, image,
+                                          network, host=host,
+                                          metadata=metadata)
+        server = compute.wait_for_server(server_id, timeout)
+    except exception.ResQException as exc:
+        failed = BootFailed(term_name, inst.name, str(exc), [])
+        failed.server_id = server_id
+        raise failed
+    if server['status'] != 'ACTIVE':
+        reason = (server.get('fault') or {}).get('message') or (
+            'status %s after %ss' % (server['status'], timeout))
+        failed = BootFailed(term_name, inst.name,
+                            '%s, id %s' % (reason, server_id), [])
+        failed.server_id = server_id
+        failed.status = server['status']
+        raise failed
+    LOG.info('Server %s (%s) is ACTIVE on %s', inst.name, server_id,
+             server.get('OS-EXT-SRV-ATTR:host'))
+    return {'name': inst.name, 'id': server_id,
+            'host': server.get('OS-EXT-SRV-ATTR:host'), 'ways': inst.ways}
 
 
 def boot(compute, the_plan, flavor_ids, image, network, timeout):
@@ -139,20 +197,10 @@ def boot(compute, the_plan, flavor_ids, image, network, timeout):
     booted = []
     for inst in the_plan.instances:
         try:
-            server_id = compute.create_server(inst.name,
-                                              flavor_ids[inst.flavor],
-                                              image, network)
-            server = compute.wait_for_server(server_id, timeout)
-        except exception.ResQException as exc:
-            raise BootFailed(the_plan.term.name, inst.name, str(exc), booted)
-        if server['status'] != 'ACTIVE':
-            reason = (server.get('fault') or {}).get('message') or (
-                'status %s after %ss' % (server['status'], timeout))
+            booted.append(boot_one(compute, the_plan.term.name, inst,
+                                   flavor_ids[inst.flavor], image, network,
+                                   timeout))
+        except BootFailed as exc:
             raise BootFailed(the_plan.term.name, inst.name,
-                             '%s, id %s' % (reason, server_id), booted)
-        booted.append({'name': inst.name, 'id': server_id,
-                       'host': server.get('OS-EXT-SRV-ATTR:host'),
-                       'ways': inst.ways})
-        LOG.info('Server %s (%s) is ACTIVE on %s', inst.name, server_id,
-                 booted[-1]['host'])
+                             exc.kwargs['reason'], booted)
     return booted

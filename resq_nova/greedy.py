@@ -320,13 +320,41 @@ def _best_fit(sizing, servers):
     return opened, where
 
 
+def prices(servers):
+    """What a core and a way cost now: their scarcity on the open servers.
+
+    Each resource is priced by the square of how much of it the servers in
+    use already hold (used over total), normalised so the two prices sum
+    to 2 (the square sharpens the preference; on the evaluation's sets it
+    packs as well as or better than the plain share): when the terms so
+    far filled the cores faster than the ways, a term that can trade a
+    core for ways (one instance of 4 ways rather than two of 1) should,
+    and the other way round. Equal before anything is placed.
+    """
+    used_c = total_c = used_w = total_w = 0
+    for s in servers:
+        if s.used_cores or s.used_ways:
+            used_c += s.used_cores
+            total_c += s.cores
+            used_w += s.used_ways
+            total_w += s.ways
+    u_c = used_c / total_c if total_c else 0.0
+    u_w = used_w / total_w if total_w else 0.0
+    if u_c + u_w <= 0:
+        return 1.0, 1.0
+    c, w = u_c * u_c, u_w * u_w
+    return 2 * c / (c + w), 2 * w / (c + w)
+
+
 def admit(term, servers, discount=DEFAULT_DISCOUNT):
     """Size and place one term, online; ``servers`` change only on success.
 
     Better than ResQ's greedy (:func:`size` then first fit): every sizing
     of :func:`sizings` is placed best fit on paper, and the one that opens
     the fewest empty servers wins, then the one that takes the least of
-    the cluster (cores and ways, each as a fraction of a server). The term
+    the cluster (cores and ways, each as a fraction of a server, priced
+    by their scarcity on the servers in use: :func:`prices`), then the
+    one with fewer instances. The term
     still knows nothing of later terms. When nothing fits, the refusal is
     :func:`place`'s for :func:`size`'s sizing, with its explanation.
 
@@ -334,14 +362,16 @@ def admit(term, servers, discount=DEFAULT_DISCOUNT):
     """
     shape = servers[0] if servers else Server('none')
     options = sizings(term, shape.cores, shape.ways, discount)
+    core_price, way_price = prices(servers)
     best = None
     for sizing in options:
         plan = _best_fit(sizing, servers)
         if plan is None:
             continue
         opened, where = plan
-        cost = (opened, sizing.instances / max(shape.cores, 1)
-                + sum(sizing.ways) / max(shape.ways, 1))
+        cost = (opened, core_price * sizing.instances / max(shape.cores, 1)
+                + way_price * sum(sizing.ways) / max(shape.ways, 1),
+                sizing.instances)
         if best is None or cost < best[0]:
             best = (cost, sizing, where)
     if best is None:
@@ -384,7 +414,7 @@ class BatchRefused(prof_exc.ResQException):
 
 
 def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
-                mip_gap=0.0):
+                mip_gap=0.0, solve=None):
     """Admit terms that arrive together (a chain, a stack), jointly.
 
     The configuration/pattern MILP (:mod:`resq_nova.milp`) places them on
@@ -395,6 +425,9 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
     the greedy may tie it with less taken). All or nothing: on a refusal
     the servers are unchanged.
 
+    :param solve: what solves the MILP (default
+        :func:`resq_nova.milp.solve`; :mod:`resq_nova.batch.isolated` runs
+        it in a child process).
     :returns: ``({term name: (sizing, placements)}, how)``, ``how`` being
         ``'milp'`` or ``'greedy'``.
     :raises BatchRefused: naming every term that does not fit and why.
@@ -427,7 +460,7 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
     empty = [s for s in servers if not s.used_cores]
     result = None
     try:
-        result = milp.solve(
+        result = (solve or milp.solve)(
             milp.groups_from_terms(entries, capacity_of), shape.cores,
             shape.ways, time_limit=time_limit, mip_gap=mip_gap,
             max_servers=len(empty), existing=[
@@ -444,9 +477,16 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
         except AdmissionRefused as exc:
             refusals.append(exc)
 
+    core_price, way_price = prices(servers)
+
     def cost(opened, ways):
-        """Servers opened, then the cluster taken (one core per way)."""
-        return (opened, sum(1 / shape.cores + w / shape.ways for w in ways))
+        """Servers opened, then the cluster taken.
+
+        A core per instance and its ways, priced by their scarcity as
+        :func:`admit` prices them.
+        """
+        return (opened, sum(core_price / shape.cores
+                            + way_price * w / shape.ways for w in ways))
 
     greedy_cost = None
     if not refusals:

@@ -151,6 +151,7 @@ def admit(args, placement, compute, store):
            'leases_with_room': room}
     if args.dry_run:
         return doc
+    project_id = compute.project_id()
     existing = compute.find_flavor(name)
     if existing is not None:
         if (existing.get('extra_specs') or {}) != specs or existing.get(
@@ -158,10 +159,13 @@ def admit(args, placement, compute, store):
             raise deployment.FlavorMismatch(
                 name=name, term=args.term,
                 diff='its extra specs or vCPUs differ from %s' % specs)
+        compute.add_flavor_access(existing['id'], project_id)
         flavor_id, doc['flavor']['created'] = existing['id'], False
     else:
+        # Private to the admitting project, as reserved terms' flavors.
         flavor_id = compute.create_flavor(name, args.vcpus, args.ram_mb,
-                                          args.disk_gb, specs)['id']
+                                          args.disk_gb, specs,
+                                          project_id)['id']
         doc['flavor']['created'] = True
     server_name = '%s-1' % args.term
     try:

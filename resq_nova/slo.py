@@ -9,31 +9,35 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""SLO set files: a JSON list of reserved SLO terms.
+"""SLO set files: reserved SLO terms, with their profiles resolved.
 
-::
+The format and its checks are :mod:`resq_nova.batch.slo_file`'s (YAML or
+JSON; a list of terms, or a mapping whose ``terms`` key holds it)::
 
     {"terms": [{"name": "fw-tenant-a", "profile": "<profile id>",
                 "throughput_mpps": 0.5, "latency_p95_us": 120,
                 "packet_bytes": 64, "max_instances": 8}]}
 
-``profile`` names a profile in the store; ``packet_bytes`` and
-``max_instances`` are optional.
+``profile`` names a profile in the store; ``packet_bytes``,
+``max_instances`` and ``chain`` are optional. ``resq-plan --slo-file`` and
+``resq-admit --slo-file`` read the same files.
 """
 
 from resq_common import jsonutils
+from resq_nova.batch import slo_file
 from resq_nova import greedy
 from resq_profiler import exception
 
-_REQUIRED = ('name', 'profile', 'throughput_mpps', 'latency_p95_us')
-
-
-class InvalidSLOFile(exception.ResQException):
-    msg_fmt = 'SLO file %(path)s: %(reason)s'
+# One exception for every SLO file error, whichever reader raises it.
+InvalidSLOFile = slo_file.InvalidSLOFile
 
 
 def read_items(path):
-    """The ``terms`` list of an SLO file; errors name the file."""
+    """The ``terms`` list of a JSON SLO set; errors name the file.
+
+    The evaluation's sets read this way (their terms name an ``nf``
+    instead of a ``profile``).
+    """
     try:
         with open(path, encoding='utf-8') as f:
             doc = jsonutils.load(f)
@@ -59,35 +63,23 @@ def positive(path, field, value):
 
 
 def load_terms(path, store):
-    """Parse an SLO file and resolve its profiles from ``store``."""
-    terms = read_items(path)
+    """Parse an SLO file and resolve its profiles from ``store``.
+
+    :raises InvalidSLOFile: naming the file, the term and the field, also
+        for a profile the store lacks.
+    """
     result = []
-    names = set()
-    for i, item in enumerate(terms):
-        where = 'terms[%d]' % i
-        if not isinstance(item, dict):
-            raise InvalidSLOFile(path=path, reason='%s is not an object'
-                                 % where)
-        for key in _REQUIRED:
-            if key not in item:
-                raise InvalidSLOFile(path=path, reason='%s lacks "%s"'
-                                     % (where, key))
-        thr = positive(path, where + '.throughput_mpps',
-                       item['throughput_mpps'])
-        lat = positive(path, where + '.latency_p95_us',
-                       item['latency_p95_us'])
-        if item['name'] in names:
-            raise InvalidSLOFile(path=path, reason='%s.name %r is used twice'
-                                 % (where, item['name']))
-        names.add(item['name'])
+    for spec in slo_file.load(path):
         try:
-            prof = store.get(item['profile'])
+            prof = store.get(spec.profile)
         except exception.ProfileNotFound as exc:
-            raise InvalidSLOFile(path=path, reason='%s.profile: %s'
-                                 % (where, exc))
+            raise InvalidSLOFile(path=path, reason='term %d (%s): field '
+                                 'profile: %s' % (spec.index, spec.name,
+                                                  exc))
         result.append(greedy.SLOTerm(
-            name=item['name'], profile=prof,
-            throughput_mpps=thr, latency_p95_us=lat,
-            packet_bytes=item.get('packet_bytes'),
-            max_instances=item.get('max_instances')))
+            name=spec.name, profile=prof,
+            throughput_mpps=spec.throughput_mpps,
+            latency_p95_us=spec.latency_p95_us,
+            packet_bytes=spec.packet_bytes,
+            max_instances=spec.max_instances))
     return result

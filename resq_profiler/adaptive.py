@@ -1,49 +1,141 @@
-#    Licensed under the Apache License, Version 2.0 (the "License"); you may
-#    not use this file except in compliance with the License. You may obtain
-#    a copy of the License at
-#
-#         http://www.apache.org/licenses/LICENSE-2.0
-#
-#    Unless required by applicable law or agreed to in writing, software
-#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
-#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
-#    License for the specific language governing permissions and limitations
-#    under the License.
-"""Adaptive sampling of a monotone curve (ResQ §5.2).
+"""Adaptive sampling of a monotone curve under measurement noise (ResQ §5.2).
 
-Measure both ends of a grid and its midpoint; while linear interpolation
-between an interval's ends misses the measured midpoint by more than the
-tolerance, split the interval in two and measure their midpoints. Intervals
-are split breadth first, so a measurement budget cuts evenly.
+ResQ measures a curve's ends and midpoint and splits an interval while
+linear interpolation misses its measured midpoint by more than the
+tolerance. This sampler keeps the tolerance and changes how measurements
+are spent.
 
-The midpoint test alone can be fooled: a concave curve that bends sharply
-near one end of a long interval passes its midpoint test while the chord
-misses the bend by more than the tolerance (IPsec's throughput, which is
-flat from two ways on, is the example in the catalog). When the caller
-says the curve is concave or convex, a second pass bounds the error of
-every remaining interval with the chords of its neighbours (the curve is
-sandwiched between the chord and their extensions) and splits intervals
-whose bound exceeds the tolerance. Pure: the caller passes the measuring
-function.
+Where the curve bends. Every interval between measured points gets an
+estimate of the interpolation error left in it; the interval with the
+largest estimate is split next, at the grid point where that error is
+largest, until no estimate exceeds the tolerance. When the caller says the
+curve is concave or convex the estimate is a bound: the curve lies between
+an interval's chord and the extensions of its neighbours' chords, so the
+chord cannot miss it by more than their gap. The bound catches a sharp
+knee near one end of a long interval that a midpoint test passes (IPsec's
+throughput, flat from two ways on, is the example in the catalog); for a
+smooth curve it is about four times the real error, so intervals with a
+neighbour on both sides count half of it. Without a shape the estimate is
+the error of the midpoint checks next to the interval, as in ResQ.
+
+Where the measurements disagree. ``probe`` measures the last grid point
+again after the first midpoint: identical readings mean a noiseless
+testbed, and nothing is ever repeated unless the shape is contradicted.
+Otherwise the sampler learns the noise (a few more repeats until the
+estimate has ``MIN_DOF`` degrees of freedom) and plans with its 99% upper
+confidence bound. A point on the wrong side of its neighbours' chord (a dip
+in a concave curve, a bump in a convex one) by more than half the tolerance
+contradicts the shape: the point of the three with the fewest measurements
+is measured again, up to ``max_repeats`` times each. From three
+measurements on, a reading more than three tolerances from its point's
+median is rejected as an outlier; a point's value is the mean of the rest.
+Under noise the bound adds two standard deviations of the chord and of the
+extension (extrapolating a noisy chord amplifies its noise); an interval
+that fails only because of that margin gets its points measured again
+before it is split (and comes after those the curve itself fails), and
+every point kept is measured until its standard error is a third of the
+tolerance, as far as ``max_repeats`` allows. Finally the values are fitted
+by weighted least squares to the shape (and monotone), which evens out what
+noise is left where it contradicts the shape.
+
+Every measurement counts, repeats included, against ``max_points``. The
+result states how far off the curve may still be
+(:attr:`Result.reported_error_pct`): the worst estimate of an interval
+kept, at least the worst check that failed and was left so (the budget ran
+out), plus two standard errors of the least repeated point under noise.
+Pure: the caller passes the measuring function.
 """
 
+import collections
 import dataclasses
+import math
+import statistics
 
 from resq_profiler import profile
+
+Check = collections.namedtuple(
+    'Check', ['x', 'predicted', 'measured', 'error_pct', 'outcome'])
+# outcome: 'pass' (within tolerance), 'split' (the interval was refined),
+# 'unresolved' (over the tolerance and left so: the budget ran out).
 
 
 @dataclasses.dataclass
 class Result:
-    points: list          # sorted (x, y) of every measurement
-    checks: list          # (x, predicted, measured, error_pct) per midpoint
+    points: list          # sorted (x, y): y is the point's estimate
+    checks: list          # a Check per interval test
     budget_exhausted: bool
-    # The worst error of a check whose interval was to be split but the
-    # budget ran out first: the interpolation there is still that far off.
+    # The worst interpolation error estimate of an interval left above the
+    # tolerance: the interpolation there may still be that far off.
     unresolved_error_pct: float = 0.0
+    # The worst error estimate of any interval the curve keeps.
+    error_estimate_pct: float = 0.0
+    measurements: int = 0     # calls of the measuring function
+    repeats: int = 0          # of which repeated a measured point
+    noise_pct: float = 0.0    # relative standard deviation of repeats
+    noise_dof: int = 0        # degrees of freedom behind noise_pct
+    # Two standard errors of the least repeated point kept: how far off
+    # the noise alone may leave the curve's values.
+    noise_error_pct: float = 0.0
+    samples: dict = dataclasses.field(default_factory=dict)  # x -> values
+    rejected: list = dataclasses.field(default_factory=list)
 
     @property
     def max_check_error_pct(self):
-        return max((c[3] for c in self.checks), default=0.0)
+        return max((c.error_pct for c in self.checks), default=0.0)
+
+    @property
+    def reported_error_pct(self):
+        """The error a profile should state for this curve."""
+        failed = [c.error_pct for c in self.checks
+                  if c.outcome == 'unresolved']
+        return max([self.error_estimate_pct, self.unresolved_error_pct]
+                   + failed) + self.noise_error_pct
+
+
+# For a smooth curve the neighbour-chord bound is about four times the
+# chord's real error (the chord is 1/8 h^2 f'' off, the extensions 3/8 on
+# the other side); inside the curve half the bound still leaves a factor
+# two. The first and last intervals keep the whole bound: that is where a
+# knee hides behind one neighbour (IPsec). Under noise every interval keeps
+# the whole bound.
+INTERIOR_FACTOR = 0.5
+# A point on the wrong side of its neighbours' chord by more than this
+# fraction of the tolerance contradicts the shape: measure again.
+CONTRADICTION = 0.5
+# Under noise a point is precise once its standard error is at most this
+# fraction of the tolerance (as far as max_repeats allows).
+PRECISION = 1.0 / 3.0
+# Standard deviations of the gap between a chord and a neighbour's
+# extension added to the bound under noise.
+MARGIN = 2.0
+# Degrees of freedom of the noise estimate needed before trusting it.
+MIN_DOF = 3
+# A repeat farther than this many tolerances from its point's median is an
+# outlier.
+OUTLIER = 3.0
+# Repeats that agree to this fraction of the tolerance are identical: the
+# testbed is noiseless (the model driver without noise).
+NEGLIGIBLE = 1e-6
+# Weight, in degrees of freedom, of a noise figure passed in without one.
+PRIOR_DOF = 4
+# sqrt(dof / chi2_0.01(dof)): the 99% upper confidence bound of a standard
+# deviation estimated with dof degrees of freedom, relative to the
+# estimate. Planning with it keeps a chance agreement of a few repeats
+# from passing for a quiet testbed.
+_UCB99 = {1: 79.8, 2: 9.97, 3: 5.11, 4: 3.67, 5: 3.0, 6: 2.62, 7: 2.38,
+          8: 2.2, 9: 2.08, 10: 1.98}
+
+
+def _ucb_factor(dof):
+    dof = int(round(dof))
+    if dof < 1:
+        return 0.0
+    # Beyond the table 1 + 3/sqrt(dof) stays above the exact factor.
+    return _UCB99.get(dof, 1.0 + 3.0 / math.sqrt(dof))
+
+
+class _Budget(Exception):
+    pass
 
 
 def _err_pct(predicted, measured):
@@ -56,8 +148,22 @@ def _line_at(p, q, x):
     return p[1] + (q[1] - p[1]) * (x - p[0]) / (q[0] - p[0])
 
 
-def _bound_pct(pts, k, shape):
-    """Bound on the interpolation error between pts[k] and pts[k+1]."""
+def _spread(p, q, x, se):
+    """Variance (in %^2) of the line through p and q evaluated at x."""
+    wp = (q[0] - x) / (q[0] - p[0])
+    return (se[p[0]] * wp) ** 2 + (se[q[0]] * (1.0 - wp)) ** 2
+
+
+def _bound(pts, k, shape, inner, se=None, z=0.0):
+    """Bound on the chord's error between pts[k] and pts[k+1].
+
+    :param inner: the grid points strictly between them.
+    :param se: ``{x: standard error in %}`` of the points' values; the
+        bound then adds ``z`` standard deviations of the gap between the
+        chord and the extension (extrapolating a noisy chord amplifies its
+        noise).
+    :returns: ``(bound in %, x where it is reached)``.
+    """
     a, b = pts[k], pts[k + 1]
     lines = []
     if k >= 1:
@@ -65,42 +171,88 @@ def _bound_pct(pts, k, shape):
     if k + 2 < len(pts):
         lines.append((b, pts[k + 2]))
     if not lines:
-        return 0.0
-    xs = [a[0], b[0]]
+        return float('inf'), (a[0] + b[0]) / 2.0
+    xs = list(inner)
     if len(lines) == 2:
         (p1, q1), (p2, q2) = lines
         s1 = (q1[1] - p1[1]) / (q1[0] - p1[0])
         s2 = (q2[1] - p2[1]) / (q2[0] - p2[0])
         if s1 != s2:
             x = (p2[1] - p1[1] + s1 * p1[0] - s2 * p2[0]) / (s1 - s2)
-            if a[0] < x < b[0]:
+            if xs[0] < x < xs[-1]:
                 xs.append(x)
-    worst = 0.0
+    worst, where = 0.0, (a[0] + b[0]) / 2.0
+    xs = [x for x in xs if a[0] < x < b[0]]
     for x in xs:
         ext = [_line_at(p, q, x) for p, q in lines]
         chord = _line_at(a, b, x)
         if shape == 'concave':
-            gap = min(ext) - chord
+            pick = min(range(len(ext)), key=ext.__getitem__)
+            gap = ext[pick] - chord
         else:
-            gap = chord - max(ext)
-        if chord:
-            worst = max(worst, gap / abs(chord) * 100.0)
-    return worst
+            pick = max(range(len(ext)), key=ext.__getitem__)
+            gap = chord - ext[pick]
+        if not chord:
+            continue
+        gap = gap / abs(chord) * 100.0
+        if se and z:
+            gap += z * math.sqrt(_spread(a, b, x, se)
+                                 + _spread(*lines[pick], x, se))
+        if gap > worst:
+            worst, where = gap, x
+    return worst, where
+
+
+def _dev_pct(pts, k):
+    """Signed % by which pts[k] lies above the chord of its neighbours."""
+    p, m, q = pts[k - 1], pts[k], pts[k + 1]
+    chord = _line_at(p, q, m[0])
+    if not chord:
+        return 0.0
+    return (m[1] - chord) / abs(chord) * 100.0
+
+
+def _keep(values, band_pct):
+    """The values of one point that are not outliers.
+
+    From three measurements on, a value farther than ``band_pct`` from
+    their median is an outlier; the rest are kept.
+    """
+    if len(values) < 3:
+        return list(values)
+    med = statistics.median(values)
+    return [v for v in values if _err_pct(v, med) <= band_pct] or [med]
+
+
+def _estimate(values, band_pct):
+    kept = _keep(values, band_pct)
+    return sum(kept) / len(kept)
 
 
 def sample(measure, grid, tolerance_pct=1.0, max_points=None,
-           progress=None, shape=None):
+           progress=None, shape=None, known=None, max_repeats=3,
+           noise_pct=None, noise_dof=PRIOR_DOF, probe=0):
     """Sample ``measure`` on ``grid`` adaptively.
 
-    :param measure: callable ``x -> y``; called once per grid point used.
+    :param measure: callable ``x -> y``.
     :param grid: strictly increasing candidate x values (at least 2).
-    :param tolerance_pct: largest accepted interpolation error at a
-        midpoint, in percent of the measured value.
-    :param max_points: stop splitting once this many points are measured.
+    :param tolerance_pct: largest accepted interpolation error, in percent
+        of the curve's value.
+    :param max_points: most calls of ``measure``, repeats included.
     :param progress: optional callable ``(x, y, count)`` after each
-        measurement.
-    :param shape: ``'concave'``, ``'convex'`` or ``None``; enables the
-        neighbour-chord bound described in the module docstring.
+        measurement; ``count`` counts every measurement.
+    :param shape: ``'concave'``, ``'convex'`` or ``None`` (see the module
+        docstring).
+    :param known: ``{x: [y, ...]}`` measurements taken elsewhere, ``x`` on
+        the grid: first measurements of those points, not counted here.
+    :param max_repeats: most measurements of one point.
+    :param noise_pct: relative standard deviation of a measurement known
+        from elsewhere (another curve of the same run); the curve's own
+        repeats refine it.
+    :param noise_dof: the degrees of freedom ``noise_pct`` was estimated
+        with.
+    :param probe: measure the last grid point this many more times, after
+        the first midpoint, to learn the noise.
     :returns: a :class:`Result`.
     """
     grid = list(grid)
@@ -110,64 +262,260 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
         raise ValueError('grid must be strictly increasing: %s' % grid)
     if tolerance_pct <= 0:
         raise ValueError('tolerance must be positive, got %s' % tolerance_pct)
-    values = {}
-
-    def get(i):
-        if i not in values:
-            values[i] = measure(grid[i])
-            if progress:
-                progress(grid[i], values[i], len(values))
-        return values[i]
-
-    checks = []
-    exhausted = False
-    pending = {}          # interval -> error of the check that split it
-    get(0)
-    get(len(grid) - 1)
-    queue = [(0, len(grid) - 1)]
-    while queue:
-        next_queue = []
-        for lo, hi in queue:
-            if hi - lo < 2:
-                continue
-            if max_points is not None and len(values) >= max_points:
-                exhausted = True
-                break
-            mid = (lo + hi) // 2
-            y = get(mid)
-            x0, x1, xm = grid[lo], grid[hi], grid[mid]
-            predicted = values[lo] + (values[hi] - values[lo]) * (
-                (xm - x0) / (x1 - x0))
-            err = _err_pct(predicted, y)
-            checks.append((xm, predicted, y, err))
-            pending.pop((lo, hi), None)
-            if err > tolerance_pct:
-                next_queue.extend([(lo, mid), (mid, hi)])
-                for half in ((lo, mid), (mid, hi)):
-                    if half[1] - half[0] >= 2:
-                        pending[half] = err
-        if exhausted:
-            break
-        queue = next_queue
     if shape not in (None, 'concave', 'convex'):
         raise ValueError('shape must be concave, convex or None: %r' % shape)
-    while shape and not exhausted:
-        idx = sorted(values)
-        pts = [(grid[i], values[i]) for i in idx]
-        split = [k for k in range(len(idx) - 1)
-                 if idx[k + 1] - idx[k] >= 2
-                 and _bound_pct(pts, k, shape) > tolerance_pct]
-        if not split:
+    if max_repeats < 1:
+        raise ValueError('max_repeats must be at least 1, got %s'
+                         % max_repeats)
+    if max_points is not None and max_points < 3:
+        raise ValueError('max_points must be at least 3 (both ends and a '
+                         'midpoint), got %s' % max_points)
+    raw = {}
+    for x, ys in (known or {}).items():
+        if x not in grid:
+            raise ValueError('known measurement at x=%s is not on the grid '
+                             '%s' % (x, grid))
+        if not ys:
+            raise ValueError('known measurement at x=%s has no value' % x)
+        raw[grid.index(x)] = list(ys)
+    state = {'count': 0, 'repeats': 0}
+    checks = []
+
+    def take(i):
+        if max_points is not None and state['count'] >= max_points:
+            raise _Budget()
+        y = measure(grid[i])
+        state['count'] += 1
+        if i in raw:
+            state['repeats'] += 1
+        raw.setdefault(i, []).append(y)
+        if progress:
+            progress(grid[i], y, state['count'])
+        return y
+
+    def noise():
+        """Relative standard deviation of repeated points, in percent."""
+        return pooled()[0]
+
+    def pooled():
+        num = den = 0
+        if noise_pct is not None:
+            num, den = noise_dof * (noise_pct / 100.0) ** 2, noise_dof
+        for values in raw.values():
+            kept = _keep(values, band())
+            if len(kept) > 1:
+                mean = sum(kept) / len(kept)
+                num += sum(((v - mean) / mean) ** 2 for v in kept)
+                den += len(kept) - 1
+        return (math.sqrt(num / den) * 100.0 if den else 0.0), den
+
+    def caution():
+        """The noise to plan with: the 90% upper confidence bound."""
+        sigma, dof = pooled()
+        if sigma <= tolerance_pct * NEGLIGIBLE:
+            return 0.0
+        return sigma * _ucb_factor(dof)
+
+    def band():
+        # Outlier band: a repeat this far from its point's median is noise
+        # that the shape contradicted, not a sample of it.
+        return tolerance_pct * OUTLIER
+
+    def current():
+        idx = sorted(raw)
+        return idx, [(grid[i], _estimate(raw[i], band())) for i in idx]
+
+    def gap_estimates(idx, pts):
+        """[(estimate %, k, x of the worst error)] per splittable gap."""
+        out = []
+        sigma = noise()
+        se = {grid[i]: sigma / math.sqrt(len(raw[i])) for i in idx}
+        for k in range(len(idx) - 1):
+            if idx[k + 1] - idx[k] < 2:
+                continue
+            inner = grid[idx[k] + 1:idx[k + 1]]
+            if shape:
+                est, where = _bound(pts, k, shape, inner, se, MARGIN)
+                base = _bound(pts, k, shape, inner)[0] if sigma else est
+                if 0 < k < len(pts) - 2 and not caution():
+                    est *= INTERIOR_FACTOR
+                    base *= INTERIOR_FACTOR
+            else:
+                devs = [abs(_dev_pct(pts, j)) for j in (k, k + 1)
+                        if 0 < j < len(pts) - 1]
+                est = base = max(devs) if devs else float('inf')
+                where = (pts[k][0] + pts[k + 1][0]) / 2.0
+            out.append((est, k, where, base))
+        return out
+
+    def needs_repeat(i, sigma):
+        n = len(raw[i])
+        return n < max_repeats and sigma / math.sqrt(n) > (
+            tolerance_pct * PRECISION)
+
+    def contradiction(idx, pts):
+        """The grid index to measure again, or None."""
+        if not shape:
+            return None
+        sign = 1.0 if shape == 'concave' else -1.0
+        worst = None
+        for k in range(1, len(pts) - 1):
+            wrong = -sign * _dev_pct(pts, k)
+            if wrong > tolerance_pct * CONTRADICTION and (
+                    worst is None or wrong > worst[0]):
+                trio = [idx[k], idx[k - 1], idx[k + 1]]
+                open_ = [i for i in trio if len(raw[i]) < max_repeats]
+                if open_:
+                    worst = (wrong, min(open_, key=lambda i: len(raw[i])))
+        return worst[1] if worst else None
+
+    exhausted = False
+    try:
+        for i in (0, len(grid) - 1):
+            if i not in raw:
+                take(i)
+        probes = probe
+        while True:
+            idx, pts = current()
+            if probes and (len(idx) > 2 or len(grid) < 3):
+                # After the first midpoint, so that a budget of three
+                # still tests the interpolation once.
+                probes -= 1
+                take(len(grid) - 1)
+                continue
+            again = contradiction(idx, pts)
+            if again is not None:
+                take(again)
+                continue
+            sigma_hat, dof = pooled()
+            if sigma_hat > tolerance_pct * NEGLIGIBLE and dof < MIN_DOF:
+                # Noise shows: learn how much before relying on it.
+                open_ = [i for i in idx if len(raw[i]) < max_repeats]
+                if open_:
+                    take(min(open_, key=lambda i: len(raw[i])))
+                    continue
+            sigma = caution()
+            # Intervals the curve itself fails come first, then those
+            # only the noise margin fails; the largest estimate first.
+            worst = max((g for g in gap_estimates(idx, pts)
+                         if g[0] > tolerance_pct),
+                        key=lambda g: (g[3] > tolerance_pct, g[0]),
+                        default=None)
+            if worst is not None:
+                est, k, where, base = worst
+                # Under noise, make the points the estimate rests on
+                # precise before believing it.
+                near_idx = idx[max(k - 1, 0):k + 3]
+                vague = [i for i in near_idx if needs_repeat(i, sigma)]
+                if sigma and base <= tolerance_pct:
+                    # The curve itself passes; its noise does not: measure
+                    # again rather than split.
+                    vague = [i for i in near_idx
+                             if len(raw[i]) < max_repeats]
+                if vague:
+                    take(min(vague, key=lambda i: len(raw[i])))
+                    continue
+                lo, hi = idx[k], idx[k + 1]
+                near = min(range(lo + 1, hi),
+                           key=lambda i: (abs(grid[i] - where),
+                                          abs(2 * i - lo - hi)))
+                y = take(near)
+                predicted = _line_at(pts[k], pts[k + 1], grid[near])
+                err = _err_pct(predicted, y)
+                checks.append(Check(grid[near], predicted, y, err,
+                                    'pass' if err <= tolerance_pct
+                                    else 'split'))
+                continue
+            vague = [i for i in idx if needs_repeat(i, sigma)]
+            if vague:
+                take(min(vague, key=lambda i: len(raw[i])))
+                continue
             break
-        for k in split:
-            if max_points is not None and len(values) >= max_points:
-                exhausted = True
-                break
-            get((idx[k] + idx[k + 1]) // 2)
-    points = sorted((grid[i], y) for i, y in values.items())
-    unresolved = max(pending.values(), default=0.0) if exhausted else 0.0
-    return Result(points=points, checks=checks, budget_exhausted=exhausted,
-                  unresolved_error_pct=unresolved)
+    except _Budget:
+        exhausted = True
+    idx, pts = current()
+    gaps = gap_estimates(idx, pts)
+    finite = [g[0] for g in gaps if math.isfinite(g[0])]
+    left = [g[0] for g in gaps if g[0] > tolerance_pct]
+    unresolved = 0.0
+    if left:
+        # Over the tolerance and left so: the checks that split those
+        # intervals decided nothing; a gap without neighbours has no bound
+        # and falls back to the worst check.
+        checks = [c._replace(outcome='unresolved')
+                  if c.outcome == 'split' and _inside(c.x, pts, gaps, left)
+                  else c for c in checks]
+        unresolved = max(g for g in left if math.isfinite(g)) if any(
+            math.isfinite(g) for g in left) else max(
+            [c.error_pct for c in checks] + [0.0])
+    rejected = []
+    for i, values in sorted(raw.items()):
+        kept = _keep(values, band())
+        rejected += [(grid[i], v) for v in values if v not in kept]
+    if shape and noise() > 0:
+        weights = [len(_keep(raw[i], band())) for i in idx]
+        pts = shape_fit(pts, weights, shape)
+    return Result(points=pts, checks=checks, budget_exhausted=exhausted,
+                  unresolved_error_pct=unresolved,
+                  error_estimate_pct=max(finite + [0.0]),
+                  measurements=state['count'], repeats=state['repeats'],
+                  noise_pct=noise(), noise_dof=int(pooled()[1]),
+                  noise_error_pct=2.0 * noise() / math.sqrt(
+                      min(len(raw[i]) for i in idx)),
+                  samples={grid[i]: list(v) for i, v in sorted(raw.items())},
+                  rejected=rejected)
+
+
+def shape_fit(points, weights, shape, monotone=True, sweeps=2000):
+    """Weighted least-squares fit of ``points`` that has ``shape``.
+
+    The closest values (in the weighted squared distance) that form a
+    concave or convex sequence over the points' x, nondecreasing too when
+    ``monotone``: Dykstra's alternating projections onto the half-spaces
+    of the constraints. Points that already have the shape come back
+    unchanged; under noise a dip or bump is evened out with its
+    neighbours, in proportion to how often each was measured.
+    """
+    xs = [p[0] for p in points]
+    z = [float(p[1]) for p in points]
+    n = len(z)
+    sign = 1.0 if shape == 'concave' else -1.0
+    rows = []
+    for k in range(1, n - 1):
+        lam = (xs[k + 1] - xs[k]) / (xs[k + 1] - xs[k - 1])
+        rows.append(((k - 1, k, k + 1),
+                     (-sign * lam, sign, -sign * (1.0 - lam))))
+    if monotone:
+        rows += [((k, k + 1), (-1.0, 1.0)) for k in range(n - 1)]
+    if not rows:
+        return list(points)
+    scale = max(abs(v) for v in z) or 1.0
+    incr = [[0.0] * len(r[0]) for r in rows]
+    for _ in range(sweeps):
+        moved = 0.0
+        for j, (cols, coef) in enumerate(rows):
+            # Undo this constraint's last correction, project again.
+            y = [z[c] + incr[j][t] for t, c in enumerate(cols)]
+            dot = sum(a * v for a, v in zip(coef, y))
+            norm = sum(a * a / weights[c] for a, c in zip(coef, cols))
+            step = max(0.0, -dot) / norm
+            new = [v + step * a / weights[c]
+                   for v, a, c in zip(y, coef, cols)]
+            for t, c in enumerate(cols):
+                moved = max(moved, abs(new[t] - z[c]))
+                incr[j][t] = y[t] - new[t]
+                z[c] = new[t]
+        if moved <= 1e-12 * scale:
+            break
+    return [(x, v) for x, v in zip(xs, z)]
+
+
+def _inside(x, pts, gaps, left):
+    """Whether ``x`` bounds or lies in a gap whose estimate is in left."""
+    for est, k, _, _ in gaps:
+        if est in left and pts[k][0] <= x <= pts[k + 1][0]:
+            return True
+    return False
 
 
 def max_error_pct(points, reference):

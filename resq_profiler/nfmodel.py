@@ -11,12 +11,17 @@
 #    under the License.
 """Analytic performance model of a network function on a CAT platform.
 
-The model is the ground truth of the simulator and the ``model`` profiling
-driver. Per packet an NF spends a fixed number of cycles on compute and
-I/O, plus one miss penalty for every L3 reference that misses. The miss
-ratio with ``c`` bytes of cache follows the access-skew model of Durner et
-al.: with a working set of ``M`` bytes and skew ``alpha``, the hottest ``c``
-bytes serve ``1 - (1 - c/M)**(alpha + 1)`` of the references, so
+The planner's model: what the ``model`` profiling driver measures by
+default, and what planning tools and tests reason with. The cluster
+evaluation judges placements with a testbed model of its own,
+:mod:`resq_profiler.truth`, which shares this one's Table 1 calibration but
+not its simplifications.
+
+Per packet an NF spends a fixed number of cycles on compute and I/O, plus
+one miss penalty for every L3 reference that misses. The miss ratio with
+``c`` bytes of cache follows the access-skew model of Durner et al.: with a
+working set of ``M`` bytes and skew ``alpha``, the hottest ``c`` bytes
+serve ``1 - (1 - c/M)**(alpha + 1)`` of the references, so
 
     miss(c) = m_inf + (1 - m_inf) * (1 - min(c, M)/M)**(alpha + 1)
 

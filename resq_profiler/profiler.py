@@ -12,10 +12,13 @@
 """The adaptive profiler: one driver, two curves, one profile (ResQ §5.2).
 
 1. Throughput against ways, sampled adaptively over every allocation the
-   driver can make (concave).
+   driver can make (concave). The largest allocation is measured twice to
+   learn the testbed's noise.
 2. p95 latency against offered load at the allocation that maximised
    throughput (ResQ: the worst-case latency curve), sampled adaptively over
-   the configured load levels (convex).
+   the configured load levels (convex), starting from what it knows: the
+   noise, and the latency at full load if the saturating runs at that
+   allocation reported it (one run, both curves).
 """
 
 import datetime
@@ -38,7 +41,8 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
     :param traffic: a :class:`resq_profiler.nfmodel.Traffic`.
     :param config_text: the NF's configuration; its digest goes into the
         profile, which is valid for that configuration only.
-    :param progress: callable ``(curve, x, y, count)`` per measurement.
+    :param progress: callable ``(curve, x, y, count)`` per measurement,
+        repeats included; ``count`` counts the curve's measurements.
     """
     opts = conf.resq_profiler
     driver_name = driver_name or opts.driver
@@ -53,24 +57,38 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
                 return None
             return lambda x, y, n: progress(curve, x, y, n)
 
-        thr = adaptive.sample(drv.throughput, drv.way_range(), tol,
+        # A saturating run may report the latency at full load too: keep
+        # it per allocation for the latency curve's last point.
+        full_load = {}
+
+        def saturate(ways):
+            mpps, lat_us = drv.saturate(int(ways))
+            if lat_us is not None:
+                full_load.setdefault(int(ways), []).append(lat_us)
+            return mpps
+
+        thr = adaptive.sample(saturate, drv.way_range(), tol,
                               max_points=opts.max_measurements_per_curve,
                               progress=report('throughput'),
-                              shape='concave')
+                              shape='concave', probe=1)
         best_ways, peak = max(thr.points, key=lambda p: (p[1], -p[0]))
         best_ways = int(best_ways)
+        levels = sorted(opts.latency_load_levels)
+        known = {}
+        if levels[-1] == 1.0 and full_load.get(best_ways):
+            known[1.0] = full_load[best_ways]
         lat = adaptive.sample(
-            lambda x: drv.latency(best_ways, x, peak),
-            sorted(opts.latency_load_levels), tol,
+            lambda x: drv.latency(best_ways, x, peak), levels, tol,
             max_points=opts.max_measurements_per_curve,
-            progress=report('latency'), shape='convex')
+            progress=report('latency'), shape='convex', known=known,
+            noise_pct=thr.noise_pct, noise_dof=thr.noise_dof)
     finally:
         drv.close()
-    # The error the stored curves keep: every check that was not refined
-    # away, including those the budget stopped from being refined (so the
-    # figure can exceed the tolerance, and then says by how much).
-    accepted = [c[3] for c in thr.checks + lat.checks if c[3] <= tol]
-    accepted += [thr.unresolved_error_pct, lat.unresolved_error_pct]
+    # The error the stored curves keep: the worst estimate of an interval
+    # they keep, and every check that failed and was left so (the budget
+    # ran out), so the figure can exceed the tolerance and then says by
+    # how much.
+    error = max(thr.reported_error_pct, lat.reported_error_pct)
     digest = profile_mod.config_digest(config_text)
     nf_doc = {'name': nf, 'config_digest': digest}
     if description:
@@ -90,8 +108,12 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
             'driver': driver_name,
             'points': {'throughput': len(thr.points),
                        'latency': len(lat.points)},
-            'max_interpolation_error_pct': round(max(accepted, default=0.0),
-                                                 4),
+            'measurements': {'throughput': thr.measurements,
+                             'latency': lat.measurements,
+                             'repeats': thr.repeats + lat.repeats,
+                             'shared': len(known.get(1.0, ()))},
+            'noise_pct': round(max(thr.noise_pct, lat.noise_pct), 4),
+            'max_interpolation_error_pct': round(error, 4),
             'tolerance_pct': tol,
             'budget_exhausted': thr.budget_exhausted or lat.budget_exhausted,
             'created_at': datetime.datetime.now(

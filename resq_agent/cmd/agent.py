@@ -13,6 +13,7 @@
 
 import json
 import sys
+import time
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -65,12 +66,39 @@ def _run(conf):
     mgr.reconcile()
     mgr.start()
     svc.start()
+    if conf.resq_agent.nfvnice:
+        svc.run_every('resq-agent-nfvnice', conf.resq_agent.nfvnice_interval,
+                      _nfvnice_controller(conf, mgr.hypervisor).run_once)
     try:
         svc.wait()
     finally:
         svc.stop()
         mgr.stop()
     return 0
+
+
+def _nfvnice_controller(conf, hypervisor=None):
+    from resq_agent.nfvnice import controller
+    return controller.Controller.from_conf(conf, hypervisor)
+
+
+def _nfvnice(conf):
+    # Rates are differences of two readings: the first pass measures
+    # nothing, so at least two are run.
+    ctl = _nfvnice_controller(conf)
+    passes = max(2, conf.command.passes)
+    actions = []
+    for n in range(passes):
+        if n:
+            time.sleep(conf.resq_agent.nfvnice_interval)
+        summary = ctl.run_once()
+        actions += summary.get('actions', [])
+    # The last pass's measurements, every pass's writes.
+    summary['actions'] = actions
+    _print(summary)
+    failed = [a for a in summary.get('actions', ())
+              if a.get('outcome') in ('failed', 'missing', 'foreign')]
+    return 1 if 'error' in summary or summary['errors'] or failed else 0
 
 
 def _print(doc):
@@ -92,6 +120,15 @@ def _add_parsers(subparsers):
     p = subparsers.add_parser('status', help='print what is enforced and '
                               'measured, as JSON (changes nothing)')
     p.set_defaults(func=_status)
+    p = subparsers.add_parser(
+        'nfvnice', help='run NFVnice passes (CPU shares, backpressure) '
+        'nfvnice_interval seconds apart, print the last one (and every '
+        'pass\'s actions) as JSON; exit '
+        '1 if something could not be read or written')
+    p.add_argument('--passes', type=int, default=2,
+                   help='passes to run (at least 2: rates need two '
+                   'readings)')
+    p.set_defaults(func=_nfvnice)
     p = subparsers.add_parser('run', help='run the agent service')
     p.set_defaults(func=_run)
 

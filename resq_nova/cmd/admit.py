@@ -9,16 +9,22 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``resq-admit``: admit one reserved SLO term into the cluster.
+"""``resq-admit``: admit reserved SLO terms into the cluster.
 
 With ``--slo on-demand`` the term is an NF and a latency target instead:
 see :mod:`resq_nova.ondemand`.
 
-Sizes the term with the greedy, checks the cluster has room (Placement
-allocation candidates), creates or reuses its flavors and boots its servers
-largest first, or writes a Heat template that does (``--heat-template``),
-or only prints the plan (``--dry-run``). Nova is reached through the
-``[nova]`` keystoneauth options, Placement through ``[placement]``.
+One term (``--term``, ``--profile``, targets): sizes it with the greedy,
+checks the cluster has room (Placement allocation candidates), creates or
+reuses its flavors (private to the admitting project) and boots its
+servers largest first, or writes a Heat template that does
+(``--heat-template``), or only prints the plan (``--dry-run``).
+
+Several terms (``--slo-file``, a YAML or JSON list of terms): admits them
+jointly (:mod:`resq_nova.batch`), whole or not at all.
+
+Nova is reached through the ``[nova]`` keystoneauth options, Placement
+through ``[placement]``.
 """
 
 import json
@@ -27,6 +33,8 @@ import sys
 from keystoneauth1 import exceptions as ks_exc
 from oslo_config import cfg
 
+from resq_nova.batch import deploy as batch_deploy
+from resq_nova.batch import slo_file
 from resq_nova import compute as compute_mod
 from resq_nova import conf as nova_conf
 from resq_nova import deployment
@@ -76,7 +84,17 @@ cli_opts = [
                help='output format'),
     cfg.StrOpt('profile-dir', help='profile store (default: [resq] '
                                    'profile_dir)'),
+    cfg.StrOpt('slo-file', help='admit every term of this YAML or JSON file '
+                                'together, whole or not at all (instead of '
+                                '--term, --profile and the targets)'),
+    cfg.FloatOpt('batch-time-limit', default=10.0, min=0.1,
+                 help='seconds the MILP may take to place an SLO file\'s '
+                      'terms jointly before the greedy\'s plan is used'),
 ]
+
+# The options that describe one term; an SLO file describes its own.
+TERM_OPTIONS = ('term', 'profile', 'throughput_mpps', 'latency_p95_us',
+                'packet_bytes', 'max_instances')
 
 
 def register_opts(conf):
@@ -91,7 +109,9 @@ def missing_options(args):
     :param args: the command's options (oslo.config or argparse), by
         attribute: ``term``, ``profile``, ``throughput_mpps``, ...
     """
-    need = ['term', 'profile', 'throughput_mpps', 'latency_p95_us']
+    slo_file = getattr(args, 'slo_file', None)
+    need = [] if slo_file else ['term', 'profile', 'throughput_mpps',
+                                'latency_p95_us']
     if getattr(args, 'slo', None) == extra_specs.ON_DEMAND:
         need = ['term', 'latency_p95_us']
     if not args.dry_run:
@@ -100,6 +120,34 @@ def missing_options(args):
             need.append('network')
     return ['--' + n.replace('_', '-') for n in need
             if getattr(args, n) is None]
+
+
+def conflicting_options(args):
+    """The one-term options given together with ``--slo-file``."""
+    if not getattr(args, 'slo_file', None):
+        return []
+    return ['--' + n.replace('_', '-') for n in TERM_OPTIONS
+            if getattr(args, n) is not None]
+
+
+def admit_file(args, placement, compute, store, load_discount):
+    """Admit every term of ``args.slo_file`` jointly, or none.
+
+    ``resq-admit --slo-file`` and ``openstack resq slo admit --slo-file``
+    both call this.
+
+    :returns: the batch document (see :func:`resq_nova.batch.deploy.admit`).
+    :raises resq_nova.batch.slo_file.InvalidSLOFile: naming the term and
+        field.
+    :raises resq_nova.greedy.BatchRefused: naming every term that does not
+        fit; nothing was created.
+    :raises resq_nova.batch.deploy.BatchFailed: with ``doc`` set to what
+        was done.
+    """
+    specs = slo_file.load(args.slo_file)
+    return batch_deploy.admit(args.slo_file, specs, args, placement, compute,
+                              store, load_discount,
+                              getattr(args, 'batch_time_limit', 10.0))
 
 
 def admit(args, placement, compute, store, load_discount):
@@ -161,7 +209,15 @@ def run(conf, placement, compute, out=None, err=None):
         print('ERROR: resq-admit needs %s' % ', '.join(missing),
               file=err)
         return 1
+    conflicting = conflicting_options(conf)
+    if conflicting:
+        print('ERROR: %s describe one term; with --slo-file every term '
+              'comes from the file: drop them or --slo-file'
+              % ', '.join(conflicting), file=err)
+        return 1
     store = store_mod.ProfileStore(conf.profile_dir or conf.resq.profile_dir)
+    if conf.slo_file:
+        return _run_file(conf, placement, compute, store, out, err)
     try:
         if conf.slo == extra_specs.ON_DEMAND:
             doc = ondemand.admit(conf, placement, compute, store)
@@ -189,6 +245,61 @@ def run(conf, placement, compute, out=None, err=None):
     return 0
 
 
+def _run_file(conf, placement, compute, store, out, err):
+    try:
+        doc = admit_file(conf, placement, compute, store,
+                         conf.resq.load_discount)
+    except greedy.BatchRefused as exc:
+        if conf.format == 'json':
+            print(json.dumps({'slo_file': conf.slo_file, 'refused': [
+                {'term': r.term, 'constraint': r.constraint,
+                 'reason': r.reason} for r in exc.refusals]}, indent=2),
+                file=out)
+        for line in refusal_lines(conf.slo_file, exc):
+            print(line, file=err)
+        return 1
+    except batch_deploy.BatchFailed as exc:
+        _show_file(conf, exc.doc, out)
+        print('ERROR: %s' % exc, file=err)
+        return 1
+    except (exception.ResQException, extra_specs.InvalidResQSpec) as exc:
+        print('ERROR: %s' % exc, file=err)
+        return 1
+    except ks_exc.ClientException as exc:
+        print('ERROR: cannot talk to Nova or Placement (%s); set the '
+              'keystoneauth options of [nova] and [placement] (auth_type, '
+              'auth_url, credentials, or endpoint_override)' % exc,
+              file=err)
+        return 1
+    _show_file(conf, doc, out)
+    return 0
+
+
+def refusal_lines(path, exc):
+    """A refused SLO file: the lines an operator reads.
+
+    One per term that does not fit, then one saying nothing was created.
+    """
+    lines = ['REFUSED (%s): SLO term %s: %s' % (r.constraint, r.term,
+                                                r.reason)
+             for r in exc.refusals]
+    lines.append('Nothing was created: the terms of %s are admitted whole '
+                 'or not at all' % path)
+    return lines
+
+
+def _show_file(conf, doc, out):
+    if conf.format == 'json':
+        print(json.dumps(doc, indent=2, sort_keys=True), file=out)
+        return
+    print('SLO file %s: %d terms placed together (%s plan)' % (
+        doc['slo_file'], len(doc['terms']), doc['method']), file=out)
+    for term in doc['terms']:
+        _show(conf, term, out)
+    if doc.get('heat_template'):
+        print('Heat template written to %s' % doc['heat_template'], file=out)
+
+
 def _refused(conf, exc, out, err):
     if conf.format == 'json':
         print(json.dumps({'term': exc.term, 'refused': exc.constraint,
@@ -210,9 +321,10 @@ def _show(conf, doc, out):
             print('  server %s ACTIVE on %s (%s)' % (
                 server['name'], server['host'], server['id']), file=out)
         return
-    print('SLO term %s: %s Mpps at p95 <= %s us with profile %s' % (
-        doc['term'], doc['throughput_mpps'], doc['latency_p95_us'],
-        doc['profile']), file=out)
+    print('SLO term %s%s: %s Mpps at p95 <= %s us with profile %s' % (
+        doc['term'], ' (chain %s)' % doc['chain'] if doc.get('chain') else '',
+        doc['throughput_mpps'], doc['latency_p95_us'], doc['profile']),
+        file=out)
     print('  %d instances, load cap %.1f%%, capacity %.3f Mpps' % (
         len(doc['instances']), doc['load_cap'] * 100, doc['capacity_mpps']),
         file=out)
@@ -224,8 +336,15 @@ def _show(conf, doc, out):
     booted = {s['name']: s for s in doc.get('servers', ())}
     for inst in doc['instances']:
         server = booted.get(inst['name'])
-        where = ('ACTIVE on %s (%s)' % (server['host'], server['id'])
-                 if server else 'predicted host %s' % inst['host'])
+        if server is None:
+            where = 'predicted host %s' % inst['host']
+        elif server.get('status', 'ACTIVE') == 'ACTIVE':
+            where = 'ACTIVE on %s (%s)' % (server['host'], server['id'])
+        elif server.get('error'):
+            where = '%s (%s): %s' % (server['status'], server['id'],
+                                     server['error'])
+        else:
+            where = server['status']
         print('  server %-20s %2d ways %8.3f Mpps  %s' % (
             inst['name'], inst['ways'], inst['mpps'], where), file=out)
     if doc.get('heat_template'):

@@ -12,7 +12,8 @@
 """``resq-evaluate``: the cluster evaluation of ResQ §6 on resq-nova's code.
 
 Profiles the NF catalog, builds the SLO sets, places each with every scheme,
-measures what each placement really achieves with the NF model and prints
+measures what each placement really achieves on the simulated testbed
+(:mod:`resq_profiler.truth`, which the profiles were measured from) and prints
 servers used and SLO violations; optionally writes JSON and PNG figures.
 """
 
@@ -53,6 +54,10 @@ cli_opts = [
     cfg.StrOpt('slo-file',
                help='also evaluate the SLO set in this JSON file (set '
                     '"custom"; terms name catalog NFs)'),
+    cfg.FloatOpt('noise-pct', default=run.DEFAULT_NOISE_PCT, min=0.0,
+                 max=20.0,
+                 help='measurement noise (percent, Gaussian) of the '
+                      'profiling runs on the simulated testbed'),
     cfg.StrOpt('json', help='write the numbers as JSON to this file'),
     cfg.StrOpt('figures', help='write PNG figures into this directory'),
 ]
@@ -82,7 +87,8 @@ def main(argv=None):
                                     else conf.mip_gap),
                            config_limit=(conf.resq_optimizer.
                                          max_configurations_per_term),
-                           slo_file=conf.slo_file, progress=_progress)
+                           slo_file=conf.slo_file, progress=_progress,
+                           noise_pct=conf.noise_pct)
     except (ValueError, milp.SolverUnavailable,
             exception.ResQException) as exc:
         print('ERROR: %s' % exc, file=sys.stderr)

@@ -135,6 +135,20 @@ def _apply(conf):
     return 0 if plan['status'] == execute.APPLIED else 2
 
 
+def _repair(conf):
+    from resq_nova.optimizer import repair
+
+    results = _optimizer(conf).repair()
+    if not results:
+        print('no server is marked %s=misplaced' % repair.ISOLATION_KEY)
+    for r in results:
+        print('%s (%s) on %s: %s%s' % (
+            r['uuid'], r.get('name'), r['from_host'], r['outcome'],
+            ' to %s' % r['to_host'] if r['outcome'] == repair.DONE
+            else ': %s' % r['detail']), flush=True)
+    return 0 if all(r['outcome'] == repair.DONE for r in results) else 2
+
+
 def _run(conf):
     # oslo.service's threading backend, chosen before anything imports
     # oslo.messaging (which would select the eventlet one).
@@ -172,6 +186,10 @@ def _add_parsers(subparsers):
                    help='seconds per live migration (default: '
                    '[resq_optimizer] migration_timeout)')
     p.set_defaults(func=_apply)
+    p = subparsers.add_parser('repair', help='live-migrate the servers '
+                              'agents marked resq_isolation=misplaced '
+                              '(Nova\'s scheduler picks the hosts)')
+    p.set_defaults(func=_repair)
     p = subparsers.add_parser('run', help='run the optimizer service')
     p.set_defaults(func=_run)
 

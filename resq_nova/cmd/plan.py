@@ -38,8 +38,8 @@ from resq_profiler import store as store_mod
 EXAMPLE_MULTIPLES = (0.9, 2.0, 4.5)
 
 cli_opts = [
-    cfg.StrOpt('slo-file', help='SLO set to plan (JSON, see the docs); '
-                                'default: the embedded example set'),
+    cfg.StrOpt('slo-file', help='SLO set to plan (YAML or JSON, see the '
+                                'docs); default: the embedded example set'),
     cfg.StrOpt('profile-dir', help='profile store (default: [resq] '
                                    'profile_dir)'),
     cfg.IntOpt('servers', default=20, min=1,
@@ -65,9 +65,9 @@ def example_terms(store, conf, progress=True):
                                 profile_id=prof_id)
             store.put(prof)
             if progress:
+                runs = prof.measurement['measurements']
                 print('(%d/%d) profile %s: %d + %d measurements' % (
-                    i, len(names), nf, prof.measurement['points']
-                    ['throughput'], prof.measurement['points']['latency']),
+                    i, len(names), nf, runs['throughput'], runs['latency']),
                     flush=True)
         solo = prof.throughput_at(prof.max_ways)
         target_lat = prof.latency_at(1.0)

@@ -47,6 +47,14 @@ ALL_OPTS = [
                       'packing dominate the default weighers (multipliers '
                       'of 1); negative values spread instead. It has no '
                       'effect on requests without resq: extra specs.'),
+    cfg.IntOpt('cell_map_refresh_s',
+               default=60, min=1,
+               help='Seconds the scheduler filter keeps the map of NUMA '
+                    'cells to cache-domain providers it reads from '
+                    'Placement (the agents\' CUSTOM_RESQ_NUMA_<cell> '
+                    'traits) before reading it again. A host whose agent '
+                    'has not published the traits yet is taken as having '
+                    'cache domain N serve NUMA cell N.'),
 ]
 
 

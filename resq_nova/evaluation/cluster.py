@@ -12,9 +12,12 @@
 """A simulated cluster and the ground truth of what a schedule achieves.
 
 A schedule is a list of :class:`Placed` instances. Its ground truth comes
-from the NF model (:func:`resq_profiler.nfmodel.simulate_server`), server by
-server: shared-cache contention, CAT partitions, memory bandwidth and leaky
-DMA. The schedulers never see it; they see profiles.
+from the simulated testbed (:func:`resq_profiler.truth.simulate_server`),
+server by server: footprint-shared caches, CAT partitions, memory bandwidth
+and leaky DMA. It is not the model the profiles were planned with: the
+schedulers see only profiles the profiler measured from the testbed, with
+noise (``run.profile_catalog``), or, for the prediction baseline, what its
+own profiling runs measured.
 
 A term's traffic is split over its instances in proportion to the capacity
 each was planned for (the fabric's job, ResQ §5.3). The term is violated
@@ -26,6 +29,7 @@ import dataclasses
 
 from resq_profiler import catalog
 from resq_profiler import nfmodel
+from resq_profiler import truth
 
 VIOLATION_TOLERANCE = 0.05
 PLATFORM = nfmodel.Platform()
@@ -42,6 +46,8 @@ class Placed:
     :param planned_mpps: the capacity the scheduler planned for it; the
         term's traffic is split in proportion.
     :param dma_buffers: in-flight buffers; ``None`` means ResQ-sized.
+    :param predicted_mpps: what a prediction-based scheme predicted this
+        instance can carry where it stands (its error is reported).
     """
 
     term: object
@@ -49,6 +55,7 @@ class Placed:
     partition: frozenset
     planned_mpps: float
     dma_buffers: int = UNSIZED_BUFFERS
+    predicted_mpps: float = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,25 +90,57 @@ def offered_loads(placed):
             / planned[p.term.name] for p in placed]
 
 
-def ground_truth(placed, packet_bytes=64):
-    """Simulate every server; return ``{term name: TermOutcome}``."""
+_SERVER_CACHE = {}
+_SERVER_CACHE_LIMIT = 20000
+
+
+def _simulate(insts):
+    """One server's truth, memoised on what is on it.
+
+    Schemes that measure and react simulate the same servers again and
+    again.
+    """
+    key = tuple((i.spec.name, i.partition, i.traffic,
+                 round(i.offered_mpps, 9), i.dma_buffers) for i in insts)
+    outs = _SERVER_CACHE.get(key)
+    if outs is None:
+        if len(_SERVER_CACHE) >= _SERVER_CACHE_LIMIT:
+            _SERVER_CACHE.clear()
+        outs = _SERVER_CACHE[key] = truth.simulate_server(insts, PLATFORM)
+    return outs
+
+
+def instance_outcomes(placed, packet_bytes=64):
+    """The testbed's :class:`resq_profiler.truth.Outcome` per instance."""
     traffic = nfmodel.Traffic(packet_bytes)
     loads = offered_loads(placed)
     by_server = {}
-    for p, load in zip(placed, loads):
-        by_server.setdefault(p.server, []).append((p, load))
-    delivered, worst = {}, {}
-    terms = {}
+    for idx, (p, load) in enumerate(zip(placed, loads)):
+        by_server.setdefault(p.server, []).append((idx, p, load))
+    result = [None] * len(placed)
     for members in by_server.values():
         insts = [nfmodel.Instance(catalog.get(p.term.profile.name),
                                   p.partition, traffic, load, p.dma_buffers)
-                 for p, load in members]
-        outs = nfmodel.simulate_server(insts, PLATFORM)
-        for (p, _), out in zip(members, outs):
-            name = p.term.name
-            terms[name] = p.term
-            delivered[name] = delivered.get(name, 0.0) + out.throughput_mpps
-            worst[name] = max(worst.get(name, 0.0), out.latency_p95_us)
+                 for _, p, load in members]
+        for (idx, _, _), out in zip(members, _simulate(insts)):
+            result[idx] = out
+    return result
+
+
+def ground_truth(placed, packet_bytes=64, outcomes=None):
+    """Simulate every server; return ``{term name: TermOutcome}``.
+
+    :param outcomes: :func:`instance_outcomes` of ``placed``, if known.
+    """
+    if outcomes is None:
+        outcomes = instance_outcomes(placed, packet_bytes)
+    delivered, worst = {}, {}
+    terms = {}
+    for p, out in zip(placed, outcomes):
+        name = p.term.name
+        terms[name] = p.term
+        delivered[name] = delivered.get(name, 0.0) + out.throughput_mpps
+        worst[name] = max(worst.get(name, 0.0), out.latency_p95_us)
     return {name: TermOutcome(name, t.throughput_mpps, delivered[name],
                               t.latency_p95_us, worst[name])
             for name, t in terms.items()}

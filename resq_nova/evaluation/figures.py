@@ -9,7 +9,8 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""PNG figures in the spirit of ResQ Figures 8 (violations) and 9 (servers)."""
+"""PNG figures in the spirit of ResQ Figures 8 (violations), 9 (servers) and
+10 (the prediction baseline's error)."""
 
 import os
 
@@ -48,21 +49,102 @@ def _bars(doc, metric, ylabel, title, path, schemes):
         pyplot.close(fig)
 
 
+def _prediction_error(doc, path):
+    from matplotlib import pyplot
+    per_nf = doc['predictor']['per_nf']
+    names = sorted(per_nf)
+    fig, ax = pyplot.subplots(figsize=(9, 4))
+    try:
+        xs = range(len(names))
+        bars = ax.bar(xs, [per_nf[n]['mean_pp'] for n in names], 0.6,
+                      label='mean over competitor sets')
+        ax.bar_label(bars, fmt='%.1f', fontsize='x-small')
+        ax.scatter(xs, [per_nf[n]['max_pp'] for n in names], color='black',
+                   marker='_', s=200, label='largest error')
+        ax.axhline(0, color='grey', linewidth=0.8)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(names, rotation=30)
+        ax.set_ylabel('predicted - observed drop (points)')
+        ax.set_title('Prediction baseline against the testbed '
+                     '(cf. ResQ Figure 10)')
+        ax.legend(fontsize='small')
+        ax.grid(True, axis='y', alpha=0.3)
+        fig.tight_layout()
+        plot.save_figure(fig, path)
+    finally:
+        pyplot.close(fig)
+
+
+CHAIN_LABELS = {'default': 'Equal shares', 'rate_cost': 'Rate-cost shares',
+                'backpressure': 'Backpressure',
+                'nfvnice': 'Rate-cost + backpressure'}
+
+
+def _chains(chains, path):
+    """Throughput, drops and wasted work per chain scenario and variant."""
+    from matplotlib import pyplot
+    names = list(chains)
+    metrics = (('throughput_mpps', 'throughput (Mpps)'),
+               ('drop_pct', 'packets dropped (%)'),
+               ('wasted_work_pct', 'wasted CPU cycles (%)'))
+    fig, axes = pyplot.subplots(1, len(metrics), figsize=(12, 4))
+    try:
+        width = 0.8 / len(CHAIN_LABELS)
+        for ax, (metric, label) in zip(axes, metrics):
+            for i, (variant, text) in enumerate(CHAIN_LABELS.items()):
+                xs = [j + i * width for j in range(len(names))]
+                bars = ax.bar(xs, [chains[n][variant][metric]
+                                   for n in names], width, label=text)
+                ax.bar_label(bars, fmt='%g', fontsize='xx-small')
+            ax.set_xticks([j + width * (len(CHAIN_LABELS) - 1) / 2
+                           for j in range(len(names))])
+            ax.set_xticklabels(names)
+            ax.set_ylabel(label)
+            ax.grid(True, axis='y', alpha=0.3)
+        axes[0].legend(fontsize='x-small')
+        fig.suptitle('Chains on a shared core (cf. NFVnice)')
+        fig.tight_layout()
+        plot.save_figure(fig, path)
+    finally:
+        pyplot.close(fig)
+
+
 def write(doc, directory):
-    """Write violations.png, servers.png (and ondemand.png); their paths."""
+    """Write the figures; return their paths.
+
+    violations.png (all schemes), and split into throughput and latency
+    violations (violations_throughput.png, violations_latency.png),
+    servers.png, when the prediction baseline ran, prediction_error.png
+    with the chains simulation, chains.png, and with the on-demand
+    simulation, ondemand.png.
+    """
     os.makedirs(directory, exist_ok=True)
     schemes = [s for s in LABELS if any(s in rows for rows in
                                         doc['sets'].values())]
-    viol = os.path.join(directory, 'violations.png')
-    _bars(doc, 'violation_pct', 'SLO terms violated by >5% (%)',
-          'SLO violations (cf. ResQ Figure 8)', viol,
-          [s for s in schemes if s in ('agnostic', 'even_cat',
-                                       'resq_greedy', 'resq_optimal')])
+    paths = []
+    for name, metric, what in (
+            ('violations', 'violation_pct', 'SLO terms violated by >5% (%)'),
+            ('violations_throughput', 'throughput_violation_pct',
+             'throughput SLOs missed by >5% (%)'),
+            ('violations_latency', 'latency_violation_pct',
+             'p95 latency SLOs exceeded by >5% (%)')):
+        path = os.path.join(directory, name + '.png')
+        _bars(doc, metric, what, 'SLO violations (cf. ResQ Figure 8)',
+              path, schemes)
+        paths.append(path)
     servers = os.path.join(directory, 'servers.png')
     _bars(doc, 'servers', 'servers used',
           'Resource efficiency (cf. ResQ Figure 9)', servers,
           [s for s in schemes if s not in ('agnostic', 'even_cat')])
-    paths = [viol, servers]
+    paths.append(servers)
+    if doc.get('predictor'):
+        path = os.path.join(directory, 'prediction_error.png')
+        _prediction_error(doc, path)
+        paths.append(path)
+    if doc.get('chains'):
+        path = os.path.join(directory, 'chains.png')
+        _chains(doc['chains'], path)
+        paths.append(path)
     if doc.get('on_demand'):
         from resq_nova.evaluation import ondemand
         paths.append(ondemand.figure(doc['on_demand'], directory))

@@ -13,36 +13,54 @@
 
 Every scheme returns a list of :class:`~resq_nova.evaluation.cluster.Placed`
 instances on servers numbered from 0. They see profiles (what the profiler
-measured), never the ground truth, except the elastic scheme, which, like
-E2, measures the running system and reacts.
+measured from the testbed), or for the prediction baseline what its own
+profiling runs measured, never the ground truth, except the elastic scheme,
+which, like E2, measures the running system and reacts.
 """
 
-import functools
 import math
 
 from resq_nova.evaluation import cluster
+from resq_nova.evaluation import dobrescu
 from resq_nova import greedy
 from resq_nova import milp
 from resq_profiler import catalog
+from resq_profiler import exception
 from resq_profiler import nfmodel
 
 NAMES = ('agnostic', 'even_cat', 'prediction', 'elastic', 'resq_greedy',
          'resq_optimal')
-# Dobrescu et al.'s predictor overestimates the drop by up to 75% on
-# ResQ's hardware (ResQ §6.2, Figure 10).
-PREDICTION_OVERESTIMATE = 1.75
 
 
 def _solo(term):
     return term.profile.peak_mpps
 
 
-def _first_fit_cores(terms, cores):
-    """One instance per solo capacity, first fit on cores only."""
+def _solo_load_cap(term):
+    """The load one instance may carry alone within the latency target.
+
+    What a contention-agnostic operator reads off the NF's solo run
+    (ResQ §6.1 measures each NF's solo throughput and latency first).
+    """
+    try:
+        return max(term.profile.max_load_for_latency(term.latency_p95_us),
+                   0.05)
+    except exception.TargetUnreachable:
+        return 0.05
+
+
+def _first_fit_cores(terms, cores, latency_aware=True):
+    """One instance per solo capacity, first fit on cores only.
+
+    :param latency_aware: size with the solo latency curve too (the
+        load one instance carries within the latency target alone);
+        otherwise by solo throughput only, as E2 scales.
+    """
     placed = []
     used = []
     for term in terms:
-        k = max(1, math.ceil(term.throughput_mpps / _solo(term) - 1e-9))
+        per = _solo(term) * (_solo_load_cap(term) if latency_aware else 1.0)
+        k = max(1, math.ceil(term.throughput_mpps / per - 1e-9))
         for _ in range(k):
             for server, n in enumerate(used):
                 if n < cores:
@@ -52,7 +70,7 @@ def _first_fit_cores(terms, cores):
                 used.append(0)
             used[server] += 1
             placed.append(cluster.Placed(term, server, cluster.ALL_WAYS,
-                                         _solo(term)))
+                                         per))
     return placed
 
 
@@ -75,46 +93,26 @@ def even_cat(terms, cores, ways, **_):
     return placed
 
 
-def _predicted(spec, competitors):
-    """Dobrescu-style predicted throughput with shared-LLC competitors."""
-    return _predicted_by_name(spec.name, tuple(sorted(c.name for c in
-                                                      competitors)))
-
-
-@functools.lru_cache(maxsize=65536)
-def _predicted_by_name(name, competitors):
-    """The prediction, memoised on the NF and its competitors' names.
-
-    Dobrescu et al. profile each NF against synthetic competitors of
-    tunable LLC pressure and read the drop off that curve at the
-    competitors' solo reference rates, every competitor assumed to run
-    flat out. Here the profiling run is the NF model with the competitors
-    saturating; the drop is then inflated by the overestimate ResQ measured
-    for this predictor on current hardware.
-    """
-    spec = catalog.get(name)
-    solo = nfmodel.NFModel(spec).throughput_mpps(cluster.PLATFORM.llc_ways)
-    if not competitors:
-        return solo
-    insts = [nfmodel.Instance(catalog.get(n), cluster.ALL_WAYS)
-             for n in (name,) + competitors]
-    shared = nfmodel.simulate_server(insts, cluster.PLATFORM, 40)[0]
-    drop = 1.0 - shared.throughput_mpps / solo
-    return solo * max(0.0, 1.0 - PREDICTION_OVERESTIMATE * drop)
-
-
-def prediction(terms, cores, ways, **_):
+def prediction(terms, cores, ways, packet_bytes=64, predictor=None, **_):
     """Prediction-based first fit (ResQ §6.2 after Dobrescu et al.).
 
     An instance goes on the first server where the predicted throughput of
     every instance already there stays above the load it carries; another
     instance is added while the term's predicted throughput misses its
-    target.
+    target. Predictions come from :class:`dobrescu.Predictor`, which
+    profiles each NF against synthetic competitors; latency is not
+    predicted (nor was it by the original).
+
+    :param predictor: a :class:`dobrescu.Predictor` (a noiseless one is
+        made when missing).
     """
-    servers = []  # per server: list of [spec, assigned load]
+    if predictor is None:
+        predictor = dobrescu.Predictor(packet_bytes=packet_bytes)
+    servers = []  # per server: list of [nf name, assigned load, Placed]
     placed = []
     for term in terms:
-        spec = catalog.get(term.profile.name)
+        name = catalog.get(term.profile.name).name
+        solo = predictor.solo_mpps(name)
         remaining = term.throughput_mpps
         while remaining > 1e-9:
             for idx in range(len(servers) + 1):
@@ -123,30 +121,40 @@ def prediction(terms, cores, ways, **_):
                 members = servers[idx]
                 if len(members) >= cores:
                     continue
-                specs = [m[0] for m in members] + [spec]
+                names = [m[0] for m in members] + [name]
                 ok = True
-                for j, (s, load) in enumerate(members):
-                    rest = specs[:j] + specs[j + 1:]
-                    if _predicted(s, rest) < load - 1e-9:
+                for j, (other, load, _) in enumerate(members):
+                    rest = names[:j] + names[j + 1:]
+                    if predictor.predict(other, rest) < load - 1e-9:
                         ok = False
                         break
                 if not ok:
                     continue
-                mine = _predicted(spec, specs[:-1])
-                if mine <= 0.05 * spec.mpps:
+                mine = predictor.predict(name, names[:-1])
+                if mine <= 0.05 * solo:
                     continue
                 load = min(remaining, mine)
-                members.append([spec, load])
-                placed.append(cluster.Placed(term, idx, cluster.ALL_WAYS,
-                                             load))
+                p = cluster.Placed(term, idx, cluster.ALL_WAYS, load)
+                members.append([name, load, p])
+                placed.append(p)
                 remaining -= load
                 break
+    # What the predictor says each instance can carry where it ended up.
+    for members in servers:
+        names = [m[0] for m in members]
+        for j, (name, _, p) in enumerate(members):
+            p.predicted_mpps = predictor.predict(name,
+                                                 names[:j] + names[j + 1:])
     return placed
 
 
 def elastic(terms, cores, ways, rounds=30, packet_bytes=64, **_):
-    """E2-like elastic scaling: measure, add an instance where short."""
-    placed = _first_fit_cores(terms, cores)
+    """E2-like elastic scaling: measure, add an instance where short.
+
+    E2 scales on throughput: it starts from solo throughput and knows no
+    latency targets.
+    """
+    placed = _first_fit_cores(terms, cores, latency_aware=False)
     for _ in range(rounds):
         outcome = cluster.ground_truth(placed, packet_bytes)
         short = [t for t in terms

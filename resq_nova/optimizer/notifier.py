@@ -32,6 +32,7 @@ LOG = logging.getLogger(__name__)
 PROPOSED = 'resq.optimizer.plan.proposed'
 APPLIED = 'resq.optimizer.plan.applied'
 FAILED = 'resq.optimizer.plan.failed'
+REPAIR = 'resq.optimizer.repair'
 PAYLOAD_VERSION = '1.0'
 
 
@@ -75,6 +76,21 @@ class PlanNotifier:
         except Exception as exc:
             LOG.warning('Could not send %s for plan %s: %s', event_type,
                         plan.get('id'), exc)
+
+    def send_repair(self, result):
+        """``resq.optimizer.repair`` for one misplaced server's move.
+
+        INFO when it is done, ERROR when it failed or was skipped; the
+        payload is the outcome (:mod:`resq_nova.optimizer.repair`).
+        """
+        try:
+            if result.get('outcome') == 'done':
+                self.notifier.info({}, REPAIR, dict(result))
+            else:
+                self.notifier.error({}, REPAIR, dict(result))
+        except Exception as exc:
+            LOG.warning('Could not send %s for server %s: %s', REPAIR,
+                        result.get('uuid'), exc)
 
     def cleanup(self):
         self.transport.cleanup()

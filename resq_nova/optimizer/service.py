@@ -26,6 +26,7 @@ from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
 from resq_nova.optimizer import notifier as notifier_mod
 from resq_nova.optimizer import planner
+from resq_nova.optimizer import repair as repair_mod
 from resq_nova.optimizer import snapshot as snap_mod
 from resq_nova.optimizer import store as store_mod
 
@@ -116,12 +117,36 @@ class Optimizer:
             plan['id'] = planner.new_id('plan')
         return self.store.save_plan(plan)
 
-    def tick(self):
-        """One round of the service: plan; apply when configured to.
+    def repair(self, servers=None):
+        """Live-migrate the servers agents marked as misplaced.
 
-        Never raises: a failed round is logged in one line and the next
-        one runs at the next interval.
+        :returns: one outcome per server (see
+            :mod:`resq_nova.optimizer.repair`), each also notified.
         """
+        results = repair_mod.Repairer(
+            self.compute, timeout=self.opts.migration_timeout,
+            poll_interval=self.opts.poll_interval).run(servers)
+        if self.notifier is not None and hasattr(self.notifier,
+                                                 'send_repair'):
+            for result in results:
+                self.notifier.send_repair(result)
+        return results
+
+    def tick(self):
+        """One round of the service: repair, plan; apply when configured to.
+
+        Servers running without isolation are moved first (always: an
+        instance without its partition breaks its SLO now). Never raises:
+        a failed round is logged in one line and the next one runs at the
+        next interval.
+        """
+        try:
+            self.repair()
+        except exception.ResQException as exc:
+            LOG.error('Moving servers without isolation failed: %s', exc)
+        except Exception:
+            LOG.exception('Moving servers without isolation failed '
+                          'unexpectedly')
         try:
             plan, _ = self.plan()
             if plan['proposed'] and self.opts.apply:

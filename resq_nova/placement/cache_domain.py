@@ -32,6 +32,13 @@ provider, owned by the resq agent:
   ``CUSTOM_RESQ_CORES_<n>`` says how many dedicated cores the domain's
   NUMA cell has (Placement keeps PCPU on the compute node, not per cell;
   the optimizer reads the cell's size from this trait).
+  ``CUSTOM_RESQ_NUMA_<cell>`` names each NUMA cell whose cores all share
+  the domain's cache, as the agent found them in sysfs: the filter maps
+  the cell Nova pins to onto the domain through these traits
+  (:mod:`resq_nova.scheduler.cells`), so sub-NUMA clustering (two cells,
+  one cache) and caches whose ids are not the cells' ids are handled; a
+  cell in no domain (its cores span several caches) gets no ResQ
+  instance.
   ``CUSTOM_RESQ_ONDEMAND_WAYS_<n>`` says the domain leases ``n`` ways to
   on-demand NFs (``[resq_agent] ondemand_ways``): they are part of the
   ``CUSTOM_LLC_WAY`` reserved amount, and the lease's classes of service
@@ -44,8 +51,9 @@ provider, owned by the resq agent:
   by SLO admission require the profile's platform traits in their LLC
   request group, so Placement only offers cache domains of that shape.
 
-The domain id is the L3 cache id, which on Intel Xeons without sub-NUMA
-clustering is also the socket and the NUMA cell: the filter relies on it.
+The domain id is the L3 cache id. On Intel Xeons without sub-NUMA
+clustering it is also the socket and the NUMA cell; the filter assumes so
+only for hosts whose agent publishes no ``CUSTOM_RESQ_NUMA_<cell>`` trait.
 """
 
 import dataclasses
@@ -58,6 +66,7 @@ TRAIT_DOMAIN_PREFIX = 'CUSTOM_RESQ_L3_'
 TRAIT_WAYS_PREFIX = extra_specs.TRAIT_WAYS_PREFIX
 TRAIT_WAY_KIB_PREFIX = extra_specs.TRAIT_WAY_KIB_PREFIX
 TRAIT_CORES_PREFIX = 'CUSTOM_RESQ_CORES_'
+TRAIT_NUMA_PREFIX = 'CUSTOM_RESQ_NUMA_'
 TRAIT_ONDEMAND_PREFIX = extra_specs.TRAIT_ONDEMAND_PREFIX
 MAX_DOMAINS = 64
 
@@ -117,6 +126,8 @@ class CacheDomain:
     # Ways the agent's layout can give instances; None: all but the I/O
     # and default-group ways.
     instance_ways: int = None
+    # NUMA cells whose cores all share this cache (from discovery).
+    numa_cells: tuple = ()
     # The on-demand lease: its ways (inside the reserved amount) and its
     # classes of service (host-wide).
     lease_ways: int = 0
@@ -159,6 +170,8 @@ class CacheDomain:
             traits.extend(platform_traits(self.ways, self.way_size_bytes))
         if self.cores:
             traits.append('%s%d' % (TRAIT_CORES_PREFIX, self.cores))
+        traits.extend('%s%d' % (TRAIT_NUMA_PREFIX, c)
+                      for c in self.numa_cells)
         if self.cat and self.lease_ways > 0:
             traits.append('%s%d' % (TRAIT_ONDEMAND_PREFIX, self.lease_ways))
         return sorted(traits)

@@ -206,6 +206,51 @@ class PlacementClient:
         return {rp: alloc['resources']
                 for rp, alloc in body.get('allocations', {}).items()}
 
+    def move_resources(self, consumer_uuid, from_rp, to_rp, classes,
+                       retries=3):
+        """Move a consumer's ``classes`` from one provider to another.
+
+        One ``PUT /allocations/{consumer}`` with the consumer's generation,
+        so the move is atomic and never overwrites a concurrent change
+        (Nova's own claims): on a generation conflict the allocations are
+        read again and the move retried. Idempotent: a consumer that holds
+        nothing of ``classes`` on ``from_rp`` is left as it is.
+
+        :returns: the consumer's allocations after the move, as
+            :meth:`get_allocations` gives them.
+        :raises Conflict: ``to_rp`` has no room (Placement's reason), or
+            the consumer kept changing.
+        """
+        for _ in range(retries):
+            body = self._call('GET', '/allocations/%s' % consumer_uuid,
+                              MV_ALLOCATIONS)
+            allocs = {rp: dict(a['resources'])
+                      for rp, a in body.get('allocations', {}).items()}
+            moving = {rc: n for rc, n in allocs.get(from_rp, {}).items()
+                      if rc in classes}
+            if not moving:
+                return allocs
+            for rc, n in moving.items():
+                del allocs[from_rp][rc]
+                dest = allocs.setdefault(to_rp, {})
+                dest[rc] = dest.get(rc, 0) + n
+            if not allocs[from_rp]:
+                del allocs[from_rp]
+            put = {'allocations': {rp: {'resources': res}
+                                   for rp, res in allocs.items()},
+                   'project_id': body['project_id'],
+                   'user_id': body['user_id'],
+                   'consumer_generation': body.get('consumer_generation')}
+            try:
+                self._call('PUT', '/allocations/%s' % consumer_uuid,
+                           MV_ALLOCATIONS, put, ok=(204,))
+                return allocs
+            except _Conflict:
+                continue
+        raise Conflict(method='PUT', url='/allocations/%s' % consumer_uuid,
+                       reason='the consumer\'s allocations changed during '
+                              '%d attempts' % retries)
+
     def list_providers(self):
         """Every resource provider (with its root and parent)."""
         return self._call('GET', '/resource_providers',

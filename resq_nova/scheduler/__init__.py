@@ -97,6 +97,12 @@ def numa_state(topology):
     return state
 
 
+def placement_client():
+    """nova-scheduler's own Placement client (its [placement] options)."""
+    from nova.scheduler.client import report
+    return report.report_client_singleton()
+
+
 def conf():
     """Nova's global CONF, with the [resq] options registered once.
 

@@ -14,10 +14,12 @@
 Requests without ``resq:`` extra specs pass untouched. For a reserved ResQ
 request the filter keeps a host only if one of its Placement allocation
 candidates takes the LLC ways from one of the host's cache-domain providers
-and that domain is the NUMA cell Nova will pin the instance's dedicated
-cores to; it prunes the other candidates, so the candidate the scheduler
-claims is a right one. A flavor whose ResQ specs are inconsistent never
-passes: the reason goes to the scheduler log.
+and that domain's cache is the one shared by the cores of the NUMA cell
+Nova will pin the instance to (as the host's agent found it:
+:mod:`resq_nova.scheduler.cells`); it prunes the other candidates, so
+the candidate the scheduler claims is a right one. A flavor whose ResQ
+specs are inconsistent never passes: the reason goes to the scheduler
+log.
 
 The filter works from what the flavor carries (its ways, class of
 service, the cache shape its profile was measured on as required traits,
@@ -39,6 +41,7 @@ from oslo_log import log as logging
 
 from resq_nova.placement import cache_domain
 from resq_nova import scheduler
+from resq_nova.scheduler import cells as cells_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +54,8 @@ class ResQFilter(filters.BaseHostFilter):
     def __init__(self):
         super().__init__()
         self.conf = scheduler.conf()
+        self.cells = cells_mod.CellMap(scheduler.placement_client,
+                                       self.conf.resq.cell_map_refresh_s)
 
     def filter_all(self, filter_obj_list, spec_obj):
         """Filter the hosts of one request.
@@ -69,6 +74,7 @@ class ResQFilter(filters.BaseHostFilter):
             return filter_obj_list
         if not self.RUN_ON_REBUILD and utils.request_is_rebuild(spec_obj):
             return filter_obj_list
+        self.cells.refresh_if_due()
         pci_requests = None
         if spec_obj.obj_attr_is_set('pci_requests') and spec_obj.pci_requests:
             pci_requests = spec_obj.pci_requests.requests
@@ -88,6 +94,7 @@ class ResQFilter(filters.BaseHostFilter):
         numa_state = scheduler.numa_state
         domain_map = cache_domain.domain_map
         provider_uuid = cache_domain.provider_uuid
+        host_cells = self.cells.hosts()
         suffix = request.group_suffix
         passed = []
         for host in hosts:
@@ -127,7 +134,15 @@ class ResQFilter(filters.BaseHostFilter):
                         if any(rp in domains
                                for rp in c['mappings'].get(suffix, ()))]
             else:
-                rp = provider_uuid(host.uuid, cell)
+                cells = host_cells.get(host.uuid)
+                if cells is None:
+                    rp = provider_uuid(host.uuid, cell)
+                else:
+                    rp = cells.get(cell)
+                if rp is None:
+                    LOG.debug('ResQFilter: the cores of NUMA cell %s of %s '
+                              'share no single cache domain', cell, host)
+                    continue
                 good = [c for c in host.allocation_candidates
                         if rp in c['mappings'].get(suffix, ())]
             host.allocation_candidates = good

@@ -111,10 +111,13 @@ def _profile_one(conf, nf, traffic, config_text='', profile_id=None,
                         description=spec.description if spec else None)
     path = _store(conf).put(prof)
     m = prof.measurement
-    print('  stored %s (%d + %d measurements, max interpolation error '
-          '%.2f%%) in %s' % (prof.profile_id, m['points']['throughput'],
-                             m['points']['latency'],
-                             m['max_interpolation_error_pct'], path),
+    runs = m['measurements']
+    print('  stored %s (%d + %d measurements, %d repeated, %d + %d points '
+          'kept, noise %.2f%%, max interpolation error %.2f%%) in %s' % (
+              prof.profile_id, runs['throughput'], runs['latency'],
+              runs['repeats'], m['points']['throughput'],
+              m['points']['latency'], m['noise_pct'],
+              m['max_interpolation_error_pct'], path),
           flush=True)
     if plot:
         from resq_profiler import plot as plot_mod
@@ -196,8 +199,9 @@ def _describe(prof):
         '  platform %s, %d ways of %d bytes' % (
             prof.platform['cpu_model'], prof.platform['llc_ways'],
             prof.platform['way_size_bytes']),
-        '  measured by %s: %s' % (prof.measurement['driver'],
-                                  prof.measurement['points']),
+        '  measured by %s: %s points kept%s' % (
+            prof.measurement['driver'], prof.measurement['points'],
+            _runs(prof.measurement)),
         '  throughput (ways -> Mpps): ' + ', '.join(
             '%d:%.3f' % (w, t) for w, t in prof.throughput),
         '  p95 latency at %d ways (load -> us): ' % prof.latency_ways
@@ -263,6 +267,16 @@ def main(argv=None):
     except (json.JSONDecodeError, ValueError) as exc:
         print('ERROR: %s' % exc, file=sys.stderr)
         return 1
+
+
+def _runs(measurement):
+    """The measurement runs of a profile, for profiles that record them."""
+    runs = measurement.get('measurements')
+    if not runs:
+        return ''
+    return ', %d + %d measurements (%d repeated), noise %.2f%%' % (
+        runs['throughput'], runs['latency'], runs['repeats'],
+        measurement.get('noise_pct', 0.0))
 
 
 if __name__ == '__main__':

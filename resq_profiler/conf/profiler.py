@@ -41,14 +41,18 @@ profile_opts = [
                     'the resq_profiler.drivers entry point group.'),
     cfg.FloatOpt('max_interpolation_error_pct',
                  default=1.0, min=0.01, max=50.0,
-                 help='The adaptive profiler splits an interval while linear '
-                      'interpolation misses the measured midpoint by more '
-                      'than this many percent (ResQ uses 1). Lower values '
-                      'take more measurements.'),
+                 help='The adaptive profiler splits an interval while its '
+                      'estimate of the linear interpolation error there '
+                      'exceeds this many percent (ResQ uses 1). Lower '
+                      'values take more measurements.'),
     cfg.IntOpt('max_measurements_per_curve',
-               default=20, min=3,
-               help='Upper bound on measurements per curve, whatever the '
-                    'error. The profile records the error it reached.'),
+               default=40, min=3,
+               help='Upper bound on measurements per curve, repeats '
+                    'included, whatever the error. A noiseless testbed '
+                    'needs 3-11 per curve; under noise the profiler '
+                    'measures each kept point up to three times and '
+                    'usually uses the whole budget. The profile records '
+                    'the error it reached.'),
     cfg.ListOpt('latency_load_levels',
                 item_type=cfg.types.Float(min=0.001, max=1.0),
                 default=DEFAULT_LOAD_LEVELS,
@@ -65,6 +69,13 @@ model_opts = [
                       'emulate run-to-run variance. 0 gives exact values.'),
     cfg.IntOpt('model_seed', default=0,
                help='Seed of the model driver\'s noise.'),
+    cfg.StrOpt('model_truth', default='nfmodel',
+               choices=[('nfmodel', 'the analytic NF model the planner '
+                         'uses (resq_profiler.nfmodel)'),
+                        ('testbed', 'the simulated testbed the cluster '
+                         'evaluation judges placements with '
+                         '(resq_profiler.truth)')],
+               help='What the model driver measures.'),
 ]
 
 command_opts = [
@@ -124,8 +135,9 @@ command_opts = [
     RESCTRL_ROOT_OPT,
     cfg.StrOpt('resctrl_group', default='resq-profiler',
                help='Name of the resctrl group the profiler creates for the '
-                    'NF (must start with "resq-"); removed when profiling '
-                    'ends.'),
+                    'NF (must start with "resq-profiler", a name resq-agent '
+                    'leaves alone when both run on one host); removed when '
+                    'profiling ends.'),
 ]
 
 ALL_OPTS = profile_opts + model_opts + command_opts

@@ -56,6 +56,15 @@ class Driver(metaclass=abc.ABCMeta):
     def latency(self, ways, load_fraction, peak_mpps):
         """p95 latency (µs) at ``load_fraction`` of ``peak_mpps``."""
 
+    def saturate(self, ways):
+        """One saturating run: ``(Mpps, p95 µs at full load or None)``.
+
+        A driver whose saturating run also reports the latency returns it,
+        and the profiler uses it as the latency curve's full-load point
+        instead of measuring it again. The default measures throughput only.
+        """
+        return self.throughput(ways), None
+
     def close(self):
         """Release whatever the driver holds (groups, processes)."""
 

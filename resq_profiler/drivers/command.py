@@ -125,6 +125,11 @@ class CommandDriver(drivers.Driver):
         self.tree = resctrl.Resctrl(group.resctrl_root).check()
         self.info = self.tree.info()
         resctrl.check_group_name(group.resctrl_group)
+        if not group.resctrl_group.startswith(resctrl.PROFILER_PREFIX):
+            raise exception.MeasurementError(
+                reason='[resq_profiler] resctrl_group %r must start with %r: '
+                'resq-agent removes the other resq- groups no instance owns'
+                % (group.resctrl_group, resctrl.PROFILER_PREFIX))
         domains = self.tree.domains()
         if group.cache_domain not in domains:
             raise exception.MeasurementError(
@@ -155,12 +160,15 @@ class CommandDriver(drivers.Driver):
 
     # -- measuring --------------------------------------------------------
     def throughput(self, ways):
-        mpps, _ = self._run(ways, 1.0, 0.0)
+        return self.saturate(ways)[0]
+
+    def saturate(self, ways):
+        mpps, lat = self._run(ways, 1.0, 0.0)
         if mpps is None:
             raise exception.MeasurementError(
                 reason='%s printed no throughput (%s format)'
                 % (self.argv_template[0], self.opts.command_output))
-        return mpps
+        return mpps, lat
 
     def latency(self, ways, load_fraction, peak_mpps):
         _, lat = self._run(ways, load_fraction, load_fraction * peak_mpps)

@@ -9,19 +9,23 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The ``model`` driver: measurements from the analytic NF model.
+"""The ``model`` driver: measurements from a model instead of hardware.
 
 For planning, tests and the cluster evaluation. ``[resq_profiler]
-model_noise_pct`` adds seeded Gaussian noise to emulate run-to-run
-variance of a real testbed.
+model_truth`` picks what it measures: the analytic NF model
+(``nfmodel``) or the simulated testbed the cluster evaluation judges
+placements with (``testbed``, :mod:`resq_profiler.truth`), where each
+measurement is one run of the NF alone on a server with its CAT partition
+and sized buffers. ``[resq_profiler] model_noise_pct`` adds seeded Gaussian
+noise to emulate run-to-run variance of a real testbed.
 """
 
-import random
 import zlib
 
 from resq_profiler import catalog
 from resq_profiler import drivers
 from resq_profiler import nfmodel
+from resq_profiler import truth
 
 
 class ModelDriver(drivers.Driver):
@@ -33,24 +37,38 @@ class ModelDriver(drivers.Driver):
         self.model = nfmodel.NFModel(self.spec)
         group = conf.resq_profiler
         self.noise_pct = group.model_noise_pct
+        self.truth = group.model_truth
         seed = zlib.crc32(('%s/%s' % (self.spec.name, group.model_seed))
                           .encode())
-        self._rng = random.Random(seed)
+        self._noisy = truth.Noise(self.noise_pct, seed)
         self.calls = 0
-
-    def _noisy(self, value):
-        if not self.noise_pct:
-            return value
-        return value * (1.0 + self._rng.gauss(0.0, self.noise_pct / 100.0))
 
     def platform(self):
         return self.model.platform.as_dict()
 
     def throughput(self, ways):
         self.calls += 1
-        return self._noisy(self.model.throughput_mpps(ways, self.traffic))
+        if self.truth == 'testbed':
+            value = truth.solo(self.spec, ways, self.traffic).capacity_mpps
+        else:
+            value = self.model.throughput_mpps(ways, self.traffic)
+        return self._noisy(value)
+
+    def saturate(self, ways):
+        # One run, two readings, each with its own noise.
+        self.calls += 1
+        if self.truth == 'testbed':
+            cap = truth.solo(self.spec, ways, self.traffic).capacity_mpps
+            return (self._noisy(cap), self._noisy(truth.solo(
+                self.spec, ways, self.traffic, cap).latency_p95_us))
+        return (self._noisy(self.model.throughput_mpps(ways, self.traffic)),
+                self._noisy(self.model.latency_p95_us(1.0, self.traffic)))
 
     def latency(self, ways, load_fraction, peak_mpps):
         self.calls += 1
-        return self._noisy(self.model.latency_p95_us(load_fraction,
-                                                     self.traffic))
+        if self.truth == 'testbed':
+            value = truth.solo(self.spec, ways, self.traffic,
+                               load_fraction * peak_mpps).latency_p95_us
+        else:
+            value = self.model.latency_p95_us(load_fraction, self.traffic)
+        return self._noisy(value)

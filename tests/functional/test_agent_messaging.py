@@ -258,6 +258,10 @@ class StatusNotificationTest(MessagingTestCase):
             def info(self, ctxt, publisher_id, event_type, payload, meta):
                 got.put((publisher_id, event_type, payload))
 
+            def error(self, ctxt, publisher_id, event_type, payload, meta):
+                got.put((publisher_id, event_type, dict(payload,
+                                                        priority='error')))
+
         transport = oslo_messaging.get_notification_transport(self.conf)
         self.addCleanup(transport.cleanup)
         listener = oslo_messaging.get_notification_listener(
@@ -286,6 +290,24 @@ class StatusNotificationTest(MessagingTestCase):
         self.assertEqual(2359296, monitor['i-1']['llc_occupancy_bytes'])
         self.assertEqual(1.5e9, monitor['i-1']['mbm_total_bytes_per_s'])
         self.assertEqual(self.host, monitor['i-2']['host'])
+
+    def test_misplaced_instances_are_a_fault_then_resolved(self):
+        got = self.listen_to_agent()
+        self.manager.misplaced_hooks = []
+        self.start_service()
+        # The service hooks its notifier into the manager.
+        (hook,) = self.manager.misplaced_hooks
+        hook({'i-1': 'its cores are pinned in cache domain 1 but its 3 '
+                     'ways are in domain 0'}, set())
+        _, event, payload = got.get(timeout=WAIT)
+        self.assertEqual(notifications.MISPLACED_EVENT, event)
+        self.assertEqual(('i-1', self.host, 'error'), (
+            payload['uuid'], payload['host'], payload['priority']))
+        self.assertIn('cache domain 1', payload['reason'])
+        hook({}, {'i-1'})
+        _, event, payload = got.get(timeout=WAIT)
+        self.assertEqual((notifications.ISOLATED_EVENT, 'i-1'),
+                         (event, payload['uuid']))
 
     def test_periodic_notifications(self):
         got = self.listen_to_agent()

@@ -91,3 +91,40 @@ class ServerMetadataTest(integrated_helpers._IntegratedTestBase):
         exc = self.assertRaises(metadata.NovaUnavailable,
                                 metadata.ServerMetadata.from_conf, conf)
         self.assertIn('[nova] auth_type is not set', str(exc))
+
+    def test_servers_without_isolation_are_marked_then_cleared(self):
+        from resq_agent import isolation
+
+        marks = isolation.IsolationPublisher(self.agent_conf, self.client)
+        self.api.post_server_metadata(self.server['id'], {'owner': 'nfv'})
+        marks({self.server['id']: 'its cores are pinned in cache domain 1 '
+               'but its 3 ways are in domain 0' + ' x' * 200}, set())
+        meta = self.metadata_of(self.server)
+        self.assertEqual('nfv', meta['owner'])
+        value = meta[isolation.ISOLATION_KEY]
+        self.assertTrue(value.startswith('misplaced: its cores are pinned'))
+        self.assertLessEqual(len(value), 255)
+        self.assertNotIn(isolation.ISOLATION_KEY, self.metadata_of(
+            self.other))
+        # Repaired: back to ok. A server never marked is not written.
+        marks({}, {self.server['id'], self.other['id']})
+        self.assertEqual('ok', self.metadata_of(self.server)[
+            isolation.ISOLATION_KEY])
+        self.assertNotIn(isolation.ISOLATION_KEY, self.metadata_of(
+            self.other))
+
+    def test_marks_that_cannot_land_are_retried(self):
+        from resq_agent import isolation
+
+        class Down:
+            def publish(self, server, values):
+                raise metadata.NovaUnavailable(reason='connection refused')
+
+        marks = isolation.IsolationPublisher(self.agent_conf, Down())
+        marks({self.server['id']: 'no room'}, set())
+        self.assertNotIn(isolation.ISOLATION_KEY,
+                         self.metadata_of(self.server))
+        marks._metadata = self.client       # Nova is back
+        marks.after_apply(None, [])
+        self.assertEqual('misplaced: no room', self.metadata_of(
+            self.server)[isolation.ISOLATION_KEY])

@@ -20,6 +20,7 @@ import sys
 import yaml
 
 from resq_nova import admission
+from resq_nova.batch import planner
 from resq_nova import extra_specs
 from resq_nova import flavors
 from resq_nova import greedy
@@ -164,6 +165,44 @@ class HeatTemplatesTest(base.TestCase):
             self.assertEqual(2 - len(kw.get('existing', ())), seen)
             self.assertEqual(3, len([r for r in res.values()
                                      if r['type'] == 'OS::Nova::Server']))
+
+    def test_one_template_for_an_slo_file(self):
+        cluster = test_admission.body(
+            test_admission.node('h1', pcpu=6),
+            test_admission.domain('d1', 'h1'),
+            test_admission.node('h2', pcpu=6),
+            test_admission.domain('d2', 'h2'))
+
+        class Placement:
+            def allocation_candidates(self, groups):
+                return cluster
+
+            def get_provider(self, uuid):
+                return {'name': uuid}
+
+        prof = test_greedy.make_profile()
+        terms = [greedy.SLOTerm(n, prof, 8.0, 25.0)
+                 for n in ('fw', 'nat', 'ids')]
+        chains = {'fw': 'edge', 'nat': 'edge', 'ids': None}
+        batch = planner.plan(Placement(), terms, flavors.FlavorOptions(),
+                             chains)
+        text = heat.dump(heat.batch_template(
+            batch.plans, (), 'cirros', None, chains, 'edge.yaml'))
+        answer, = heat_load(text)
+        res, seen = self.check(answer, 'batch')
+        self.assertEqual(sum(len(p.flavors) for p in batch.plans), seen)
+        servers = {r['properties']['name']: r for r in res.values()
+                   if r['type'] == 'OS::Nova::Server'}
+        self.assertEqual(sum(len(p.instances) for p in batch.plans),
+                         len(servers))
+        tmpl = yaml.safe_load(text)
+        self.assertEqual('edge', tmpl['resources']['server_0'][
+            'properties']['metadata']['resq_chain'])
+        last = 'server_%d' % (len(servers) - 1)
+        self.assertNotIn('resq_chain',
+                         tmpl['resources'][last]['properties']['metadata'])
+        self.assertEqual('server_%d' % (len(servers) - 2),
+                         tmpl['resources'][last]['depends_on'])
 
     def test_what_heat_refuses(self):
         good = yaml.safe_load(heat.dump(heat.template(_plan(), image='x')))

@@ -10,12 +10,15 @@ cache domains are reported by resq-nova's Placement reporter.
 
 import io
 import json
+import os
 
 import fixtures
+from nova.tests.functional.api import client as api_client
 from oslo_config import cfg
 import yaml
 
 from resq_nova.cmd import admit
+from resq_nova import compute as compute_mod
 from resq_profiler import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests.functional import test_nova_scheduler
@@ -26,7 +29,7 @@ IMAGE = '155d900f-4e14-4e4c-a73d-069cbf4541e6'
 WAY_BYTES = 2359296     # the test profile's platform: 20 ways of 2304 KiB
 
 
-class AdmissionTest(test_nova_scheduler.ResQNovaTestBase):
+class AdmissionTestBase(test_nova_scheduler.ResQNovaTestBase):
 
     def setUp(self):
         super().setUp()
@@ -37,39 +40,58 @@ class AdmissionTest(test_nova_scheduler.ResQNovaTestBase):
             profile_mod.Profile.from_dict(test_profile.make_doc()))
         self.compute = self.compute_client()
 
-    def start_host(self, hostname, ways=20, way_bytes=WAY_BYTES):
+    def start_host(self, hostname, ways=20, way_bytes=WAY_BYTES,
+                   num_closids=4):
         """One cell: 6 dedicated cores, 2 MiB pages, one cache domain.
 
-        The domain has ``ways`` ways, 2 of them DDIO's, and 3 classes of
-        service for instances.
+        The domain has ``ways`` ways, 2 of them DDIO's, and
+        ``num_closids - 1`` classes of service for instances (3 by
+        default).
         """
         return self.start_resq_compute(hostname, ways=ways,
                                        way_size_bytes=way_bytes,
-                                       huge_pages=True)[0]
+                                       huge_pages=True,
+                                       num_closids=num_closids)[0]
 
-    def admit(self, *args, term='fw-a', mpps=10.0):
+    def run_admit(self, argv):
         """Run resq-admit; returns (exit status, stdout JSON, stderr)."""
         conf = cfg.ConfigOpts()
         admit.register_opts(conf)
         conf.register_cli_opts(admit.cli_opts)
-        conf(['--term', term, '--profile', PROFILE_ID,
-              '--throughput-mpps', str(mpps), '--latency-p95-us', '25',
-              '--ram-mb', '512', '--image', IMAGE, '--network', 'none',
+        conf(['--ram-mb', '512', '--image', IMAGE, '--network', 'none',
               '--profile-dir', self.profiles, '--format', 'json',
-              '--boot-timeout', '60'] + list(args),
+              '--boot-timeout', '60'] + list(argv),
              project='resq', default_config_files=[])
         out, err = io.StringIO(), io.StringIO()
         rc = admit.run(conf, self.client, self.compute, out=out, err=err)
         text = out.getvalue()
         return rc, json.loads(text) if text else None, err.getvalue()
 
+    def admit(self, *args, term='fw-a', mpps=10.0):
+        return self.run_admit(['--term', term, '--profile', PROFILE_ID,
+                               '--throughput-mpps', str(mpps),
+                               '--latency-p95-us', '25'] + list(args))
+
+    def other_project(self, project='other', roles=('reader', 'member')):
+        """Nova's API as a user of another project (not an admin)."""
+        other = api_client.TestOpenStackClient(
+            project, self.api.base_url, project_id=project, roles=list(roles))
+        other.microversion = 'latest'
+        return other
+
     def flavors(self, prefix='resq.fw-a.'):
-        return {f['name']: f for f in self.api.get_flavors()
+        # The admin's project has access to the private flavors it made;
+        # is_public=None lists every flavor of every project as well.
+        return {f['name']: f for f in self.api.api_get(
+                '/flavors/detail?is_public=None').body['flavors']
                 if f['name'].startswith(prefix)}
 
     def servers(self, prefix='fw-a-'):
         return {s['name']: s for s in self.api.get_servers()
                 if s['name'].startswith(prefix)}
+
+
+class AdmissionTest(AdmissionTestBase):
 
     def test_boots_largest_first_with_ways_per_domain(self):
         rps = {h: self.start_host(h) for h in ('host1', 'host2')}
@@ -182,3 +204,243 @@ class AdmissionTest(test_nova_scheduler.ResQNovaTestBase):
             [r['type'] for r in tmpl['resources'].values()])
         self.assertEqual({}, self.flavors())
         self.assertEqual({}, self.servers())
+
+    def test_flavors_are_private_to_the_admitting_project(self):
+        self.start_host('host1')
+        rc, doc, err = self.admit(mpps=4.0)
+        self.assertEqual(0, rc, err)
+        flavor = self.flavors()['resq.fw-a.3w']
+        self.assertFalse(flavor['os-flavor-access:is_public'])
+        access = self.api.api_get('/flavors/%s/os-flavor-access'
+                                  % flavor['id']).body['flavor_access']
+        self.assertEqual([self.api.project_id],
+                         [a['tenant_id'] for a in access])
+        # Another project neither sees the flavor nor boots with it.
+        other = self.other_project()
+        self.assertNotIn(flavor['id'], [f['id'] for f in other.get_flavors()])
+        exc = self.assertRaises(
+            api_client.OpenStackApiException, other.post_server,
+            {'server': {'name': 'thief', 'flavorRef': flavor['id'],
+                        'imageRef': IMAGE, 'networks': 'none'}})
+        self.assertEqual(400, exc.response.status_code)
+        self.assertIn('Flavor', str(exc))
+        # A member (not admin) of the admitting project sees and boots it.
+        member = self.other_project(self.api.project_id)
+        self.assertIn(flavor['id'], [f['id'] for f in member.get_flavors()])
+        server = self._create_server(flavor_id=flavor['id'], networks='none',
+                                     api=member)
+        self.assertEqual('ACTIVE', server['status'])
+        # Idempotent: the project's access is given back on the next run,
+        # and the flavor reused.
+        self.api.api_post('/flavors/%s/action' % flavor['id'],
+                          {'removeTenantAccess': {
+                              'tenant': self.api.project_id}})
+        for name, srv in self.servers().items():
+            self._delete_server(srv)
+        self._delete_server(server)
+        rc, again, err = self.admit(mpps=4.0)
+        self.assertEqual(0, rc, err)
+        self.assertEqual([], again['flavors_created'])
+        self.assertEqual(flavor['id'], self.flavors()['resq.fw-a.3w']['id'])
+        access = self.api.api_get('/flavors/%s/os-flavor-access'
+                                  % flavor['id']).body['flavor_access']
+        self.assertEqual([self.api.project_id],
+                         [a['tenant_id'] for a in access])
+
+    def test_public_flavor_of_the_same_name_is_a_mismatch(self):
+        self.start_host('host1')
+        rc, plan, err = self.admit('--dry-run', mpps=4.0)
+        self.assertEqual(0, rc, err)
+        wanted = plan['flavors'][0]
+        self._create_flavor(name=wanted['name'], vcpu=1, memory_mb=512,
+                            disk=1, ephemeral=0,
+                            extra_spec=wanted['extra_specs'])
+        rc, _, err = self.admit(mpps=4.0)
+        self.assertEqual(1, rc)
+        self.assertIn('flavor %s exists but differs from what SLO term fw-a '
+                      'needs: it is public, wanted private to the admitting '
+                      'project; delete it' % wanted['name'], err)
+        self.assertEqual({}, self.servers())
+
+
+CHAIN = """
+- name: fw
+  profile: %(p)s
+  throughput_mpps: %(mpps)s
+  latency_p95_us: 25
+  chain: edge
+- name: nat
+  profile: %(p)s
+  throughput_mpps: %(mpps)s
+  latency_p95_us: 25
+  chain: edge
+- name: ids
+  profile: %(p)s
+  throughput_mpps: %(mpps)s
+  latency_p95_us: 25
+  chain: edge
+"""
+
+
+class SLOFileTest(AdmissionTestBase):
+    """resq-admit --slo-file: a three-NF chain, jointly, all or nothing."""
+
+    def setUp(self):
+        super().setUp()
+        # Two hosts of 6 dedicated cores, 18 usable ways, 3 classes.
+        self.rps = {h: self.start_host(h) for h in ('host1', 'host2')}
+
+    def chain_file(self, mpps, name='chain.yaml'):
+        path = os.path.join(self.profiles, '..', name)
+        with open(path, 'w') as f:
+            f.write(CHAIN % {'p': PROFILE_ID, 'mpps': mpps})
+        return path
+
+    def all_servers(self):
+        return {s['name']: s for s in self.api.get_servers()}
+
+    def test_chain_that_fits_then_one_that_does_not(self):
+        # 3 x 8 Mpps: 2 instances each, 6 in all; each host has 3 classes
+        # of service, so the chain only fits on both hosts together.
+        path = self.chain_file(8)
+        rc, doc, err = self.run_admit(['--slo-file', path])
+        self.assertEqual(0, rc, err)
+        self.assertIn(doc['method'], ('milp', 'greedy'))
+        self.assertEqual(['fw', 'nat', 'ids'],
+                         [t['term'] for t in doc['terms']])
+        servers = self.all_servers()
+        self.assertEqual(6, len(servers))
+        used = {'host1': 0, 'host2': 0}
+        for term in doc['terms']:
+            self.assertEqual('edge', term['chain'])
+            self.assertGreaterEqual(term['capacity_mpps'], 8.0)
+            predicted = {i['name']: i['host'] for i in term['instances']}
+            for server in term['servers']:
+                self.assertEqual('ACTIVE', server['status'])
+                live = self.api.get_server(server['id'])
+                self.assertEqual('ACTIVE', live['status'])
+                # Booted where the joint plan put it.
+                self.assertEqual(predicted[server['name']],
+                                 live['OS-EXT-SRV-ATTR:host'])
+                self.assertEqual({'resq_chain': 'edge',
+                                  'resq_term': term['term'],
+                                  'resq_ways': str(server['ways'])},
+                                 live['metadata'])
+                used[live['OS-EXT-SRV-ATTR:host']] += server['ways']
+            for name in term['flavors_created']:
+                self.assertFalse(self.flavors('resq.%s.' % term['term'])[
+                    name]['os-flavor-access:is_public'])
+        self.assertEqual({h: self.llc_usage(rp)
+                          for h, rp in self.rps.items()}, used)
+        # Admitting the same file again is refused before anything: its
+        # servers exist.
+        rc, _, err = self.run_admit(['--slo-file', path])
+        self.assertEqual(1, rc)
+        for term in ('fw', 'nat', 'ids'):
+            self.assertIn('SLO term %s already has servers' % term, err)
+        # Both hosts' classes of service are taken: a second chain
+        # does not fit, and nothing of it is created.
+        flavors_before = set(self.flavors('resq.'))
+        late = os.path.join(self.profiles, '..', 'late.yaml')
+        with open(late, 'w') as f:
+            f.write(CHAIN.replace('fw', 'lb').replace('nat', 'vpn').replace(
+                'ids', 'dpi') % {'p': PROFILE_ID, 'mpps': 8})
+        rc, refused, err = self.run_admit(['--slo-file', late])
+        self.assertEqual(1, rc)
+        lines = err.splitlines()
+        self.assertEqual(['lb', 'vpn', 'dpi'],
+                         [r['term'] for r in refused['refused']])
+        for line, term in zip(lines, ('lb', 'vpn', 'dpi')):
+            self.assertRegex(line, r'^REFUSED \((cluster_capacity|'
+                             r'no_server_with_room)\): SLO term %s: ' % term)
+        self.assertEqual('Nothing was created: the terms of %s are admitted '
+                         'whole or not at all' % late, lines[-1])
+        self.assertNotIn('Traceback', err)
+        self.assertEqual(flavors_before, set(self.flavors('resq.')))
+        self.assertEqual(6, len(self.all_servers()))
+
+    def test_chain_too_big_creates_nothing(self):
+        # 3 x 12 Mpps needs 3 instances each: 9 classes, the cluster has 6.
+        path = self.chain_file(12)
+        rc, doc, err = self.run_admit(['--slo-file', path])
+        self.assertEqual(1, rc)
+        refused = {r['term']: r for r in doc['refused']}
+        self.assertIn('ids', refused)
+        self.assertNotIn('fw', refused)
+        for line in err.splitlines()[:-1]:
+            self.assertTrue(line.startswith('REFUSED ('), line)
+        self.assertIn('Nothing was created', err)
+        self.assertEqual({}, self.flavors('resq.'))
+        self.assertEqual({}, self.all_servers())
+        self.assertEqual(0, sum(self.llc_usage(rp)
+                                for rp in self.rps.values()))
+
+    def test_dry_run_and_one_heat_template(self):
+        path = self.chain_file(8)
+        rc, plan, err = self.run_admit(['--slo-file', path, '--dry-run'])
+        self.assertEqual(0, rc, err)
+        self.assertEqual(6, sum(len(t['instances']) for t in plan['terms']))
+        out = os.path.join(self.profiles, '..', 'chain-stack.yaml')
+        rc, doc, err = self.run_admit(['--slo-file', path,
+                                       '--heat-template', out])
+        self.assertEqual(0, rc, err)
+        with open(out) as f:
+            tmpl = yaml.safe_load(f)
+        servers = [r for r in tmpl['resources'].values()
+                   if r['type'] == 'OS::Nova::Server']
+        self.assertEqual(6, len(servers))
+        self.assertEqual({'edge'}, {s['properties']['metadata']['resq_chain']
+                                    for s in servers})
+        for flavor in (r for r in tmpl['resources'].values()
+                       if r['type'] == 'OS::Nova::Flavor'):
+            self.assertFalse(flavor['properties']['is_public'])
+        self.assertEqual({}, self.flavors('resq.'))
+        self.assertEqual({}, self.all_servers())
+
+    def test_failed_boot_reports_every_server(self):
+        real = compute_mod.ComputeClient.create_server
+
+        def create_server(client, name, *args, **kwargs):
+            if name == 'ids-0':     # failure injection: Nova refuses one
+                raise compute_mod.ComputeError(
+                    method='POST', url='/servers', reason='500 injected')
+            return real(client, name, *args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            compute_mod.ComputeClient, 'create_server', create_server))
+        rc, doc, err = self.run_admit(['--slo-file', self.chain_file(8)])
+        self.assertEqual(1, rc)
+        status = {s['name']: s['status'] for t in doc['terms']
+                  for s in t['servers']}
+        self.assertEqual({'fw-0': 'ACTIVE', 'fw-1': 'ACTIVE',
+                          'nat-0': 'ACTIVE', 'nat-1': 'ACTIVE',
+                          'ids-0': 'FAILED', 'ids-1': 'NOT TRIED'}, status)
+        self.assertIn('deploying it failed at server ids-0', err)
+        self.assertIn('ACTIVE servers: fw-0, fw-1, nat-0, nat-1', err)
+        self.assertNotIn('Traceback', err)
+        self.assertEqual({'fw-0', 'fw-1', 'nat-0', 'nat-1'},
+                         set(self.all_servers()))
+
+    def test_failed_flavor_reports_what_was_created(self):
+        real = compute_mod.ComputeClient.create_flavor
+
+        def create_flavor(client, name, *args, **kwargs):
+            if name.startswith('resq.nat.'):    # failure injection
+                raise compute_mod.ComputeError(
+                    method='POST', url='/flavors', reason='500 injected')
+            return real(client, name, *args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            compute_mod.ComputeClient, 'create_flavor', create_flavor))
+        rc, doc, err = self.run_admit(['--slo-file', self.chain_file(8)])
+        self.assertEqual(1, rc)
+        created = [n for t in doc['terms'] for n in t['flavors_created']]
+        self.assertEqual(set(created), set(self.flavors('resq.')))
+        self.assertTrue(all(n.startswith('resq.fw.') for n in created))
+        self.assertEqual({'NOT TRIED'}, {s['status'] for t in doc['terms']
+                                         for s in t['servers']})
+        self.assertIn('deploying it failed at the flavors of SLO term nat',
+                      err)
+        self.assertIn('created flavors: %s' % ', '.join(created), err)
+        self.assertIn('ACTIVE servers: none', err)
+        self.assertEqual({}, self.all_servers())

@@ -51,7 +51,7 @@ class ResQNovaTestBase(base.ServersTestBase):
 
     def start_resq_compute(self, hostname, sockets=1, ways=11,
                            domains=None, way_size_bytes=0, huge_pages=False,
-                           num_closids=4):
+                           num_closids=4, pci_info=None):
         """Start a compute and report its cache domains.
 
         ``sockets`` NUMA cells share 8 cores; each cell has one cache domain
@@ -68,7 +68,8 @@ class ResQNovaTestBase(base.ServersTestBase):
                                     cpu_cores=8 // sockets, cpu_threads=1,
                                     kB_mem=16 * 1024 * 1024,
                                     mempages=mempages)
-        self.start_compute(hostname=hostname, host_info=info)
+        self.start_compute(hostname=hostname, host_info=info,
+                           pci_info=pci_info)
         per_cell = 8 // sockets
         # The dedicated cores of each cell (cpu_dedicated_set is 0-5), as
         # the agent reports them.
@@ -314,3 +315,167 @@ class SchedulingTest(ResQNovaTestBase):
         from nova import objects
         return objects.Instance.get_by_uuid(context.get_admin_context(),
                                             server['id'])
+
+
+class CacheDomainOfCellTest(ResQNovaTestBase):
+    """Cores and ways in one cache domain, whatever decides the cell.
+
+    Cell ids that are not cache ids, SR-IOV-style PCI requests, a forced
+    host.
+    """
+
+    def domains(self, numa_cells):
+        return [cache_domain.CacheDomain(
+            d, 11, io_ways=2, num_closids=8, domains_on_host=len(numa_cells),
+            numa_cells=cells) for d, cells in enumerate(numa_cells)]
+
+    def llc_provider(self, server):
+        allocs = self.client.get_allocations(server['id'])
+        return [rp for rp, res in allocs.items() if 'CUSTOM_LLC_WAY' in res]
+
+    def pinned_cells(self, server):
+        from nova import context
+        from nova import objects
+        inst = objects.Instance.get_by_uuid(context.get_admin_context(),
+                                            server['id'])
+        return {c.id for c in inst.numa_topology.cells}, inst
+
+    def test_cache_ids_that_are_not_cell_ids(self):
+        # Cache 0 holds the cores of cell 1 and cache 1 those of cell 0.
+        rps = self.start_resq_compute('host1', sockets=2,
+                                      domains=self.domains([(1,), (0,)]))
+        flavor = self.resq_flavor(ways=3, vcpus=2)
+        for _ in range(2):
+            server = self._create_server(flavor_id=flavor, networks='none')
+            (cell,), _ = self.pinned_cells(server)
+            self.assertEqual([rps[1 - cell]], self.llc_provider(server))
+
+    def test_sub_numa_clustering_two_cells_one_cache(self):
+        rps = self.start_resq_compute('host1', sockets=2,
+                                      domains=self.domains([(0, 1)]))
+        flavor = self.resq_flavor(ways=3, vcpus=2)
+        cells = set()
+        for _ in range(2):
+            server = self._create_server(flavor_id=flavor, networks='none')
+            cells |= self.pinned_cells(server)[0]
+            self.assertEqual([rps[0]], self.llc_provider(server))
+        self.assertEqual({0, 1}, cells)
+        self.assertEqual(6, self.llc_usage(rps[0]))
+
+    def test_sriov_style_pci_request_decides_the_cell(self):
+        from nova.tests.fixtures import libvirt as fakelibvirt
+        from oslo_serialization import jsonutils
+        dev = {'vendor_id': fakelibvirt.PCI_VEND_ID,
+               'product_id': fakelibvirt.PCI_PROD_ID}
+        self.flags(device_spec=[jsonutils.dumps(dev)],
+                   alias=[jsonutils.dumps(dict(dev, name='nic'))],
+                   group='pci')
+        # The device sits in cell 1, whose cores are the second to be
+        # taken by Nova's fit without PCI: the request decides.
+        rps = self.start_resq_compute(
+            'host1', sockets=2,
+            pci_info=fakelibvirt.HostPCIDevicesInfo(num_pci=1, numa_node=1))
+        flavor = self.resq_flavor(ways=3, vcpus=2, **{
+            'pci_passthrough:alias': 'nic:1'})
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual(({1}), self.pinned_cells(server)[0])
+        self.assertEqual([rps[1]], self.llc_provider(server))
+
+    def _agent(self, hostname):
+        """resq-agent for ``hostname``.
+
+        Real Placement, libvirt's test driver, a resctrl tree like the
+        kernel's (2 caches of 11 ways).
+        """
+        from oslo_config import cfg
+
+        from resq_agent import conf as agent_conf
+        from resq_agent import discovery
+        from resq_agent import enforcer
+        from resq_agent import inventory
+        from resq_agent import manager
+        from resq_agent import virt
+        from tests import base as tests_base
+        from tests.fixtures import libvirt as libvirt_fixture
+        from tests.fixtures import resctrl as resctrl_fixture
+        from tests.fixtures import sysfs as sysfs_fixture
+
+        conf = cfg.ConfigOpts()
+        agent_conf.register_opts(conf)
+        conf([], project='resq')
+        tree = self.useFixture(resctrl_fixture.ResctrlTree(
+            ways=11, domains=(0, 1), num_closids=8))
+        sysfs = self.useFixture(sysfs_fixture.SysfsTree(
+            domains={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}, ways=11,
+            numa={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}))
+        conf.set_override('resctrl_root', tree.root, 'resq_agent')
+        self.useFixture(tests_base.PrivsepInProcess(conf))
+        self.doms = self.useFixture(libvirt_fixture.NovaDomains())
+        self.misplaced, self.resolved = {}, set()
+
+        def hook(new, resolved):
+            self.misplaced.update(new)
+            self.resolved |= resolved
+
+        return manager.AgentManager(
+            conf, discovery.discover(tree.root, sysfs.root),
+            enforcer.ResctrlEnforcer(tree.root),
+            virt.Hypervisor(libvirt_fixture.URI),
+            inventory.Inventory(self.client, hostname, 1),
+            misplaced_hooks=[hook]), tree
+
+    def test_forced_host_misplaced_then_repaired_by_the_agent(self):
+        from resq_common import cbm
+        from resq_common import resctrl
+
+        rps = self.start_resq_compute('host1', sockets=2,
+                                      domains=self.domains([(0,), (1,)]))
+        # Cell 0's four dedicated cores go to a first instance.
+        big = self._create_server(flavor_id=self.resq_flavor(ways=3,
+                                                             vcpus=4),
+                                  networks='none')
+        self.assertEqual([rps[0]], self.llc_provider(big))
+        # Someone holds every way of cache 1 for now.
+        blocker = 'bbbbbbbb-0000-4000-8000-000000000001'
+        body = {'allocations': {rps[1]: {'resources': {
+            'CUSTOM_LLC_WAY': 9}}}, 'project_id': 'p', 'user_id': 'u',
+            'consumer_generation': None}
+        resp = self.client._adapter.put('/allocations/%s' % blocker,
+                                        json=body, microversion='1.28')
+        self.assertEqual(204, resp.status_code, resp.text)
+        flavor = self.resq_flavor(ways=3, vcpus=2)
+        # Without forcing, the filter finds no domain for cell 1's cores.
+        server = self._create_server(flavor_id=flavor, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        # Forced (az:host skips every filter): ACTIVE, cores in cell 1,
+        # ways from cache 0.
+        server = self._create_server(flavor_id=flavor, networks='none',
+                                     az='nova:host1')
+        cells, inst = self.pinned_cells(server)
+        self.assertEqual({1}, cells)
+        self.assertEqual([rps[0]], self.llc_provider(server))
+
+        mgr, tree = self._agent('host1')
+        pinned = sorted(inst.numa_topology.cells[0].cpu_pinning.values())
+        self.doms.add(server['id'], tuple(pinned), ways=3)
+        summary = mgr.reconcile()
+        # No room in cache 1: not partitioned, reported with the reason.
+        self.assertEqual([server['id']], list(self.misplaced))
+        self.assertIn('cannot move to domain 1', self.misplaced[server['id']])
+        self.assertEqual([server['id']],
+                         [r['uuid'] for r in summary['refused']])
+        self.assertEqual([rps[0]], self.llc_provider(server))
+        # Cache 1 frees up: the next pass moves the ways to the cores.
+        resp = self.client._adapter.delete('/allocations/%s' % blocker,
+                                           microversion='1.28')
+        self.assertEqual(204, resp.status_code, resp.text)
+        summary = mgr.reconcile()
+        self.assertEqual([], summary['refused'])
+        self.assertEqual({server['id']}, self.resolved)
+        self.assertEqual([rps[1]], self.llc_provider(server))
+        self.assertEqual({'CUSTOM_LLC_WAY': 3, 'CUSTOM_LLC_CLOS': 1},
+                         self.client.get_allocations(server['id'])[rps[1]])
+        mask = resctrl.Resctrl(tree.root).read_schemata(
+            'resq-' + server['id'])['L3'][1]
+        self.assertEqual(3, cbm.bits(mask))

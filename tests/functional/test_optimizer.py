@@ -261,3 +261,59 @@ class PlanAndApplyTest(OptimizerTestBase):
                          plan['fixed'])
         self.assertEqual(['host1'], [mv['to_host'] for mv in plan['moves']])
         self.assertTrue(plan['proposed'])
+
+
+class RepairTest(OptimizerTestBase):
+    """Servers an agent marked as running without isolation."""
+
+    def setUp(self):
+        super().setUp()
+        self.rps = {h: self.start_resq_compute(h)[0]
+                    for h in ('host1', 'host2')}
+
+    def mark(self, server, reason='its cores are pinned in cache domain 1 '
+             'but its 3 ways are in domain 0'):
+        self.api.post_server_metadata(server['id'], {
+            'resq_isolation': 'misplaced: ' + reason})
+
+    def test_marked_server_moves_and_others_stay(self):
+        a = self.boot('host1', ways=3, name='a')
+        b = self.boot('host1', ways=2, name='b')
+        self.mark(a)
+        results = self.optimizer.repair()
+        self.assertEqual([(a['id'], 'done', 'host1', 'host2')],
+                         [(r['uuid'], r['outcome'], r['from_host'],
+                           r['to_host']) for r in results])
+        self.assertEqual('host2', self.host_of(self.server(a['id'])))
+        self.assertEqual('host1', self.host_of(self.server(b['id'])))
+        self.assertEqual({self.rps['host2']: 3}, self.llc_of(a['id']))
+        self.assert_ways_with_cores(a['id'])
+        self.assertEqual('moved to host2', self.server(a['id'])[
+            'metadata']['resq_isolation'])
+        # Not moved again by the next round.
+        self.assertEqual([], self.optimizer.repair())
+
+    def test_no_host_with_room_is_a_failure_not_a_success(self):
+        a = self.boot('host1', ways=3, name='a')
+        # host2's cache is taken by servers of its own.
+        for _ in range(3):
+            self.boot('host2', ways=3)
+        self.mark(a)
+        (result,) = self.optimizer.repair()
+        self.assertEqual('failed', result['outcome'])
+        # Nova's harness answers the action synchronously (500 with the
+        # scheduler's exception); a real API answers 202 and the migration
+        # ends in error: either way the reason names NoValidHost.
+        self.assertRegex(result['detail'], 'No valid host|NoValidHost')
+        self.assertEqual('host1', self.host_of(self.server(a['id'])))
+        self.assertTrue(self.server(a['id'])['metadata'][
+            'resq_isolation'].startswith('misplaced'))
+
+    def test_failed_migration_is_reported_with_novas_reason(self):
+        a = self.boot('host1', ways=3, name='a')
+        self.mark(a)
+        self.fail_migration_of.add(a['id'])
+        (result,) = self.optimizer.repair()
+        self.assertEqual('failed', result['outcome'])
+        self.assertIn('host1', result['detail'])
+        self.assertEqual('host1', self.host_of(self.server(a['id'])))

@@ -20,6 +20,7 @@ import fixtures
 from osc_lib import exceptions
 import testtools
 
+from resq_nova import compute as compute_mod
 from resq_nova.conf import clients
 from resq_nova.optimizer import execute
 from resq_nova.osc import client as osc_client
@@ -365,6 +366,84 @@ class AdmitCommandTest(OSCTestBase):
         self.assertIn('REFUSED (cluster_capacity): SLO term fw-a',
                       str(message))
         self.assertIn('2 free ways', str(message))
+
+
+class AdmitFileCommandTest(OSCTestBase):
+    """``openstack resq slo admit --slo-file``: the chain whole or not."""
+
+    def setUp(self):
+        super().setUp()
+        store_mod.ProfileStore(self.profiles).put(
+            profile_mod.Profile.from_dict(test_profile.make_doc()))
+
+    start_host = AdmitCommandTest.start_host
+
+    def chain(self, mpps):
+        path = os.path.join(self.profiles, '..', 'chain-%s.yaml' % mpps)
+        with open(path, 'w') as f:
+            f.write(test_nova_admission.CHAIN % {
+                'p': test_nova_admission.PROFILE_ID, 'mpps': mpps})
+        return path
+
+    def admit_file(self, path, *args):
+        return self.run_cmd(
+            slo_cmd.AdmitSLO, '--slo-file', path, '--ram-mb', '512',
+            '--image', test_nova_admission.IMAGE, '--network', 'none',
+            '--profile-dir', self.profiles, '--boot-timeout', '60', *args)
+
+    def test_admit_a_chain_or_nothing(self):
+        rps = [self.start_host(h) for h in ('host1', 'host2')]
+        # 3 x 12 Mpps needs 9 classes of service; the hosts have 6.
+        exc = self.assertRaises(exceptions.CommandError, self.admit_file,
+                                self.chain(12))
+        lines = str(exc).splitlines()
+        self.assertTrue(all(line.startswith('REFUSED (')
+                            for line in lines[:-1]), lines)
+        self.assertIn('SLO term ids:', str(exc))
+        self.assertTrue(lines[-1].startswith('Nothing was created'))
+        self.assertEqual([], self.api.get_servers())
+        doc = self.admit_file(self.chain(8))
+        self.assertEqual(['fw', 'nat', 'ids'],
+                         [t['term'] for t in doc['terms']])
+        self.assertEqual({'edge'}, {t['chain'] for t in doc['terms']})
+        self.assertEqual(6, len(doc['instances']))
+        self.assertEqual({'ACTIVE'}, {i['status'] for i in doc['instances']})
+        self.assertEqual(sum(i['ways'] for i in doc['instances']),
+                         sum(self.llc_usage(rp) for rp in rps))
+        message = self.fails(slo_cmd.AdmitSLO, '--slo-file',
+                             self.chain(8), '--term', 'x', '--dry-run')
+        self.assertIn('--term describe one term; with --slo-file', message)
+
+    def test_boot_failure_shows_every_outcome(self):
+        self.start_host('host1')
+        self.start_host('host2')
+        real = compute_mod.ComputeClient.create_server
+
+        def create_server(client, name, *args, **kwargs):
+            if name == 'nat-1':     # failure injection: Nova refuses one
+                raise compute_mod.ComputeError(
+                    method='POST', url='/servers', reason='500 injected')
+            return real(client, name, *args, **kwargs)
+
+        self.useFixture(fixtures.MockPatchObject(
+            compute_mod.ComputeClient, 'create_server', create_server))
+        app = FakeApp(self.resq)
+        cmd = slo_cmd.AdmitSLO(app, None)
+        parsed = cmd.get_parser('openstack resq').parse_args([
+            '--slo-file', self.chain(8), '--ram-mb', '512', '--image',
+            test_nova_admission.IMAGE, '--network', 'none', '--profile-dir',
+            self.profiles, '--boot-timeout', '60', '-f', 'json'])
+        exc = self.assertRaises(exceptions.CommandError, cmd.run, parsed)
+        self.assertIn('deploying it failed at server nat-1', str(exc))
+        lines = app.stderr.getvalue().splitlines()
+        status = {line.split()[1].rstrip(':'): line.split()[2].rstrip(':')
+                  for line in lines if line.startswith('server ')}
+        self.assertEqual({'fw-0': 'ACTIVE', 'fw-1': 'ACTIVE',
+                          'nat-0': 'ACTIVE', 'nat-1': 'FAILED',
+                          'ids-0': 'NOT', 'ids-1': 'NOT'}, status)
+        self.assertIn('500 injected', app.stderr.getvalue())
+        self.assertEqual(['fw-0', 'fw-1', 'nat-0'],
+                         sorted(s['name'] for s in self.api.get_servers()))
 
 
 class EntryPointsTest(testtools.TestCase):

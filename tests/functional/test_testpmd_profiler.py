@@ -10,6 +10,7 @@ it with SIGINT and reads the forwarding rate from its statistics.
 import os
 import shutil
 
+from resq_profiler import adaptive
 from resq_profiler import drivers
 from resq_profiler import exception
 from resq_profiler import nfmodel
@@ -96,3 +97,33 @@ class TestpmdProfilerTest(base.TestCase):
         exc = self.assertRaises(exception.MeasurementError, drv.throughput,
                                 2)
         self.assertIn('dpdk-testpmd', str(exc))
+
+    def test_throughput_sampler_learns_the_run_to_run_noise(self):
+        """Real forwarding rates vary between runs: the sampler sees it."""
+        drv = drivers.load('command', self.conf, 'testpmd-io',
+                           nfmodel.Traffic(64))
+        self.addCleanup(drv.close)
+        runs = []
+
+        def measure(ways):
+            mpps = drv.throughput(int(ways))
+            runs.append((ways, mpps))
+            return mpps
+
+        res = adaptive.sample(measure, drv.way_range(), 1.0,
+                              shape='concave', probe=1, max_repeats=2)
+        # Every run of testpmd is counted, the repeats too.
+        self.assertEqual(len(runs), res.measurements)
+        self.assertEqual(len(self.tree.read('resq-profiler',
+                                            'tasks').split()),
+                         res.measurements)
+        self.assertEqual(res.measurements - len(res.points), res.repeats)
+        # Two runs of the same allocation never forward exactly as many
+        # packets: the probe found noise, and the sampler measured it.
+        self.assertGreater(res.noise_pct, 0.0)
+        self.assertGreaterEqual(res.noise_dof, 1)
+        self.assertGreater(res.noise_error_pct, 0.0)
+        self.assertGreaterEqual(res.reported_error_pct,
+                                res.noise_error_pct)
+        for ways, values in res.samples.items():
+            self.assertEqual([m for w, m in runs if w == ways], values)

@@ -40,12 +40,24 @@ class ProfilerCommandTest(CommandTestCase):
         self.assertIn('[throughput  1] ways 1', out)
         self.assertIn('[latency', out)
         ids = store_mod.ProfileStore(self.store_dir).ids()
+        prof = store_mod.ProfileStore(self.store_dir).get(ids[0])
+        runs = prof.measurement['measurements']
+        # The summary counts every run (the probe repeat too) and the
+        # points kept.
+        self.assertIn('(%d + %d measurements, 1 repeated, %d + %d points '
+                      'kept, noise 0.00%%' % (
+                          runs['throughput'], runs['latency'],
+                          prof.measurement['points']['throughput'],
+                          prof.measurement['points']['latency']), out)
         self.assertEqual(1, len(ids))
         with open(png, 'rb') as f:
             self.assertEqual(b'\x89PNG', f.read(4))
         rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0])
         self.assertEqual(0, rc)
         self.assertIn('concave fit', out)
+        self.assertIn('points kept, %d + %d measurements (1 repeated), '
+                      'noise 0.00%%' % (runs['throughput'], runs['latency']),
+                      out)
         rc, out, _ = self.run_main(profiler_cmd.main, 'list')
         self.assertIn(ids[0], out)
         rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0],
@@ -142,7 +154,8 @@ class EvaluateCommandTest(CommandTestCase):
         figs = os.path.join(self.tmp, 'figs')
         rc, out, err = self.run_main(
             evaluate.main, '--sets', 'sensitive,insensitive', '--terms', '18',
-            '--schemes', 'agnostic,even_cat,resq_greedy,resq_optimal',
+            '--schemes', 'agnostic,even_cat,prediction,resq_greedy,'
+            'resq_optimal', '--noise-pct', '1',
             '--time-limit', '20', '--json', out_json, '--figures', figs)
         self.assertEqual(0, rc, err)
         self.assertIn('... profiled Stats', out)
@@ -153,7 +166,13 @@ class EvaluateCommandTest(CommandTestCase):
         self.assertEqual(0, doc['sets']['sensitive']['resq_optimal']
                          ['violation_pct'])
         self.assertIn('gap_pct', doc['sets']['sensitive']['resq_optimal'])
-        for name in ('violations.png', 'servers.png'):
+        self.assertEqual(1.0, doc['config']['noise_pct'])
+        self.assertIn('prediction_error_pct',
+                      doc['sets']['sensitive']['prediction'])
+        self.assertIn('mean_pp', doc['predictor'])
+        for name in ('violations.png', 'violations_throughput.png',
+                     'violations_latency.png', 'servers.png',
+                     'prediction_error.png'):
             with open(os.path.join(figs, name), 'rb') as f:
                 self.assertEqual(b'\x89PNG', f.read(4))
 

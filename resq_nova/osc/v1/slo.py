@@ -16,6 +16,7 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from resq_nova.batch import deploy as batch_deploy
 from resq_nova.cmd import admit
 from resq_nova import deployment
 from resq_nova import flavors
@@ -58,8 +59,49 @@ def admission_view(doc):
     return names, [data[n] for n in names]
 
 
+def batch_view(doc):
+    """An SLO file's admission document as the CLI shows it. Pure."""
+    terms, instances = [], []
+    for term in doc['terms']:
+        created = set(term.get('flavors_created') or ())
+        terms.append({
+            'term': term['term'], 'chain': term.get('chain'),
+            'profile': term['profile'],
+            'throughput_mpps': term['throughput_mpps'],
+            'latency_p95_us': term['latency_p95_us'],
+            'capacity_mpps': term['capacity_mpps'],
+            'flavors': ', '.join(
+                '%s (%s)' % (f['name'], 'created' if f['name'] in created
+                             else 'exists' if f.get('exists')
+                             else 'to create')
+                for f in term['flavors'])})
+        booted = {s['name']: s for s in term.get('servers') or ()}
+        for inst in term['instances']:
+            row = {'term': term['term'], 'name': inst['name'],
+                   'ways': inst['ways'], 'mpps': inst['mpps'],
+                   'predicted_host': inst['host']}
+            server = booted.get(inst['name'])
+            if server:
+                row.update(id=server['id'], host=server['host'],
+                           status=server.get('status', 'ACTIVE'))
+                if server.get('error'):
+                    row['error'] = server['error']
+            instances.append(row)
+    data = {'slo_file': doc['slo_file'], 'method': doc['method'],
+            'terms': format_columns.ListDictColumn(terms),
+            'instances': format_columns.ListDictColumn(instances)}
+    if doc.get('heat_template'):
+        data['heat_template'] = doc['heat_template']
+    names = sorted(data)
+    return names, [data[n] for n in names]
+
+
 class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
-    """Admit a reserved SLO term: size it, check room, boot its servers."""
+    """Admit reserved SLO terms: size them, check room, boot their servers.
+
+    One term from the options, or every term of an SLO file
+    (``--slo-file``) jointly, whole or not at all.
+    """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -102,6 +144,14 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
             default=defaults.resq.load_discount,
             help='fraction taken off every instance\'s load cap (default: '
             '[resq] load_discount, %s)' % defaults.resq.load_discount)
+        add('--slo-file', metavar='<file>',
+            help='admit every term of this YAML or JSON file together, '
+            'whole or not at all (instead of --term, --profile and the '
+            'targets)')
+        add('--batch-time-limit', metavar='<seconds>', type=float,
+            default=10.0,
+            help="seconds the MILP may take to place an SLO file's terms "
+            "jointly before the greedy's plan is used (default: 10)")
         config.add_profile_dir(parser)
         return parser
 
@@ -110,6 +160,15 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
         if missing:
             raise exceptions.CommandError(
                 'openstack resq slo admit needs %s' % ', '.join(missing))
+        conflicting = admit.conflicting_options(parsed_args)
+        if conflicting:
+            raise exceptions.CommandError(
+                '%s describe one term; with --slo-file every term comes '
+                'from the file: drop them or --slo-file'
+                % ', '.join(conflicting))
+        if parsed_args.batch_time_limit <= 0:
+            raise exceptions.CommandError(
+                '--batch-time-limit must be a positive number of seconds')
         for name in ('vcpus', 'ram_mb', 'boot_timeout', 'max_instances'):
             value = getattr(parsed_args, name)
             if value is not None and value < 1:
@@ -126,6 +185,8 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
         self._check(parsed_args)
         resq = client.get_client(self.app)
         store = store_mod.ProfileStore(config.profile_dir(parsed_args))
+        if parsed_args.slo_file:
+            return self._admit_file(parsed_args, resq, store)
         try:
             doc = admit.admit(parsed_args, resq.placement, resq.compute,
                               store, parsed_args.load_discount)
@@ -136,3 +197,36 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
         except deployment.BootFailed as exc:
             raise exceptions.CommandError(str(exc))
         return admission_view(doc)
+
+    def _admit_file(self, parsed_args, resq, store):
+        try:
+            doc = admit.admit_file(parsed_args, resq.placement,
+                                   resq.compute, store,
+                                   parsed_args.load_discount)
+        except greedy.BatchRefused as exc:
+            raise exceptions.CommandError('\n'.join(
+                admit.refusal_lines(parsed_args.slo_file, exc)))
+        except batch_deploy.BatchFailed as exc:
+            # The true outcome of every action, then the failure.
+            for line in _outcome_lines(exc.doc):
+                self.app.stderr.write(line + '\n')
+            raise exceptions.CommandError(str(exc))
+        return batch_view(doc)
+
+
+def _outcome_lines(doc):
+    """One line per flavor and server of a batch that failed part way."""
+    lines = []
+    for term in doc['terms']:
+        for name in term.get('flavors_created') or ():
+            lines.append('flavor %s: created' % name)
+        for server in term.get('servers') or ():
+            line = 'server %s: %s' % (server['name'], server['status'])
+            if server.get('id'):
+                line += ' (%s)' % server['id']
+            if server.get('host'):
+                line += ' on %s' % server['host']
+            if server.get('error'):
+                line += ': %s' % server['error']
+            lines.append(line)
+    return lines

@@ -406,6 +406,20 @@ class PluginTest(base.TestCase):
         self.assertFalse(os.path.exists(os.path.join(ds.data_dir,
                                                      'resctrl')))
 
+    def test_nfvnice_on_request(self):
+        chains = os.path.join(self.tmp, 'chains.json')
+        ds = self.useFixture(Devstack(RESQ_NFVNICE='True',
+                                      RESQ_NFVNICE_CHAINS_FILE=chains))
+        ds.run(POST_CONFIG)
+        path = os.path.join(ds.conf_dir, 'resq-agent.conf')
+        conf = cfg.ConfigOpts()
+        agent_conf.register_opts(conf)
+        conf(['--config-file', path], project='resq')
+        self.assertTrue(conf.resq_agent.nfvnice)
+        self.assertEqual(chains, conf.resq_agent.nfvnice_chains_file)
+        self.assertEqual(os.path.join(ds.data_dir, 'profiles'),
+                         conf.resq_agent.nfvnice_profile_dir)
+
     def test_controller_without_agent(self):
         ds = self.useFixture(Devstack(
             services='rabbit,n-api,n-sch,resq-optimizer'))

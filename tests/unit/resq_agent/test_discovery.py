@@ -23,7 +23,7 @@ class DiscoveryTest(base.TestCase):
     def discover(self, ddio_ways=2, **kw):
         sysfs = self.useFixture(sysfs_fixture.SysfsTree(
             domains=kw.pop('domains', DUAL), size=kw.pop('size', '30720K'),
-            ways=kw.get('ways', 20)))
+            ways=kw.get('ways', 20), numa=kw.pop('numa', None)))
         tree = self.useFixture(resctrl_fixture.ResctrlTree(
             domains=tuple(sysfs.domains), **kw))
         return discovery.discover(tree.root, sysfs.root, ddio_ways), tree
@@ -41,6 +41,37 @@ class DiscoveryTest(base.TestCase):
         self.assertEqual(0xc0000, dom.io_mask)
         self.assertFalse(dom.cdp)
         self.assertFalse(dom.mba)
+
+    def test_numa_cells_come_from_sysfs_not_from_cache_ids(self):
+        # Cache ids that are not the cells' ids: L3 0 holds cell 1's CPUs.
+        topo, _ = self.discover(domains={0: tuple(range(8, 16)),
+                                         1: tuple(range(0, 8))},
+                                numa=DUAL, ways=20)
+        self.assertEqual((1,), topo.domain(0).numa_cells)
+        self.assertEqual((0,), topo.domain(1).numa_cells)
+        traits = discovery.cache_domain_of(topo.domain(0), 1, 2).traits()
+        self.assertIn('CUSTOM_RESQ_NUMA_1', traits)
+        self.assertNotIn('CUSTOM_RESQ_NUMA_0', traits)
+
+    def test_sub_numa_clustering_two_cells_share_one_cache(self):
+        topo, _ = self.discover(domains={0: tuple(range(8))},
+                                numa={0: (0, 1, 2, 3), 1: (4, 5, 6, 7),
+                                      2: ()}, ways=20)
+        # Node 2 has memory only: no cores to pin, no cell of a cache.
+        self.assertEqual((0, 1), topo.domains[0].numa_cells)
+
+    def test_a_cell_split_over_caches_belongs_to_none(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        topo, _ = self.discover(domains={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)},
+                                numa={0: tuple(range(8))}, ways=20)
+        self.assertEqual([(), ()], [d.numa_cells for d in topo.domains])
+        self.assertIn('NUMA cell 0 share no single L3 cache', logs.output)
+        # No NUMA nodes in sysfs at all: no cell traits, the filter falls
+        # back to cell N = cache N.
+        topo, _ = self.discover(ways=20)
+        self.assertEqual([(), ()], [d.numa_cells for d in topo.domains])
+        self.assertFalse([t for t in discovery.cache_domain_of(
+            topo.domains[0], 1, 2).traits() if 'NUMA' in t])
 
     def test_domain_cores_are_its_cpus_in_novas_dedicated_set(self):
         topo, _ = self.discover(ways=20, min_cbm_bits=1, num_closids=16)
@@ -126,12 +157,13 @@ class DiscoveryTest(base.TestCase):
     def test_foreign_groups_hold_classes_of_service(self):
         topo, _ = self.discover(ways=20, num_closids=8, domains={0: (0, 1)},
                                 foreign=('other-app', 'qemu-1-vm-vcpus_0',
-                                         'resq-mine'))
-        # resq- groups are ours; the two others each hold a CLOS.
-        self.assertEqual(6, topo.domains[0].num_closids)
+                                         'resq-mine', 'resq-profiler'))
+        # resq- groups are the agent's; the profiler's and the two others
+        # each hold a CLOS.
+        self.assertEqual(5, topo.domains[0].num_closids)
         clos = discovery.cache_domain_of(topo.domains[0], 1).inventory()[
             'CUSTOM_LLC_CLOS']
-        self.assertEqual(6, clos['total'])
+        self.assertEqual(5, clos['total'])
 
     def test_default_group_keeps_min_cbm_bits(self):
         topo, _ = self.discover(ways=20, min_cbm_bits=4, ddio_ways=0)

@@ -79,6 +79,11 @@ class ResctrlWriteTest(base.TestCase):
         self.assertEqual('2,3', tr.read_cpus('resq-vm1'))
         self.assertEqual([1234], tr.read_tasks('resq-vm1'))
         self.assertEqual(['resq-vm1'], tr.owned_groups())
+        # A profiling run on the same host: resq-nova's group, not the
+        # agent's to remove.
+        mod.create_group('resq-profiler')
+        self.assertEqual(['resq-vm1'], tr.owned_groups())
+        self.assertTrue(mod.remove_group('resq-profiler'))
         self.assertTrue(mod.remove_group('resq-vm1'))
         self.assertFalse(mod.remove_group('resq-vm1'))
         self.assertEqual(['other-app', 'resq'], tr.groups())

@@ -133,6 +133,28 @@ class OnlineGreedyTest(base.TestCase):
                                   servers[1].used_cores))
         self.assertLessEqual(servers[0].used_ways, 18)
 
+    def test_trades_cores_for_ways_by_their_scarcity(self):
+        # 4.85 Mpps: one instance of 4 ways, or two of 1 way; both fit in
+        # server-000. Where ways are scarce it takes two 1-way instances,
+        # where cores are scarce one 4-way instance: the other choice
+        # would strand the resource left over.
+        target = self.prof.throughput_at(4) * 0.97
+        for used, want in (((1, 14), (1, 1)), ((7, 2), (4,))):
+            servers = greedy.make_cluster(2)
+            servers[0].used_cores, servers[0].used_ways = used
+            core_price, way_price = greedy.prices(servers)
+            self.assertAlmostEqual(2.0, core_price + way_price)
+            term = greedy.SLOTerm('t', self.prof, target, 25.0)
+            sizing, placements = greedy.admit(term, servers)
+            self.assertEqual(want, sizing.ways)
+            self.assertEqual({'server-000'}, {p.server for p in placements})
+        # Nothing placed yet: equal prices, and the fewer instances.
+        servers = greedy.make_cluster(2)
+        self.assertEqual((1.0, 1.0), greedy.prices(servers))
+        sizing, _ = greedy.admit(greedy.SLOTerm('t', self.prof, target,
+                                                25.0), servers)
+        self.assertEqual((4,), sizing.ways)
+
     def test_every_option_meets_the_target_and_the_limits(self):
         term = greedy.SLOTerm('t', self.prof, 12.0, 25.0, max_instances=4)
         options = greedy.sizings(term, 9, 18)

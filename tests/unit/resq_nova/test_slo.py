@@ -31,16 +31,19 @@ class LoadTermsTest(base.TestCase):
 
     def test_errors_name_file_and_field(self):
         cases = [
-            ('{', 'not JSON'),
-            ({'terms': []}, 'non-empty "terms"'),
+            ('{', 'is not valid JSON'),
+            ({'terms': []}, 'holds no terms'),
             ({'terms': [self.term(throughput_mpps=-1)]},
-             'terms[0].throughput_mpps must be a positive number'),
+             'term 1 (a): field throughput_mpps is -1; give a positive '
+             'number of Mpps'),
             ({'terms': [self.term(latency_p95_us=True)]},
-             'terms[0].latency_p95_us'),
-            ({'terms': [self.term(), self.term()]}, "'a' is used twice"),
+             'term 1 (a): field latency_p95_us is True'),
+            ({'terms': [self.term(), self.term()]},
+             "term 2: name 'a' is also term 1's"),
             ({'terms': [self.term(profile='nope')]},
-             "terms[0].profile: No profile 'nope'"),
-            ({'terms': [{'name': 'x'}]}, 'terms[0] lacks "profile"'),
+             "term 1 (a): field profile: No profile 'nope'"),
+            ({'terms': [{'name': 'x'}]},
+             'term 1 (x): field profile is missing'),
         ]
         for doc, text in cases:
             path = self.write_json('bad.json', doc)

@@ -2,6 +2,8 @@ import os
 import sys
 import textwrap
 
+import fixtures
+
 from resq_profiler import catalog
 from resq_profiler import drivers
 from resq_profiler import exception
@@ -64,9 +66,64 @@ class ModelProfilerTest(base.TestCase):
         seen = []
         prof = profiler.run(self.conf, 'IPsec', nfmodel.Traffic(),
                             progress=lambda *a: seen.append(a))
-        self.assertEqual(sum(prof.measurement['points'].values()),
-                         len(seen))
+        m = prof.measurement
+        self.assertEqual(m['measurements']['throughput']
+                         + m['measurements']['latency'], len(seen))
         self.assertEqual({'throughput', 'latency'}, {s[0] for s in seen})
+
+    def _counting_driver(self):
+        made = []
+        real = drivers.load
+
+        def load(*args):
+            drv = real(*args)
+            made.append(drv)
+            return drv
+        self.useFixture(fixtures.MockPatch(
+            'resq_profiler.drivers.load', side_effect=load))
+        return made
+
+    def test_one_run_gives_both_curves_their_full_load_point(self):
+        made = self._counting_driver()
+        prof = profiler.run(self.conf, 'Stats', nfmodel.Traffic())
+        m = prof.measurement
+        # The saturating runs at the best allocation gave the latency at
+        # full load: the latency curve has that point without measuring it.
+        self.assertGreaterEqual(m['measurements']['shared'], 1)
+        self.assertEqual(1.0, prof.latency[-1][0])
+        model = nfmodel.NFModel(catalog.get('Stats'))
+        self.assertAlmostEqual(model.latency_p95_us(1.0, nfmodel.Traffic()),
+                               prof.latency[-1][1])
+        self.assertEqual(m['points']['latency'] - 1,
+                         m['measurements']['latency'])
+        # Every run of the NF is counted once.
+        self.assertEqual(made[0].calls, m['measurements']['throughput']
+                         + m['measurements']['latency'])
+        self.assertEqual(1, m['measurements']['repeats'])   # the probe
+        self.assertEqual(0.0, m['noise_pct'])
+
+    def test_noisy_profile_repeats_and_says_so(self):
+        made = self._counting_driver()
+        self.flags('resq_profiler', model_noise_pct=0.5)
+        prof = profiler.run(self.conf, 'LPM', nfmodel.Traffic())
+        m = prof.measurement
+        total = m['measurements']['throughput'] + m['measurements']['latency']
+        self.assertEqual(made[0].calls, total)
+        self.assertGreater(m['measurements']['repeats'], 0)
+        # Each kept point was measured once, plus the repeats, less the
+        # full-load latency point the throughput runs gave.
+        self.assertGreaterEqual(m['measurements']['shared'], 1)
+        self.assertEqual(total, sum(m['points'].values()) - 1
+                         + m['measurements']['repeats'])
+        self.assertGreater(m['noise_pct'], 0.1)
+
+    def test_budget_cut_profile_states_its_error(self):
+        self.flags('resq_profiler', max_measurements_per_curve=3)
+        prof = profiler.run(self.conf, 'Stats', nfmodel.Traffic())
+        m = prof.measurement
+        self.assertTrue(m['budget_exhausted'])
+        self.assertGreater(m['max_interpolation_error_pct'],
+                           m['tolerance_pct'])
 
     def test_unknown_nf_and_driver(self):
         self.assertRaises(exception.UnknownNF, profiler.run, self.conf,
@@ -101,6 +158,18 @@ class CommandDriverTest(base.TestCase):
         self.assertEqual('command', prof.measurement['driver'])
         self.assertAlmostEqual(10.0 + 5.0 / 0.95, prof.latency_at(0.1),
                                places=3)
+        # The saturating runs at 8 ways printed the latency at full load
+        # too: the latency curve took it from them instead of running the
+        # NF again at load 1.0.
+        m = prof.measurement
+        self.assertGreaterEqual(m['measurements']['shared'], 1)
+        self.assertAlmostEqual(10.0 + 5.0 / 0.05, prof.latency_at(1.0),
+                               places=3)
+        self.assertEqual(m['points']['latency'] - 1,
+                         m['measurements']['latency'])
+        # The fake NF is deterministic: one probe repeat, no noise.
+        self.assertEqual(0.0, m['noise_pct'])
+        self.assertEqual(1, m['measurements']['repeats'])
         # The group is gone afterwards; foreign groups are untouched.
         self.assertEqual(['other-app'], sorted(
             n for n in os.listdir(self.tree.root)
@@ -170,10 +239,13 @@ class CommandDriverTest(base.TestCase):
                     'not a regular expression')
 
     def test_command_that_ignores_sigint_is_killed(self):
+        # Ready only once SIGINT is ignored: on a loaded machine the
+        # interpreter may still be starting when the measurement ends.
         self.flags('resq_profiler', command_duration_s=0.5,
-                   command_grace_s=0.5)
+                   command_grace_s=0.5, command_ready_pattern='^ready')
         self._fails('%s -c "import signal, time; signal.signal('
-                    'signal.SIGINT, signal.SIG_IGN); time.sleep(30)"'
+                    'signal.SIGINT, signal.SIG_IGN); print(\'ready\', '
+                    'flush=True); time.sleep(30)"'
                     % sys.executable, 'did not exit after SIGINT')
 
     def test_no_command(self):
