@@ -285,15 +285,36 @@ class AgentPlacementTest(base.TestCase):
         mgr.reconcile()
         self.assertEqual([], rt.owned_groups())
 
-    def test_allocation_in_the_wrong_domain_is_refused(self):
+    def test_allocation_in_the_wrong_domain_follows_the_cores(self):
         mgr = self.make()
+        seen = []
+        mgr.misplaced_hooks.append(lambda new, gone: seen.append(
+            (dict(new), set(gone))))
         mgr.reconcile()
+        # Cores in cache 0 (CPU 1), ways in cache 1: moved to cache 0.
         self.doms.add(A, (1,), ways=2)
         self.allocate(A, 1, 2)
         summary = mgr.reconcile()
+        self.assertEqual([], summary['refused'])
+        self.assertEqual({cache_domain.provider_uuid(self.root, 0): {
+            'CUSTOM_LLC_WAY': 2}}, {
+                rp: res for rp, res in self.client.get_allocations(A).items()
+                if rp != self.root})
+        rt = resctrl.Resctrl(self.tree.root)
+        self.assertEqual(2, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual([], seen)
+        # Cache 0 full (17 usable ways taken by B): back in cache 1, the
+        # ways cannot follow; not partitioned, and reported once.
+        self.allocate(A, 1, 2)
+        self.allocate(B, 0, 17)
+        summary = mgr.reconcile()
         self.assertIn('are not all in cache domain 1',
                       summary['refused'][0]['reason'])
-        self.assertEqual([], resctrl.Resctrl(self.tree.root).owned_groups())
+        self.assertEqual([], rt.owned_groups())
+        self.assertEqual(1, len(seen))
+        self.assertIn('cannot move to domain 0', seen[0][0][A])
+        mgr.reconcile()
+        self.assertEqual(1, len(seen))
 
     def test_non_resq_instance_is_ignored(self):
         mgr = self.make()
