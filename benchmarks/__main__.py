@@ -11,6 +11,7 @@ BENCHMARKS = {
     'scheduler': 'benchmarks.scheduler',
     'profiler': 'benchmarks.profiler',
     'prediction': 'benchmarks.prediction',
+    'ondemand': 'benchmarks.ondemand',
 }
 
 

@@ -334,16 +334,21 @@ def default_group_ways(dom, configured, default_io=False):
     return max(configured, dom.min_cbm_bits - io_ways, 0)
 
 
-def shape_of(dom, configured_default_ways, default_io=False):
-    """The layout's view of a domain (:class:`layout.DomainShape`)."""
+def shape_of(dom, configured_default_ways, default_io=False, lease_ways=0):
+    """The layout's view of a domain (:class:`layout.DomainShape`).
+
+    :param lease_ways: ways leased to on-demand NFs (``[resq_agent]
+        ondemand_ways``), taken out of what instances are offered.
+    """
     return layout.DomainShape(
         dom.id, dom.cbm_mask, dom.min_cbm_bits, dom.io_mask,
         default_group_ways(dom, configured_default_ways, default_io),
-        default_io)
+        default_io, lease_ways)
 
 
 def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
-                    dedicated_cpus=None, default_io=False):
+                    dedicated_cpus=None, default_io=False, lease_ways=0,
+                    lease_classes=0, lease_cores=0):
     """The Placement view of a domain (inventory, traits).
 
     :param dedicated_cpus: the CPUs Nova pins instances to (its
@@ -352,13 +357,17 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
 
     :param domains_on_host: cache domains of the host; classes of service
         are host-wide, so each domain is offered its share of them.
+    :param lease_ways: ways leased to on-demand NFs; reported as reserved.
+    :param lease_classes: classes of service of the on-demand lease (host
+        wide); not offered to reserved instances.
+    :param lease_cores: cores on-demand NFs may hold (0: the domain's).
     """
     instance_ways = None
     if dom.cat:
         # Exactly what the layout can hand out, also when the I/O ways sit
         # in the middle of the mask or are split.
         instance_ways = shape_of(dom, configured_default_ways,
-                                 default_io).capacity
+                                 default_io, lease_ways).capacity
     return cache_domain.CacheDomain(
         domain_id=dom.id, ways=dom.ways, min_cbm_bits=dom.min_cbm_bits,
         num_closids=dom.num_closids, io_ways=dom.io_ways,
@@ -369,6 +378,9 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
         way_size_bytes=dom.way_size_bytes,
         domains_on_host=domains_on_host,
         numa_cells=dom.numa_cells,
+        lease_ways=lease_ways if dom.cat else 0,
+        lease_classes=lease_classes if lease_ways and dom.cat else 0,
+        lease_cores=lease_cores,
         cores=len(set(dom.cpus) & set(dedicated_cpus)
                   if dedicated_cpus else dom.cpus))
 

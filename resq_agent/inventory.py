@@ -53,8 +53,12 @@ class Inventory:
     """Reports cache domains and reads LLC allocations for one host."""
 
     def __init__(self, client, hostname, default_group_ways,
-                 dedicated_cpus=None, default_io=False):
+                 dedicated_cpus=None, default_io=False, lease_ways=0,
+                 lease_classes=0, lease_cores=0):
         self.client = client
+        self.lease_cores = lease_cores
+        self.lease_ways = lease_ways
+        self.lease_classes = lease_classes
         self.hostname = hostname
         self.default_group_ways = default_group_ways
         self.dedicated_cpus = dedicated_cpus
@@ -67,7 +71,10 @@ class Inventory:
         return cls(placement_client.PlacementClient.from_conf(conf),
                    hostname, conf.resq_agent.default_group_ways,
                    discovery.parse_cpu_list(dedicated) if dedicated
-                   else None, conf.resq_agent.default_group_io_ways)
+                   else None, conf.resq_agent.default_group_io_ways,
+                   conf.resq_agent.ondemand_ways,
+                   conf.resq_agent.ondemand_classes,
+                   conf.resq_agent.ondemand_cores)
 
     def compute_uuid(self):
         if self._compute_uuid is None:
@@ -84,7 +91,10 @@ class Inventory:
         doms = [discovery.cache_domain_of(d, self.default_group_ways,
                                           len(topology.domains),
                                           self.dedicated_cpus,
-                                          self.default_io)
+                                          self.default_io,
+                                          self.lease_ways,
+                                          self.lease_classes,
+                                          self.lease_cores)
                 for d in topology.domains]
         result = reporter.report(self.client, self.hostname, doms)
         LOG.info('Reported %d cache domain(s) of %s to Placement: %s',

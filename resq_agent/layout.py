@@ -57,6 +57,9 @@ class DomainShape:
     io_mask: int = 0
     default_ways: int = 1
     default_io: bool = False
+    # Ways leased to on-demand NFs (resq_agent.ondemand.lease), between
+    # the instances and the default group; not offered to instances.
+    lease_ways: int = 0
 
     @property
     def ways(self):
@@ -82,7 +85,7 @@ class DomainShape:
     @property
     def capacity(self):
         lo, hi, _ = self.region()
-        return max(hi - lo - self.default_ways, 0)
+        return max(hi - lo - self.default_ways - self.lease_ways, 0)
 
     def mask_at(self, start, ways):
         """The mask of region positions ``start .. start+ways-1``."""

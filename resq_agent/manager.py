@@ -35,6 +35,7 @@ from resq_agent import inventory as inventory_mod
 from resq_agent import isolation
 from resq_agent import layout
 from resq_agent import monitor as monitor_mod
+from resq_agent.ondemand import host as ondemand_host
 from resq_agent import virt
 from resq_nova.placement import client as placement_client
 
@@ -61,7 +62,7 @@ class AgentManager:
 
     def __init__(self, conf, topology, enforcer, hypervisor, inventory=None,
                  post_apply_hooks=(), monitor=None, discover=None,
-                 misplaced_hooks=()):
+                 misplaced_hooks=(), ondemand=None):
         """Enforce for ``topology`` with these adapters.
 
         :param discover: ``() -> HostTopology``, called on each reconcile
@@ -72,7 +73,10 @@ class AgentManager:
             cores and ways are in different cache domains and could not
             be repaired (``{uuid: reason}``, each reported once) or that
             are repaired or gone since (a set of uuids).
+        :param ondemand: :class:`resq_agent.ondemand.host.OnDemandHost`
+            when this host leases ways to on-demand NFs.
         """
+        self.ondemand = ondemand
         self.conf = conf
         self.enforcer = enforcer
         self.hypervisor = hypervisor
@@ -106,10 +110,15 @@ class AgentManager:
         self.topology = topology
         opts = self.conf.resq_agent
         self.shapes = [discovery.shape_of(d, opts.default_group_ways,
-                                          opts.default_group_io_ways)
+                                          opts.default_group_io_ways,
+                                          opts.ondemand_ways)
                        for d in topology.domains if d.cat]
         self.num_closids = min((d.num_closids for d in topology.domains
                                 if d.cat), default=0)
+        if opts.ondemand_ways:
+            # The lease's classes are not the reserved instances' either.
+            self.num_closids = max(
+                self.num_closids - opts.ondemand_classes, 0)
 
     def _rediscover(self):
         """Take up a topology that appeared or changed since the last pass.
@@ -153,14 +162,18 @@ class AgentManager:
                         opts.libvirt_uri, exc)
         hostname = inventory_mod.hypervisor_hostname(conf, hyp)
         marks = isolation.IsolationPublisher(conf)
+        monitor = monitor_mod.Monitor(opts.resctrl_root,
+                                      opts.monitor_min_interval_s)
+        ondemand = None
+        if opts.ondemand_ways:
+            ondemand = ondemand_host.OnDemandHost.from_conf(conf, monitor)
         return cls(conf, topology, pqos.load_backend(conf), hyp,
                    inventory_mod.Inventory.from_conf(conf, hostname),
                    list(post_apply_hooks) + [marks.after_apply],
-                   monitor_mod.Monitor(opts.resctrl_root,
-                                       opts.monitor_min_interval_s),
+                   monitor,
                    discover=lambda: discovery.discover_from_conf(
                        conf, quiet=True),
-                   misplaced_hooks=[marks])
+                   misplaced_hooks=[marks], ondemand=ondemand)
 
     # -- events ------------------------------------------------------------
     def instance_changed(self, instance_uuid, event_type=None):
@@ -515,6 +528,16 @@ class AgentManager:
                 (current.get(inst.uuid) or {}).get(domain_id)))
         lay = layout.compute(self.shapes, requests, self.num_closids)
         refused.extend(lay.refused)
+        enforced = lay
+        if enforce and self.ondemand is not None and self.shapes:
+            classes, od_refused = self.ondemand.extend(
+                lay, self.shapes, self._known.values(), self.topology)
+            refused.extend(layout.Refusal(u, d, 0, reason)
+                           for u, d, reason in od_refused)
+            # The classes' groups are written with the instances' but are
+            # no instance: libvirt and the DMA hooks never see them.
+            enforced = layout.Layout(lay.assignments + classes, [],
+                                     lay.default_masks)
         for r in refused:
             LOG.warning('Not partitioning instance %s (%d ways in cache '
                         'domain %s): %s', r.instance_uuid, r.ways,
@@ -522,7 +545,8 @@ class AgentManager:
         self._refused = refused
         result = enforcer_mod.ApplyResult()
         if enforce and self.shapes:
-            result = self.enforcer.apply(lay, [s.id for s in self.shapes])
+            result = self.enforcer.apply(enforced,
+                                         [s.id for s in self.shapes])
             self._layout = lay
             self._sync_libvirt(lay)
         elif enforce and not self.topology.resctrl_available:
@@ -602,4 +626,6 @@ class AgentManager:
                              r.domain_id, 'ways': r.ways, 'reason': r.reason}
                             for r in self._refused],
                 'errors': list(self._errors),
+                'ondemand': (self.ondemand.status()
+                             if self.ondemand is not None else None),
             }

@@ -29,6 +29,7 @@ from oslo_log import log as logging
 import oslo_messaging
 
 from resq_agent import notifications
+from resq_agent.ondemand import escalation
 from resq_agent import rpc
 
 LOG = logging.getLogger(__name__)
@@ -81,6 +82,7 @@ class AgentService:
         self.rpc_server = None
         self.listener = None
         self.notifier = None
+        self.escalator = None
         self.connected = threading.Event()
         self._broker_down = False      # seen by the connector
         self._monitor_down = False     # seen by the monitoring thread
@@ -100,6 +102,9 @@ class AgentService:
         hooks = getattr(self.manager, 'misplaced_hooks', None)
         if hooks is not None:
             hooks.append(self.notifier.misplaced)
+        self.escalator = escalation.Escalator(
+            self.conf, self.transport, self.notification_transport,
+            self.host)
         self._spawn('resq-agent-messaging', self._connect)
         if opts.reconcile_interval:
             self._spawn('resq-agent-reconcile', self._every,
@@ -198,6 +203,14 @@ class AgentService:
     def _reconcile(self):
         summary = self.manager.reconcile()
         LOG.debug('Periodic reconcile: %s', summary)
+        self.send_escalations()
+
+    def send_escalations(self):
+        """Escalate the on-demand NFs the local scheduler gave up on."""
+        ondemand = getattr(self.manager, 'ondemand', None)
+        if ondemand is None or self.escalator is None:
+            return 0
+        return self.escalator.send(ondemand.take_escalations())
 
     def send_status(self):
         """Send the monitoring notifications once.

@@ -24,10 +24,16 @@ from resq_profiler import profile
 NAMESPACE = 'resq'
 RC_LLC_WAY = 'CUSTOM_LLC_WAY'
 RC_LLC_CLOS = 'CUSTOM_LLC_CLOS'
+# A core of a host's on-demand lease (resq_agent.ondemand): an on-demand
+# flavor asks for one per vCPU, in a named request group, so Placement
+# only offers cache domains whose lease has room for the instance.
+RC_ONDEMAND_CORE = 'CUSTOM_RESQ_ONDEMAND_CORE'
 TRAIT_CAT_L3 = 'CUSTOM_CAT_L3'
 # A cache domain's shape (resq_nova.placement.cache_domain.platform_traits).
 TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
 TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
+# A cache domain leasing <n> ways to on-demand NFs (the agent's lease).
+TRAIT_ONDEMAND_PREFIX = 'CUSTOM_RESQ_ONDEMAND_WAYS_'
 RESERVED = 'reserved'
 ON_DEMAND = 'on-demand'
 _NUMBER = r'(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)'
@@ -143,6 +149,7 @@ class ResQRequest:
     vcpus: int = 0
     required_traits: frozenset = frozenset()
     min_ways: int = None
+    ondemand_cores: int = 0
 
 
 def parse(extra_specs, vcpus=0):
@@ -166,12 +173,20 @@ def parse(extra_specs, vcpus=0):
                               "'resq:slo'; set resq:slo=reserved or "
                               "resq:slo=on-demand")
     ways, clos, suffix = 0, 0, None
+    od_cores, od_suffix = 0, None
     traits = {}
     for key, value in (extra_specs or {}).items():
         t = _TRAIT_KEY.match(key)
         if t and str(value).strip() == 'required':
             traits.setdefault(t.group('suffix'), set()).add(t.group('trait'))
         m = _RESOURCE_KEY.match(key)
+        if m and m.group('rc') == RC_ONDEMAND_CORE:
+            od_suffix = m.group('suffix')
+            if not re.fullmatch(r'[0-9]+', str(value).strip()):
+                raise InvalidResQSpec("extra spec '%s' must be an integer, "
+                                      "got '%s'" % (key, value))
+            od_cores = int(value)
+            continue
         if not m or m.group('rc') not in (RC_LLC_WAY, RC_LLC_CLOS):
             continue
         if suffix is not None and m.group('suffix') != suffix:
@@ -208,6 +223,10 @@ def parse(extra_specs, vcpus=0):
                 'provider, not the compute node' % (RC_LLC_WAY, RC_LLC_WAY))
         _check_reserved(values, ways, clos, suffix,
                         traits.get(suffix, set()))
+    else:
+        _check_on_demand(values, ways, od_cores, od_suffix, dedicated,
+                         vcpus)
+        suffix = od_suffix
     return ResQRequest(slo=slo, profile=values.get('profile'),
                        throughput_mpps=values.get('throughput_mpps'),
                        latency_p95_us=values.get('latency_p95_us'),
@@ -217,7 +236,34 @@ def parse(extra_specs, vcpus=0):
                        group_suffix=suffix, dedicated_cpus=dedicated,
                        vcpus=vcpus,
                        required_traits=frozenset(traits.get(suffix, ())),
-                       min_ways=values.get('min_ways'))
+                       min_ways=values.get('min_ways'),
+                       ondemand_cores=od_cores)
+
+
+def _check_on_demand(values, ways, cores, suffix, dedicated, vcpus):
+    """An on-demand flavor: a latency target, pinned cores from a lease."""
+    if ways:
+        raise InvalidResQSpec(
+            'resq:slo=on-demand takes its LLC ways from the host\'s '
+            'on-demand lease, not from Placement: remove %s from the '
+            'flavor' % RC_LLC_WAY)
+    if values.get('latency_p95_us') is None:
+        raise InvalidResQSpec(
+            'resq:slo=on-demand needs the latency target the host agent '
+            'watches: add "resq:latency_p95_us=<microseconds>"')
+    if not dedicated:
+        raise InvalidResQSpec(
+            'resq:slo=on-demand needs dedicated cores: add '
+            '"hw:cpu_policy=dedicated" to the flavor')
+    if not cores or not suffix:
+        raise InvalidResQSpec(
+            'resq:slo=on-demand needs room in a host\'s on-demand lease: '
+            'add "resources_OD:%s=%s" (one per vCPU, in a named request '
+            'group)' % (RC_ONDEMAND_CORE, vcpus or '<vCPUs>'))
+    if vcpus and cores != vcpus:
+        raise InvalidResQSpec(
+            'the flavor has %d vCPUs but asks for %d %s; ask for one per '
+            'vCPU' % (vcpus, cores, RC_ONDEMAND_CORE))
 
 
 def _trait_number(traits, prefix):

@@ -13,9 +13,11 @@
 from resq_agent.conf import agent
 from resq_agent.conf import dma
 from resq_agent.conf import nfvnice
+from resq_agent.conf import ondemand
 
 
 def register_opts(conf):
     agent.register_opts(conf)
     dma.register_opts(conf)
     nfvnice.register_opts(conf)
+    ondemand.register_opts(conf)

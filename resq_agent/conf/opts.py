@@ -13,9 +13,11 @@
 from resq_agent.conf import agent
 from resq_agent.conf import dma
 from resq_agent.conf import nfvnice
+from resq_agent.conf import ondemand
 from resq_common import privsep
 
 
 def list_opts():
     return (agent.list_opts() + dma.list_opts() + nfvnice.list_opts()
+            + ondemand.list_opts()
             + privsep.list_opts('resq_privsep_resctrl', 'resq_privsep_pqos'))

@@ -11,6 +11,9 @@
 #    under the License.
 """``resq-admit``: admit reserved SLO terms into the cluster.
 
+With ``--slo on-demand`` the term is an NF and a latency target instead:
+see :mod:`resq_nova.ondemand`.
+
 One term (``--term``, ``--profile``, targets): sizes it with the greedy,
 checks the cluster has room (Placement allocation candidates), creates or
 reuses its flavors (private to the admitting project) and boots its
@@ -39,12 +42,19 @@ from resq_nova import extra_specs
 from resq_nova import flavors
 from resq_nova import greedy
 from resq_nova import heat
+from resq_nova import ondemand
 from resq_nova.placement import client as placement_client
 from resq_profiler import cmd
 from resq_profiler import exception
 from resq_profiler import store as store_mod
 
 cli_opts = [
+    cfg.StrOpt('slo', default=extra_specs.RESERVED,
+               choices=(extra_specs.RESERVED, extra_specs.ON_DEMAND),
+               help='reserved: sized from the profile for the throughput; '
+                    'on-demand: one server in a host\'s on-demand lease, '
+                    'kept within --latency-p95-us by its host (--profile '
+                    'optional, --throughput-mpps unused)'),
     cfg.StrOpt('term', help='name of the SLO term; names its flavors '
                             '(resq.<term>.<ways>w) and servers (<term>-<n>)'),
     cfg.StrOpt('profile', help='id of the NF profile in the profile store'),
@@ -102,6 +112,8 @@ def missing_options(args):
     slo_file = getattr(args, 'slo_file', None)
     need = [] if slo_file else ['term', 'profile', 'throughput_mpps',
                                 'latency_p95_us']
+    if getattr(args, 'slo', None) == extra_specs.ON_DEMAND:
+        need = ['term', 'latency_p95_us']
     if not args.dry_run:
         need.append('image')
         if not args.heat_template:
@@ -207,7 +219,11 @@ def run(conf, placement, compute, out=None, err=None):
     if conf.slo_file:
         return _run_file(conf, placement, compute, store, out, err)
     try:
-        doc = admit(conf, placement, compute, store, conf.resq.load_discount)
+        if conf.slo == extra_specs.ON_DEMAND:
+            doc = ondemand.admit(conf, placement, compute, store)
+        else:
+            doc = admit(conf, placement, compute, store,
+                        conf.resq.load_discount)
     except greedy.AdmissionRefused as exc:
         _refused(conf, exc, out, err)
         return 1
@@ -295,6 +311,15 @@ def _refused(conf, exc, out, err):
 def _show(conf, doc, out):
     if conf.format == 'json':
         print(json.dumps(doc, indent=2, sort_keys=True), file=out)
+        return
+    if doc.get('slo') == extra_specs.ON_DEMAND:
+        print('On-demand SLO term %s: p95 <= %s us; %d lease(s) with room'
+              % (doc['term'], doc['latency_p95_us'],
+                 len(doc['leases_with_room'])), file=out)
+        print('  flavor %s' % doc['flavor']['name'], file=out)
+        for server in doc.get('servers', ()):
+            print('  server %s ACTIVE on %s (%s)' % (
+                server['name'], server['host'], server['id']), file=out)
         return
     print('SLO term %s%s: %s Mpps at p95 <= %s us with profile %s' % (
         doc['term'], ' (chain %s)' % doc['chain'] if doc.get('chain') else '',

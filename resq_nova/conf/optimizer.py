@@ -70,7 +70,13 @@ ALL_OPTS = [
     cfg.ListOpt('notification_topics',
                 default=['notifications'],
                 help='Topics of the optimizer\'s versioned notifications '
-                     '(resq.optimizer.plan.proposed, .applied, .failed).'),
+                     '(resq.optimizer.plan.proposed, .applied, .failed, '
+                     'resq.optimizer.ondemand.scale_out, .unmet).'),
+    cfg.StrOpt('rpc_topic',
+               default='resq_optimizer',
+               help='RPC topic the optimizer service listens on for the '
+                    'agents\' on-demand escalations (the agents\' '
+                    '[resq_agent] optimizer_topic).'),
 ]
 
 

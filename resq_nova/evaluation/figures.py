@@ -126,8 +126,9 @@ def write(doc, directory):
     violations.png (all schemes), and split into throughput and latency
     violations (violations_throughput.png, violations_latency.png),
     servers.png, when the prediction baseline or SLOMO ran,
-    prediction_error.png (both predictors side by side) and, with the
-    chains simulation, chains.png.
+    prediction_error.png (both predictors side by side), with the chains
+    simulation, chains.png, and with the on-demand simulation,
+    ondemand.png.
     """
     os.makedirs(directory, exist_ok=True)
     schemes = [s for s in LABELS if any(s in rows for rows in
@@ -156,4 +157,7 @@ def write(doc, directory):
         path = os.path.join(directory, 'chains.png')
         _chains(doc['chains'], path)
         paths.append(path)
+    if doc.get('on_demand'):
+        from resq_nova.evaluation import ondemand
+        paths.append(ondemand.figure(doc['on_demand'], directory))
     return paths

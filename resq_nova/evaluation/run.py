@@ -16,6 +16,7 @@ import time
 from resq_nova.evaluation import chains as chains_mod
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
+from resq_nova.evaluation import ondemand
 from resq_nova.evaluation import schemes as schemes_mod
 from resq_nova.evaluation import slomo
 from resq_nova.evaluation import slosets
@@ -184,6 +185,7 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
             slomo_predictor.measurements)
     # NFVnice's mechanisms on service chains sharing a core.
     doc['chains'] = chains_mod.evaluate()
+    doc['on_demand'] = ondemand.evaluate(seed=seed, progress=progress)
     return doc
 
 

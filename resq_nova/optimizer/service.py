@@ -161,13 +161,38 @@ class Optimizer:
 
 
 def make_service(conf, optimizer):
-    """An oslo.service service running ``optimizer.tick`` periodically."""
+    """An oslo.service service running ``optimizer.tick`` periodically.
+
+    It also serves the agents' on-demand escalations on ``[resq_optimizer]
+    rpc_topic`` (:mod:`resq_nova.optimizer.ondemand`) when the optimizer
+    has a Placement client.
+    """
     from oslo_service import service
 
     class OptimizerService(service.Service):
+        rpc_server = None
+
         def start(self):
             super().start()
             self.tg.add_timer(conf.resq_optimizer.interval, optimizer.tick,
                               initial_delay=0)
+            if optimizer.placement is not None:
+                import oslo_messaging
+
+                from resq_nova.optimizer import ondemand
+
+                self.transport = oslo_messaging.get_rpc_transport(conf)
+                self.rpc_server = ondemand.get_server(
+                    conf, self.transport, ondemand.EscalationEndpoint(
+                        optimizer.placement, optimizer.notifier))
+                self.rpc_server.start()
+
+        def stop(self, graceful=False):
+            if self.rpc_server is not None:
+                self.rpc_server.stop()
+                self.rpc_server.wait()
+                self.transport.cleanup()
+                self.rpc_server = None
+            super().stop(graceful)
 
     return OptimizerService()

@@ -39,6 +39,14 @@ provider, owned by the resq agent:
   one cache) and caches whose ids are not the cells' ids are handled; a
   cell in no domain (its cores span several caches) gets no ResQ
   instance.
+  ``CUSTOM_RESQ_ONDEMAND_WAYS_<n>`` says the domain leases ``n`` ways to
+  on-demand NFs (``[resq_agent] ondemand_ways``): they are part of the
+  ``CUSTOM_LLC_WAY`` reserved amount, and the lease's classes of service
+  are not offered as ``CUSTOM_LLC_CLOS``, so no reserved SLO takes them.
+  ``CUSTOM_RESQ_ONDEMAND_CORE`` counts the cores on-demand NFs may hold
+  there: an on-demand flavor asks for one per vCPU, so Placement only
+  offers domains whose lease has room for one more instance (ResQ §5.1's
+  on-demand admission).
   A profile is only valid on the platform it was measured on; flavors made
   by SLO admission require the profile's platform traits in their LLC
   request group, so Placement only offers cache domains of that shape.
@@ -59,6 +67,7 @@ TRAIT_WAYS_PREFIX = extra_specs.TRAIT_WAYS_PREFIX
 TRAIT_WAY_KIB_PREFIX = extra_specs.TRAIT_WAY_KIB_PREFIX
 TRAIT_CORES_PREFIX = 'CUSTOM_RESQ_CORES_'
 TRAIT_NUMA_PREFIX = 'CUSTOM_RESQ_NUMA_'
+TRAIT_ONDEMAND_PREFIX = extra_specs.TRAIT_ONDEMAND_PREFIX
 MAX_DOMAINS = 64
 
 
@@ -119,6 +128,13 @@ class CacheDomain:
     instance_ways: int = None
     # NUMA cells whose cores all share this cache (from discovery).
     numa_cells: tuple = ()
+    # The on-demand lease: its ways (inside the reserved amount) and its
+    # classes of service (host-wide).
+    lease_ways: int = 0
+    lease_classes: int = 0
+    # Cores on-demand NFs may hold in the domain; 0: the domain's cores
+    # (or, unknown, one per leased way).
+    lease_cores: int = 0
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -130,11 +146,18 @@ class CacheDomain:
             'min_unit': max(self.min_cbm_bits, 1),
             'max_unit': max(self.ways - reserved, 1), 'step_size': 1,
             'allocation_ratio': 1.0}}
-        usable_clos = (self.num_closids - 1) // max(self.domains_on_host, 1)
+        usable_clos = (self.num_closids - 1 - self.lease_classes) // max(
+            self.domains_on_host, 1)
         if usable_clos >= 1:
             inv[extra_specs.RC_LLC_CLOS] = {
                 'total': usable_clos + 1, 'reserved': 1, 'min_unit': 1,
                 'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}
+        if self.cat and self.lease_ways > 0:
+            cores = self.lease_cores or self.cores or self.lease_ways
+            inv[extra_specs.RC_ONDEMAND_CORE] = {
+                'total': cores, 'reserved': 0, 'min_unit': 1,
+                'max_unit': cores, 'step_size': 1,
+                'allocation_ratio': 1.0}
         if not self.cat or reserved >= self.ways or not usable_clos:
             return {}
         return inv
@@ -149,4 +172,6 @@ class CacheDomain:
             traits.append('%s%d' % (TRAIT_CORES_PREFIX, self.cores))
         traits.extend('%s%d' % (TRAIT_NUMA_PREFIX, c)
                       for c in self.numa_cells)
+        if self.cat and self.lease_ways > 0:
+            traits.append('%s%d' % (TRAIT_ONDEMAND_PREFIX, self.lease_ways))
         return sorted(traits)

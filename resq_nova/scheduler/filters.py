@@ -26,6 +26,12 @@ service, the cache shape its profile was measured on as required traits,
 ``resq:min_ways``; see :func:`resq_nova.extra_specs.parse`), so no
 scheduler host needs the profile files. As Nova's filters do, a refused
 host is logged at DEBUG; a refused request at INFO.
+
+An on-demand request (``resq:slo=on-demand``) asks for
+``CUSTOM_RESQ_ONDEMAND_CORE`` from a cache domain with an on-demand lease
+instead of ways: the same pruning keeps the candidates whose lease is in
+the NUMA cell its cores will be pinned to (ResQ §5.1: on-demand admission
+only checks that one instance fits in some host's lease).
 """
 
 from nova.scheduler import filters
@@ -33,7 +39,6 @@ from nova.scheduler import utils
 from nova.virt import hardware
 from oslo_log import log as logging
 
-from resq_nova import extra_specs
 from resq_nova.placement import cache_domain
 from resq_nova import scheduler
 from resq_nova.scheduler import cells as cells_mod
@@ -65,7 +70,7 @@ class ResQFilter(filters.BaseHostFilter):
             LOG.info('ResQFilter refuses every host for flavor %s: %s',
                      spec_obj.flavor.name, error)
             return []
-        if request is None or request.slo != extra_specs.RESERVED:
+        if request is None or request.group_suffix is None:
             return filter_obj_list
         if not self.RUN_ON_REBUILD and utils.request_is_rebuild(spec_obj):
             return filter_obj_list
@@ -145,9 +150,10 @@ class ResQFilter(filters.BaseHostFilter):
                 passed.append(host)
             else:
                 LOG.debug('ResQFilter: no allocation candidate of %s takes '
-                          '%d LLC ways from the cache domain of NUMA cell %s, '
+                          '%s from the cache domain of NUMA cell %s, '
                           'where the cores would be pinned', host,
-                          request.ways, cell)
+                          '%d LLC ways' % request.ways if request.ways
+                          else 'on-demand lease cores', cell)
         return passed
 
 

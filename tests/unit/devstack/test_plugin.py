@@ -312,6 +312,10 @@ class PluginTest(base.TestCase):
             'sysfs_root': [os.path.join(self.ds.data_dir, 'sysfs')],
             'state_dir': [os.path.join(self.ds.data_dir, 'agent')],
             'libvirt_uri': ['qemu:///system'],
+            'ondemand_ways': ['0'],
+            'ondemand_policy': ['resq'],
+            'ondemand_latency_dir': [os.path.join(self.ds.data_dir,
+                                                  'latency')],
             # nova.conf had none: the plugin dedicated all CPUs but CPU 0.
             'cpu_dedicated_set': ['1-%d' % (_nproc() - 1)]},
             agent['resq_agent'])
@@ -444,6 +448,22 @@ class PluginTest(base.TestCase):
         self.assertNotIn('cpu_shared_set', nova['compute'])
         agent = parse_ini(os.path.join(ds.conf_dir, 'resq-agent.conf'))
         self.assertEqual(['4-7'], agent['resq_agent']['cpu_dedicated_set'])
+
+    def test_on_demand_lease_and_latency_dir(self):
+        ds = self.useFixture(Devstack(RESQ_ONDEMAND_WAYS='4',
+                                      RESQ_ONDEMAND_POLICY='durner'))
+        ds.run(POST_CONFIG)
+        agent = parse_ini(os.path.join(ds.conf_dir, 'resq-agent.conf'))
+        self.assertEqual(['4'], agent['resq_agent']['ondemand_ways'])
+        self.assertEqual(['durner'], agent['resq_agent']['ondemand_policy'])
+        latency = os.path.join(ds.data_dir, 'latency')
+        self.assertEqual([latency],
+                         agent['resq_agent']['ondemand_latency_dir'])
+        self.assertTrue(os.path.isdir(latency))
+        # The default leases nothing.
+        self.ds.run(POST_CONFIG)
+        agent = parse_ini(os.path.join(self.ds.conf_dir, 'resq-agent.conf'))
+        self.assertEqual(['0'], agent['resq_agent']['ondemand_ways'])
 
     def _plan(self, ds=None):
         """The plan resq-admit prints for the default example term."""

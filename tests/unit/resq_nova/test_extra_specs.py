@@ -98,11 +98,58 @@ class ParseTest(base.TestCase):
         self.assertEqual(3, extra_specs.parse(GOOD).min_ways)
 
     def test_on_demand_needs_no_ways(self):
-        req = extra_specs.parse({'resq:slo': 'on-demand'})
+        req = extra_specs.parse(ON_DEMAND, vcpus=2)
         self.assertEqual((0, 0), (req.ways, req.clos))
+        self.assertEqual(('_OD', 2), (req.group_suffix,
+                                      req.ondemand_cores))
+        self.assertEqual(50.0, req.latency_p95_us)
+
+    def test_on_demand_flavors_are_checked(self):
+        def without(key, **changes):
+            specs = dict(ON_DEMAND, **changes)
+            specs.pop(key, None)
+            return specs
+
+        for specs, words in (
+                (without('resq:latency_p95_us'), 'resq:latency_p95_us'),
+                (without('hw:cpu_policy'), 'hw:cpu_policy=dedicated'),
+                (without('resources_OD:CUSTOM_RESQ_ONDEMAND_CORE'),
+                 'resources_OD:CUSTOM_RESQ_ONDEMAND_CORE=2'),
+                (without('x', **{'resources_LLC:CUSTOM_LLC_WAY': '2'}),
+                 'remove CUSTOM_LLC_WAY'),
+                (without('resources_OD:CUSTOM_RESQ_ONDEMAND_CORE', **{
+                    'resources:CUSTOM_RESQ_ONDEMAND_CORE': '2'}),
+                 'named request group'),
+                (without('x', **{
+                    'resources_OD:CUSTOM_RESQ_ONDEMAND_CORE': '1'}),
+                 'one per vCPU')):
+            exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                    extra_specs.parse, specs, 2)
+            self.assertIn(words, str(exc))
+
+
+ON_DEMAND = {'resq:slo': 'on-demand', 'resq:latency_p95_us': '50',
+             'hw:cpu_policy': 'dedicated',
+             'resources_OD:CUSTOM_RESQ_ONDEMAND_CORE': '2'}
 
 
 class CacheDomainTest(base.TestCase):
+
+    def test_on_demand_lease_is_reserved_and_offered_as_cores(self):
+        dom = cache_domain.CacheDomain(
+            domain_id=0, ways=20, io_ways=2, default_group_ways=1,
+            instance_ways=9, num_closids=16, cores=8, lease_ways=8,
+            lease_classes=4)
+        inv = dom.inventory()
+        self.assertEqual(11, inv['CUSTOM_LLC_WAY']['reserved'])
+        # 15 classes for instances minus the lease's 4.
+        self.assertEqual(12, inv['CUSTOM_LLC_CLOS']['total'])
+        self.assertEqual(8, inv['CUSTOM_RESQ_ONDEMAND_CORE']['total'])
+        self.assertIn('CUSTOM_RESQ_ONDEMAND_WAYS_8', dom.traits())
+        plain = cache_domain.CacheDomain(domain_id=0, ways=20, io_ways=2,
+                                         default_group_ways=1)
+        self.assertNotIn('CUSTOM_RESQ_ONDEMAND_CORE', plain.inventory())
+        self.assertFalse([t for t in plain.traits() if 'ONDEMAND' in t])
 
     def test_deterministic_identity(self):
         root = '3c0d6b8e-8d6e-4a43-9b8c-2f0f3b2f2a11'

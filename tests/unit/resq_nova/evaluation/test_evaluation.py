@@ -183,6 +183,8 @@ class EvaluateTest(base.TestCase):
         self.assertGreaterEqual(doc['ratios']['mixed']['greedy_to_optimal'],
                                 1.0)
         self.assertIn('resq_optimal', run.table(doc))
+        self.assertEqual({'resq', 'durner', 'shared'},
+                         set(doc['on_demand']['policies']))
 
     def test_prediction_error_is_reported(self):
         doc = run.evaluate(self.conf, ['sensitive'], ['prediction'],

@@ -1,0 +1,186 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""On-demand SLO admission (ResQ §5.1, §2).
+
+An on-demand term is an NF and a latency target. Admission checks two
+things and sizes nothing:
+
+* the target can be met at all: with a profile, not below the NF's p95
+  latency floor (alone, the whole cache, no load) — else the tenant gets
+  an error at once, as ResQ §2 says, instead of an NF that always
+  violates;
+* one instance fits in some host's on-demand lease: Placement has a cache
+  domain with ``CUSTOM_RESQ_ONDEMAND_CORE`` free for its vCPUs.
+
+Then it creates (or reuses) the term's flavor, ``resq.<term>.ondemand``,
+and boots one server, ``<term>-1``; the host's local scheduler does the
+rest. ``resq-admit --slo on-demand`` calls :func:`admit`.
+"""
+
+from oslo_log import log as logging
+
+from resq_nova import deployment
+from resq_nova import extra_specs
+from resq_nova import flavors
+from resq_nova import greedy
+from resq_nova.placement import client as placement_client
+from resq_profiler import exception
+
+LOG = logging.getLogger(__name__)
+
+GROUP = '_OD'
+LATENCY = 'latency'
+LEASE = 'lease'
+
+
+def flavor_name(term):
+    return 'resq.%s.ondemand' % term
+
+
+def flavor_specs(term, latency_p95_us, options, profile=None):
+    """The extra specs of an on-demand term's flavor (validated)."""
+    specs = {
+        'hw:cpu_policy': 'dedicated',
+        'hw:mem_page_size': options.mem_page_size,
+        'resq:slo': extra_specs.ON_DEMAND,
+        'resq:latency_p95_us': flavors.decimal(latency_p95_us),
+        'resq:term': term,
+        'resources%s:%s' % (GROUP, extra_specs.RC_ONDEMAND_CORE):
+            str(options.vcpus),
+    }
+    if profile is not None:
+        specs['resq:profile'] = profile.profile_id
+    extra_specs.parse(specs, options.vcpus)
+    return specs
+
+
+def best_case(term, latency_p95_us, profile):
+    """:raises greedy.AdmissionRefused: the target is below the floor."""
+    if profile is None:
+        return
+    floor = profile.latency_floor_us
+    if latency_p95_us < floor:
+        raise greedy.AdmissionRefused(
+            term, LATENCY,
+            'p95 latency %g us is below what %s achieves even alone with '
+            'the whole cache (%g us, profile %s): no allocation can meet '
+            'it; raise the target' % (latency_p95_us,
+                                      profile.nf['name'], floor,
+                                      profile.profile_id))
+
+
+def lease_candidates(placement, vcpus):
+    """Placement's allocation candidates for one on-demand instance.
+
+    Until some agent has reported a lease, Placement does not know the
+    resource class and answers 400: that is "no lease anywhere", not an
+    error.
+    """
+    try:
+        return placement.allocation_candidates(
+            {GROUP: {'resources': {extra_specs.RC_ONDEMAND_CORE: vcpus}}})
+    except placement_client.PlacementError as exc:
+        if 'No such resource class' in exc.message:
+            return {}
+        raise
+
+
+def leases_with_room(placement, term, vcpus):
+    """``[{'provider', 'root', 'free'}]``, most free lease cores first.
+
+    :raises greedy.AdmissionRefused: no lease has room for one instance.
+    """
+    body = lease_candidates(placement, vcpus)
+    summaries = body.get('provider_summaries') or {}
+    seen = {}
+    for req in body.get('allocation_requests') or ():
+        for rp in (req.get('mappings') or {}).get(GROUP, ()):
+            s = summaries.get(rp) or {}
+            res = (s.get('resources') or {}).get(
+                extra_specs.RC_ONDEMAND_CORE) or {}
+            seen[rp] = {'provider': rp,
+                        'root': s.get('root_provider_uuid'),
+                        'free': res.get('capacity', 0) - res.get('used', 0)}
+    if not seen:
+        raise greedy.AdmissionRefused(
+            term, LEASE,
+            'no host has room in its on-demand lease for one instance of '
+            '%d core(s): set [resq_agent] ondemand_ways (and '
+            'ondemand_cores) on more hosts, or free lease cores' % vcpus)
+    return sorted(seen.values(), key=lambda r: (-r['free'], r['provider']))
+
+
+def admit(args, placement, compute, store):
+    """Check, create the flavor and boot one server; the document.
+
+    :param args: ``term``, ``latency_p95_us``, ``profile`` (optional),
+        ``vcpus``, ``ram_mb``, ``disk_gb``, ``mem_page_size``, ``image``,
+        ``network``, ``boot_timeout``, ``dry_run``.
+    :raises greedy.AdmissionRefused: ``latency``, ``lease`` or
+        ``profile``.
+    :raises deployment.BootFailed: the server did not become ACTIVE.
+    """
+    options = flavors.FlavorOptions(args.vcpus, args.ram_mb, args.disk_gb,
+                                    args.mem_page_size)
+    profile = None
+    if args.profile:
+        try:
+            profile = store.get(args.profile)
+        except exception.ResQException as exc:
+            raise greedy.AdmissionRefused(args.term, greedy.PROFILE,
+                                          str(exc))
+    best_case(args.term, args.latency_p95_us, profile)
+    specs = flavor_specs(args.term, args.latency_p95_us, options, profile)
+    if not args.dry_run:
+        deployment.check_no_servers(compute, args.term)
+    room = leases_with_room(placement, args.term, args.vcpus)
+    name = flavor_name(args.term)
+    doc = {'term': args.term, 'slo': extra_specs.ON_DEMAND,
+           'latency_p95_us': args.latency_p95_us,
+           'profile': profile.profile_id if profile else None,
+           'flavor': {'name': name, 'extra_specs': specs},
+           'leases_with_room': room}
+    if args.dry_run:
+        return doc
+    project_id = compute.project_id()
+    existing = compute.find_flavor(name)
+    if existing is not None:
+        if (existing.get('extra_specs') or {}) != specs or existing.get(
+                'vcpus') != args.vcpus:
+            raise deployment.FlavorMismatch(
+                name=name, term=args.term,
+                diff='its extra specs or vCPUs differ from %s' % specs)
+        compute.add_flavor_access(existing['id'], project_id)
+        flavor_id, doc['flavor']['created'] = existing['id'], False
+    else:
+        # Private to the admitting project, as reserved terms' flavors.
+        flavor_id = compute.create_flavor(name, args.vcpus, args.ram_mb,
+                                          args.disk_gb, specs,
+                                          project_id)['id']
+        doc['flavor']['created'] = True
+    server_name = '%s-1' % args.term
+    try:
+        server_id = compute.create_server(server_name, flavor_id,
+                                          args.image, args.network)
+        server = compute.wait_for_server(server_id, args.boot_timeout)
+    except exception.ResQException as exc:
+        raise deployment.BootFailed(args.term, server_name, str(exc), [])
+    if server['status'] != 'ACTIVE':
+        reason = (server.get('fault') or {}).get('message') or (
+            'status %s after %ss' % (server['status'], args.boot_timeout))
+        raise deployment.BootFailed(args.term, server_name,
+                                    '%s, id %s' % (reason, server_id), [])
+    doc['servers'] = [{'name': server_name, 'id': server_id,
+                       'host': server.get('OS-EXT-SRV-ATTR:host')}]
+    LOG.info('On-demand server %s (%s) is ACTIVE on %s', server_name,
+             server_id, doc['servers'][0]['host'])
+    return doc
