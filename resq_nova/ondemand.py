@@ -46,8 +46,14 @@ def flavor_name(term):
     return 'resq.%s.ondemand' % term
 
 
-def flavor_specs(term, latency_p95_us, options, profile=None):
-    """The extra specs of an on-demand term's flavor (validated)."""
+def flavor_specs(term, latency_p95_us, options, profile=None,
+                 expected_mpps=None):
+    """The extra specs of an on-demand term's flavor (validated).
+
+    :param expected_mpps: the rate the NF is expected to be offered, kept
+        as ``resq:throughput_mpps`` so later admissions can predict whether
+        sharing a lease pushes it past it (:func:`sharing_warnings`).
+    """
     specs = {
         'hw:cpu_policy': 'dedicated',
         'hw:mem_page_size': options.mem_page_size,
@@ -59,6 +65,8 @@ def flavor_specs(term, latency_p95_us, options, profile=None):
     }
     if profile is not None:
         specs['resq:profile'] = profile.profile_id
+    if expected_mpps:
+        specs['resq:throughput_mpps'] = flavors.decimal(expected_mpps)
     extra_specs.parse(specs, options.vcpus)
     return specs
 
@@ -119,6 +127,65 @@ def leases_with_room(placement, term, vcpus):
     return sorted(seen.values(), key=lambda r: (-r['free'], r['provider']))
 
 
+def sharing_warnings(placement, compute, store, room, profile, mpps):
+    """SLOMO's warnings for sharing each lease with room (issue 15).
+
+    On-demand NFs share their host's lease. For each host whose lease has
+    room, the on-demand servers already there that carry a profile and an
+    expected rate (``resq:profile``, ``resq:throughput_mpps``) and the new
+    NF are predicted together with their SLOMO models
+    (:func:`resq_profiler.slomo.sharing.admission_warning`): a warning
+    names every NF that would fall below its rate. A warning does not
+    refuse the term (the host agent isolates who violates); it says where
+    Nova's choice of host would hurt. Without a profile and an expected
+    rate for the new NF nothing is predicted.
+
+    :returns: warning lines, ``on <host>: ...``.
+    """
+    if profile is None or not mpps:
+        return []
+    from resq_profiler.slomo import sharing
+    from resq_profiler.slomo import store as slomo_store
+
+    models_store = slomo_store.ModelStore(store.directory)
+    models = {}
+
+    def model(pid):
+        if pid not in models:
+            models[pid] = models_store.get_or_isolate(pid)
+        return models[pid]
+
+    model(profile.profile_id)
+    servers = None
+    warnings = []
+    for lease in room:
+        try:
+            host = placement.get_provider(lease['root'])['name']
+        except (placement_client.PlacementError, KeyError, TypeError):
+            continue
+        if servers is None:
+            servers = compute.list_all_servers()
+        members, targets = [], {profile.profile_id: float(mpps)}
+        for server in servers:
+            if host not in (server.get('OS-EXT-SRV-ATTR:host'),
+                            server.get('OS-EXT-SRV-ATTR:hypervisor_hostname')):
+                continue
+            specs = (server.get('flavor') or {}).get('extra_specs') or {}
+            pid, rate = specs.get('resq:profile'), specs.get(
+                'resq:throughput_mpps')
+            if specs.get('resq:slo') != extra_specs.ON_DEMAND or not (
+                    pid and rate):
+                continue
+            model(pid)
+            members.append(pid)
+            targets[pid] = max(targets.get(pid, 0.0), float(rate))
+        text = sharing.admission_warning(models, members,
+                                         profile.profile_id, targets)
+        if text:
+            warnings.append('on %s: %s' % (host, text))
+    return warnings
+
+
 def admit(args, placement, compute, store):
     """Check, create the flavor and boot one server; the document.
 
@@ -139,7 +206,9 @@ def admit(args, placement, compute, store):
             raise greedy.AdmissionRefused(args.term, greedy.PROFILE,
                                           str(exc))
     best_case(args.term, args.latency_p95_us, profile)
-    specs = flavor_specs(args.term, args.latency_p95_us, options, profile)
+    expected = getattr(args, 'throughput_mpps', None)
+    specs = flavor_specs(args.term, args.latency_p95_us, options, profile,
+                         expected)
     if not args.dry_run:
         deployment.check_no_servers(compute, args.term)
     room = leases_with_room(placement, args.term, args.vcpus)
@@ -148,7 +217,11 @@ def admit(args, placement, compute, store):
            'latency_p95_us': args.latency_p95_us,
            'profile': profile.profile_id if profile else None,
            'flavor': {'name': name, 'extra_specs': specs},
-           'leases_with_room': room}
+           'leases_with_room': room,
+           'warnings': sharing_warnings(placement, compute, store, room,
+                                        profile, expected)}
+    for warning in doc['warnings']:
+        LOG.warning('On-demand SLO term %s: %s', args.term, warning)
     if args.dry_run:
         return doc
     project_id = compute.project_id()

@@ -86,6 +86,15 @@ ALL_OPTS = [
                help='Directory of the jsonlines latency source: one file '
                     '<instance uuid>.jsonl per on-demand NF, each line '
                     '{"time": <unix s>, "latency_us": <µs>}.'),
+    cfg.StrOpt('ondemand_slomo_dir',
+               help='Directory of SLOMO models (<profile id>.slomo, as '
+                    '"resq-profiler slomo-train" stores them beside the '
+                    'profiles). When set, a violating on-demand NF that '
+                    'misses little but that its model predicts cannot carry '
+                    'its offered rate (the "mpps" its latency source '
+                    'reports) next to the other sharers gets a class of its '
+                    'own instead of the shared one. Unset: ResQ\'s rule '
+                    'alone.'),
     cfg.StrOpt('ondemand_latency_script',
                help='JSON script of the scripted latency source (tests and '
                     'devstack hosts without NFs).'),

@@ -62,6 +62,10 @@ class OnDemandHost:
         self.decisions = {}
         self.escalations = collections.deque(maxlen=1000)
         self._groups = {}     # uuid -> class id it is in
+        self.sharing = None
+        if opts.ondemand_slomo_dir:
+            from resq_agent.ondemand import sharing
+            self.sharing = sharing.SlomoSharing(opts.ondemand_slomo_dir)
 
     @classmethod
     def from_conf(cls, conf, monitor=None):
@@ -72,7 +76,8 @@ class OnDemandHost:
         if domain_id not in self.schedulers:
             self.schedulers[domain_id] = sched_mod.LocalScheduler(
                 opts.ondemand_policy, opts.ondemand_settle_s,
-                opts.ondemand_high_miss_mbps * 1e6)
+                opts.ondemand_high_miss_mbps * 1e6,
+                may_share=self.sharing)
         return self.schedulers[domain_id]
 
     def nfs(self, instances, topology):
@@ -102,7 +107,8 @@ class OnDemandHost:
                 refused.append((inst.uuid, dom, reason))
                 continue
             out[dom].append(model.NF(inst.uuid, float(target),
-                                     tuple(inst.cpus)))
+                                     tuple(inst.cpus),
+                                     inst.extra_specs.get('resq:profile')))
         return out, refused
 
     def _readings(self, domain_id, nfs):
@@ -122,7 +128,8 @@ class OnDemandHost:
                 share = max(members[group], 1)
                 occ = (m.get('llc_occupancy_bytes') or 0) / share
                 bw = (m.get('mbm_total_bytes_per_s') or 0) / share
-            readings[n.uuid] = model.Reading(s.latency_us, occ, bw, s.load)
+            readings[n.uuid] = model.Reading(s.latency_us, occ, bw, s.load,
+                                             s.mpps)
         return readings, failed
 
     def extend(self, lay, shapes, instances, topology):

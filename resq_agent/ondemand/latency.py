@@ -44,12 +44,14 @@ class Sample:
     """One report of an NF: when (Unix seconds) and how long (µs).
 
     ``load``, the CPU utilisation in [0, 1], is optional (Durner's policy
-    uses it when there).
+    uses it when there); so is ``mpps``, the NF's offered rate (SLOMO's
+    sharing check uses it when there).
     """
 
     time: float
     latency_us: float
     load: float = None
+    mpps: float = None
 
 
 class LatencySource:
@@ -113,6 +115,9 @@ class Checked:
                                        or not 0 <= s.load <= 1):
                 fail('load %r is not a number between 0 and 1'
                      % (s.load,))
+            if s.mpps is not None and (not _number(s.mpps) or s.mpps < 0):
+                fail('offered rate %r Mpps is not a finite, non-negative '
+                     'number' % (s.mpps,))
         if samples:
             # The newest; among equal times the one reported last.
             self._last[uuid] = max(reversed(samples), key=lambda s: s.time)

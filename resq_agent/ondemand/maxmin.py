@@ -22,6 +22,11 @@ One round over a pool of NFs sharing ``space`` ways, with the fair share
 * the rest stay in the shared class, which keeps what is left of the
   space, and the next round runs on them.
 
+With a sharing check (``may_share``, SLOMO's models: :mod:`.sharing`), a
+violating NF of the first kind that the models predict cannot carry its
+offered rate next to the other sharers is isolated as well, rather than
+shared again.
+
 Rounds stop when the pool meets every target, when a round moves no NF
 (everyone left occupies at least the fair share: each already gets what
 max-min fairness gives it), or when classes of service or ways run out.
@@ -42,7 +47,7 @@ def violating(nfs, readings):
             if readings[n.uuid].latency_us > n.target_us}
 
 
-def plan(lease, nfs, readings, high_miss_bw):
+def plan(lease, nfs, readings, high_miss_bw, may_share=None):
     """Split ``lease`` among ``nfs`` from their latest ``readings``.
 
     :param lease: :class:`model.Lease`.
@@ -51,6 +56,8 @@ def plan(lease, nfs, readings, high_miss_bw):
         readings: the caller drops sources that failed).
     :param high_miss_bw: bytes/s of memory bandwidth from which a violating
         NF counts as missing a lot.
+    :param may_share: ``(nfs, readings) -> uuids`` of the NFs predicted
+        not to keep up if ``nfs`` share one class; None: no prediction.
     :returns: :class:`model.Plan`; ``unmet`` lists violating NFs it could
         not isolate (no class of service or ways left, or a fair share
         under ``min_cbm_bits``).
@@ -76,6 +83,12 @@ def plan(lease, nfs, readings, high_miss_bw):
                     low.append(n)
             else:
                 rest.append(n)
+        if may_share is not None and len(low) > 1:
+            cannot = may_share(low, readings)
+            moved = [n for n in low if n.uuid in bad and n.uuid in cannot]
+            if moved:
+                iso.extend(moved)
+                low = [n for n in low if n not in moved]
         if not low and not iso:
             break
         iso_ways = max(int(math.floor(fair)), min_bits)

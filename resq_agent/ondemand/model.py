@@ -84,6 +84,8 @@ class NF:
     uuid: str
     target_us: float
     cpus: tuple = ()
+    # resq:profile of its flavor: names its SLOMO model, if any.
+    profile: str = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,12 +98,15 @@ class Reading:
         the line size, so the NF's miss rate.
     :param load: CPU utilisation in [0, 1] if the source reports it (for
         Durner's policy); None otherwise.
+    :param mpps: the rate offered to the NF if the source reports it (for
+        SLOMO's sharing check); None otherwise.
     """
 
     latency_us: float
     occupancy_bytes: float = 0.0
     miss_bw: float = 0.0
     load: float = None
+    mpps: float = None
 
 
 @dataclasses.dataclass(frozen=True)

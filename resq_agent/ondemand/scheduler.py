@@ -70,7 +70,7 @@ class Decision:
 class LocalScheduler:
 
     def __init__(self, policy='resq', settle_s=10.0, high_miss_bw=1e9,
-                 max_replans=12):
+                 max_replans=12, may_share=None):
         if policy not in POLICIES:
             raise ValueError('on-demand policy %r is unknown; use one of %s'
                              % (policy, ', '.join(POLICIES)))
@@ -78,6 +78,7 @@ class LocalScheduler:
         self.settle_s = settle_s
         self.high_miss_bw = high_miss_bw
         self.max_replans = max_replans
+        self.may_share = may_share
         self.lease = None
         self.nfs = ()
         self.plan = None
@@ -215,7 +216,7 @@ class LocalScheduler:
         sub = dataclasses.replace(lease, ways=rest_ways,
                                   classes=lease.classes - len(kept))
         plan = maxmin.plan(sub, [n for n in nfs if n.uuid not in held],
-                           readings, self.high_miss_bw)
+                           readings, self.high_miss_bw, self.may_share)
         return model.Plan(tuple(kept) + plan.classes, plan.unmet,
                           plan.rounds)
 

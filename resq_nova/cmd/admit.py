@@ -54,7 +54,10 @@ cli_opts = [
                help='reserved: sized from the profile for the throughput; '
                     'on-demand: one server in a host\'s on-demand lease, '
                     'kept within --latency-p95-us by its host (--profile '
-                    'optional, --throughput-mpps unused)'),
+                    'optional; --throughput-mpps optional, the rate it '
+                    'is expected to be offered: with SLOMO models, '
+                    'admission warns where sharing a lease would push an '
+                    'NF below its rate)'),
     cfg.StrOpt('term', help='name of the SLO term; names its flavors '
                             '(resq.<term>.<ways>w) and servers (<term>-<n>)'),
     cfg.StrOpt('profile', help='id of the NF profile in the profile store'),
@@ -317,6 +320,8 @@ def _show(conf, doc, out):
               % (doc['term'], doc['latency_p95_us'],
                  len(doc['leases_with_room'])), file=out)
         print('  flavor %s' % doc['flavor']['name'], file=out)
+        for warning in doc.get('warnings', ()):
+            print('  WARNING %s' % warning, file=out)
         for server in doc.get('servers', ()):
             print('  server %s ACTIVE on %s (%s)' % (
                 server['name'], server['host'], server['id']), file=out)

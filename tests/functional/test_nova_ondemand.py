@@ -167,3 +167,52 @@ class OnDemandAdmitTest(test_nova_scheduler.ResQNovaTestBase):
         self.assertEqual(0, rc, err)
         self.assertEqual(self.profile.profile_id,
                          doc['flavor']['extra_specs']['resq:profile'])
+
+    def test_slomo_warns_where_sharing_the_lease_hurts(self):
+        from resq_profiler.slomo import store as slomo_store
+        from resq_profiler.slomo import training
+        from tests.unit.resq_profiler.slomo import util
+
+        # LPM profiled and its SLOMO model trained on the testbed, both in
+        # the profile store.
+        driver = util.driver('LPM')
+        from resq_profiler import profiler
+        prof = profiler.run(util.make_conf(), 'LPM',
+                            driver.traffic, driver_name='model')
+        store_mod.ProfileStore(self.profiles).put(prof)
+        doc = training.train(driver, prof.profile_id)
+        slomo_store.ModelStore(self.profiles).put(doc)
+        solo = doc['solo_mpps']
+        self.start_host('host1', lease_ways=4)
+
+        def admit_term(term, mpps):
+            conf = cfg.ConfigOpts()
+            admit.register_opts(conf)
+            conf.register_cli_opts(admit.cli_opts)
+            conf(['--slo', 'on-demand', '--term', term,
+                  '--latency-p95-us', '%g' % (prof.latency_floor_us * 3),
+                  '--profile', prof.profile_id,
+                  '--throughput-mpps', '%g' % mpps, '--ram-mb', '512',
+                  '--image', IMAGE, '--network', 'none',
+                  '--profile-dir', self.profiles, '--boot-timeout', '60'],
+                 project='resq', default_config_files=[])
+            out, err = io.StringIO(), io.StringIO()
+            rc = admit.run(conf, self.client, self.compute, out=out, err=err)
+            return rc, out.getvalue(), err.getvalue()
+
+        # Alone in the lease at a modest rate: no warning.
+        rc, text, err = admit_term('od-a', 0.5 * solo)
+        self.assertEqual(0, rc, err)
+        self.assertNotIn('WARNING', text)
+        # A second LPM offered nearly its solo rate next to the first: the
+        # model predicts it cannot keep up, and says where.
+        rc, text, err = admit_term('od-b', 0.99 * solo)
+        self.assertEqual(0, rc, err)
+        self.assertIn('WARNING on host1: admitting %s to the shared cache '
+                      'class (with %s)' % (prof.profile_id, prof.profile_id),
+                      text)
+        self.assertIn('below its target', text)
+        self.assertIn('ACTIVE on host1', text)
+        flavor = self.compute.find_flavor('resq.od-b.ondemand')
+        self.assertAlmostEqual(0.99 * solo, float(
+            flavor['extra_specs']['resq:throughput_mpps']), places=3)

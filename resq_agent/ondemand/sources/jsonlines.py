@@ -15,11 +15,13 @@ An on-demand NF (or a sidecar that measures it) appends one JSON object a
 line to ``<ondemand_latency_dir>/<instance uuid>.jsonl``::
 
     {"time": 1732372800.5, "latency_us": 41.7}
-    {"time": 1732372801.5, "latency_us": 39.2, "load": 0.83}
+    {"time": 1732372801.5, "latency_us": 39.2, "load": 0.83, "mpps": 1.2}
 
 ``time`` is Unix seconds, ``latency_us`` the latency the target is about
 (the p95 of the last interval, say), ``load`` optionally the CPU
-utilisation in [0, 1]. The agent reads only the lines added since its last
+utilisation in [0, 1], ``mpps`` optionally the rate offered to the NF
+(with a SLOMO model, the scheduler predicts whether the NF keeps up with
+it in a shared class). The agent reads only the lines added since its last
 read and never more than ``MAX_READ`` bytes at a time (a flooding NF cannot
 make the agent read without end); a file that shrank or was replaced is
 read from its start. A line that is not a JSON object with those fields is
@@ -86,7 +88,7 @@ class JsonLinesSource(latency.LatencySource):
             try:
                 doc = json.loads(raw)
                 out.append(latency.Sample(doc['time'], doc['latency_us'],
-                                          doc.get('load')))
+                                          doc.get('load'), doc.get('mpps')))
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 self._pos[instance_uuid] = (st.st_ino, offset + end, lineno)
                 raise latency.SourceFailed(

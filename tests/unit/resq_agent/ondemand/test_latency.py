@@ -170,6 +170,14 @@ class JsonLinesTest(base.TestCase):
         self.assertRaisesRegex(latency.SourceFailed,
                                'jsonlines.*not a finite', c.latest, U1)
 
+    def test_offered_rate_is_read_and_checked(self):
+        c = latency.Checked(self.src, 30, 100, lambda: 1000.0)
+        self.append(U1, {'time': 999, 'latency_us': 40, 'mpps': 1.25})
+        self.assertEqual(1.25, c.latest(U1).mpps)
+        self.append(U1, {'time': 1000, 'latency_us': 40, 'mpps': -1})
+        self.assertRaisesRegex(latency.SourceFailed,
+                               'offered rate -1 Mpps', c.latest, U1)
+
 
 class LoadTest(base.TestCase):
 

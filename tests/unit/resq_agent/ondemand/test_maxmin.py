@@ -82,6 +82,30 @@ class MaxMinTest(base.TestCase):
         self.assertEqual(16, sum(c.ways for c in plan.classes))
         self.assertEqual((), plan.unmet)
 
+    def test_sharing_check_isolates_who_cannot_keep_up(self):
+        # b violates but misses little: ResQ's rule shares it with c. A
+        # sharing check that predicts b cannot carry its rate next to c
+        # gives it a class of its own; c (compliant) stays shared.
+        nfs = [nf(n) for n in 'abcd']
+        readings = {'a': rd(20, 3, miss=2e9), 'b': rd(20, 2, miss=1e6),
+                    'c': rd(5, 1), 'd': rd(5, 9)}
+        asked = []
+
+        def may_share(members, rds):
+            asked.append(sorted(n.uuid for n in members))
+            return {'b', 'c'}
+
+        plan = maxmin.plan(lease(), nfs, readings, HIGH, may_share)
+        self.assertEqual([['b', 'c']], asked)
+        iso = sorted(c.members for c in plan.classes if c.kind != 'shared')
+        self.assertEqual([('a',), ('b',)], iso)
+        self.assertEqual(('c',), plan.classes[plan.class_of('c')].members)
+        self.assertEqual(16, sum(c.ways for c in plan.classes))
+        # A check that clears everyone changes nothing.
+        same = maxmin.plan(lease(), nfs, readings, HIGH, lambda m, r: set())
+        self.assertEqual(maxmin.plan(lease(), nfs, readings, HIGH).key(),
+                         same.key())
+
     def test_repeats_on_the_shared_class_until_stable(self):
         # Round 1 (fair 4): a small compliant NF leaves; the rest (fair
         # 15/3 = 5 in round 2) has a violator now under its fair share.
