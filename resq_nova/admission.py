@@ -143,12 +143,16 @@ def cluster(candidates, options):
             if trait.startswith(cache_domain.TRAIT_CORES_PREFIX):
                 cores = int(trait[len(cache_domain.TRAIT_CORES_PREFIX):])
         clos = summary['resources'].get(extra_specs.RC_LLC_CLOS) or {}
+        free_cores = None if cores is None else max(
+            cores - clos.get('used', 0), 0)
+        if extra_specs.RC_RESQ_CORE in summary['resources']:
+            # Counted by Placement, less an on-demand lease's cores.
+            free_cores = _free(summary, extra_specs.RC_RESQ_CORE)
         host.domains.append(Domain(
             uuid, _free(summary, extra_specs.RC_LLC_WAY),
             _free(summary, extra_specs.RC_LLC_CLOS),
             summary['resources'][extra_specs.RC_LLC_WAY]['capacity'],
-            traits, None if cores is None
-            else max(cores - clos.get('used', 0), 0), clos.get('capacity')))
+            traits, free_cores, clos.get('capacity')))
     return list(hosts.values())
 
 

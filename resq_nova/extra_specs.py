@@ -28,6 +28,11 @@ RC_LLC_CLOS = 'CUSTOM_LLC_CLOS'
 # flavor asks for one per vCPU, in a named request group, so Placement
 # only offers cache domains whose lease has room for the instance.
 RC_ONDEMAND_CORE = 'CUSTOM_RESQ_ONDEMAND_CORE'
+# A dedicated core of a cache domain for reserved SLOs: the domain's cores
+# less its on-demand lease's. A reserved flavor asks for one per vCPU in
+# its LLC request group, so reserved instances never take the lease's
+# cores (resq-admit's flavors do; hand-made flavors may).
+RC_RESQ_CORE = 'CUSTOM_RESQ_CORE'
 TRAIT_CAT_L3 = 'CUSTOM_CAT_L3'
 # A cache domain's shape (resq_nova.placement.cache_domain.platform_traits).
 TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
@@ -174,6 +179,7 @@ def parse(extra_specs, vcpus=0):
                               "resq:slo=on-demand")
     ways, clos, suffix = 0, 0, None
     od_cores, od_suffix = 0, None
+    res_cores = None
     traits = {}
     for key, value in (extra_specs or {}).items():
         t = _TRAIT_KEY.match(key)
@@ -186,6 +192,12 @@ def parse(extra_specs, vcpus=0):
                 raise InvalidResQSpec("extra spec '%s' must be an integer, "
                                       "got '%s'" % (key, value))
             od_cores = int(value)
+            continue
+        if m and m.group('rc') == RC_RESQ_CORE:
+            if not re.fullmatch(r'[0-9]+', str(value).strip()):
+                raise InvalidResQSpec("extra spec '%s' must be an integer, "
+                                      "got '%s'" % (key, value))
+            res_cores = (m.group('suffix'), int(value))
             continue
         if not m or m.group('rc') not in (RC_LLC_WAY, RC_LLC_CLOS):
             continue
@@ -221,6 +233,15 @@ def parse(extra_specs, vcpus=0):
                 'request %s in a named request group (e.g. '
                 '"resources_LLC:%s") so it is served by one cache domain '
                 'provider, not the compute node' % (RC_LLC_WAY, RC_LLC_WAY))
+        if res_cores is not None and res_cores[0] != suffix:
+            raise InvalidResQSpec(
+                '%s must be requested in the LLC request group (%r), where '
+                'the ways are, not in %r' % (RC_RESQ_CORE, suffix,
+                                             res_cores[0]))
+        if res_cores is not None and vcpus and res_cores[1] != vcpus:
+            raise InvalidResQSpec(
+                'the flavor has %d vCPUs but asks for %d %s; ask for one '
+                'per vCPU' % (vcpus, res_cores[1], RC_RESQ_CORE))
         _check_reserved(values, ways, clos, suffix,
                         traits.get(suffix, set()))
     else:

@@ -74,6 +74,10 @@ def flavor_specs(term, ways, share_mpps, options):
     specs = {
         'resources%s:%s' % (LLC_GROUP, extra_specs.RC_LLC_WAY): str(ways),
         'resources%s:%s' % (LLC_GROUP, extra_specs.RC_LLC_CLOS): '1',
+        # The cores, counted in the cache domain too: reserved instances
+        # never take an on-demand lease's cores.
+        'resources%s:%s' % (LLC_GROUP, extra_specs.RC_RESQ_CORE):
+            str(options.vcpus),
         'trait%s:%s' % (LLC_GROUP, extra_specs.TRAIT_CAT_L3): 'required',
     }
     # Only cache domains of the profile's shape: a profile measured on

@@ -29,6 +29,11 @@ provider, owned by the resq agent:
 * traits ``CUSTOM_CAT_L3`` (CAT-capable), ``CUSTOM_RESQ_L3_<id>`` and the
   platform traits ``CUSTOM_RESQ_LLC_WAYS_<n>`` and
   ``CUSTOM_RESQ_LLC_WAY_KIB_<k>`` (the domain's way count and way size).
+  ``CUSTOM_RESQ_CORE``: the domain's dedicated cores for reserved SLOs
+  (those of its NUMA cell in Nova's ``cpu_dedicated_set``, less the
+  on-demand lease's ``ondemand_cores``); flavors made by SLO admission ask
+  for one per vCPU in their LLC group, so reserved instances never take a
+  lease's cores and a socket's cores are accounted per cache domain;
   ``CUSTOM_RESQ_CORES_<n>`` says how many dedicated cores the domain's
   NUMA cell has (Placement keeps PCPU on the compute node, not per cell;
   the optimizer reads the cell's size from this trait).
@@ -152,6 +157,16 @@ class CacheDomain:
             inv[extra_specs.RC_LLC_CLOS] = {
                 'total': usable_clos + 1, 'reserved': 1, 'min_unit': 1,
                 'max_unit': 1, 'step_size': 1, 'allocation_ratio': 1.0}
+        if self.cores:
+            # Reserved SLOs' cores: the domain's, less the lease's when
+            # the lease keeps cores of its own (lease_cores).
+            keep = self.lease_cores if self.lease_ways > 0 else 0
+            res_cores = max(self.cores - keep, 0)
+            if res_cores:
+                inv[extra_specs.RC_RESQ_CORE] = {
+                    'total': res_cores, 'reserved': 0, 'min_unit': 1,
+                    'max_unit': res_cores, 'step_size': 1,
+                    'allocation_ratio': 1.0}
         if self.cat and self.lease_ways > 0:
             cores = self.lease_cores or self.cores or self.lease_ways
             inv[extra_specs.RC_ONDEMAND_CORE] = {

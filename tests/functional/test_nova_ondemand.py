@@ -81,6 +81,26 @@ class OnDemandAdmissionTest(test_nova_scheduler.ResQNovaTestBase):
                             networks='none')
         self.assertEqual(1, self.lease_usage(leased))
 
+    def test_reserved_slos_never_take_the_lease_cores(self):
+        leased = self.start_host('host1', lease_ways=4, lease_cores=2)
+        # 6 dedicated cores, 2 kept for the lease: 4 for reserved SLOs,
+        # counted in the cache domain as resq-admit's flavors ask.
+        self.assertEqual(4, self.client.get_inventories(leased)[
+            'CUSTOM_RESQ_CORE']['total'])
+        four = self.resq_flavor(ways=2, vcpus=4, **{
+            'resources_LLC:CUSTOM_RESQ_CORE': '4'})
+        self._create_server(flavor_id=four, networks='none')
+        one = self.resq_flavor(ways=1, vcpus=1, **{
+            'resources_LLC:CUSTOM_RESQ_CORE': '1'})
+        server = self._create_server(flavor_id=one, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+        # The lease's two cores are still there for on-demand NFs.
+        flavor = self.on_demand_flavor()
+        for _ in range(2):
+            self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual(2, self.lease_usage(leased))
+
     def test_on_demand_without_target_is_refused_with_the_reason(self):
         self.start_host('host1', lease_ways=4, lease_cores=2)
         spec = dict(ON_DEMAND)

@@ -75,6 +75,7 @@ class PlanTest(base.TestCase):
         self.assertEqual({
             'resources_LLC:CUSTOM_LLC_WAY': '2',
             'resources_LLC:CUSTOM_LLC_CLOS': '1',
+            'resources_LLC:CUSTOM_RESQ_CORE': '1',
             'trait_LLC:CUSTOM_CAT_L3': 'required',
             'trait_LLC:CUSTOM_RESQ_LLC_WAYS_20': 'required',
             'trait_LLC:CUSTOM_RESQ_LLC_WAY_KIB_2304': 'required',

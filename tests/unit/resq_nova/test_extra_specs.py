@@ -25,6 +25,22 @@ class ParseTest(base.TestCase):
                           req.throughput_mpps, req.latency_p95_us,
                           req.packet_bytes, req.dedicated_cpus, req.vcpus))
 
+    def test_reserved_cores_in_the_llc_group_one_per_vcpu(self):
+        req = extra_specs.parse(dict(GOOD, **{
+            'resources_LLC:CUSTOM_RESQ_CORE': '2'}), vcpus=2)
+        self.assertEqual(4, req.ways)
+        for key, value, vcpus, text in (
+                ('resources_LLC:CUSTOM_RESQ_CORE', '1', 2,
+                 'has 2 vCPUs but asks for 1 CUSTOM_RESQ_CORE'),
+                ('resources_X:CUSTOM_RESQ_CORE', '2', 2,
+                 'in the LLC request group'),
+                ('resources_LLC:CUSTOM_RESQ_CORE', 'two', 2,
+                 'must be an integer')):
+            exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                    extra_specs.parse,
+                                    dict(GOOD, **{key: value}), vcpus)
+            self.assertIn(text, str(exc))
+
     def test_values_name_key_and_allowed(self):
         for key, value, text in (
                 ('resq:throughput_mpps', 'abc', 'a number > 0'),
@@ -150,6 +166,25 @@ class CacheDomainTest(base.TestCase):
                                          default_group_ways=1)
         self.assertNotIn('CUSTOM_RESQ_ONDEMAND_CORE', plain.inventory())
         self.assertFalse([t for t in plain.traits() if 'ONDEMAND' in t])
+
+    def test_reserved_cores_leave_the_lease_its_cores(self):
+        leased = cache_domain.CacheDomain(
+            domain_id=0, ways=20, io_ways=2, default_group_ways=1,
+            instance_ways=9, num_closids=16, cores=8, lease_ways=8,
+            lease_classes=4, lease_cores=3)
+        inv = leased.inventory()
+        self.assertEqual(5, inv['CUSTOM_RESQ_CORE']['total'])
+        self.assertEqual(3, inv['CUSTOM_RESQ_ONDEMAND_CORE']['total'])
+        # Without a lease (or without its own cores) reserved SLOs may
+        # have every core; unknown cores: no such inventory.
+        for dom, want in (
+                (cache_domain.CacheDomain(0, 20, io_ways=2, cores=8), 8),
+                (cache_domain.CacheDomain(0, 20, io_ways=2, cores=8,
+                                          lease_ways=8, lease_classes=4), 8)):
+            self.assertEqual(want, dom.inventory()['CUSTOM_RESQ_CORE'][
+                'total'])
+        self.assertNotIn('CUSTOM_RESQ_CORE', cache_domain.CacheDomain(
+            0, 20, io_ways=2).inventory())
 
     def test_deterministic_identity(self):
         root = '3c0d6b8e-8d6e-4a43-9b8c-2f0f3b2f2a11'
