@@ -183,6 +183,10 @@ def _host(placement, service, node, servers):
         cores = _cores_trait(traits)
         if cores is None:
             cores = pcpu_total // len(domains)
+        if extra_specs.RC_RESQ_CORE in inv:
+            # Less an on-demand lease's cores: reserved SLOs never get
+            # them.
+            cores = min(cores, usable(inv[extra_specs.RC_RESQ_CORE]))
         ways = usable(inv.get(extra_specs.RC_LLC_WAY))
         clos = usable(inv.get(extra_specs.RC_LLC_CLOS))
         mine = held.get(uuid, [0, 0])
