@@ -27,11 +27,13 @@ enforcement pass until they land.
 from oslo_log import log as logging
 
 from resq_agent import metadata
+from resq_nova.optimizer import repair
 
 LOG = logging.getLogger(__name__)
 
-ISOLATION_KEY = 'resq_isolation'
-MISPLACED = 'misplaced'
+# The contract with resq-optimizer, which reads the mark.
+ISOLATION_KEY = repair.ISOLATION_KEY
+MISPLACED = repair.MISPLACED_PREFIX
 OK = 'ok'
 # Nova's limit on a metadata value.
 MAX_VALUE = 255

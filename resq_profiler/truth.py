@@ -198,16 +198,9 @@ class TruthNF:
         return (self.spec.base_latency_us + queue_us / 0.05) * rho
 
 
-@dataclasses.dataclass(frozen=True)
-class Outcome:
-    """What one instance really achieves."""
-
-    throughput_mpps: float
-    capacity_mpps: float
-    latency_p95_us: float
-    occupancy_bytes: float
-    miss_ratio: float
-    mem_bw_utilisation: float
+# What one instance really achieves: the same record as the planning
+# model's.
+Outcome = nfmodel.Outcome
 
 
 def _share(members, cap_bytes):

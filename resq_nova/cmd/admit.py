@@ -234,18 +234,26 @@ def run(conf, placement, compute, out=None, err=None):
         _show(conf, exc.doc, out)
         print('ERROR: %s' % exc, file=err)
         return 1
-    except (exception.ResQException, extra_specs.InvalidResQSpec) as exc:
-        print('ERROR: %s' % exc, file=err)
-        return 1
-    except ks_exc.ClientException as exc:
-        # Raised before any request is sent: no auth plugin or endpoint.
-        print('ERROR: cannot talk to Nova or Placement (%s); set the '
-              'keystoneauth options of [nova] and [placement] (auth_type, '
-              'auth_url, credentials, or endpoint_override)' % exc,
-              file=err)
+    except CLIENT_ERRORS as exc:
+        print(error_line(exc), file=err)
         return 1
     _show(conf, doc, out)
     return 0
+
+
+# What an admission can end in besides a refusal or a failed boot.
+CLIENT_ERRORS = (exception.ResQException, extra_specs.InvalidResQSpec,
+                 ks_exc.ClientException)
+
+
+def error_line(exc):
+    """The one line ``resq-admit`` prints for one of CLIENT_ERRORS."""
+    if isinstance(exc, ks_exc.ClientException):
+        # Raised before any request is sent: no auth plugin or endpoint.
+        return ('ERROR: cannot talk to Nova or Placement (%s); set the '
+                'keystoneauth options of [nova] and [placement] (auth_type, '
+                'auth_url, credentials, or endpoint_override)' % exc)
+    return 'ERROR: %s' % exc
 
 
 def _run_file(conf, placement, compute, store, out, err):
@@ -265,14 +273,8 @@ def _run_file(conf, placement, compute, store, out, err):
         _show_file(conf, exc.doc, out)
         print('ERROR: %s' % exc, file=err)
         return 1
-    except (exception.ResQException, extra_specs.InvalidResQSpec) as exc:
-        print('ERROR: %s' % exc, file=err)
-        return 1
-    except ks_exc.ClientException as exc:
-        print('ERROR: cannot talk to Nova or Placement (%s); set the '
-              'keystoneauth options of [nova] and [placement] (auth_type, '
-              'auth_url, credentials, or endpoint_override)' % exc,
-              file=err)
+    except CLIENT_ERRORS as exc:
+        print(error_line(exc), file=err)
         return 1
     _show_file(conf, doc, out)
     return 0

@@ -44,6 +44,12 @@ PRESSURE_LEVELS = (0.0, 5e6, 1e7, 2e7, 4e7, 6e7, 8e7, 1.2e8, 1.6e8,
                    2.4e8, 3.2e8, 4.8e8)
 
 
+def colocation(name, competitors):
+    """``(NF, sorted competitors)`` by catalog name: a predictor's memo key."""
+    return (catalog.get(name).name, tuple(sorted(
+        catalog.get(c).name for c in competitors)))
+
+
 class Predictor:
     """Profiles NFs against synthetic competitors and predicts from it.
 
@@ -117,8 +123,7 @@ class Predictor:
 
         :param competitors: names of the NFs sharing its LLC.
         """
-        key = (catalog.get(name).name, tuple(sorted(
-            catalog.get(c).name for c in competitors)))
+        key = colocation(name, competitors)
         if key not in self._memo:
             pts = self.curve(key[0])
             pressure = sum(self.solo_refs(c) for c in key[1])

@@ -24,6 +24,7 @@ places with the ``prediction`` scheme's logic, and
 
 from oslo_config import cfg
 
+from resq_nova.evaluation import dobrescu
 from resq_profiler import catalog
 from resq_profiler import conf as prof_conf
 from resq_profiler import drivers
@@ -88,8 +89,7 @@ class Predictor:
 
         :param competitors: names of the NFs sharing its LLC.
         """
-        key = (catalog.get(name).name, tuple(sorted(
-            catalog.get(c).name for c in competitors)))
+        key = dobrescu.colocation(name, competitors)
         if key not in self._memo:
             mine = self.model(key[0])
             self._memo[key] = mine.predict_mpps(

@@ -31,8 +31,7 @@ from resq_nova import compute as compute_mod
 
 LOG = logging.getLogger(__name__)
 
-# resq_agent.isolation writes these; the optimizer does not import the
-# agent's package.
+# The server metadata resq_agent.isolation writes (it imports these).
 ISOLATION_KEY = 'resq_isolation'
 MISPLACED_PREFIX = 'misplaced'
 DONE, FAILED, SKIPPED = 'done', 'failed', 'skipped'

@@ -61,20 +61,13 @@ class CellMap:
         self._lock = threading.Lock()
 
     def hosts(self):
-        """``{compute node uuid: {cell: provider uuid or None}}`` now."""
-        return self._cells
+        """``{compute node uuid: {cell: provider uuid or None}}`` now.
 
-    def provider(self, compute_uuid, cell):
-        """The provider of ``cell``'s cache domain on a host.
-
-        :returns: a provider uuid; ``None`` when the host's agent says no
-            cache domain holds all of the cell's cores; the id fallback
-            for hosts the map does not know.
+        ``None`` for a cell means the host's agent says no cache domain
+        holds all of its cores. A host that is not in the map gets the id
+        fallback from the caller (:func:`cache_domain.provider_uuid`).
         """
-        cells = self._cells.get(compute_uuid)
-        if cells is None:
-            return cache_domain.provider_uuid(compute_uuid, cell)
-        return cells.get(cell)
+        return self._cells
 
     def refresh_if_due(self):
         """Read the map again when it is older than ``refresh_s``.
