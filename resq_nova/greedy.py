@@ -36,6 +36,7 @@ Admission is all or nothing: a refused term leaves the cluster unchanged
 and says which constraint failed. Pure logic, no I/O.
 """
 
+import collections
 import dataclasses
 import math
 
@@ -239,9 +240,37 @@ def place(sizing, servers):
     return placements
 
 
+_SIZINGS_MEMO = collections.OrderedDict()
+_SIZINGS_MEMO_SIZE = 1024
+
+
 def sizings(term, cores_per_server, ways_per_server,
             discount=DEFAULT_DISCOUNT, extra_instances=1, limit=400):
-    """The sizings worth trying for ``term``.
+    """The sizings worth trying for ``term`` (memoised).
+
+    Terms that differ only by name (the SLO sets repeat targets, and a
+    tenant admits the same term again) share one enumeration: the answer
+    depends on the profile object and the term's numbers, and it is
+    recomputed for a different profile object even under the same id.
+    """
+    key = (id(term.profile), term.throughput_mpps, term.latency_p95_us,
+           term.packet_bytes, term.max_instances, cores_per_server,
+           ways_per_server, discount, extra_instances, limit)
+    hit = _SIZINGS_MEMO.get(key)
+    if hit is not None and hit[0] is term.profile:
+        _SIZINGS_MEMO.move_to_end(key)
+        return [dataclasses.replace(s, term=term.name) for s in hit[1]]
+    result = _sizings(term, cores_per_server, ways_per_server, discount,
+                      extra_instances, limit)
+    _SIZINGS_MEMO[key] = (term.profile, tuple(result))
+    if len(_SIZINGS_MEMO) > _SIZINGS_MEMO_SIZE:
+        _SIZINGS_MEMO.popitem(last=False)
+    return list(result)
+
+
+def _sizings(term, cores_per_server, ways_per_server, discount,
+             extra_instances, limit):
+    """:func:`sizings`, computed.
 
     :func:`size`'s (fair share, round-robin ways), and every minimal
     configuration (multiset of ways whose capped throughputs meet the
@@ -278,42 +307,57 @@ def sizings(term, cores_per_server, ways_per_server,
     return result
 
 
-def _best_fit(sizing, servers):
+def _split(servers):
+    """Indexes of the servers in use and of the empty ones, in order."""
+    in_use, empty = [], []
+    for i, server in enumerate(servers):
+        (in_use if server.used_cores else empty).append(i)
+    return in_use, empty
+
+
+def _best_fit(sizing, servers, split=None):
     """Where best fit would put the instances, without changing anything.
 
     Each instance, largest first, goes to the server already in use that
     it leaves with the least free cores and ways (each as a fraction of
-    the server's), else to the first empty server.
+    the server's), ties to the lowest index, else to the first empty
+    server it fits. Only the servers in use are scanned (a cluster sized
+    for the worst case is mostly empty servers): ``split`` is
+    :func:`_split`'s answer for ``servers``, computed once per term.
 
     :returns: ``(servers opened, [server index per instance])`` or None.
     """
+    in_use, empty = split if split is not None else _split(servers)
     taken = {}
     opened = 0
     where = []
     for ways in sizing.ways:
         best = None
-        first_empty = None
-        for i, server in enumerate(servers):
+        # Empty servers this sizing already opened count as in use.
+        scan = in_use
+        if opened:
+            scan = sorted(in_use + [i for i in taken
+                                    if not servers[i].used_cores])
+        for i in scan:
+            server = servers[i]
             cores_t, ways_t = taken.get(i, (0, 0))
-            f_cores = server.free_cores - cores_t
-            f_ways = server.free_ways - ways_t
-            if f_cores < 1 or f_ways < ways:
+            if (server.free_cores - cores_t < 1
+                    or server.free_ways - ways_t < ways):
                 continue
-            if server.used_cores == 0 and not cores_t:
-                if first_empty is None:
-                    first_empty = i
-                continue
-            left = ((f_ways - ways) / max(server.ways, 1)
-                    + (f_cores - 1) / max(server.cores, 1))
+            left = ((server.free_ways - ways_t - ways) / max(server.ways, 1)
+                    + (server.free_cores - cores_t - 1)
+                    / max(server.cores, 1))
             if best is None or left < best[0]:
                 best = (left, i)
         if best is not None:
             i = best[1]
-        elif first_empty is not None:
-            i = first_empty
-            opened += 1
         else:
-            return None
+            i = next((j for j in empty if j not in taken
+                      and servers[j].free_cores >= 1
+                      and servers[j].free_ways >= ways), None)
+            if i is None:
+                return None
+            opened += 1
         cores_t, ways_t = taken.get(i, (0, 0))
         taken[i] = (cores_t + 1, ways_t + ways)
         where.append(i)
@@ -363,9 +407,10 @@ def admit(term, servers, discount=DEFAULT_DISCOUNT):
     shape = servers[0] if servers else Server('none')
     options = sizings(term, shape.cores, shape.ways, discount)
     core_price, way_price = prices(servers)
+    split = _split(servers)
     best = None
     for sizing in options:
-        plan = _best_fit(sizing, servers)
+        plan = _best_fit(sizing, servers, split)
         if plan is None:
             continue
         opened, where = plan

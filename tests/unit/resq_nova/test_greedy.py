@@ -165,6 +165,33 @@ class OnlineGreedyTest(base.TestCase):
             self.assertLessEqual(option.instances, 4)
             self.assertTrue(all(1 <= w <= 18 for w in option.ways))
 
+    def test_sizings_are_shared_by_name_not_across_profiles(self):
+        term = greedy.SLOTerm('a', self.prof, 12.0, 25.0)
+        first = greedy.sizings(term, 9, 18)
+        again = greedy.sizings(greedy.SLOTerm('b', self.prof, 12.0, 25.0),
+                               9, 18)
+        self.assertEqual([s.ways for s in first], [s.ways for s in again])
+        self.assertEqual({'b'}, {s.term for s in again})
+        self.assertEqual({'a'}, {s.term for s in first})
+        # Another profile object with a slower curve gets its own answer.
+        slow = make_profile(**{'throughput.points': [
+            [1, 1.5], [2, 2.0], [4, 2.5], [20, 2.75]]})
+        other = greedy.sizings(greedy.SLOTerm('c', slow, 12.0, 25.0), 9, 18)
+        self.assertGreater(other[0].instances, first[0].instances)
+
+    def test_best_fit_scans_only_servers_in_use_and_ties_go_low(self):
+        # Two servers in use with the same room, empties around them: the
+        # instance goes to the lower index among the in-use ones, and an
+        # instance that fits nowhere in use opens the first empty server
+        # it fits.
+        servers = greedy.make_cluster(6)
+        for i in (2, 4):
+            servers[i].used_cores, servers[i].used_ways = 8, 14
+        servers[0].cores = 0  # empty but with no core: never opened
+        sizing = greedy.Sizing('t', 1.0, (4, 2, 2), (1.0, 1.0, 1.0))
+        opened, where = greedy._best_fit(sizing, servers)
+        self.assertEqual((1, [2, 4, 1]), (opened, where))
+
     def test_refusal_keeps_its_explanation(self):
         servers = greedy.make_cluster(1, cores=2, ways=4)
         servers[0].used_cores, servers[0].used_ways = 1, 1
