@@ -293,6 +293,13 @@ class ComputeClient:
                                                  m.get('id') or 0),
                       reverse=True)
 
+    def instance_actions(self, server_id):
+        """The server's instance actions (``action``, ``request_id``, ...)."""
+        return self._call('GET', '/servers/%s/os-instance-actions'
+                          % server_id,
+                          microversion=OPTIMIZER_MICROVERSION)[
+                              'instanceActions']
+
     def instance_action(self, server_id, request_id):
         """One instance action with its events (and their details)."""
         return self._call('GET', '/servers/%s/os-instance-actions/%s'

@@ -61,6 +61,7 @@ from resq_common import exception
 from resq_nova import compute as compute_mod
 from resq_nova import extra_specs
 from resq_nova import ondemand as od_admission
+from resq_nova.optimizer import execute
 from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
@@ -348,14 +349,29 @@ class ScaleOut:
         if server.get('status') == 'ACTIVE':
             return (BOOTED, '%s (%s) is ACTIVE on %s' % (
                 name, server_id, host), server_id, host)
-        fault = (server.get('fault') or {}).get('message')
         if server.get('status') == 'ERROR':
-            why = 'is in ERROR%s' % (': %s' % fault if fault else '')
+            why = ['is in ERROR']
+            fault = (server.get('fault') or {}).get('message')
+            if fault:
+                why.append(fault)
+            why.extend(self._create_errors(server_id))
         else:
-            why = 'is still %s after %ss' % (server.get('status'),
-                                             self.boot_timeout)
+            why = ['is still %s after %ss' % (server.get('status'),
+                                              self.boot_timeout)]
         return (FAILED, '%s (%s), asked for on %s, %s' % (
-            name, server_id, target_host, why), server_id, host)
+            name, server_id, target_host, '; '.join(why)), server_id, host)
+
+    def _create_errors(self, server_id):
+        """The errors of the server's ``create`` action (Nova's events)."""
+        try:
+            actions = self.compute.instance_actions(server_id)
+        except compute_mod.ComputeError:
+            return []
+        for act in actions:
+            if act.get('action') == 'create':
+                return execute.nova_errors(self.compute, server_id,
+                                           act.get('request_id'))
+        return []
 
 
 class EscalationEndpoint:
