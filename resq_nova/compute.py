@@ -220,6 +220,16 @@ class ComputeClient:
                            % parse.quote(name_regex, safe=''), 'servers',
                            microversion=OPTIMIZER_MICROVERSION)
 
+    def has_keypair(self, name):
+        """Whether the requesting user has a key pair called ``name``."""
+        try:
+            self._call('GET', '/os-keypairs/%s' % parse.quote(name, safe=''))
+        except ComputeError as exc:
+            if exc.status_code == 404:
+                return False
+            raise
+        return True
+
     def list_interfaces(self, server_id):
         """The server's ports (``net_id``, ``port_id``, ...), in order."""
         return self._call('GET', '/servers/%s/os-interface' % server_id)[

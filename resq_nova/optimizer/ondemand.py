@@ -285,11 +285,16 @@ class ScaleOut:
             return NOT_BOOTED, str(exc), None, None
         if ready[0] != BOOT:
             return ready
-        _, name, server_id = ready
-        return self._watch(name, server_id, target_host)
+        _, name, server_id, notes = ready
+        outcome, reason, uuid, host = self._watch(name, server_id,
+                                                  target_host)
+        return outcome, '; '.join([reason] + notes), uuid, host
 
     def _request(self, origin, target_host):
-        """Check and ask Nova; ``(BOOT, name, id)`` or an outcome."""
+        """Check and ask Nova.
+
+        :returns: ``(BOOT, name, id, notes)`` or an outcome.
+        """
         server = self.compute.get_server(
             origin, microversion=compute_mod.OPTIMIZER_MICROVERSION)
         own = self.compute.project_id()
@@ -324,6 +329,13 @@ class ScaleOut:
             raise CannotClone('flavor %s of server %s is gone; admit the '
                               'term again' % (flavor_name, origin))
         args = clone_request(server, self.compute.list_interfaces(origin))
+        notes = []
+        if args['key_name'] and not self.compute.has_keypair(
+                args['key_name']):
+            # Key pairs belong to users: another user's is not usable.
+            notes.append('key pair %s is not the optimizer user\'s: the '
+                         'clone has none' % args['key_name'])
+            args['key_name'] = None
         name = next_name(term, numbered)
         try:
             server_id = self.compute.create_server(
@@ -336,7 +348,7 @@ class ScaleOut:
                     % (name, target_host, exc), None, None)
         LOG.info('Booting %s (%s), a clone of %s, on %s', name, server_id,
                  origin, target_host)
-        return BOOT, name, server_id
+        return BOOT, name, server_id, notes
 
     def _watch(self, name, server_id, target_host):
         try:

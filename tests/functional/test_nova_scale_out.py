@@ -15,6 +15,7 @@ import types
 
 import fixtures
 from nova import conf as nova_conf
+from nova import crypto
 import oslo_messaging
 from oslo_messaging.notify import _impl_test
 
@@ -118,6 +119,28 @@ class ScaleOutTest(test_nova_scheduler.ResQNovaTestBase):
                           data['server_uuid'], data['server_host']))
         self.assertEqual('1.1', _impl_test.NOTIFICATIONS[0][1]['payload'][
             'resq_object.version'])
+
+    def test_clone_has_the_networks_key_pair_and_security_groups(self):
+        self.start_host('host1', lease_cores=1)
+        self.start_host('host2', lease_cores=2)
+        _, public, _ = crypto.generate_key_pair()
+        self.api.post_keypair({'keypair': {'name': 'ops',
+                                           'public_key': public}})
+        net = self.neutron.network_1['id']
+        body = self._build_server(name='%s-1' % TERM,
+                                  flavor_id=self.term_flavor(),
+                                  networks=[{'uuid': net}], host='host1')
+        body['key_name'] = 'ops'
+        body['security_groups'] = [{'name': 'default'}]
+        first = self._wait_for_state_change(
+            self.api.post_server({'server': body}), 'ACTIVE')
+        result = self.escalate(self.endpoint(), first)
+        self.assertEqual('booted', result['outcome'], result['reason'])
+        clone = self.api.get_server(result['server_uuid'])
+        self.assertEqual(('ops', [{'name': 'default'}]), (
+            clone['key_name'], clone['security_groups']))
+        ports = self.api.get_port_interfaces(clone['id'])
+        self.assertEqual([net], [p['net_id'] for p in ports])
 
     def test_repeated_escalation_boots_no_second_clone(self):
         self.start_host('host1', lease_cores=1)
