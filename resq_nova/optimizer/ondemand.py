@@ -467,6 +467,11 @@ class EscalationEndpoint:
                 result['instance_uuid'], result['target_host'])
         except exception.ResQException as exc:
             outcome, reason, uuid, host = FAILED, str(exc), None, None
+        except Exception as exc:    # a bug must not hide the outcome
+            LOG.exception('Scale-out of %s failed unexpectedly',
+                          result['instance_uuid'])
+            outcome, reason, uuid, host = (
+                FAILED, 'unexpected error: %s' % exc, None, None)
         if outcome == 'unmet':
             result.update(decision='unmet', target_host=None,
                           target_provider=None, outcome=NOT_BOOTED,
