@@ -230,3 +230,26 @@ class ScaleOutTest(base.TestCase):
         outcome, reason, _, _ = self.run_once(Nova(), max_instances=1)
         self.assertEqual('unmet', outcome)
         self.assertIn('ondemand_max_instances is 1', reason)
+
+
+class FromConfTest(base.TestCase):
+
+    def test_options_reach_the_scale_out(self):
+        self.conf_fixture.config(group='resq_optimizer',
+                                 ondemand_max_instances=3,
+                                 ondemand_boot_timeout=42.0,
+                                 ondemand_clone_window=7)
+        ep = ondemand.EscalationEndpoint.from_conf(self.conf, None,
+                                                   compute=Nova())
+        self.assertEqual((3, 42.0, 7), (ep.scale_out.max_instances,
+                                        ep.scale_out.boot_timeout,
+                                        ep.scale_out.window))
+        self.conf_fixture.config(group='resq_optimizer',
+                                 ondemand_scale_out='notify')
+        ep = ondemand.EscalationEndpoint.from_conf(self.conf, None,
+                                                   compute=Nova())
+        self.assertIsNone(ep.scale_out)
+
+    def test_unknown_mode_is_refused_by_oslo_config(self):
+        self.assertRaises(ValueError, self.conf_fixture.config,
+                          group='resq_optimizer', ondemand_scale_out='spawn')
