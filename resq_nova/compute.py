@@ -176,28 +176,64 @@ class ComputeClient:
         return self._call('GET', url)['servers']
 
     def create_server(self, name, flavor_id, image, network, host=None,
-                      metadata=None):
+                      metadata=None, key_name=None, security_groups=None):
         """Ask for one server; returns its id.
 
-        :param network: a network UUID, or ``none``/``auto``.
+        :param network: a network UUID, a list of them (one port on each,
+            in order), or ``none``/``auto``.
         :param host: the hypervisor (compute node) it should go to, as
             Placement names its provider; the scheduler still checks it
             (its filters, ResQ's included), Nova just does not consider
             other nodes. Admins only.
         :param metadata: server metadata (string values).
+        :param key_name: a keypair of the requesting user.
+        :param security_groups: security group names for its ports.
         """
-        networks = (network if network in ('none', 'auto')
-                    else [{'uuid': network}])
+        if network in ('none', 'auto'):
+            networks = network
+        elif isinstance(network, (list, tuple)):
+            networks = [{'uuid': net} for net in network]
+        else:
+            networks = [{'uuid': network}]
         body = {'server': {'name': name, 'flavorRef': flavor_id,
                            'imageRef': image, 'networks': networks}}
         if metadata:
             body['server']['metadata'] = metadata
+        if key_name:
+            body['server']['key_name'] = key_name
+        if security_groups:
+            body['server']['security_groups'] = [
+                {'name': group} for group in security_groups]
         microversion = MICROVERSION
         if host:
             body['server']['hypervisor_hostname'] = host
             microversion = REQUESTED_HOST_MICROVERSION
         return self._call('POST', '/servers', body, ok=(202,),
                           microversion=microversion)['server']['id']
+
+    def list_servers_detail(self, name_regex):
+        """The project's servers whose name matches ``name_regex``.
+
+        Full documents: status, host (admins), metadata, ``created``.
+        """
+        return self._pages('/servers/detail?name=%s'
+                           % parse.quote(name_regex, safe=''), 'servers',
+                           microversion=OPTIMIZER_MICROVERSION)
+
+    def has_keypair(self, name):
+        """Whether the requesting user has a key pair called ``name``."""
+        try:
+            self._call('GET', '/os-keypairs/%s' % parse.quote(name, safe=''))
+        except ComputeError as exc:
+            if exc.status_code == 404:
+                return False
+            raise
+        return True
+
+    def list_interfaces(self, server_id):
+        """The server's ports (``net_id``, ``port_id``, ...), in order."""
+        return self._call('GET', '/servers/%s/os-interface' % server_id)[
+            'interfaceAttachments']
 
     # -- what the optimizer reads and does ----------------------------------
     def _pages(self, url, key, microversion=MICROVERSION, limit=1000):
@@ -266,6 +302,13 @@ class ComputeClient:
         return sorted(migrations, key=lambda m: (m.get('created_at') or '',
                                                  m.get('id') or 0),
                       reverse=True)
+
+    def instance_actions(self, server_id):
+        """The server's instance actions (``action``, ``request_id``, ...)."""
+        return self._call('GET', '/servers/%s/os-instance-actions'
+                          % server_id,
+                          microversion=OPTIMIZER_MICROVERSION)[
+                              'instanceActions']
 
     def instance_action(self, server_id, request_id):
         """One instance action with its events (and their details)."""

@@ -77,6 +77,36 @@ ALL_OPTS = [
                help='RPC topic the optimizer service listens on for the '
                     'agents\' on-demand escalations (the agents\' '
                     '[resq_agent] optimizer_topic).'),
+    cfg.StrOpt('ondemand_scale_out',
+               default='boot', choices=[
+                   ('boot', 'boot one more instance of the escalated NF '
+                    'on the host whose lease has room, in the optimizer\'s '
+                    'own project, and report its true outcome'),
+                   ('notify', 'only announce the host; the tenant or an '
+                    'orchestrator boots the instance')],
+               help='What the optimizer does when an on-demand escalation '
+                    'finds a lease with room on another host. It boots '
+                    'only servers of its own project (the [nova] '
+                    'credentials\' project, where resq-admit --slo '
+                    'on-demand boots them); for a server of another '
+                    'project it announces the host either way.'),
+    cfg.IntOpt('ondemand_max_instances',
+               default=8, min=1,
+               help='Most servers of one on-demand term (named '
+                    '<term>-<n>, ERROR ones included) the optimizer lets '
+                    'exist: at this many an escalation is answered '
+                    '"unmet" instead of booting one more.'),
+    cfg.FloatOpt('ondemand_boot_timeout',
+                 default=300.0, min=1.0,
+                 help='Seconds a scale-out instance may take to become '
+                      'ACTIVE before its boot counts as failed.'),
+    cfg.IntOpt('ondemand_clone_window',
+               default=600, min=0,
+               help='Seconds after a scale-out instance was created during '
+                    'which a repeated escalation of the same server reuses '
+                    'it (outcome "reused") instead of booting another; a '
+                    'scale-out instance still building is always reused '
+                    '(outcome "in_progress").'),
 ]
 
 

@@ -351,24 +351,35 @@ class Executor:
         parts = ['the server is %s on %s' % (
             server.get('status'), server.get('OS-EXT-SRV-ATTR:host'))]
         parts.append('migration %s' % self._migration_status(action))
-        if request_id:
-            try:
-                act = self.compute.instance_action(action['uuid'],
-                                                   request_id)
-                for event in act.get('events') or ():
-                    if (event.get('result') or '').lower() == 'error':
-                        parts.append('%s: %s' % (
-                            event.get('event'), event.get('details')
-                            or event.get('traceback', '').strip().splitlines()
-                            [-1:] or 'error'))
-                if act.get('message'):
-                    parts.append(act['message'])
-            except compute_mod.ComputeError:
-                pass
+        parts.extend(nova_errors(self.compute, action['uuid'], request_id))
         fault = server.get('fault') or {}
         if fault.get('message'):
             parts.append(fault['message'])
         return '; '.join(str(p) for p in parts)
+
+
+def nova_errors(compute, server_id, request_id):
+    """Nova's reasons an instance action failed: its events in error.
+
+    Each as ``<event>: <details>`` (the last line of the traceback when
+    Nova gives no details), then the action's message; nothing when the
+    action cannot be read (the caller still has the server's fault).
+    """
+    parts = []
+    if not request_id:
+        return parts
+    try:
+        act = compute.instance_action(server_id, request_id)
+    except compute_mod.ComputeError:
+        return parts
+    for event in act.get('events') or ():
+        if (event.get('result') or '').lower() == 'error':
+            tail = (event.get('traceback') or '').strip().splitlines()[-1:]
+            parts.append('%s: %s' % (event.get('event'), event.get('details')
+                                     or (tail[0] if tail else 'error')))
+    if act.get('message'):
+        parts.append(act['message'])
+    return parts
 
 
 def _now():

@@ -43,6 +43,13 @@ class OptimizerAPI:
                                                 escalation=escalation)
 
     def escalate_and_wait(self, ctxt, escalation, timeout=None):
-        """The same as a call: the optimizer's decision (tools, tests)."""
+        """The same as a call: the optimizer's decision (tools, tests).
+
+        The data of an ``OnDemandDecisionPayload``; from 1.1 on with the
+        scale-out's ``outcome``, ``server_uuid`` and ``server_host``. With
+        ``[resq_optimizer] ondemand_scale_out = boot`` the answer comes
+        once the boot's outcome is known: give a ``timeout`` above
+        ``ondemand_boot_timeout``.
+        """
         return self.client.prepare(version='1.0', timeout=timeout).call(
             ctxt, 'escalate', escalation=escalation)

@@ -165,7 +165,8 @@ def make_service(conf, optimizer):
 
     It also serves the agents' on-demand escalations on ``[resq_optimizer]
     rpc_topic`` (:mod:`resq_nova.optimizer.ondemand`) when the optimizer
-    has a Placement client.
+    has a Placement client, booting scale-out instances with its compute
+    client as ``[resq_optimizer] ondemand_scale_out`` says.
     """
     from oslo_service import service
 
@@ -183,8 +184,10 @@ def make_service(conf, optimizer):
 
                 self.transport = oslo_messaging.get_rpc_transport(conf)
                 self.rpc_server = ondemand.get_server(
-                    conf, self.transport, ondemand.EscalationEndpoint(
-                        optimizer.placement, optimizer.notifier))
+                    conf, self.transport,
+                    ondemand.EscalationEndpoint.from_conf(
+                        conf, optimizer.placement, optimizer.notifier,
+                        optimizer.compute))
                 self.rpc_server.start()
 
         def stop(self, graceful=False):

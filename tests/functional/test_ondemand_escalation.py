@@ -144,6 +144,12 @@ class EscalationTest(EscalationBase):
                           self.rps['host-b']),
                          (level, data['decision'], data['target_host'],
                           data['target_provider']))
+        # Payload 1.1: this optimizer has no compute client, so it only
+        # announces the host and says it booted nothing.
+        self.assertEqual('1.1', body['resq_object.version'])
+        self.assertEqual(('not_booted', None, None), (
+            data['outcome'], data['server_uuid'], data['server_host']))
+        self.assertIn('no compute client', data['reason'])
         # host-b's lease fills up: nothing left anywhere else.
         self.fill_lease('host-b', 2)
         esc.send([item])
