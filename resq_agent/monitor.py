@@ -86,7 +86,8 @@ class Monitor:
         counters = self.read(group, mon)
         key = group if mon is None else (group, mon)
         last = self._last.get(key)
-        if last is not None and now - last[0] < self.min_interval_s:
+        if last is not None and (now - last[0] < self.min_interval_s
+                                 or now <= last[0]):
             rates = last[2]
             now, counters_base = last[0], last[1]
         else:

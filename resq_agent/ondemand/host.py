@@ -319,10 +319,16 @@ class OnDemandHost:
                 errors.append('remove monitoring group %s/%s: %s' % (
                     group, mon, getattr(exc, 'message', exc)))
         mon_of, short = {}, None
+        budget = self._rmid_budget(tree)
         for (group, mon), (uuid, cpus) in sorted(wanted.items()):
             if existing.get((group, mon)) == cpus:
                 mon_of[uuid] = (group, mon)
                 continue
+            if (group, mon) not in existing:
+                if budget[0] < 1:
+                    short = short or budget[1]
+                    continue
+                budget[0] -= 1
             try:
                 mod.create_mon_group(group, mon, list(cpus))
                 mon_of[uuid] = (group, mon)
@@ -344,6 +350,28 @@ class OnDemandHost:
         if self.monitor is not None:
             self.monitor.forget(keep)
         return errors
+
+    @staticmethod
+    def _rmid_budget(tree):
+        """``[RMIDs monitoring groups may still take, why not more]``.
+
+        Every control group holds an RMID too, so monitoring groups only
+        take the RMIDs beyond one per class of service: a class or a
+        reserved instance's group never fails for want of an RMID.
+        """
+        try:
+            total = tree.num_rmids()
+            closids = tree.info()['num_closids']
+        except (OSError, ValueError, exception.ResctrlError) as exc:
+            return [0, 'cannot read info/L3_MON/num_rmids: %s' % (
+                getattr(exc, 'message', exc),)]
+        used = len(tree.mon_groups_of_root()) + sum(
+            len(tree.mon_groups_of(g)) for g in tree.groups())
+        left = max(total - closids - used, 0)
+        return [left, 'RMIDs run out: info/L3_MON/num_rmids is %d, one is '
+                'kept for each of the %d classes of service '
+                '(num_closids) and monitoring groups hold %d' % (
+                    total, closids, used)]
 
     def _set_fallback(self, reason):
         self._fallback = reason
