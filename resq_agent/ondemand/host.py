@@ -93,6 +93,7 @@ class OnDemandHost:
         self._wanted_mon = {}
         self._mon = {}
         self._fallback = None    # why some NFs have no monitoring group
+        self._figures_of = {}    # uuid -> what the last pass measured
         self._warned = None
         self.sharing = None
         if opts.ondemand_slomo_dir:
@@ -175,6 +176,7 @@ class OnDemandHost:
         """
         if self.monitor is None:
             return {}
+        figures = {}
         by_class = collections.defaultdict(list)
         for n in nfs:
             group = self._groups.get(n.uuid)
@@ -196,11 +198,18 @@ class OnDemandHost:
                 occ = m.get('llc_occupancy_bytes') or 0
                 bw = m.get('mbm_total_bytes_per_s') or 0
                 out[uuid] = (float(occ), float(bw))
+                figures[uuid] = 'monitoring group'
                 occ_left -= occ
                 bw_left -= bw
             for uuid in rest:
                 out[uuid] = (max(occ_left, 0) / len(rest),
                              max(bw_left, 0) / len(rest))
+                figures[uuid] = ('class' if len(members) == 1 else
+                                 'class split evenly')
+        self._figures_of.update(
+            (u, {'llc_occupancy_bytes': out[u][0],
+                 'mbm_total_bytes_per_s': out[u][1], 'measured_by': how})
+            for u, how in figures.items())
         return out
 
     def extend(self, lay, shapes, instances, topology):
@@ -218,6 +227,7 @@ class OnDemandHost:
         by_dom, refused = self.nfs(instances, topology)
         present = {n.uuid for nfs in by_dom.values() for n in nfs}
         now = self.clock()
+        self._figures_of = {}
         groups, wanted_mon = {}, {}
         for shape in shapes:
             nfs = by_dom.pop(shape.id, [])
@@ -437,7 +447,11 @@ class OnDemandHost:
                                'mon_groups': sorted(
                                    '%s/%s' % self._mon[u]
                                    for _, c in d.masks for u in c.members
-                                   if u in self._mon)}}
+                                   if u in self._mon),
+                               'nfs': {u: self._figures_of[u]
+                                       for _, c in d.masks
+                                       for u in c.members
+                                       if u in self._figures_of}}}
         return out
 
 

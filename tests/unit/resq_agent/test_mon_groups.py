@@ -3,9 +3,9 @@
 import errno
 import os
 
-import resq_agent.privsep.resctrl
 from resq_agent import fake_resctrl
 from resq_agent import monitor
+import resq_agent.privsep.resctrl
 from resq_common import exception
 from resq_common import resctrl
 from resq_common import resctrl_writer

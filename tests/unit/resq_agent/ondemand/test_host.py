@@ -2,12 +2,15 @@
 resctrl-shaped tree, the scripted latency source, no Placement."""
 
 import os
+from unittest import mock
 
 from resq_agent import monitor
 from resq_agent.ondemand import host
 from resq_agent.ondemand import latency
 from resq_agent.ondemand.sources import scripted
+import resq_agent.privsep.resctrl
 from resq_common import cbm
+from resq_common import exception
 from tests.unit.resq_agent import test_manager
 from tests.unit.resq_agent import test_mon_groups
 
@@ -177,7 +180,7 @@ Z = 'cccccccc-0000-0000-0000-00000000000c'
 GB = 10 ** 9
 
 
-class PerNFMonitoringTest(test_manager.ManagerTestBase):
+class _MonitoringBase(test_manager.ManagerTestBase):
     """Per-NF CMT/MBM: a monitoring group per NF sharing a class.
 
     The tree sits behind the fake kernel: mkdir makes a group's counters,
@@ -227,8 +230,9 @@ class PerNFMonitoringTest(test_manager.ManagerTestBase):
                 f.write('%d\n' % value)
 
     def run_nfs(self, seconds, rates):
-        """The NFs in class ``resq-od0-0`` run ``seconds`` at ``rates``
-        (bytes/s of memory bandwidth each), 1 MiB of LLC each.
+        """Class ``resq-od0-0``'s NFs run ``seconds`` at ``rates``.
+
+        ``rates``: bytes/s of memory bandwidth of each; 1 MiB of LLC each.
 
         Each NF's counters go to its monitoring group when it has one; the
         class's are the sum of its NFs', as the kernel reports them.
@@ -245,8 +249,10 @@ class PerNFMonitoringTest(test_manager.ManagerTestBase):
         self.write_counters(group, len(rates) << 20, class_mbm)
 
     def violate(self, mgr):
-        """X misses its target with a high miss rate; Y and Z meet theirs
-        with a low one. Three periods: reset, settling, decision."""
+        """X violates with a high miss rate, Y and Z meet with a low one.
+
+        Three periods: reset, settling, decision.
+        """
         for uuid, cpu in ((X, 3), (Y, 4), (Z, 5)):
             self.doms.add(uuid, (cpu,), extra_specs=ONDEMAND)
         rates = {X: 1.5 * GB, Y: 0.1 * GB, Z: 0.1 * GB}
@@ -264,6 +270,9 @@ class PerNFMonitoringTest(test_manager.ManagerTestBase):
     def classes(self, mgr):
         return sorted(c['nfs'] for c in
                       mgr.status()['ondemand']['0']['classes'])
+
+
+class PerNFMonitoringTest(_MonitoringBase):
 
     def test_high_miss_violator_isolated_low_miss_sharers_stay_shared(self):
         foreign = os.path.join(self.tree.root, 'other-app')
@@ -293,6 +302,13 @@ class PerNFMonitoringTest(test_manager.ManagerTestBase):
         self.assertEqual([], os.listdir(os.path.join(self.tree.root,
                                                      'mon_groups')))
         self.assertNotIn('split evenly', self.logs.output)
+        # Each NF's own figures, as the status shows what the pass used.
+        nfs = st['monitoring']['nfs']
+        self.assertEqual({X: 1.5 * GB, Y: 0.1 * GB, Z: 0.1 * GB},
+                         {u: nfs[u]['mbm_total_bytes_per_s'] for u in nfs})
+        self.assertEqual({'monitoring group'},
+                         {f['measured_by'] for f in nfs.values()})
+        self.assertEqual(1 << 20, nfs[X]['llc_occupancy_bytes'])
 
     def test_first_pass_gives_each_sharer_its_monitoring_group(self):
         for uuid, cpu in ((X, 3), (Y, 4)):
@@ -342,15 +358,53 @@ class PerNFMonitoringTest(test_manager.ManagerTestBase):
         self.assertEqual((3,), self.rt.read_mon_cpus('resq-od0-0',
                                                      'resq-' + X))
 
+    def test_failed_privileged_calls_are_reported_not_hidden(self):
+        for uuid, cpu in ((X, 3), (Y, 4)):
+            self.doms.add(uuid, (cpu,), extra_specs=ONDEMAND)
+        mgr = self.make_od()
+        mod = resq_agent.privsep.resctrl
 
-class EvenSplitWhenRmidsRunOutTest(PerNFMonitoringTest):
-    """16 RMIDs for 16 classes of service: the agent keeps one RMID per
-    class of service, none is left for monitoring groups: the class's
-    figures split evenly."""
+        def timeout(group, mon, cpus):
+            raise RuntimeError('privsep daemon timed out')
+
+        with mock.patch.object(mod, 'create_mon_group', timeout):
+            summary = mgr.reconcile()
+        self.assertEqual(2, len(summary['errors']), summary['errors'])
+        self.assertIn('monitoring group resq-od0-0/resq-%s: privsep daemon '
+                      'timed out' % X, summary['errors'][0])
+        st = mgr.status()['ondemand']['0']['monitoring']
+        self.assertEqual('even-split', st['mode'])
+        self.assertEqual({'resq-od0-0': {}}, self.mon_groups())
+        # The kernel refusing for RMIDs in limbo is the fallback, said once.
+        real = mod.create_mon_group
+
+        def limbo(group, mon, cpus):
+            raise exception.RmidsExhausted(reason='the kernel has no free '
+                                           'RMID (Device or resource busy)')
+
+        with mock.patch.object(mod, 'create_mon_group', limbo):
+            self.assertEqual([], mgr.reconcile()['errors'])
+            self.assertEqual([], mgr.reconcile()['errors'])
+        self.assertEqual(1, self.logs.output.count('Device or resource '
+                                                   'busy'))
+        # Back to per-NF once the kernel has RMIDs again.
+        with mock.patch.object(mod, 'create_mon_group', real):
+            self.assertEqual([], mgr.reconcile()['errors'])
+        self.assertEqual('per-nf',
+                         mgr.status()['ondemand']['0']['monitoring']['mode'])
+        self.assertIn('measured per NF again', self.logs.output)
+
+
+class EvenSplitWhenRmidsRunOutTest(_MonitoringBase):
+    """16 RMIDs for 16 classes of service.
+
+    The agent keeps one RMID per class of service, none is left for
+    monitoring groups: the class's figures split evenly.
+    """
 
     num_rmids = 16
 
-    def test_high_miss_violator_isolated_low_miss_sharers_stay_shared(self):
+    def test_even_split_keeps_the_high_miss_violator_shared(self):
         mgr = self.make_od()
         self.violate(mgr)
         # Split evenly, X's 1.5 GB/s is 0.57 GB/s each, under the high miss
@@ -365,8 +419,13 @@ class EvenSplitWhenRmidsRunOutTest(PerNFMonitoringTest):
             'split evenly, not their own'))
         self.assertIn('RMIDs run out: info/L3_MON/num_rmids is 16',
                       self.logs.output)
+        nfs = st['monitoring']['nfs']
+        self.assertEqual({u: 1.7 * GB / 3 for u in (X, Y, Z)},
+                         {u: nfs[u]['mbm_total_bytes_per_s'] for u in nfs})
+        self.assertEqual({'class split evenly'},
+                         {f['measured_by'] for f in nfs.values()})
 
-    def test_first_pass_gives_each_sharer_its_monitoring_group(self):
+    def test_fallback_is_said_once_and_is_no_error(self):
         for uuid, cpu in ((X, 3), (Y, 4)):
             self.doms.add(uuid, (cpu,), extra_specs=ONDEMAND)
         mgr = self.make_od()
@@ -379,17 +438,17 @@ class EvenSplitWhenRmidsRunOutTest(PerNFMonitoringTest):
         self.assertEqual(1, self.logs.output.count(
             'split evenly, not their own'))
 
-    def test_restart_removes_monitoring_groups_of_gone_nfs(self):
-        self.skipTest('no monitoring group fits')
 
+class PartialRmidsTest(_MonitoringBase):
+    """17 RMIDs for 16 classes of service.
 
-class PartialRmidsTest(PerNFMonitoringTest):
-    """17 RMIDs for 16 classes of service: one monitoring group fits (X's,
-    the first by name); Y and Z share what the class measured less X's."""
+    One monitoring group fits (X's, the first by name); Y and Z share what
+    the class measured less X's.
+    """
 
     num_rmids = 17
 
-    def test_high_miss_violator_isolated_low_miss_sharers_stay_shared(self):
+    def test_one_monitoring_group_still_isolates_the_violator(self):
         mgr = self.make_od()
         self.violate(mgr)
         self.assertEqual([[X], [Y, Z]], self.classes(mgr))
@@ -398,7 +457,7 @@ class PartialRmidsTest(PerNFMonitoringTest):
         self.assertEqual('even-split', st['monitoring']['mode'])
         self.assertEqual(1, len(st['monitoring']['mon_groups']))
 
-    def test_first_pass_gives_each_sharer_its_monitoring_group(self):
+    def test_sharers_without_one_split_the_rest_of_the_class(self):
         for uuid, cpu in ((X, 3), (Y, 4), (Z, 5)):
             self.doms.add(uuid, (cpu,), extra_specs=ONDEMAND)
         mgr = self.make_od()
@@ -409,31 +468,26 @@ class PartialRmidsTest(PerNFMonitoringTest):
         mgr.reconcile()
         self.run_nfs(10, {X: 3 * GB, Y: GB, Z: 0.5 * GB})
         self.clock.now += 10
-        od = self.od
-        figures = od._figures(od.nfs(self.doms_instances(mgr),
-                                     mgr.topology)[0][0])
-        self.assertEqual(3 * GB, figures[X][1])
-        self.assertEqual(0.75 * GB, figures[Y][1])
-        self.assertEqual(0.75 * GB, figures[Z][1])
-        self.assertEqual(1 << 20, figures[X][0])
-        self.assertEqual(1 << 20, figures[Y][0])
-
-    def doms_instances(self, mgr):
-        return list(mgr._known.values())
-
-    def test_restart_removes_monitoring_groups_of_gone_nfs(self):
-        self.skipTest('covered with enough RMIDs')
+        self.assertEqual([], mgr.reconcile()['errors'])
+        st = mgr.status()['ondemand']['0']['monitoring']
+        self.assertEqual('even-split', st['mode'])
+        self.assertIn('num_rmids is 17', st['reason'])
+        # X: its own 3 GB/s; Y and Z: the class's 4.5 GB/s less X's.
+        self.assertEqual(
+            {X: (3 * GB, 'monitoring group'),
+             Y: (0.75 * GB, 'class split evenly'),
+             Z: (0.75 * GB, 'class split evenly')},
+            {u: (f['mbm_total_bytes_per_s'], f['measured_by'])
+             for u, f in st['nfs'].items()})
+        self.assertEqual(1 << 20, st['nfs'][Y]['llc_occupancy_bytes'])
 
 
-class EvenSplitWithoutL3MonTest(EvenSplitWhenRmidsRunOutTest):
+class EvenSplitWithoutL3MonTest(_MonitoringBase):
     """A CPU with CAT but without CMT/MBM: no info/L3_MON, no counters."""
 
     monitoring = False
 
-    def test_high_miss_violator_isolated_low_miss_sharers_stay_shared(self):
-        self.skipTest('no counters to write without L3 monitoring')
-
-    def test_first_pass_gives_each_sharer_its_monitoring_group(self):
+    def test_fallback_names_the_missing_l3_mon(self):
         for uuid, cpu in ((X, 3), (Y, 4)):
             self.doms.add(uuid, (cpu,), extra_specs=ONDEMAND)
         mgr = self.make_od()
