@@ -368,8 +368,13 @@ class Writer:
                 reason='%s has no info/L3_MON: the kernel offers no L3 '
                 'monitoring (CMT/MBM) on this host' % self.root)
         with self._group_fd(group) as gfd:
-            parent = set(resctrl.parse_cpu_list(
-                self.tree._read(group, 'cpus_list')))
+            try:
+                parent = set(resctrl.parse_cpu_list(
+                    self.tree._read(group, 'cpus_list')))
+            except OSError as exc:
+                _refuse('cannot read the CPUs of resctrl group %s (%s): '
+                        'write its cpus_list before making monitoring '
+                        'groups in it' % (group, exc.strerror))
             outside = [c for c in cpus if c not in parent]
             if outside:
                 _refuse('CPUs %s are not CPUs of resctrl group %s (it has '

@@ -96,6 +96,17 @@ class MonGroupWriterTest(base.TestCase):
                 self.assertIn(what, exc.message, (group, mon))
         self.assertEqual(before, snapshot(self.root))
 
+    def test_parent_without_cpus_list_is_named(self):
+        self.mod.create_group('resq-od0-1')
+        cpus = os.path.join(self.root, 'resq-od0-1', 'cpus_list')
+        if os.path.exists(cpus):
+            os.unlink(cpus)
+        exc = self.assertRaises(exception.ResctrlError,
+                                self.mod.create_mon_group, 'resq-od0-1',
+                                'resq-nf-a', [3])
+        self.assertIn('cannot read the CPUs of resctrl group resq-od0-1',
+                      exc.message)
+
     def test_symlinked_mon_group_is_refused(self):
         outside = os.path.join(self.tmp, 'outside')
         os.mkdir(outside)
