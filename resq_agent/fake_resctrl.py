@@ -18,17 +18,23 @@ what the kernel shows on a CAT host: ``info/L3/*``, the default group's
 ``schemata``, ``cpus_list`` and ``tasks``, ``mon_data/mon_L3_<id>/*`` and
 the CPU cache topology under ``devices/system/cpu``. Pointing
 ``[resq_agent] resctrl_root`` and ``sysfs_root`` at them lets discovery,
-inventory, scheduling and enforcement run unchanged. Nothing here checks
-writes the way the kernel does: the agent enforces the kernel's rules
-itself.
+inventory, scheduling and enforcement run unchanged. Plain directories do
+not check writes the way the kernel does, and the agent enforces the
+kernel's rules itself; tests that want the kernel's side as well (a
+``mkdir`` making the group's files, CPUs moving between groups, a
+monitoring group's CPUs a subset of its parent's, the RMID and class of
+service limits) put :class:`Kernel` in front of the tree.
 
 Run it as ``python -m resq_agent.fake_resctrl --help``.
 """
 
 import argparse
+import errno
 import os
 import shutil
 import sys
+
+from resq_common import resctrl_writer
 
 DEFAULT_WAYS = 20
 # The way size of the model driver's reference platform (45 MiB, 20 ways),
@@ -136,7 +142,8 @@ def check(ways, domains, min_cbm_bits, num_closids, max_ways=MAX_WAYS):
 
 def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
                   num_closids=16, shareable_bits=0, cdp=False, foreign=(),
-                  cpus=(), num_rmids=224, max_ways=MAX_WAYS):
+                  cpus=(), num_rmids=224, max_ways=MAX_WAYS,
+                  monitoring=True):
     """Lay out a mounted resctrl file system under ``root``.
 
     ``max_ways`` may be raised beyond real platforms' for scale tests (the
@@ -147,6 +154,11 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
     :param foreign: groups that belong to someone else (tests check the
         agent leaves them alone).
     :param cpus: CPUs of the default group (``cpus_list``).
+    :param num_rmids: RMIDs (``info/L3_MON/num_rmids``): the default group,
+        every control group and every monitoring group hold one.
+    :param monitoring: lay out L3 monitoring (``info/L3_MON``,
+        ``mon_data`` and ``mon_groups`` in every group); False for a
+        platform with CAT but without CMT/MBM.
     :returns: the text of the default group's ``schemata``.
     :raises InvalidTree: for a shape no CAT platform has.
     """
@@ -160,7 +172,10 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
         _write(root, 'info/%s/num_closids' % kind, '%d\n' % num_closids)
         _write(root, 'info/%s/shareable_bits' % kind,
                format(shareable_bits, 'x') + '\n')
-    _write(root, 'info/L3_MON/num_rmids', '%d\n' % num_rmids)
+    if monitoring:
+        _write(root, 'info/L3_MON/num_rmids', '%d\n' % num_rmids)
+        _write(root, 'info/L3_MON/mon_features',
+               'llc_occupancy\nmbm_total_bytes\nmbm_local_bytes\n')
     schemata = ''.join('%s:%s\n' % (kind, ';'.join(
         '%d=%s' % (d, full) for d in domains)) for kind in kinds)
     for group in ('',) + tuple(foreign):
@@ -169,12 +184,186 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
                '1\n' if not group else '4242\n')
         _write(root, os.path.join(group, 'cpus_list'),
                format_cpus(cpus) + '\n' if cpus and not group else '')
-        for d in domains:
-            for name in ('llc_occupancy', 'mbm_total_bytes',
-                         'mbm_local_bytes'):
-                _write(root, os.path.join(group, 'mon_data',
-                                          'mon_L3_%02d' % d, name), '0\n')
+        if monitoring:
+            _mon_files(os.path.join(root, group), domains)
     return schemata
+
+
+MON_FILES = ('llc_occupancy', 'mbm_total_bytes', 'mbm_local_bytes')
+
+
+def _mon_files(group_path, domains, mon_groups=True):
+    """A group's ``mon_data`` (counters at 0) and ``mon_groups``."""
+    for d in domains:
+        for name in MON_FILES:
+            _write(group_path, os.path.join('mon_data', 'mon_L3_%02d' % d,
+                                            name), '0\n')
+    if mon_groups:
+        os.makedirs(os.path.join(group_path, 'mon_groups'), exist_ok=True)
+
+
+class Kernel(resctrl_writer.Syscalls):
+    """The kernel's side of resctrl on a tree :func:`build_resctrl` made.
+
+    Install it as :data:`resq_common.resctrl_writer.SYSCALLS` and the
+    privileged writer's ``mkdir``, ``rmdir`` and writes get what the kernel
+    does with them (Documentation/filesystems/resctrl.rst):
+
+    * ``mkdir`` only in the root (a control group: a class of service and
+      an RMID) or in a ``mon_groups`` directory (a monitoring group: an
+      RMID); ``ENOSPC`` when either runs out, ``EPERM`` elsewhere; the new
+      group gets its files (``schemata`` of full masks, empty
+      ``cpus_list`` and ``tasks``, ``mon_data`` counters, ``mon_groups``);
+    * ``rmdir`` removes a group with its files and monitoring groups;
+    * ``cpus_list`` of a monitoring group takes only CPUs of its parent
+      control group (``EINVAL`` and ``info/last_cmd_status`` otherwise), a
+      CPU moves from the sibling monitoring group that had it; a control
+      group's CPUs leave every other control group, and CPUs it drops leave
+      its monitoring groups.
+
+    RMIDs in limbo and task moves are not modelled.
+    """
+
+    def __init__(self, root):
+        self.root = os.path.realpath(root)
+
+    # -- reading the tree ------------------------------------------------
+    def _path(self, dir_fd):
+        return os.path.realpath('/proc/self/fd/%d' % dir_fd)
+
+    def _read(self, *parts):
+        with open(os.path.join(*parts), encoding='ascii') as f:
+            return f.read()
+
+    def _int_info(self, *parts):
+        try:
+            return int(self._read(self.root, 'info', *parts))
+        except OSError:
+            return None
+
+    def _dirs(self, path):
+        try:
+            names = os.listdir(path)
+        except OSError:
+            return []
+        return sorted(os.path.join(path, n) for n in names
+                      if os.path.isdir(os.path.join(path, n)))
+
+    def ctrl_groups(self):
+        return [p for p in self._dirs(self.root) if os.path.basename(p)
+                not in ('info', 'mon_groups', 'mon_data')]
+
+    def mon_groups(self, ctrl):
+        return self._dirs(os.path.join(ctrl, 'mon_groups'))
+
+    def rmids_in_use(self):
+        return sum(1 + len(self.mon_groups(g))
+                   for g in [self.root] + self.ctrl_groups())
+
+    def _cpus(self, group):
+        try:
+            return set(parse_cpus(self._read(group, 'cpus_list')))
+        except (OSError, InvalidTree):
+            return set()
+
+    def _set_cpus(self, group, cpus):
+        with open(os.path.join(group, 'cpus_list'), 'w') as f:
+            f.write(format_cpus(cpus) + '\n')
+
+    def _status(self, text):
+        _write(self.root, 'info/last_cmd_status', text + '\n')
+
+    def _domains(self):
+        for line in self._read(self.root, 'schemata').splitlines():
+            if line.startswith(('L3:', 'L3CODE:')):
+                return [int(item.split('=')[0]) for item in
+                        line.split(':', 1)[1].split(';')]
+        return []
+
+    # -- system calls ----------------------------------------------------
+    def mkdir(self, name, dir_fd):
+        parent = self._path(dir_fd)
+        path = os.path.join(parent, name)
+        if os.path.lexists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST),
+                                  path)
+        monitoring = self._int_info('L3_MON', 'num_rmids')
+        is_mon = (os.path.basename(parent) == 'mon_groups' and (
+            os.path.dirname(parent) == self.root
+            or os.path.dirname(parent) in self.ctrl_groups()))
+        if parent != self.root and not is_mon:
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM),
+                                  path)
+        if not is_mon:
+            closids = self._int_info('L3', 'num_closids') or self._int_info(
+                'L3CODE', 'num_closids')
+            if closids is not None and 1 + len(self.ctrl_groups()) >= closids:
+                self._status('Out of CLOSIDs')
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        if monitoring is not None and self.rmids_in_use() >= monitoring:
+            self._status('Out of RMIDs')
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+        os.mkdir(path, 0o755)
+        for fname in ('cpus_list', 'tasks'):
+            _write(path, fname, '\n' if fname == 'cpus_list' else '')
+        if not is_mon:
+            info = 'L3' if os.path.isdir(os.path.join(
+                self.root, 'info', 'L3')) else 'L3CODE'
+            full = self._read(self.root, 'info', info, 'cbm_mask').strip()
+            kinds = ('L3',) if info == 'L3' else ('L3CODE', 'L3DATA')
+            _write(path, 'schemata', ''.join('%s:%s\n' % (kind, ';'.join(
+                '%d=%s' % (d, full) for d in self._domains()))
+                for kind in kinds))
+        if monitoring is not None:
+            _mon_files(path, self._domains(), mon_groups=not is_mon)
+        self._status('ok')
+
+    def rmdir(self, name, dir_fd):
+        parent = self._path(dir_fd)
+        path = os.path.join(parent, name)
+        if not os.path.lexists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT),
+                                    path)
+        if parent != self.root and os.path.basename(parent) != 'mon_groups':
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM),
+                                  path)
+        if not os.path.isdir(path) or os.path.islink(path):
+            raise NotADirectoryError(errno.ENOTDIR,
+                                     os.strerror(errno.ENOTDIR), path)
+        shutil.rmtree(path)
+
+    def write_file(self, dir_fd, name, text, append, where):
+        group = self._path(dir_fd)
+        if name == 'cpus_list':
+            try:
+                cpus = set(parse_cpus(text))
+            except InvalidTree:
+                self._status('Bad CPU list/mask')
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL),
+                              os.path.join(group, name))
+            parent = os.path.dirname(group)
+            if os.path.basename(parent) == 'mon_groups':
+                ctrl = os.path.dirname(parent)
+                if ctrl != self.root and not cpus <= self._cpus(ctrl):
+                    self._status("Can only assign subset of parent's cpus")
+                    raise OSError(errno.EINVAL, os.strerror(errno.EINVAL),
+                                  os.path.join(group, name))
+                for sibling in self.mon_groups(ctrl):
+                    if sibling != group and self._cpus(sibling) & cpus:
+                        self._set_cpus(sibling, self._cpus(sibling) - cpus)
+            else:
+                dropped = self._cpus(group) - cpus
+                for mon in self.mon_groups(group):
+                    if self._cpus(mon) & dropped:
+                        self._set_cpus(mon, self._cpus(mon) - dropped)
+                for other in self.ctrl_groups():
+                    if other == group:
+                        continue
+                    for g in [other] + self.mon_groups(other):
+                        if self._cpus(g) & cpus:
+                            self._set_cpus(g, self._cpus(g) - cpus)
+            self._status('ok')
+        super().write_file(dir_fd, name, text, append, where)
 
 
 def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS):

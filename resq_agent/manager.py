@@ -166,7 +166,9 @@ class AgentManager:
                                       opts.monitor_min_interval_s)
         ondemand = None
         if opts.ondemand_ways:
-            ondemand = ondemand_host.OnDemandHost.from_conf(conf, monitor)
+            # A monitor of its own: status() makes the manager's forget
+            # every group that is no instance's.
+            ondemand = ondemand_host.OnDemandHost.from_conf(conf)
         return cls(conf, topology, pqos.load_backend(conf), hyp,
                    inventory_mod.Inventory.from_conf(conf, hostname),
                    list(post_apply_hooks) + [marks.after_apply],
@@ -547,6 +549,10 @@ class AgentManager:
         if enforce and self.shapes:
             result = self.enforcer.apply(enforced,
                                          [s.id for s in self.shapes])
+            if self.ondemand is not None:
+                tree = (self.enforcer.tree if isinstance(
+                    self.enforcer, enforcer_mod.ResctrlEnforcer) else None)
+                result.errors.extend(self.ondemand.sync_monitoring(tree))
             self._layout = lay
             self._sync_libvirt(lay)
         elif enforce and not self.topology.resctrl_available:

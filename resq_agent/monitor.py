@@ -16,6 +16,12 @@ with ``llc_occupancy`` (bytes now) and ``mbm_total_bytes`` /
 ``mbm_local_bytes`` (byte counters since the group was made). Bandwidth is
 the counter's increase over the time between two readings; the first
 reading of a group has no bandwidth yet.
+
+A monitoring group (``<group>/mon_groups/<mon>/``, :meth:`Monitor.sample`
+with ``mon``) has the same files for the CPUs it was given: the on-demand
+host gives every NF sharing a class of service one, so each NF's own
+occupancy and bandwidth are known; a control group's counters include its
+monitoring groups'.
 """
 
 import os
@@ -36,10 +42,16 @@ class Monitor:
         # {group: (time, {domain: {file: value}}, {domain: rates})}
         self._last = {}
 
-    def read(self, group):
-        """``{domain id: {file: int}}`` of the counters the kernel has."""
-        base = os.path.join(self.root, resctrl.check_group_name(group),
-                            'mon_data')
+    def read(self, group, mon=None):
+        """``{domain id: {file: int}}`` of the counters the kernel has.
+
+        :param mon: a monitoring group of ``group``: its counters.
+        """
+        base = os.path.join(self.root, resctrl.check_group_name(group))
+        if mon is not None:
+            base = os.path.join(base, resctrl.MON_GROUPS,
+                                resctrl.check_group_name(mon))
+        base = os.path.join(base, 'mon_data')
         result = {}
         try:
             names = sorted(os.listdir(base))
@@ -61,17 +73,21 @@ class Monitor:
             result[int(name[len('mon_L3_'):])] = values
         return result
 
-    def sample(self, group):
+    def sample(self, group, mon=None):
         """Occupancy and bandwidth of a group, summed over its domains.
+
+        :param mon: a monitoring group of ``group``: its own figures.
 
         :returns: ``{'llc_occupancy_bytes', 'mbm_total_bytes_per_s',
             'mbm_local_bytes_per_s', 'per_domain'}``; rates are None until
             two readings exist.
         """
         now = self.clock()
-        counters = self.read(group)
-        last = self._last.get(group)
-        if last is not None and now - last[0] < self.min_interval_s:
+        counters = self.read(group, mon)
+        key = group if mon is None else (group, mon)
+        last = self._last.get(key)
+        if last is not None and (now - last[0] < self.min_interval_s
+                                 or now <= last[0]):
             rates = last[2]
             now, counters_base = last[0], last[1]
         else:
@@ -85,7 +101,7 @@ class Monitor:
                         rates[dom][fname] = ((values[fname] - prev[fname])
                                              / (now - last[0]))
             counters_base = counters
-            self._last[group] = (now, counters_base, rates)
+            self._last[key] = (now, counters_base, rates)
 
         def total(fname, table):
             vals = [v[fname] for v in table.values() if fname in v]
@@ -101,7 +117,10 @@ class Monitor:
         }
 
     def forget(self, keep):
-        """Drop the history of groups not in ``keep``."""
+        """Drop the history of groups not in ``keep``.
+
+        A monitoring group's key is ``(group, mon)``.
+        """
         for group in list(self._last):
             if group not in keep:
                 del self._last[group]

@@ -33,3 +33,14 @@ class ResctrlError(ResQException):
     """A resctrl tree, group, mask or value that resq-nova refuses."""
 
     msg_fmt = '%(reason)s'
+
+
+class MonitoringUnavailable(ResctrlError):
+    """No L3 monitoring (CMT/MBM) for a monitoring group.
+
+    No ``info/L3_MON`` or no ``mon_groups`` directory, or no RMID left.
+    """
+
+
+class RmidsExhausted(MonitoringUnavailable):
+    """Every RMID (``info/L3_MON/num_rmids``) is in use or in limbo."""

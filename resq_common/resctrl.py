@@ -35,6 +35,9 @@ REQUIRED_INFO = ('cbm_mask', 'min_cbm_bits', 'num_closids')
 # Files the kernel creates in a new group; a copied tree lacks them.
 GROUP_FILES = ('schemata', 'cpus_list', 'tasks')
 _NOT_GROUPS = ('info', 'mon_groups', 'mon_data')
+# Monitoring groups live in a control group's mon_groups directory.
+MON_GROUPS = 'mon_groups'
+L3_MON_INFO = ('info', 'L3_MON', 'num_rmids')
 
 
 def check_group_name(name):
@@ -45,6 +48,28 @@ def check_group_name(name):
             'start with %r and use lower-case letters, digits, ".", "_" '
             'or "-"' % (name, GROUP_PREFIX))
     return name
+
+
+def parse_cpu_list(text):
+    """``"0-3,8"`` -> ``(0, 1, 2, 3, 8)`` (the kernel's ``cpus_list``).
+
+    :raises exception.ResctrlError: for anything but CPU numbers and ranges.
+    """
+    cpus = set()
+    for part in text.replace('\n', ',').split(','):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition('-')
+        try:
+            first, last = int(lo), int(hi if sep else lo)
+        except ValueError:
+            first, last = 0, -1
+        if first < 0 or last < first:
+            raise exception.ResctrlError(
+                reason='%r is not a CPU list such as 0-3,8' % text)
+        cpus.update(range(first, last + 1))
+    return tuple(sorted(cpus))
 
 
 def parse_schemata(text):
@@ -175,6 +200,48 @@ class Resctrl:
     def read_tasks(self, name):
         text = self._read(check_group_name(name), 'tasks')
         return [int(t) for t in text.split()]
+
+    def has_monitoring(self):
+        """Whether the kernel offers L3 monitoring (``info/L3_MON``)."""
+        return self._isfile(*L3_MON_INFO)
+
+    def num_rmids(self):
+        """RMIDs of the platform, or None without L3 monitoring."""
+        if not self.has_monitoring():
+            return None
+        return int(self._read(*L3_MON_INFO))
+
+    def mon_groups(self, name):
+        """Names of the monitoring groups of control group ``name``."""
+        base = os.path.join(self.root, check_group_name(name), MON_GROUPS)
+        try:
+            names = os.listdir(base)
+        except OSError:
+            return []
+        return sorted(n for n in names
+                      if os.path.isdir(os.path.join(base, n)))
+
+    def mon_groups_of(self, name):
+        """Monitoring groups of any group, ours or not (to count RMIDs)."""
+        base = os.path.join(self.root, name, MON_GROUPS)
+        try:
+            return [n for n in os.listdir(base)
+                    if os.path.isdir(os.path.join(base, n))]
+        except OSError:
+            return []
+
+    def mon_groups_of_root(self):
+        """Monitoring groups of the default group."""
+        base = os.path.join(self.root, MON_GROUPS)
+        try:
+            return [n for n in os.listdir(base)
+                    if os.path.isdir(os.path.join(base, n))]
+        except OSError:
+            return []
+
+    def read_mon_cpus(self, name, mon):
+        return parse_cpu_list(self._read(check_group_name(name), MON_GROUPS,
+                                         check_group_name(mon), 'cpus_list'))
 
     def validate_masks(self, masks):
         """Check a ``{domain: mask}`` map against the platform's rules."""

@@ -21,7 +21,14 @@ configuration and hand it to :class:`Writer`, which
   ``O_NOFOLLOW`` one component at a time, so a group or file that is a
   symbolic link, or a path that leaves the root, is refused;
 * accepts only ``resq-`` group names, masks the platform allows and plain
-  integer CPU numbers and PIDs.
+  integer CPU numbers and PIDs;
+* creates monitoring groups (``<group>/mon_groups/<name>``) only inside a
+  ``resq-`` control group and only with CPUs of that group.
+
+The few system calls that change the tree go through :data:`SYSCALLS`, so
+tests can put a model of the kernel's resctrl rules
+(:class:`resq_agent.fake_resctrl.Kernel`) in front of a temporary tree; the
+writer never relies on it: it checks the rules itself first.
 """
 
 import contextlib
@@ -65,6 +72,40 @@ def _fs_magic(fd):
 
 def _refuse(reason):
     raise exception.ResctrlError(reason=reason)
+
+
+class Syscalls:
+    """The calls that change a resctrl tree, below directory descriptors."""
+
+    @staticmethod
+    def mkdir(name, dir_fd):
+        os.mkdir(name, 0o755, dir_fd=dir_fd)
+
+    @staticmethod
+    def rmdir(name, dir_fd):
+        os.rmdir(name, dir_fd=dir_fd)
+
+    @staticmethod
+    def write_file(dir_fd, name, text, append, where):
+        """Write ``text`` to file ``name`` in one ``write(2)``."""
+        flags = (os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+                 | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC))
+        try:
+            fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENXIO):
+                _refuse('%s %s is a symbolic link or special file; refusing '
+                        'to write it' % (name, where))
+            raise
+        with os.fdopen(fd, 'w', encoding='ascii') as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                _refuse('%s %s is not a regular file; refusing to write it'
+                        % (name, where))
+            # One write: the kernel applies it whole or rejects it.
+            f.write(text)
+
+
+SYSCALLS = Syscalls()
 
 
 class _FdTree(resctrl.Resctrl):
@@ -230,22 +271,7 @@ class Writer:
             os.close(fd)
 
     def _write_at(self, dir_fd, name, text, append=False):
-        where = 'in %s' % self.root
-        flags = (os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-                 | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC))
-        try:
-            fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENXIO):
-                _refuse('%s %s is a symbolic link or special file; refusing '
-                        'to write it' % (name, where))
-            raise
-        with os.fdopen(fd, 'w', encoding='ascii') as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                _refuse('%s %s is not a regular file; refusing to write it'
-                        % (name, where))
-            # One write: the kernel applies it whole or rejects it.
-            f.write(text)
+        SYSCALLS.write_file(dir_fd, name, text, append, 'in %s' % self.root)
 
     def _write_l3(self, dir_fd, masks):
         masks, info = self._masks(masks)
@@ -259,7 +285,7 @@ class Writer:
     def create_group(self, group):
         resctrl.check_group_name(group)
         try:
-            os.mkdir(group, 0o755, dir_fd=self.tree.fd)
+            SYSCALLS.mkdir(group, self.tree.fd)
         except FileExistsError:
             pass
         with self._group_fd(group):
@@ -286,6 +312,156 @@ class Writer:
         with self._group_fd(group) as gfd:
             self._write_at(gfd, 'tasks', '%d\n' % pid, append=True)
 
+    # -- monitoring groups (CMT/MBM of a subset of a group's CPUs) ------
+    def _rmids_in_use(self):
+        """RMIDs the tree holds.
+
+        The default group's, one per control group and one per monitoring
+        group (the kernel's count, less RMIDs in limbo).
+        """
+        used = 1 + len(self.tree.mon_groups_of_root())
+        for g in self.tree.groups():
+            used += 1 + len(self.tree.mon_groups_of(g))
+        return used
+
+    @contextlib.contextmanager
+    def _mon_dir_fd(self, gfd, group):
+        try:
+            fd = os.open(resctrl.MON_GROUPS, _DIR_FLAGS, dir_fd=gfd)
+        except OSError as exc:
+            if exc.errno == errno.ENOENT:
+                raise exception.MonitoringUnavailable(
+                    reason='resctrl group %s/%s has no %s directory: the '
+                    'kernel offers no resource monitoring there (CMT/MBM '
+                    'need a CPU with cqm_llc/cqm_mbm_total and a kernel '
+                    'built with resctrl monitoring)'
+                    % (self.root, group, resctrl.MON_GROUPS))
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                _refuse('%s/%s/%s is a symbolic link or not a directory; '
+                        'refusing it' % (self.root, group,
+                                         resctrl.MON_GROUPS))
+            raise
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def create_mon_group(self, group, mon, cpus):
+        """Make monitoring group ``mon`` of ``group`` count ``cpus``.
+
+        Idempotent: an existing one gets its CPUs rewritten.
+
+        :raises exception.ResctrlError: a name that is not ours, CPUs that
+            are not all the control group's.
+        :raises exception.MonitoringUnavailable: no L3 monitoring.
+        :raises exception.RmidsExhausted: no RMID left.
+        """
+        resctrl.check_group_name(mon)
+        if isinstance(cpus, (str, bytes)):
+            _refuse('CPU numbers must be a list of integers, got %r' % cpus)
+        cpus = sorted(set(self._ints(cpus, 'CPU numbers', 0, MAX_CPU)))
+        if not cpus:
+            _refuse('monitoring group %s of %s needs at least one CPU'
+                    % (mon, group))
+        if not self.tree.has_monitoring():
+            raise exception.MonitoringUnavailable(
+                reason='%s has no info/L3_MON: the kernel offers no L3 '
+                'monitoring (CMT/MBM) on this host' % self.root)
+        with self._group_fd(group) as gfd:
+            try:
+                parent = set(resctrl.parse_cpu_list(
+                    self.tree._read(group, 'cpus_list')))
+            except OSError as exc:
+                _refuse('cannot read the CPUs of resctrl group %s (%s): '
+                        'write its cpus_list before making monitoring '
+                        'groups in it' % (group, exc.strerror))
+            outside = [c for c in cpus if c not in parent]
+            if outside:
+                _refuse('CPUs %s are not CPUs of resctrl group %s (it has '
+                        '%s): a monitoring group\'s CPUs must be a subset '
+                        'of its parent control group\'s; write the '
+                        'group\'s cpus_list first'
+                        % (','.join(map(str, outside)), group,
+                           ','.join(map(str, sorted(parent))) or 'none'))
+            with self._mon_dir_fd(gfd, group) as mfd:
+                created = False
+                if not os.path.isdir(os.path.join(
+                        self.root, group, resctrl.MON_GROUPS, mon)):
+                    self._check_rmids(group, mon)
+                try:
+                    SYSCALLS.mkdir(mon, mfd)
+                    created = True
+                except FileExistsError:
+                    pass
+                except OSError as exc:
+                    if exc.errno in (errno.ENOSPC, errno.EBUSY):
+                        raise exception.RmidsExhausted(
+                            reason='the kernel has no free RMID for '
+                            'monitoring group %s/%s (%s; info/L3_MON/'
+                            'num_rmids is %s, freed RMIDs stay busy until '
+                            'their occupancy drains)' % (
+                                group, mon, exc.strerror,
+                                self.tree.num_rmids()))
+                    raise
+                try:
+                    mon_fd = os.open(mon, _DIR_FLAGS, dir_fd=mfd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        _refuse('monitoring group %s/%s/%s/%s is a symbolic '
+                                'link or not a directory; refusing it'
+                                % (self.root, group, resctrl.MON_GROUPS,
+                                   mon))
+                    raise
+                try:
+                    self._write_at(mon_fd, 'cpus_list',
+                                   ','.join(str(c) for c in cpus) + '\n')
+                except BaseException:
+                    if created:
+                        # All or nothing: no RMID is left behind.
+                        os.close(mon_fd)
+                        mon_fd = None
+                        self._remove_mon_at(mfd, mon)
+                    raise
+                finally:
+                    if mon_fd is not None:
+                        os.close(mon_fd)
+        return os.path.join(self.root, group, resctrl.MON_GROUPS, mon)
+
+    def _check_rmids(self, group, mon):
+        total = self.tree.num_rmids()
+        used = self._rmids_in_use()
+        if total is not None and used >= total:
+            raise exception.RmidsExhausted(
+                reason='no free RMID for monitoring group %s/%s: %d of the '
+                'platform\'s %d (info/L3_MON/num_rmids) are in use by '
+                'resctrl groups' % (group, mon, used, total))
+
+    def remove_mon_group(self, group, mon):
+        """rmdir monitoring group ``mon`` of ``group`` (idempotent)."""
+        resctrl.check_group_name(mon)
+        with self._group_fd(group) as gfd:
+            try:
+                with self._mon_dir_fd(gfd, group) as mfd:
+                    return self._remove_mon_at(mfd, mon)
+            except exception.MonitoringUnavailable:
+                return False
+
+    def _remove_mon_at(self, mfd, mon):
+        try:
+            SYSCALLS.rmdir(mon, mfd)
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno == errno.ENOTDIR:
+                _refuse('monitoring group %s is a symbolic link or a file; '
+                        'refusing to remove it' % mon)
+            if exc.errno != errno.ENOTEMPTY:
+                raise
+        # A copied tree keeps the files the kernel would remove.
+        self._remove_dir_at(mfd, mon)
+        return True
+
     def remove_group(self, group):
         """rmdir a group (idempotent); the kernel removes its files.
 
@@ -293,7 +469,7 @@ class Writer:
         """
         resctrl.check_group_name(group)
         try:
-            os.rmdir(group, dir_fd=self.tree.fd)
+            SYSCALLS.rmdir(group, self.tree.fd)
             return True
         except FileNotFoundError:
             return False

@@ -15,16 +15,29 @@
 manager, after the reserved instances are laid out. Per cache domain it
 finds the on-demand NFs (``resq:slo=on-demand`` with pinned CPUs in the
 domain and ``resq:latency_p95_us``), the lease (:mod:`.lease`), reads
-each NF's latency (its source) and its class's occupancy and memory
+each NF's latency (its source) and its own LLC occupancy and memory
 bandwidth (CMT/MBM, :mod:`resq_agent.monitor`), lets the domain's
 :class:`.scheduler.LocalScheduler` decide, and adds one assignment per
 class of service to the layout: the enforcer then writes them like any
 other group, ``resq-od<domain>-<n>``, holding the CPUs of the class's NFs.
 No remote call is made here; escalations are queued for the caller.
 
-CMT and MBM count per resctrl group, so an NF sharing a class is given
-its class's occupancy and bandwidth divided evenly among the members (an
-isolated NF's are exact).
+CMT and MBM count per resctrl group and the max-min procedure needs each
+NF's own figures, so after the enforcer wrote the classes
+(:meth:`OnDemandHost.sync_monitoring`) every NF that shares a class gets a
+monitoring group ``resq-od<domain>-<n>/mon_groups/resq-<uuid>`` holding its
+pinned CPUs: it costs an RMID, no class of service. An NF that changes
+class gets a new one in its new class (the kernel cannot move a
+monitoring group between control groups), one that leaves loses it, and
+monitoring groups of NFs that are gone (an agent restart) are removed. An
+isolated NF's class counters are its own and need none.
+
+When the kernel has no L3 monitoring (no ``info/L3_MON``), the backend is
+not resctrl, or RMIDs run out, the NFs without a monitoring group of their
+own share what their class measured less what its monitored members did,
+evenly (the ``even-split`` mode; with no monitoring group at all that is
+the class's figures divided by its members). The agent says so once in its
+log, at WARNING, and its status shows the mode per cache domain.
 """
 
 import collections
@@ -33,19 +46,31 @@ import time
 from oslo_log import log as logging
 
 from resq_agent import layout
+from resq_agent import monitor as monitor_mod
 from resq_agent.ondemand import latency
 from resq_agent.ondemand import lease as lease_mod
 from resq_agent.ondemand import model
 from resq_agent.ondemand import scheduler as sched_mod
+import resq_agent.privsep.resctrl
+from resq_common import exception
+from resq_common import resctrl
 from resq_nova import extra_specs as specs_mod
 
 LOG = logging.getLogger(__name__)
 CLASS_PREFIX = 'od'
+# How NFs sharing a class get their occupancy and bandwidth.
+PER_NF = 'per-nf'
+EVEN_SPLIT = 'even-split'
 
 
 def class_id(domain_id, index):
     """The pseudo instance id of a class; its group is ``resq-<id>``."""
     return '%s%d-%d' % (CLASS_PREFIX, domain_id, index)
+
+
+def mon_group_name(uuid):
+    """The monitoring group of an NF inside its class's group."""
+    return resctrl.GROUP_PREFIX + uuid.lower()
 
 
 class OnDemandHost:
@@ -62,6 +87,14 @@ class OnDemandHost:
         self.decisions = {}
         self.escalations = collections.deque(maxlen=1000)
         self._groups = {}     # uuid -> class id it is in
+        # uuid -> (class group, CPUs) of the NFs sharing a class, from the
+        # last layout; uuid -> (class group, monitoring group) of those
+        # whose monitoring group holds their CPUs now.
+        self._wanted_mon = {}
+        self._mon = {}
+        self._fallback = None    # why some NFs have no monitoring group
+        self._figures_of = {}    # uuid -> what the last pass measured
+        self._warned = None
         self.sharing = None
         if opts.ondemand_slomo_dir:
             from resq_agent.ondemand import sharing
@@ -69,6 +102,15 @@ class OnDemandHost:
 
     @classmethod
     def from_conf(cls, conf, monitor=None):
+        """An on-demand host on ``conf``.
+
+        ``monitor`` defaults to a :class:`resq_agent.monitor.Monitor` of
+        its own: the manager's forgets groups that are no instance's.
+        """
+        if monitor is None:
+            opts = conf.resq_agent
+            monitor = monitor_mod.Monitor(opts.resctrl_root,
+                                          opts.monitor_min_interval_s)
         return cls(conf, latency.load(conf, time.time), monitor)
 
     def _scheduler(self, domain_id):
@@ -113,24 +155,62 @@ class OnDemandHost:
 
     def _readings(self, domain_id, nfs):
         readings, failed = {}, {}
-        members = collections.Counter(self._groups.get(n.uuid)
-                                      for n in nfs)
+        figures = self._figures(nfs)
         for n in nfs:
             try:
                 s = self.source.latest(n.uuid)
             except latency.SourceFailed as exc:
                 failed[n.uuid] = exc.message
                 continue
-            occ = bw = 0.0
-            group = self._groups.get(n.uuid)
-            if self.monitor is not None and group is not None:
-                m = self.monitor.sample('resq-' + group)
-                share = max(members[group], 1)
-                occ = (m.get('llc_occupancy_bytes') or 0) / share
-                bw = (m.get('mbm_total_bytes_per_s') or 0) / share
+            occ, bw = figures.get(n.uuid, (0.0, 0.0))
             readings[n.uuid] = model.Reading(s.latency_us, occ, bw, s.load,
                                              s.mpps)
         return readings, failed
+
+    def _figures(self, nfs):
+        """``{uuid: (occupancy bytes, memory bandwidth bytes/s)}``.
+
+        An NF with a monitoring group of its own in the class it is in
+        gets that group's counters; the others of a class share what the
+        class measured less its monitored members, evenly.
+        """
+        if self.monitor is None:
+            return {}
+        figures = {}
+        by_class = collections.defaultdict(list)
+        for n in nfs:
+            group = self._groups.get(n.uuid)
+            if group is not None:
+                by_class[group].append(n.uuid)
+        out = {}
+        for group, members in by_class.items():
+            gname = resctrl.GROUP_PREFIX + group
+            total = self.monitor.sample(gname)
+            occ_left = total.get('llc_occupancy_bytes') or 0
+            bw_left = total.get('mbm_total_bytes_per_s') or 0
+            rest = []
+            for uuid in members:
+                mon = self._mon.get(uuid)
+                if len(members) < 2 or mon is None or mon[0] != gname:
+                    rest.append(uuid)
+                    continue
+                m = self.monitor.sample(gname, mon[1])
+                occ = m.get('llc_occupancy_bytes') or 0
+                bw = m.get('mbm_total_bytes_per_s') or 0
+                out[uuid] = (float(occ), float(bw))
+                figures[uuid] = 'monitoring group'
+                occ_left -= occ
+                bw_left -= bw
+            for uuid in rest:
+                out[uuid] = (max(occ_left, 0) / len(rest),
+                             max(bw_left, 0) / len(rest))
+                figures[uuid] = ('class' if len(members) == 1 else
+                                 'class split evenly')
+        self._figures_of.update(
+            (u, {'llc_occupancy_bytes': out[u][0],
+                 'mbm_total_bytes_per_s': out[u][1], 'measured_by': how})
+            for u, how in figures.items())
+        return out
 
     def extend(self, lay, shapes, instances, topology):
         """The on-demand classes beside the reserved layout ``lay``.
@@ -147,7 +227,8 @@ class OnDemandHost:
         by_dom, refused = self.nfs(instances, topology)
         present = {n.uuid for nfs in by_dom.values() for n in nfs}
         now = self.clock()
-        groups = {}
+        self._figures_of = {}
+        groups, wanted_mon = {}, {}
         for shape in shapes:
             nfs = by_dom.pop(shape.id, [])
             if not nfs:
@@ -174,6 +255,9 @@ class OnDemandHost:
                 members = [u for u in cls.members if u in cpus]
                 for u in members:
                     groups[u] = cid
+                    if len(members) > 1:
+                        wanted_mon[u] = (resctrl.GROUP_PREFIX + cid,
+                                         tuple(sorted(cpus[u])))
                 classes.append(_assignment(
                     cid, shape.id, cls.ways, mask,
                     sorted({c for u in members for c in cpus[u]})))
@@ -191,8 +275,138 @@ class OnDemandHost:
             refused.extend((n.uuid, dom_id, 'cache domain %s has no CAT'
                             % dom_id) for n in nfs)
         self._groups = groups
+        self._wanted_mon = wanted_mon
         self.source.forget(present)
         return classes, refused
+
+    # -- per-NF monitoring groups ------------------------------------------
+    def sync_monitoring(self, tree):
+        """Give every NF sharing a class its own monitoring group.
+
+        Call it after the enforcer wrote the layout :meth:`extend` made.
+        Removes the ``resq-`` monitoring groups of the agent's classes that
+        no NF of that class wants any more (first: that frees RMIDs), then
+        creates or corrects the wanted ones. Idempotent.
+
+        :param tree: the :class:`resq_common.resctrl.Resctrl` the enforcer
+            writes, or None when the backend is not resctrl.
+        :returns: ``[error message]`` of privileged calls that failed for
+            another reason than missing monitoring or RMIDs.
+        """
+        errors = []
+        if tree is None:
+            self._mon = {}
+            self._set_fallback('the CAT backend is not resctrl: no '
+                               'monitoring groups')
+            return errors
+        if not tree.has_monitoring():
+            self._mon = {}
+            self._set_fallback('the kernel offers no L3 monitoring '
+                               '(%s has no info/L3_MON)' % tree.root)
+            return errors
+        mod = resq_agent.privsep.resctrl
+        existing = {}
+        prefix = resctrl.GROUP_PREFIX + CLASS_PREFIX
+        for group in tree.owned_groups():
+            if not group.startswith(prefix):
+                continue
+            for mon in tree.mon_groups(group):
+                if not resctrl.GROUP_RE.match(mon):
+                    continue     # not the agent's: left alone
+                try:
+                    cpus = tree.read_mon_cpus(group, mon)
+                except (OSError, exception.ResctrlError):
+                    cpus = None
+                existing[(group, mon)] = cpus
+        wanted = {(g, mon_group_name(u)): (u, cpus)
+                  for u, (g, cpus) in self._wanted_mon.items()}
+        for group, mon in sorted(set(existing) - set(wanted)):
+            try:
+                mod.remove_mon_group(group, mon)
+                LOG.info('Removed monitoring group %s/mon_groups/%s: its NF '
+                         'left the class', group, mon)
+            except Exception as exc:
+                errors.append('remove monitoring group %s/%s: %s' % (
+                    group, mon, getattr(exc, 'message', exc)))
+        mon_of, short = {}, None
+        budget = self._rmid_budget(tree)
+        for (group, mon), (uuid, cpus) in sorted(wanted.items()):
+            if existing.get((group, mon)) == cpus:
+                mon_of[uuid] = (group, mon)
+                continue
+            if (group, mon) not in existing:
+                if budget[0] < 1:
+                    short = short or budget[1]
+                    continue
+                budget[0] -= 1
+            try:
+                mod.create_mon_group(group, mon, list(cpus))
+                mon_of[uuid] = (group, mon)
+            except exception.MonitoringUnavailable as exc:
+                short = short or exc.message
+            except Exception as exc:
+                errors.append('monitoring group %s/%s: %s' % (
+                    group, mon, getattr(exc, 'message', exc)))
+        self._mon = mon_of
+        missing = sorted(set(self._wanted_mon) - set(mon_of))
+        if short:
+            self._set_fallback(short)
+        elif missing:
+            self._set_fallback('monitoring groups could not be written')
+        else:
+            self._set_fallback(None)
+        keep = {resctrl.GROUP_PREFIX + c for c in set(self._groups.values())}
+        keep.update(mon_of.values())
+        if self.monitor is not None:
+            self.monitor.forget(keep)
+        return errors
+
+    @staticmethod
+    def _rmid_budget(tree):
+        """``[RMIDs monitoring groups may still take, why not more]``.
+
+        Every control group holds an RMID too, so monitoring groups only
+        take the RMIDs beyond one per class of service: a class or a
+        reserved instance's group never fails for want of an RMID.
+        """
+        try:
+            total = tree.num_rmids()
+            closids = tree.info()['num_closids']
+        except (OSError, ValueError, exception.ResctrlError) as exc:
+            return [0, 'cannot read info/L3_MON/num_rmids: %s' % (
+                getattr(exc, 'message', exc),)]
+        used = len(tree.mon_groups_of_root()) + sum(
+            len(tree.mon_groups_of(g)) for g in tree.groups())
+        left = max(total - closids - used, 0)
+        return [left, 'RMIDs run out: info/L3_MON/num_rmids is %d, one is '
+                'kept for each of the %d classes of service '
+                '(num_closids) and monitoring groups hold %d' % (
+                    total, closids, used)]
+
+    def _set_fallback(self, reason):
+        self._fallback = reason
+        if reason is None:
+            if self._warned is not None:
+                LOG.info('On-demand NFs sharing a class are measured per NF '
+                         'again (monitoring groups)')
+            self._warned = None
+            return
+        if self._warned != reason and self._wanted_mon:
+            LOG.warning('On-demand NFs sharing a class of service are given '
+                        'their class\'s LLC occupancy and memory bandwidth '
+                        'split evenly, not their own: %s', reason)
+            self._warned = reason
+
+    def monitoring(self, domain_id):
+        """``(mode, reason)`` of the NFs sharing classes in a domain."""
+        d = self.decisions.get(domain_id)
+        shared = [u for _, c in (d.masks if d else []) if len(c.members) > 1
+                  for u in c.members]
+        missing = [u for u in shared if u not in self._mon]
+        if missing:
+            return EVEN_SPLIT, self._fallback or (
+                'no monitoring group yet for %s' % ', '.join(missing))
+        return PER_NF, None
 
     def _log(self, domain_id, d):
         if d.state == 'frozen':
@@ -221,12 +435,24 @@ class OnDemandHost:
         return out
 
     def status(self):
-        return {str(dom): {'state': d.state, 'reason': d.reason,
-                           'violating': list(d.violating),
-                           'classes': [{'mask': '%x' % m, 'ways': c.ways,
-                                        'nfs': list(c.members)}
-                                       for m, c in d.masks]}
-                for dom, d in sorted(self.decisions.items())}
+        out = {}
+        for dom, d in sorted(self.decisions.items()):
+            mode, why = self.monitoring(dom)
+            out[str(dom)] = {
+                'state': d.state, 'reason': d.reason,
+                'violating': list(d.violating),
+                'classes': [{'mask': '%x' % m, 'ways': c.ways,
+                             'nfs': list(c.members)} for m, c in d.masks],
+                'monitoring': {'mode': mode, 'reason': why,
+                               'mon_groups': sorted(
+                                   '%s/%s' % self._mon[u]
+                                   for _, c in d.masks for u in c.members
+                                   if u in self._mon),
+                               'nfs': {u: self._figures_of[u]
+                                       for _, c in d.masks
+                                       for u in c.members
+                                       if u in self._figures_of}}}
+        return out
 
 
 def _assignment(cid, domain_id, ways, mask, cpus):

@@ -18,11 +18,14 @@ files), and :class:`resq_common.resctrl_writer.Writer` checks it is a
 resctrl mount, reaches files below it without following symbolic links and
 validates every value. So the daemon can only ever write a schemata,
 cpus_list or tasks file of a ``resq-`` group, or the default group's L3
-line.
+line, and create or remove a ``resq-`` monitoring group inside one of the
+agent's control groups (never the profiler's ``resq-profiler*`` ones).
 """
 
 from resq_agent.conf import agent as agent_conf
 from resq_agent import privsep
+from resq_common import exception
+from resq_common import resctrl
 from resq_common import resctrl_writer
 
 
@@ -90,3 +93,30 @@ def write_default_l3_masks(masks):
     """
     with _writer() as w:
         w.write_default_l3_masks(masks)
+
+
+def _agents(group):
+    """Refuse control groups the agent does not own (the profiler's)."""
+    resctrl.check_group_name(group)
+    if group.startswith(resctrl.PROFILER_PREFIX):
+        raise exception.ResctrlError(
+            reason='resctrl group %s belongs to resq-profiler; the agent '
+            'never changes it' % group)
+    return group
+
+
+@privsep.resctrl_pctxt.entrypoint
+def create_mon_group(group, mon, cpus):
+    """Create monitoring group ``mon`` in the agent's group ``group``.
+
+    It counts ``cpus``, a subset of the group's CPUs (idempotent).
+    """
+    with _writer() as w:
+        return w.create_mon_group(_agents(group), mon, cpus)
+
+
+@privsep.resctrl_pctxt.entrypoint
+def remove_mon_group(group, mon):
+    """Remove monitoring group ``mon`` of ``group`` (idempotent)."""
+    with _writer() as w:
+        return w.remove_mon_group(_agents(group), mon)

@@ -60,3 +60,57 @@ class PrivsepDaemonTest(base.TestCase):
                       str(exc))
         self.assertFalse(os.path.exists(os.path.join(self.tree.root,
                                                      'resq-x')))
+
+
+class PrivsepMonGroupTest(base.TestCase):
+    """Monitoring groups through the real daemon, on devstack's fake tree.
+
+    ``[resq_agent] resctrl_fake = true`` lets the daemon write a plain
+    tree; the refusals the on-demand host tells apart (no monitoring, no
+    RMID, CPUs outside the class) come back as their own exception classes.
+    """
+
+    def setUp(self):
+        super().setUp()
+        # 4 RMIDs: the default group, other-app, resq-od0-0 and one more.
+        self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
+            num_rmids=4))
+        self.conf_file = os.path.join(self.tmp, 'resq-agent.conf')
+        with open(self.conf_file, 'w') as f:
+            f.write('[resq_agent]\nresctrl_root = %s\nresctrl_fake = true\n'
+                    '\n[resq_privsep_resctrl]\nhelper_command = %s\n'
+                    'capabilities =\nthread_pool_size = 1\n'
+                    % (self.tree.root, HELPER))
+        ctx = resq_agent.privsep.resctrl_pctxt
+        self.addCleanup(ctx.use_conf, ctx.config)
+        self.addCleanup(ctx.stop)
+        agent._parse_config(['--config-file', self.conf_file, 'inspect'])
+        self.mod = resq_agent.privsep.resctrl
+
+    def test_mon_groups_and_their_refusals(self):
+        mod = self.mod
+        mod.create_group('resq-od0-0')
+        mod.assign_cpus('resq-od0-0', [1, 2])
+        exc = self.assertRaises(exception.MonitoringUnavailable,
+                                mod.create_mon_group, 'resq-od0-0',
+                                'resq-a', [1])
+        self.assertIn('has no mon_groups directory', exc.message)
+        # A plain mkdir makes no mon_groups; a copied tree has one.
+        mon = os.path.join(self.tree.root, 'resq-od0-0', 'mon_groups')
+        os.mkdir(mon)
+        self.assertEqual(os.path.join(mon, 'resq-a'),
+                         mod.create_mon_group('resq-od0-0', 'resq-a', [1]))
+        with open(os.path.join(mon, 'resq-a', 'cpus_list')) as f:
+            self.assertEqual('1\n', f.read())
+        exc = self.assertRaises(exception.RmidsExhausted,
+                                mod.create_mon_group, 'resq-od0-0',
+                                'resq-b', [2])
+        self.assertIn('4 of the platform\'s 4', exc.message)
+        exc = self.assertRaises(exception.ResctrlError,
+                                mod.create_mon_group, 'resq-od0-0',
+                                'resq-a', [3])
+        self.assertIn('CPUs 3 are not CPUs of resctrl group resq-od0-0',
+                      exc.message)
+        self.assertTrue(mod.remove_mon_group('resq-od0-0', 'resq-a'))
+        self.assertFalse(mod.remove_mon_group('resq-od0-0', 'resq-a'))
+        self.assertEqual([], os.listdir(mon))

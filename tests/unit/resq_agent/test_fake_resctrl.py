@@ -79,3 +79,26 @@ class FakeResctrlTest(base.TestCase):
         self.assertEqual([0, 1, 2, 3, 8], fake_resctrl.parse_cpus('0-3,8\n'))
         self.assertEqual({0: (0, 1, 2), 1: (3, 4)},
                          fake_resctrl.split_cpus(range(5), 2))
+
+
+class FakeMonitoringLayoutTest(base.TestCase):
+
+    def test_with_and_without_l3_monitoring(self):
+        on = os.path.join(self.tmp, 'on')
+        fake_resctrl.build_resctrl(on, domains=(0, 1), foreign=('app',),
+                                   num_rmids=32)
+        with open(os.path.join(on, 'info', 'L3_MON', 'num_rmids')) as f:
+            self.assertEqual('32\n', f.read())
+        for group in ('', 'app'):
+            self.assertTrue(os.path.isdir(os.path.join(on, group,
+                                                       'mon_groups')))
+            self.assertTrue(os.path.isfile(os.path.join(
+                on, group, 'mon_data', 'mon_L3_01', 'mbm_total_bytes')))
+        off = os.path.join(self.tmp, 'off')
+        fake_resctrl.build_resctrl(off, foreign=('app',), monitoring=False)
+        self.assertFalse(os.path.exists(os.path.join(off, 'info', 'L3_MON')))
+        for group in ('', 'app'):
+            for name in ('mon_groups', 'mon_data'):
+                self.assertFalse(os.path.exists(os.path.join(off, group,
+                                                             name)))
+        self.assertTrue(discovery.discover(off, self.tmp).domains)

@@ -41,6 +41,10 @@ class ManagerTestBase(base.TestCase):
 
     ways = 20
     cpus = DUAL
+    # The resctrl tree: L3 monitoring, RMIDs, the fake kernel's rules.
+    monitoring = True
+    num_rmids = 224
+    kernel = False
 
     def setUp(self):
         super().setUp()
@@ -50,7 +54,8 @@ class ManagerTestBase(base.TestCase):
             domains=self.cpus, ways=self.ways))
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
             ways=self.ways, domains=tuple(self.cpus),
-            foreign=('other-app',)))
+            foreign=('other-app',), monitoring=self.monitoring,
+            num_rmids=self.num_rmids, kernel=self.kernel))
         self.flags('resq_agent', resctrl_root=self.tree.root)
         self.doms = self.useFixture(libvirt_fixture.NovaDomains())
         self.rt = resctrl.Resctrl(self.tree.root)

@@ -173,8 +173,8 @@ class CommandDriverTest(base.TestCase):
         # The group is gone afterwards; foreign groups are untouched.
         self.assertEqual(['other-app'], sorted(
             n for n in os.listdir(self.tree.root)
-            if n not in ('info', 'mon_data', 'schemata', 'tasks',
-                         'cpus_list')))
+            if n not in ('info', 'mon_data', 'mon_groups', 'schemata',
+                         'tasks', 'cpus_list')))
 
     def test_masks_are_contiguous_from_way_zero(self):
         drv = drivers.load('command', self.conf, 'fake', nfmodel.Traffic())
