@@ -173,7 +173,14 @@ class MonGroupPlainTreeTest(MonGroupWriterTest):
         os.mkdir(self.mon_path())
 
     def test_monitor_reads_the_mon_group(self):
-        self.skipTest('a plain tree has no counters in new groups')
+        # A plain mkdir makes no counters: the monitor reports nothing
+        # rather than zeros it did not read.
+        self.mod.create_mon_group('resq-od0-0', 'resq-nf-a', [3])
+        mon = monitor.Monitor(self.root, 0, clock=lambda: 10.0)
+        sample = mon.sample('resq-od0-0', 'resq-nf-a')
+        self.assertIsNone(sample['mbm_total_bytes_per_s'])
+        self.assertIsNone(sample['llc_occupancy_bytes'])
+        self.assertEqual({}, sample['per_domain'])
 
     def test_no_mon_groups_directory_is_named(self):
         os.rmdir(self.mon_path())

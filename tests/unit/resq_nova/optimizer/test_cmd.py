@@ -172,8 +172,13 @@ class ServiceTest(base.TestCase):
                              timeout=120)
         self.assertEqual(0, out.returncode, out.stderr)
         self.assertEqual('0 threading', out.stdout.strip().splitlines()[-1])
+        # At least one round, then a clean stop. Under load oslo.service's
+        # launcher may start the worker again before it handles SIGTERM,
+        # and the new worker runs its first round too.
         with open(rounds) as f:
-            self.assertEqual(['round'], f.read().split())
+            done = f.read().split()
+        self.assertGreaterEqual(len(done), 1)
+        self.assertEqual({'round'}, set(done))
 
     def setUp(self):
         super().setUp()
