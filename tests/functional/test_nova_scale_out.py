@@ -7,28 +7,38 @@ escalation reaches the optimizer's RPC endpoint as the agent sends it
 (:func:`resq_agent.ondemand.escalation.payload`); the optimizer decides on
 Placement and boots the clone through Nova's API with resq-nova's compute
 client. Its decision is sent with a real oslo.messaging notifier (the
-in-memory ``test`` driver: the broker path is covered by
-``test_ondemand_escalation``).
+in-memory ``test`` driver), except in :class:`ScaleOutOverBrokerTest`,
+where the agent's escalator, the optimizer's RPC server and a listener
+for its decision all go through the RabbitMQ broker on this machine.
 """
 
+import queue
 import types
+import uuid
 
 import fixtures
 from nova import conf as nova_conf
 from nova import crypto
+from oslo_config import cfg
 import oslo_messaging
 from oslo_messaging.notify import _impl_test
 
+from resq_agent import conf as agent_conf
 from resq_agent.ondemand import escalation
+from resq_agent import rpc as agent_rpc
+from resq_agent import service as agent_service
+from resq_nova import conf as resq_nova_conf
+from resq_nova.optimizer import notifier
 from resq_nova.optimizer import ondemand
 from resq_nova.placement import cache_domain
+from tests.functional import test_agent_messaging as messaging
 from tests.functional import test_nova_scheduler
 
 TERM = 'od-a'
 FLAVOR = 'resq.%s.ondemand' % TERM
 
 
-class ScaleOutTest(test_nova_scheduler.ResQNovaTestBase):
+class ScaleOutBase(test_nova_scheduler.ResQNovaTestBase):
 
     def setUp(self):
         super().setUp()
@@ -92,6 +102,9 @@ class ScaleOutTest(test_nova_scheduler.ResQNovaTestBase):
     def lease_usage(self, host):
         return self.client.get_usages(self.rps[host]).get(
             'CUSTOM_RESQ_ONDEMAND_CORE', 0)
+
+
+class ScaleOutTest(ScaleOutBase):
 
     def test_clone_boots_active_where_the_lease_has_room(self):
         self.start_host('host1', lease_cores=1)
@@ -274,3 +287,91 @@ class ScaleOutTest(test_nova_scheduler.ResQNovaTestBase):
         self.assertEqual('not_booted', result['outcome'])
         self.assertIn('not an on-demand one', result['reason'])
         self.assertEqual(1, len(self.servers()))
+
+
+class ScaleOutOverBrokerTest(ScaleOutBase):
+    """The whole path over the RabbitMQ broker on this machine.
+
+    The agent's :class:`~resq_agent.ondemand.escalation.Escalator` sends
+    the escalation (notification and RPC cast), the optimizer's RPC server
+    receives it, boots the clone in Nova's harness and sends its decision,
+    which a listener on the broker reads.
+    """
+
+    def setUp(self):
+        super().setUp()
+        ok, reason = agent_service.broker_reachable([messaging.BROKER])
+        if not ok:
+            self.fail('RabbitMQ is not running on %s:%d (%s); start it with '
+                      '"rabbitmq-server -detached"'
+                      % (messaging.BROKER + (reason,)))
+        tag = uuid.uuid4().hex[:10]
+        self.bconf = cfg.ConfigOpts()
+        resq_nova_conf.register_opts(self.bconf)
+        agent_conf.register_opts(self.bconf)
+        agent_rpc.register_opts(self.bconf)
+        self.bconf([], project='resq')
+        self.bconf.set_override('transport_url', messaging.rabbit_url())
+        self.bconf.set_override('control_exchange', 'resq-scale-%s' % tag)
+        self.bconf.set_override('rpc_topic', 'resq_opt_%s' % tag,
+                                'resq_optimizer')
+        self.bconf.set_override('notification_topics',
+                                ['resq_opt_notes_%s' % tag],
+                                'resq_optimizer')
+        self.bconf.set_override('optimizer_topic', 'resq_opt_%s' % tag,
+                                'resq_agent')
+        self.bconf.set_override('notification_topics',
+                                ['resq_agent_notes_%s' % tag], 'resq_agent')
+
+    def transport(self, rpc=True):
+        get = (oslo_messaging.get_rpc_transport if rpc else
+               oslo_messaging.get_notification_transport)
+        transport = get(self.bconf)
+        self.addCleanup(transport.cleanup)
+        return transport
+
+    def test_agent_escalation_boots_the_clone_over_the_broker(self):
+        self.start_host('host1', lease_cores=1)
+        self.start_host('host2', lease_cores=2)
+        first = self.boot_first()
+        got = queue.Queue()
+
+        class Listener:
+            def info(self, ctxt, publisher_id, event_type, payload, meta):
+                got.put(('INFO', event_type, payload))
+
+            def error(self, ctxt, publisher_id, event_type, payload, meta):
+                got.put(('ERROR', event_type, payload))
+
+        listener = oslo_messaging.get_notification_listener(
+            self.transport(rpc=False), [oslo_messaging.Target(
+                topic=t) for t in
+                self.bconf.resq_optimizer.notification_topics],
+            [Listener()], executor='threading')
+        listener.start()
+        self.addCleanup(listener.wait)
+        self.addCleanup(listener.stop)
+        note = notifier.PlanNotifier(self.bconf, self.transport(rpc=False),
+                                     host='ctl-1')
+        endpoint = ondemand.EscalationEndpoint.from_conf(
+            self.bconf, self.client, note, self.compute)
+        server = ondemand.get_server(self.bconf, self.transport(), endpoint)
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+        esc = escalation.Escalator(self.bconf, self.transport(),
+                                   self.transport(rpc=False), 'host1')
+        self.assertEqual(1, esc.send([{
+            'instance_uuid': first['id'], 'domain_id': 0, 'lease_ways': 4,
+            'vcpus': 1, 'target_us': 60.0,
+            'reason': 'latency above target with an isolated class'}]))
+        level, event, body = got.get(timeout=messaging.WAIT * 3)
+        data = body['resq_object.data']
+        self.assertEqual(('INFO', ondemand.SCALE_OUT, 'booted', 'host2'),
+                         (level, event, data['outcome'],
+                          data['server_host']), data['reason'])
+        clone = self.api.get_server(data['server_uuid'])
+        self.assertEqual(('%s-2' % TERM, 'ACTIVE', 'host2'), (
+            clone['name'], clone['status'], clone['OS-EXT-SRV-ATTR:host']))
+        self.assertEqual(first['id'],
+                         clone['metadata'][ondemand.SCALED_FROM_KEY])
