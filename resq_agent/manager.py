@@ -161,7 +161,7 @@ class AgentManager:
             LOG.warning('Cannot read libvirt host capabilities from %s: %s',
                         opts.libvirt_uri, exc)
         hostname = inventory_mod.hypervisor_hostname(conf, hyp)
-        marks = isolation.IsolationPublisher(conf)
+        marks = isolation.IsolationPublisher(conf, host=hostname)
         monitor = monitor_mod.Monitor(opts.resctrl_root,
                                       opts.monitor_min_interval_s)
         ondemand = None

@@ -51,6 +51,13 @@ class ServerBusy(MetadataError):
     """409: the server is locked or in a task (building, migrating)."""
 
 
+class Superseded(MetadataError):
+    """Someone else wrote the key since; the write was not made."""
+
+    msg_fmt = ('Metadata %(key)s of server %(server)s is %(found)r, no '
+               'longer %(expected)r: another writer changed it')
+
+
 class ServerMetadata:
     """Guest-visible server metadata, through resq-nova's compute client."""
 
@@ -82,15 +89,24 @@ class ServerMetadata:
     def get(self, server):
         return self._call(self._client.get_server_metadata, server, 'read')
 
-    def publish(self, server, values):
+    def publish(self, server, values, expect=None):
         """Merge ``values`` into the server's metadata if any differs.
 
         :param values: ``{key: value}``; values are sent as strings.
+        :param expect: ``{key: value}`` the metadata must still hold for
+            the write to happen (someone else's newer value wins; the
+            check and the write are two calls, so this narrows a race
+            between writers to their round trip, it does not close it).
         :returns: True when a write happened.
+        :raises Superseded: ``expect`` does not hold.
         :raises NovaUnavailable, ServerGone, ServerBusy, MetadataError:
         """
         want = {k: str(v) for k, v in values.items()}
         have = self.get(server)
+        for key, value in (expect or {}).items():
+            if have.get(key) != value:
+                raise Superseded(server=server, key=key, expected=value,
+                                 found=have.get(key))
         if all(have.get(k) == v for k, v in want.items()):
             return False
         self._call(self._client.update_server_metadata, server, 'update',

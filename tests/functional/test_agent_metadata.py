@@ -117,7 +117,7 @@ class ServerMetadataTest(integrated_helpers._IntegratedTestBase):
         from resq_agent import isolation
 
         class Down:
-            def publish(self, server, values):
+            def publish(self, server, values, expect=None):
                 raise metadata.NovaUnavailable(reason='connection refused')
 
         marks = isolation.IsolationPublisher(self.agent_conf, Down())
@@ -128,3 +128,53 @@ class ServerMetadataTest(integrated_helpers._IntegratedTestBase):
         marks.after_apply(None, [])
         self.assertEqual('misplaced: no room', self.metadata_of(
             self.server)[isolation.ISOLATION_KEY])
+
+    def test_an_agent_clears_only_its_own_mark(self):
+        from resq_agent import isolation
+
+        uuid = self.server['id']
+        why = 'its cores are pinned in cache domain 1 but its 3 ways are in ' \
+              'domain 0'
+        old = isolation.IsolationPublisher(self.agent_conf, self.client,
+                                           host='host1')
+        new = isolation.IsolationPublisher(self.agent_conf, self.client,
+                                           host='host2')
+        old({uuid: why}, set())
+        self.assertEqual('misplaced on host1: ' + why, self.metadata_of(
+            self.server)[isolation.ISOLATION_KEY])
+        # Moved by an operator to host2, misplaced there too (same
+        # reason); host1's agent then sees it gone: its late "ok" would
+        # erase host2's mark, so it is not written.
+        new({uuid: why}, set())
+        old({}, {uuid})
+        self.assertEqual('misplaced on host2: ' + why, self.metadata_of(
+            self.server)[isolation.ISOLATION_KEY])
+        self.assertEqual({}, old._pending)
+        # The optimizer repaired it: its record stays when host2 clears.
+        self.api.post_server_metadata(uuid, {
+            isolation.ISOLATION_KEY: 'moved to host3'})
+        new({}, {uuid})
+        self.assertEqual('moved to host3', self.metadata_of(
+            self.server)[isolation.ISOLATION_KEY])
+        # An agent clears its own mark.
+        new({uuid: why}, set())
+        new({}, {uuid})
+        self.assertEqual('ok', self.metadata_of(
+            self.server)[isolation.ISOLATION_KEY])
+
+    def test_a_mark_that_never_landed_is_not_cleared(self):
+        from resq_agent import isolation
+
+        class Down:
+            def publish(self, server, values, expect=None):
+                raise metadata.NovaUnavailable(reason='connection refused')
+
+        marks = isolation.IsolationPublisher(self.agent_conf, Down(),
+                                             host='host1')
+        marks({self.server['id']: 'no room'}, set())
+        marks({}, {self.server['id']})
+        self.assertEqual({}, marks._pending)
+        marks._metadata = self.client
+        marks.after_apply(None, [])
+        self.assertNotIn(isolation.ISOLATION_KEY,
+                         self.metadata_of(self.server))
