@@ -151,6 +151,51 @@ def ensure_flavors(compute, the_plan, found, project_id=None):
     return ids, created
 
 
+def share_with_stack(compute, found, project_id):
+    """Give a Heat stack's project access to the existing flavors it uses.
+
+    A template creates the flavors that do not exist yet (private to the
+    stack's project, ``tenants: OS::project_id``) and names the ones that
+    do; those are private to the projects that admitted them, so the
+    stack's project needs access before the stack can boot with them.
+
+    :param found: ``{name: flavor}`` from :func:`existing_flavors`.
+    :param project_id: the stack's project; ``None``: grant nothing.
+    :returns: ``(granted, warnings)``: the flavor names the project was
+        given access to (or had), and, without a project, one warning
+        per existing flavor saying what to do.
+    """
+    granted, warnings = [], []
+    for name in sorted(found):
+        if project_id is None:
+            warnings.append(
+                'flavor %s exists and is private: the project the stack is '
+                'created in needs access to it (run again with '
+                '--stack-project <project id>, or "openstack flavor set '
+                '--project <project id> %s")' % (name, name))
+            continue
+        if compute.add_flavor_access(found[name]['id'], project_id):
+            LOG.info('Gave project %s access to flavor %s (%s) for its '
+                     'stack', project_id, name, found[name]['id'])
+        granted.append(name)
+    return granted, warnings
+
+
+def share_flavors(doc, compute, found, project_id):
+    """Before a Heat template is written: its stack's flavor access.
+
+    Sets ``doc['stack_project']`` and ``doc['flavors_shared']`` with a
+    project (``--stack-project``), else ``doc['warnings']`` for each
+    existing (private) flavor the stack will need.
+    """
+    granted, warnings = share_with_stack(compute, found, project_id)
+    if project_id:
+        doc['stack_project'] = project_id
+        doc['flavors_shared'] = granted
+    if warnings:
+        doc.setdefault('warnings', []).extend(warnings)
+
+
 def boot_one(compute, term_name, inst, flavor_id, image, network, timeout,
              host=None, metadata=None):
     """Boot one instance of a plan and wait until it is ACTIVE.

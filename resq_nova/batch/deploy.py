@@ -121,6 +121,8 @@ def admit(path, specs, args, placement, compute, store, load_discount,
     if args.dry_run:
         return doc
     if args.heat_template:
+        deployment.share_flavors(doc, compute, found,
+                                 getattr(args, 'stack_project', None))
         store_mod.atomic_write(args.heat_template, heat.dump(
             heat.batch_template(batch.plans, found, args.image,
                                 args.network, chains, path)))

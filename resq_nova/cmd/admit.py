@@ -81,6 +81,12 @@ cli_opts = [
                help='seconds to wait for each server to become ACTIVE'),
     cfg.StrOpt('heat-template', help='write a Heat template to this file '
                                      'instead of booting'),
+    cfg.StrOpt('stack-project',
+               help='with --heat-template: the project (ID) the stack will '
+                    'be created in; the term\'s flavors that exist already '
+                    'are private, and this project is given access to them '
+                    '(flavors the template creates are shared with the '
+                    'stack\'s project by the template itself)'),
     cfg.BoolOpt('dry-run', default=False,
                 help='print the plan; create nothing'),
     cfg.StrOpt('format', default='text', choices=('text', 'json'),
@@ -123,6 +129,15 @@ def missing_options(args):
             need.append('network')
     return ['--' + n.replace('_', '-') for n in need
             if getattr(args, n) is None]
+
+
+def stack_project_error(args):
+    """Why ``--stack-project`` cannot be used here, or None."""
+    if getattr(args, 'stack_project', None) and not args.heat_template:
+        return ('--stack-project is for --heat-template: servers resq-admit '
+                'boots itself are in its own project (of its [nova] '
+                'credentials); drop it or add --heat-template')
+    return None
 
 
 def conflicting_options(args):
@@ -187,6 +202,8 @@ def admit(args, placement, compute, store, load_discount):
     if args.dry_run:
         pass
     elif args.heat_template:
+        deployment.share_flavors(doc, compute, found,
+                                 getattr(args, 'stack_project', None))
         store_mod.atomic_write(args.heat_template, heat.dump(
             heat.template(plan, found, args.image, args.network)))
         doc['heat_template'] = args.heat_template
@@ -217,6 +234,10 @@ def run(conf, placement, compute, out=None, err=None):
         print('ERROR: %s describe one term; with --slo-file every term '
               'comes from the file: drop them or --slo-file'
               % ', '.join(conflicting), file=err)
+        return 1
+    wrong = stack_project_error(conf)
+    if wrong:
+        print('ERROR: %s' % wrong, file=err)
         return 1
     store = store_mod.ProfileStore(conf.profile_dir or conf.resq.profile_dir)
     if conf.slo_file:
@@ -301,8 +322,7 @@ def _show_file(conf, doc, out):
         doc['slo_file'], len(doc['terms']), doc['method']), file=out)
     for term in doc['terms']:
         _show(conf, term, out)
-    if doc.get('heat_template'):
-        print('Heat template written to %s' % doc['heat_template'], file=out)
+    _show_stack(doc, out)
 
 
 def _refused(conf, exc, out, err):
@@ -354,6 +374,16 @@ def _show(conf, doc, out):
             where = server['status']
         print('  server %-20s %2d ways %8.3f Mpps  %s' % (
             inst['name'], inst['ways'], inst['mpps'], where), file=out)
+    _show_stack(doc, out)
+
+
+def _show_stack(doc, out):
+    if doc.get('flavors_shared'):
+        print('  project %s has access to flavor(s) %s' % (
+            doc['stack_project'], ', '.join(doc['flavors_shared'])),
+            file=out)
+    for warning in doc.get('warnings', ()):
+        print('  WARNING %s' % warning, file=out)
     if doc.get('heat_template'):
         print('Heat template written to %s' % doc['heat_template'], file=out)
 

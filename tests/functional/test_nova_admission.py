@@ -247,6 +247,51 @@ class AdmissionTest(AdmissionTestBase):
         self.assertEqual([self.api.project_id],
                          [a['tenant_id'] for a in access])
 
+    def test_heat_template_shares_existing_flavors_with_the_stack(self):
+        self.start_host('host1')
+        rc, doc, err = self.admit(mpps=4.0)
+        self.assertEqual(0, rc, err)
+        for srv in self.servers().values():
+            self._delete_server(srv)
+        flavor = self.flavors()['resq.fw-a.3w']
+        tenant = self.other_project('tenant-a')
+        self.assertNotIn(flavor['id'],
+                         [f['id'] for f in tenant.get_flavors()])
+        path = self.useFixture(fixtures.TempDir()).path + '/fw-a.yaml'
+        # Without the stack's project: the template is written, and the
+        # flavor the stack needs is named with what to do.
+        rc, doc, err = self.admit('--heat-template', path, mpps=4.0)
+        self.assertEqual(0, rc, err)
+        [warning] = doc['warnings']
+        self.assertIn('flavor resq.fw-a.3w exists and is private', warning)
+        self.assertIn('--stack-project', warning)
+        self.assertNotIn(flavor['id'],
+                         [f['id'] for f in tenant.get_flavors()])
+        # With it: the tenant's project sees the flavor and boots with it,
+        # as the stack's servers would.
+        rc, doc, err = self.admit('--heat-template', path, '--stack-project',
+                                  'tenant-a', mpps=4.0)
+        self.assertEqual(0, rc, err)
+        self.assertEqual(('tenant-a', ['resq.fw-a.3w']), (
+            doc['stack_project'], doc['flavors_shared']))
+        self.assertNotIn('warnings', doc)
+        access = self.api.api_get('/flavors/%s/os-flavor-access'
+                                  % flavor['id']).body['flavor_access']
+        self.assertEqual(sorted([self.api.project_id, 'tenant-a']),
+                         sorted(a['tenant_id'] for a in access))
+        with open(path) as f:
+            tmpl = yaml.safe_load(f)
+        self.assertEqual(['OS::Nova::Server'],
+                         sorted({r['type'] for r in
+                                 tmpl['resources'].values()}))
+        server = self._create_server(flavor_id=flavor['id'], networks='none',
+                                     api=tenant)
+        self.assertEqual('ACTIVE', server['status'])
+        # Only with a template: booted servers are in resq-admit's project.
+        rc, _, err = self.admit('--stack-project', 'tenant-a', mpps=4.0)
+        self.assertEqual(1, rc)
+        self.assertIn('--stack-project is for --heat-template', err)
+
     def test_public_flavor_of_the_same_name_is_a_mismatch(self):
         self.start_host('host1')
         rc, plan, err = self.admit('--dry-run', mpps=4.0)

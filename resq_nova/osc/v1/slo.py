@@ -26,6 +26,17 @@ from resq_nova.osc import config
 from resq_profiler import store as store_mod
 
 
+def _stack_fields(doc, data):
+    """A Heat template's file, flavor sharing and warnings, if any."""
+    for key in ('heat_template', 'stack_project'):
+        if doc.get(key):
+            data[key] = doc[key]
+    if doc.get('stack_project'):
+        data['flavors_shared'] = ', '.join(doc.get('flavors_shared') or ())
+    if doc.get('warnings'):
+        data['warnings'] = format_columns.ListColumn(doc['warnings'])
+
+
 def admission_view(doc):
     """The admission document as the CLI shows it. Pure."""
     created = set(doc.get('flavors_created') or ())
@@ -53,8 +64,7 @@ def admission_view(doc):
         'flavors': format_columns.ListDictColumn(flavor_rows),
         'instances': format_columns.ListDictColumn(instances),
     }
-    if doc.get('heat_template'):
-        data['heat_template'] = doc['heat_template']
+    _stack_fields(doc, data)
     names = sorted(data)
     return names, [data[n] for n in names]
 
@@ -90,8 +100,7 @@ def batch_view(doc):
     data = {'slo_file': doc['slo_file'], 'method': doc['method'],
             'terms': format_columns.ListDictColumn(terms),
             'instances': format_columns.ListDictColumn(instances)}
-    if doc.get('heat_template'):
-        data['heat_template'] = doc['heat_template']
+    _stack_fields(doc, data)
     names = sorted(data)
     return names, [data[n] for n in names]
 
@@ -138,6 +147,10 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
             help='seconds to wait for each server to become ACTIVE')
         add('--heat-template', metavar='<file>',
             help='write a Heat template to this file instead of booting')
+        add('--stack-project', metavar='<project-id>',
+            help="with --heat-template: the project the stack will be "
+            "created in; the term's existing (private) flavors are shared "
+            "with it")
         add('--dry-run', action='store_true',
             help='show the plan; create nothing')
         add('--load-discount', metavar='<fraction>', type=float,
@@ -166,6 +179,9 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
                 '%s describe one term; with --slo-file every term comes '
                 'from the file: drop them or --slo-file'
                 % ', '.join(conflicting))
+        wrong = admit.stack_project_error(parsed_args)
+        if wrong:
+            raise exceptions.CommandError(wrong)
         if parsed_args.batch_time_limit <= 0:
             raise exceptions.CommandError(
                 '--batch-time-limit must be a positive number of seconds')

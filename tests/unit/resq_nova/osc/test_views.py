@@ -106,3 +106,24 @@ class AdmissionViewTest(testtools.TestCase):
                                                inst[0]['predicted_host']))
         self.assertNotIn('id', inst[1])
         self.assertNotIn('heat_template', names)
+
+    def test_heat_template_with_its_stack_project_and_warnings(self):
+        doc = {'term': 't', 'profile': 'p', 'throughput_mpps': 1.0,
+               'latency_p95_us': 20.0, 'load_cap': 0.97,
+               'capacity_mpps': 1.2,
+               'flavors': [{'name': 'resq.t.2w', 'ways': 2, 'exists': True}],
+               'instances': [{'name': 't-0', 'ways': 2, 'mpps': 1.2,
+                              'host': 'h1'}],
+               'heat_template': 't.yaml', 'stack_project': 'tenant-a',
+               'flavors_shared': ['resq.t.2w']}
+        data = dict(zip(*slo_cmd.admission_view(doc)))
+        self.assertEqual(('t.yaml', 'tenant-a', 'resq.t.2w'), (
+            data['heat_template'], data['stack_project'],
+            data['flavors_shared']))
+        self.assertNotIn('warnings', data)
+        del doc['stack_project'], doc['flavors_shared']
+        doc['warnings'] = ['flavor resq.t.2w exists and is private']
+        data = dict(zip(*slo_cmd.admission_view(doc)))
+        self.assertNotIn('stack_project', data)
+        self.assertEqual(doc['warnings'],
+                         data['warnings'].machine_readable())
