@@ -32,8 +32,10 @@ from resq_nova import deployment
 from resq_nova import extra_specs
 from resq_nova import flavors
 from resq_nova import greedy
+from resq_nova import heat
 from resq_nova.placement import client as placement_client
 from resq_profiler import exception
+from resq_profiler import store as store_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -226,12 +228,26 @@ def admit(args, placement, compute, store):
         return doc
     project_id = compute.project_id()
     existing = compute.find_flavor(name)
+    if existing is not None and (
+            (existing.get('extra_specs') or {}) != specs
+            or existing.get('vcpus') != args.vcpus):
+        raise deployment.FlavorMismatch(
+            name=name, term=args.term,
+            diff='its extra specs or vCPUs differ from %s' % specs)
+    if getattr(args, 'heat_template', None):
+        found = {name: existing} if existing is not None else {}
+        deployment.share_flavors(doc, compute, found,
+                                 getattr(args, 'stack_project', None))
+        flavor = flavors.Flavor(name, 0, args.vcpus, args.ram_mb,
+                                args.disk_gb, specs)
+        store_mod.atomic_write(args.heat_template, heat.dump(
+            heat.ondemand_template(args.term, flavor, existing is not None,
+                                   args.latency_p95_us, args.image,
+                                   args.network)))
+        doc['flavor']['exists'] = existing is not None
+        doc['heat_template'] = args.heat_template
+        return doc
     if existing is not None:
-        if (existing.get('extra_specs') or {}) != specs or existing.get(
-                'vcpus') != args.vcpus:
-            raise deployment.FlavorMismatch(
-                name=name, term=args.term,
-                diff='its extra specs or vCPUs differ from %s' % specs)
         compute.add_flavor_access(existing['id'], project_id)
         flavor_id, doc['flavor']['created'] = existing['id'], False
     else:

@@ -342,11 +342,10 @@ def _show(conf, doc, out):
               % (doc['term'], doc['latency_p95_us'],
                  len(doc['leases_with_room'])), file=out)
         print('  flavor %s' % doc['flavor']['name'], file=out)
-        for warning in doc.get('warnings', ()):
-            print('  WARNING %s' % warning, file=out)
         for server in doc.get('servers', ()):
             print('  server %s ACTIVE on %s (%s)' % (
                 server['name'], server['host'], server['id']), file=out)
+        _show_stack(doc, out)
         return
     print('SLO term %s%s: %s Mpps at p95 <= %s us with profile %s' % (
         doc['term'], ' (chain %s)' % doc['chain'] if doc.get('chain') else '',

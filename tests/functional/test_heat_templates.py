@@ -25,6 +25,7 @@ from resq_nova import extra_specs
 from resq_nova import flavors
 from resq_nova import greedy
 from resq_nova import heat
+from resq_nova import ondemand
 from resq_profiler import nfmodel
 from resq_profiler import profiler
 from tests import base
@@ -165,6 +166,33 @@ class HeatTemplatesTest(base.TestCase):
             self.assertEqual(2 - len(kw.get('existing', ())), seen)
             self.assertEqual(3, len([r for r in res.values()
                                      if r['type'] == 'OS::Nova::Server']))
+
+    def test_on_demand_template_written_by_resq_admit(self):
+        options = flavors.FlavorOptions(vcpus=2, ram_mb=512)
+        specs = ondemand.flavor_specs('od-a', 60.0, options)
+        flavor = flavors.Flavor('resq.od-a.ondemand', 0, 2, 512, 1, specs)
+        made, reused = heat_load(*[heat.dump(heat.ondemand_template(
+            'od-a', flavor, existing, 60.0, 'cirros', 'net1'))
+            for existing in (False, True)])
+        for answer, want in ((made, 1), (reused, 0)):
+            self.assertTrue(answer['ok'], answer.get('error'))
+            res = answer['resources']
+            found = [r for r in res.values()
+                     if r['type'] == 'OS::Nova::Flavor']
+            self.assertEqual(want, len(found))
+            for r in found:
+                props = r['properties']
+                self.assertIs(False, props['is_public'])
+                self.assertEqual([heat_check.PROJECT], props['tenants'])
+                slo = extra_specs.parse(props['extra_specs'], props['vcpus'])
+                self.assertEqual(extra_specs.ON_DEMAND, slo.slo)
+                self.assertEqual('2', props['extra_specs'][
+                    'resources_OD:' + extra_specs.RC_ONDEMAND_CORE])
+            [server] = [r for r in res.values()
+                        if r['type'] == 'OS::Nova::Server']
+            self.assertEqual('od-a-1', server['properties']['name'])
+            self.assertEqual({'resq_term': 'od-a', 'resq_slo': 'on-demand'},
+                             server['properties']['metadata'])
 
     def test_one_template_for_an_slo_file(self):
         cluster = test_admission.body(

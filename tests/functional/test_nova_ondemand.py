@@ -14,6 +14,7 @@ import json
 
 import fixtures
 from oslo_config import cfg
+import yaml
 
 from resq_nova.cmd import admit
 from resq_nova.placement import cache_domain
@@ -163,6 +164,37 @@ class OnDemandAdmitTest(test_nova_scheduler.ResQNovaTestBase):
             specs['resources_OD:CUSTOM_RESQ_ONDEMAND_CORE']))
         self.assertEqual(1, self.client.get_usages(leased)[
             'CUSTOM_RESQ_ONDEMAND_CORE'])
+
+    def test_heat_template_boots_nothing_and_shares_the_flavor(self):
+        self.start_host('host2', lease_ways=4)
+        path = self.useFixture(fixtures.TempDir()).path + '/od-a.yaml'
+        rc, doc, err = self.admit('--heat-template', path)
+        self.assertEqual(0, rc, err)
+        self.assertEqual([], self.api.get_servers())
+        self.assertIsNone(self.compute.find_flavor('resq.od-a.ondemand'))
+        with open(path) as f:
+            tmpl = yaml.safe_load(f)
+        self.assertEqual(['OS::Nova::Flavor', 'OS::Nova::Server'],
+                         [r['type'] for r in tmpl['resources'].values()])
+        self.assertEqual((path, False), (doc['heat_template'],
+                                         doc['flavor']['exists']))
+        # Once the term's flavor exists (admitted by booting), a template
+        # names it, and the stack's project is given access.
+        rc, doc, err = self.admit()
+        self.assertEqual(0, rc, err)
+        self._delete_server(self.api.get_servers()[0])
+        rc, doc, err = self.admit('--heat-template', path,
+                                  '--stack-project', 'tenant-a')
+        self.assertEqual(0, rc, err)
+        self.assertEqual(['resq.od-a.ondemand'], doc['flavors_shared'])
+        flavor = self.compute.find_flavor('resq.od-a.ondemand')
+        self.assertIn('tenant-a', self.compute.flavor_access(flavor['id']))
+        with open(path) as f:
+            tmpl = yaml.safe_load(f)
+        self.assertEqual(['OS::Nova::Server'],
+                         [r['type'] for r in tmpl['resources'].values()])
+        self.assertEqual('resq.od-a.ondemand', tmpl['resources']['server_0'][
+            'properties']['flavor'])
 
     def test_refused_without_a_lease_with_room(self):
         self.start_host('host1')
