@@ -79,19 +79,8 @@ class HostTopology:
         return None
 
 
-def parse_cpu_list(text):
-    """``"0-3,8"`` -> ``(0, 1, 2, 3, 8)``."""
-    cpus = set()
-    for part in text.replace('\n', ',').split(','):
-        part = part.strip()
-        if not part:
-            continue
-        if '-' in part:
-            lo, _, hi = part.partition('-')
-            cpus.update(range(int(lo), int(hi) + 1))
-        else:
-            cpus.add(int(part))
-    return tuple(sorted(cpus))
+# The one CPU-list parser (sysfs, resctrl and libvirt write the same form).
+parse_cpu_list = resctrl.parse_cpu_list
 
 
 def parse_size(text, unit=''):

@@ -34,6 +34,8 @@ import os
 import shutil
 import sys
 
+from resq_common import exception
+from resq_common import resctrl
 from resq_common import resctrl_writer
 
 DEFAULT_WAYS = 20
@@ -72,20 +74,10 @@ def parse_cpus(text):
 
     :raises InvalidTree: for anything but CPU numbers and ranges.
     """
-    cpus = set()
-    for part in text.replace('\n', ',').split(','):
-        part = part.strip()
-        if not part:
-            continue
-        lo, sep, hi = part.partition('-')
-        try:
-            first, last = int(lo), int(hi if sep else lo)
-        except ValueError:
-            raise InvalidTree('%r is not a CPU list such as 0-3,8' % text)
-        if first < 0 or last < first:
-            raise InvalidTree('%r is not a CPU list such as 0-3,8' % text)
-        cpus.update(range(first, last + 1))
-    return sorted(cpus)
+    try:
+        return list(resctrl.parse_cpu_list(text))
+    except exception.InvalidCpuList as exc:
+        raise InvalidTree(str(exc))
 
 
 def online_cpus(sysfs_root='/sys'):

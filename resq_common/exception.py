@@ -35,6 +35,10 @@ class ResctrlError(ResQException):
     msg_fmt = '%(reason)s'
 
 
+class InvalidCpuList(ResctrlError, ValueError):
+    """Text that is not a CPU list (``0-3,8``): sysfs, resctrl, libvirt."""
+
+
 class MonitoringUnavailable(ResctrlError):
     """No L3 monitoring (CMT/MBM) for a monitoring group.
 

@@ -22,7 +22,7 @@ import os
 import re
 
 from resq_common import cbm
-from resq_profiler import exception
+from resq_common import exception
 
 DEFAULT_ROOT = '/sys/fs/resctrl'
 GROUP_PREFIX = 'resq-'
@@ -51,9 +51,14 @@ def check_group_name(name):
 
 
 def parse_cpu_list(text):
-    """``"0-3,8"`` -> ``(0, 1, 2, 3, 8)`` (the kernel's ``cpus_list``).
+    """``"0-3,8"`` -> ``(0, 1, 2, 3, 8)``.
 
-    :raises exception.ResctrlError: for anything but CPU numbers and ranges.
+    The one parser of the kernel's CPU lists (resctrl's ``cpus_list``,
+    sysfs's ``cpulist``, the cache's ``shared_cpu_list``) and of libvirt's
+    ``cpuset`` attributes.
+
+    :raises exception.InvalidCpuList: (a ``ResctrlError`` and a
+        ``ValueError``) for anything but CPU numbers and ranges.
     """
     cpus = set()
     for part in text.replace('\n', ',').split(','):
@@ -66,7 +71,7 @@ def parse_cpu_list(text):
         except ValueError:
             first, last = 0, -1
         if first < 0 or last < first:
-            raise exception.ResctrlError(
+            raise exception.InvalidCpuList(
                 reason='%r is not a CPU list such as 0-3,8' % text)
         cpus.update(range(first, last + 1))
     return tuple(sorted(cpus))

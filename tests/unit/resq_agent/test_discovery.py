@@ -3,6 +3,7 @@ import os
 import fixtures
 
 from resq_agent import discovery
+from resq_common import exception
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture
 from tests.fixtures import sysfs as sysfs_fixture
@@ -177,6 +178,13 @@ class DiscoveryTest(base.TestCase):
     def test_parse_helpers(self):
         self.assertEqual((0, 1, 2, 3, 8), discovery.parse_cpu_list(
             '0-3,8\n'))
+        # One parser for sysfs, resctrl and libvirt; its error is both a
+        # ResctrlError and the ValueError the sysfs readers catch.
+        for bad in ('3-1', 'x', '-2', '1-y'):
+            exc = self.assertRaises(ValueError, discovery.parse_cpu_list,
+                                    bad)
+            self.assertIsInstance(exc, exception.ResctrlError)
+            self.assertIn('is not a CPU list such as 0-3,8', str(exc))
         self.assertEqual('0-3,8,10-11', discovery.format_cpus(
             (0, 1, 2, 3, 8, 10, 11)))
         self.assertEqual(30720 * 1024, discovery.parse_size('30720K'))
