@@ -60,6 +60,15 @@ def _cores(traits):
     return None
 
 
+def _used_of(inventories, usages, rc):
+    """``"used/total"`` of a resource class, or ``"-"`` without one."""
+    inv = inventories.get(rc)
+    if not inv:
+        return '-'
+    total = _amount(inv, 'total') - _amount(inv, 'reserved')
+    return '%d/%d' % (int(usages.get(rc, 0)), total)
+
+
 def domain_view(dom_id, provider, inventories, usages, traits):
     """One cache domain's accounting as plain data. Pure."""
     ways = inventories.get(extra_specs.RC_LLC_WAY) or {}
@@ -80,6 +89,9 @@ def domain_view(dom_id, provider, inventories, usages, traits):
         'clos_free': max(_amount(clos, 'total') - _amount(clos, 'reserved')
                          - clos_used, 0),
         'cores': _cores(traits),
+        'resq_cores': _used_of(inventories, usages, extra_specs.RC_RESQ_CORE),
+        'lease_cores': _used_of(inventories, usages,
+                                extra_specs.RC_ONDEMAND_CORE),
         'traits': sorted(t for t in traits
                          if not t.startswith(_OWN_PREFIXES)),
     }

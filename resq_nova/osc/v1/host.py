@@ -22,7 +22,8 @@ LIST_COLUMNS = (
     ('Ways Reserved', 'ways_reserved'), ('Ways Used', 'ways_used'),
     ('Ways Free', 'ways_free'), ('CLOS Total', 'clos_total'),
     ('CLOS Used', 'clos_used'), ('CLOS Free', 'clos_free'),
-    ('Cores', 'cores'), ('Traits', 'traits'))
+    ('Cores', 'cores'), ('Reserved Cores', 'resq_cores'),
+    ('Lease Cores', 'lease_cores'), ('Traits', 'traits'))
 
 
 class ListHost(client.AuthenticatedCommand, command.Lister):

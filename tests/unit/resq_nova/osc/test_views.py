@@ -30,6 +30,20 @@ class DomainViewTest(testtools.TestCase):
         self.assertEqual(['CUSTOM_CAT_L3', 'CUSTOM_RESQ_LLC_WAYS_20',
                           'CUSTOM_RESQ_LLC_WAY_KIB_2304'], view['traits'])
 
+    def test_cores_for_reserved_slos_and_the_lease(self):
+        dom = cache_domain.CacheDomain(
+            0, 11, io_ways=2, num_closids=8, cores=6, default_group_ways=1,
+            instance_ways=4, lease_ways=4, lease_classes=2, lease_cores=2)
+        view = cloud.domain_view(
+            0, 'rp', dom.inventory(), {'CUSTOM_RESQ_CORE': 3,
+                                       'CUSTOM_RESQ_ONDEMAND_CORE': 1},
+            dom.traits())
+        self.assertEqual(('3/4', '1/2'), (view['resq_cores'],
+                                          view['lease_cores']))
+        plain = cloud.domain_view(0, 'rp', {}, {}, [])
+        self.assertEqual(('-', '-'), (plain['resq_cores'],
+                                      plain['lease_cores']))
+
     def test_without_cores_trait_or_classes(self):
         view = cloud.domain_view(0, 'rp', {'CUSTOM_LLC_WAY': {
             'total': 11, 'reserved': 2}}, {}, ['CUSTOM_RESQ_L3_0'])
