@@ -191,3 +191,11 @@ class ProfileRecordsTheFitTest(base.TestCase):
         again = type(prof).from_json(prof.to_json())
         self.assertEqual(fit, again.measurement['fit'])
         self.assertEqual(prof.throughput, again.throughput)
+
+    def test_schema_checks_the_fit_record(self):
+        from resq_profiler import exception
+        doc = profiler.run(self.conf, 'LPM', nfmodel.Traffic()).to_dict()
+        doc['measurement']['fit']['latency']['measured'][0][2] = 0
+        exc = self.assertRaises(exception.InvalidProfile,
+                                profile.Profile.from_dict, doc)
+        self.assertIn('measurement.fit.latency.measured[0][2]', str(exc))
