@@ -350,7 +350,9 @@ def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
     if not math.isfinite(error):
         error = max(failed + [spread])
     return CurveResult(
-        points=[(x, float(v)) for x, v in zip(xs_out, values)],
+        # Twelve significant digits: far below any measurement's, and
+        # values a rounding error apart (a flat stretch) become equal.
+        points=[(x, float('%.12g' % v)) for x, v in zip(xs_out, values)],
         measured=measured, kind=model.name,
         params=model.params_dict(params), measurements=state['count'],
         repeats=state['repeats'], noise_pct=noise,

@@ -80,9 +80,12 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
         # The best allocation among those measured (a saturating run there
         # also read the latency at full load); the model's curve is flat
         # past the working set, so this is its peak too.
+        # Values a rounding error apart are equal: the fewest such ways.
         fitted = dict(thr.points)
-        best_ways = int(max((x for x, _, _ in thr.measured),
-                            key=lambda w: (fitted.get(w, 0.0), -w)))
+        measured_ways = [x for x, _, _ in thr.measured]
+        top = max(fitted[w] for w in measured_ways)
+        best_ways = int(min(w for w in measured_ways
+                            if fitted[w] >= top * (1.0 - 1e-9)))
         peak = fitted[best_ways]
         levels = sorted(opts.latency_load_levels)
         known = {}

@@ -128,11 +128,15 @@ def _profile_one(conf, nf, traffic, config_text='', profile_id=None,
     path = _store(conf).put(prof)
     m = prof.measurement
     runs = m['measurements']
+    fit = m.get('fit', {})
+    kinds = '/'.join(fit.get(c, {}).get('model', 'linear')
+                     for c in ('throughput', 'latency'))
     print('  stored %s (%d + %d measurements, %d repeated, %d + %d points '
-          'kept, noise %.2f%%, max interpolation error %.2f%%) in %s' % (
+          'measured, curves %s, noise %.2f%%, max interpolation error '
+          '%.2f%%) in %s' % (
               prof.profile_id, runs['throughput'], runs['latency'],
               runs['repeats'], m['points']['throughput'],
-              m['points']['latency'], m['noise_pct'],
+              m['points']['latency'], kinds, m['noise_pct'],
               m['max_interpolation_error_pct'], path),
           flush=True)
     if plot:

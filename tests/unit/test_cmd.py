@@ -42,11 +42,13 @@ class ProfilerCommandTest(CommandTestCase):
         ids = store_mod.ProfileStore(self.store_dir).ids()
         prof = store_mod.ProfileStore(self.store_dir).get(ids[0])
         runs = prof.measurement['measurements']
-        # The summary counts every run (the probe repeat too) and the
-        # points kept.
-        self.assertIn('(%d + %d measurements, 1 repeated, %d + %d points '
-                      'kept, noise 0.00%%' % (
+        # The summary counts every run (repeats too), the points measured
+        # and the curves' models.
+        self.assertIn('(%d + %d measurements, %d repeated, %d + %d points '
+                      'measured, curves saturating-miss/queueing, noise '
+                      '0.00%%' % (
                           runs['throughput'], runs['latency'],
+                          runs['repeats'],
                           prof.measurement['points']['throughput'],
                           prof.measurement['points']['latency']), out)
         self.assertEqual(1, len(ids))
