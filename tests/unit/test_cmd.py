@@ -57,9 +57,12 @@ class ProfilerCommandTest(CommandTestCase):
         rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0])
         self.assertEqual(0, rc)
         self.assertIn('concave fit', out)
-        self.assertIn('points kept, %d + %d measurements (1 repeated), '
-                      'noise 0.00%%' % (runs['throughput'], runs['latency']),
-                      out)
+        self.assertIn('points measured, %d + %d measurements (%d '
+                      'repeated), noise 0.00%%' % (
+                          runs['throughput'], runs['latency'],
+                          runs['repeats']), out)
+        self.assertIn('curves: throughput fitted (saturating-miss model); '
+                      'latency fitted (queueing model)', out)
         rc, out, _ = self.run_main(profiler_cmd.main, 'list')
         self.assertIn(ids[0], out)
         rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0],
