@@ -224,8 +224,13 @@ def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
             worst_resid = float(numpy.max(numpy.abs(resid))) * 100.0
             lev = curvefit.leverage(model, params, xs, grid)
             dof = len(ys) - model.nparams
-            exact = worst_resid <= tolerance_pct * NEGLIGIBLE
+            # A fit through as many points as it has parameters says
+            # nothing of noise or of the model: exact needs a point more,
+            # or one left to check the fit with.
             ss_pure, dof_pure = pure_error()
+            unmeasured = [i for i in range(len(grid)) if i not in raw]
+            exact = (dof >= 1 or unmeasured) and (
+                worst_resid <= tolerance_pct * NEGLIGIBLE)
             if noise_pct:
                 regime = 'noisy'
             elif exact:
@@ -236,12 +241,12 @@ def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
             elif dof_pure:
                 regime = 'noisy'
             else:
-                # Residuals show: noise or a wrong model? Measure the point
-                # farthest from the fit again.
+                # Residuals show (or every grid point is measured and the
+                # fit goes through them): noise or a wrong model? Measure
+                # the point farthest from the fit again.
                 far = int(numpy.argmax(numpy.abs(resid)))
                 take(grid.index(float(xs[far])))
                 continue
-            unmeasured = [i for i in range(len(grid)) if i not in raw]
             if regime in ('exact', 'deterministic'):
                 if (passed_in_a_row() >= CHECKS
                         and worst_resid <= tolerance_pct * CHECK_FRACTION):
@@ -250,9 +255,9 @@ def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
                     if regime == 'deterministic':
                         # Every grid point is measured and exact: the
                         # measurements themselves are the curve.
-                        fallback = ('the %s model misses measured points '
-                                    'by up to %.3g%%; every grid point was '
-                                    'measured' % (model.name, worst_resid))
+                        fallback = ('every grid point was measured on a '
+                                    'noiseless testbed: the measurements '
+                                    'are the curve')
                     break
                 if regime == 'deterministic' and len(raw) >= cap:
                     fallback = ('the %s model misses measured points by up '
