@@ -23,9 +23,18 @@ def write_profile_png(prof, path):
     """Plot throughput-vs-ways and latency-vs-load side by side."""
     fig, (left, right) = pyplot.subplots(1, 2, figsize=(10, 4))
     try:
+        fit = prof.measurement.get('fit', {})
         ways = [w for w, _ in prof.throughput]
-        left.plot(ways, [t for _, t in prof.throughput], 'o-',
-                  label='measured (interpolated between)')
+        thr_fit = fit.get('throughput', {})
+        if thr_fit.get('derived_points'):
+            left.plot(ways, [t for _, t in prof.throughput], '-',
+                      label='fitted (%s)' % thr_fit['model'])
+            left.plot([m[0] for m in thr_fit['measured']],
+                      [m[1] for m in thr_fit['measured']], 'o',
+                      color='tab:blue', label='measured (mean)')
+        else:
+            left.plot(ways, [t for _, t in prof.throughput], 'o-',
+                      label='measured (interpolated between)')
         pieces, _ = prof.concave_fit()
         for p in pieces:
             left.plot([p.pivot, p.end], [p.at(p.pivot), p.at(p.end)], ':',
@@ -36,8 +45,15 @@ def write_profile_png(prof, path):
         left.set_ylim(bottom=0)
         left.grid(True, alpha=0.3)
         left.legend(loc='lower right', fontsize='small')
+        lat_fit = fit.get('latency', {})
         right.plot([x * 100 for x, _ in prof.latency],
-                   [y for _, y in prof.latency], 's-', color='tab:red')
+                   [y for _, y in prof.latency],
+                   '-' if lat_fit.get('derived_points') else 's-',
+                   color='tab:red')
+        if lat_fit.get('derived_points'):
+            right.plot([m[0] * 100 for m in lat_fit['measured']],
+                       [m[1] for m in lat_fit['measured']], 's',
+                       color='tab:red')
         right.set_xlabel('offered load (%% of %.3f Mpps at %d ways)'
                          % (prof.throughput_at(prof.latency_ways),
                             prof.latency_ways))

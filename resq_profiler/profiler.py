@@ -22,15 +22,20 @@
 """
 
 import datetime
+import math
 import time
 
 from oslo_log import log as logging
 
-from resq_profiler import adaptive
+from resq_profiler import curvefit
 from resq_profiler import drivers
+from resq_profiler import modelfit
 from resq_profiler import profile as profile_mod
 
 LOG = logging.getLogger(__name__)
+
+# The error stated when the measurements bound nothing.
+UNKNOWN_ERROR_PCT = 100.0
 
 
 def run(conf, nf, traffic, config_text='', driver_name=None,
@@ -67,21 +72,32 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
                 full_load.setdefault(int(ways), []).append(lat_us)
             return mpps
 
-        thr = adaptive.sample(saturate, drv.way_range(), tol,
+        thr = modelfit.sample(saturate, drv.way_range(),
+                              curvefit.SaturatingThroughput(), tol,
                               max_points=opts.max_measurements_per_curve,
                               progress=report('throughput'),
-                              shape='concave', probe=1)
-        best_ways, peak = max(thr.points, key=lambda p: (p[1], -p[0]))
-        best_ways = int(best_ways)
+                              shape='concave')
+        # The best allocation among those measured (a saturating run there
+        # also read the latency at full load); the model's curve is flat
+        # past the working set, so this is its peak too.
+        # Values a rounding error apart are equal: the fewest such ways.
+        fitted = dict(thr.points)
+        measured_ways = [x for x, _, _ in thr.measured]
+        top = max(fitted[w] for w in measured_ways)
+        best_ways = int(min(w for w in measured_ways
+                            if fitted[w] >= top * (1.0 - 1e-9)))
+        peak = fitted[best_ways]
         levels = sorted(opts.latency_load_levels)
         known = {}
         if levels[-1] == 1.0 and full_load.get(best_ways):
             known[1.0] = full_load[best_ways]
-        lat = adaptive.sample(
-            lambda x: drv.latency(best_ways, x, peak), levels, tol,
+        lat = modelfit.sample(
+            lambda x: drv.latency(best_ways, x, peak), levels,
+            curvefit.QueueingLatency(), tol,
             max_points=opts.max_measurements_per_curve,
             progress=report('latency'), shape='convex', known=known,
-            noise_pct=thr.noise_pct, noise_dof=thr.noise_dof)
+            noise_pct=thr.noise_pct, noise_dof=thr.noise_dof,
+            dense=_dense(levels))
     finally:
         drv.close()
     # The error the stored curves keep: the worst estimate of an interval
@@ -89,6 +105,10 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
     # ran out), so the figure can exceed the tolerance and then says by
     # how much.
     error = max(thr.reported_error_pct, lat.reported_error_pct)
+    if not math.isfinite(error):
+        # Nothing bounds it (too few measurements): say so with a figure
+        # no consumer mistakes for a small error.
+        error = UNKNOWN_ERROR_PCT
     digest = profile_mod.config_digest(config_text)
     nf_doc = {'name': nf, 'config_digest': digest}
     if description:
@@ -106,8 +126,8 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
                     'points': [[x, y] for x, y in lat.points]},
         'measurement': {
             'driver': driver_name,
-            'points': {'throughput': len(thr.points),
-                       'latency': len(lat.points)},
+            'points': {'throughput': len(thr.measured),
+                       'latency': len(lat.measured)},
             'measurements': {'throughput': thr.measurements,
                              'latency': lat.measurements,
                              'repeats': thr.repeats + lat.repeats,
@@ -116,14 +136,45 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
             'max_interpolation_error_pct': round(error, 4),
             'tolerance_pct': tol,
             'budget_exhausted': thr.budget_exhausted or lat.budget_exhausted,
+            'fit': {'throughput': _fit_doc(thr), 'latency': _fit_doc(lat)},
             'created_at': datetime.datetime.now(
                 datetime.timezone.utc).isoformat(timespec='seconds'),
             'duration_s': round(time.monotonic() - started, 3),
         },
     }
     prof = profile_mod.Profile.from_dict(doc)
+    for curve, res in (('throughput', thr), ('latency', lat)):
+        if res.fallback:
+            LOG.warning('Profile %s: %s; its %s curve interpolates the '
+                        'measured points linearly', prof.profile_id,
+                        res.fallback, curve)
     if thr.budget_exhausted or lat.budget_exhausted:
         LOG.warning('Profile %s hit max_measurements_per_curve before the '
                     'interpolation error fell below %s%%', prof.profile_id,
                     tol)
     return prof
+
+
+# Load levels between the configured ones at which a fitted latency curve
+# is stored too, so that linear interpolation between stored points stays
+# close to the model where the curve bends most (near saturation).
+DENSE_LOAD_STEP = 0.025
+
+
+def _dense(levels):
+    lo, hi = levels[0], levels[-1]
+    n = int((hi - lo) / DENSE_LOAD_STEP)
+    return [round(lo + DENSE_LOAD_STEP * k, 6) for k in range(1, n + 1)
+            if lo + DENSE_LOAD_STEP * k < hi]
+
+
+def _fit_doc(res):
+    """How a stored curve came about (``measurement.fit.<curve>``)."""
+    doc = {'model': res.kind,
+           'derived_points': res.derived,
+           'measured': [[x, round(y, 9), n] for x, y, n in res.measured]}
+    if res.params:
+        doc['params'] = {k: round(v, 12) for k, v in res.params.items()}
+    if res.fallback:
+        doc['fallback'] = res.fallback
+    return doc

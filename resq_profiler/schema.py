@@ -24,6 +24,26 @@ _POINTS = {
               'items': _POSITIVE},
 }
 
+# How a stored curve came about (optional; profiles without it hold
+# measured points only). With ``derived_points`` the curve's points are a
+# fitted model's values and ``measured`` holds ``[x, mean, readings]`` of
+# what was measured.
+_FIT = {
+    'type': 'object', 'required': ['model', 'derived_points', 'measured'],
+    'properties': {
+        'model': {'type': 'string', 'minLength': 1},
+        'derived_points': {'type': 'boolean'},
+        'measured': {
+            'type': 'array', 'minItems': 1,
+            'items': {'type': 'array', 'minItems': 3, 'maxItems': 3,
+                      'prefixItems': [_POSITIVE, _POSITIVE,
+                                      {'type': 'integer', 'minimum': 1}]}},
+        'params': {'type': 'object',
+                   'additionalProperties': {'type': 'number'}},
+        'fallback': {'type': 'string'},
+    },
+}
+
 PROFILE_SCHEMA = {
     'type': 'object',
     'required': ['schema_version', 'id', 'nf', 'traffic', 'platform',
@@ -93,6 +113,9 @@ PROFILE_SCHEMA = {
                 'max_interpolation_error_pct': {'type': 'number',
                                                 'minimum': 0},
                 'tolerance_pct': {'type': 'number', 'exclusiveMinimum': 0},
+                'fit': {
+                    'type': 'object',
+                    'properties': {'throughput': _FIT, 'latency': _FIT}},
             },
         },
     },

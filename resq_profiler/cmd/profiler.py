@@ -128,11 +128,15 @@ def _profile_one(conf, nf, traffic, config_text='', profile_id=None,
     path = _store(conf).put(prof)
     m = prof.measurement
     runs = m['measurements']
+    fit = m.get('fit', {})
+    kinds = '/'.join(fit.get(c, {}).get('model', 'linear')
+                     for c in ('throughput', 'latency'))
     print('  stored %s (%d + %d measurements, %d repeated, %d + %d points '
-          'kept, noise %.2f%%, max interpolation error %.2f%%) in %s' % (
+          'measured, curves %s, noise %.2f%%, max interpolation error '
+          '%.2f%%) in %s' % (
               prof.profile_id, runs['throughput'], runs['latency'],
               runs['repeats'], m['points']['throughput'],
-              m['points']['latency'], m['noise_pct'],
+              m['points']['latency'], kinds, m['noise_pct'],
               m['max_interpolation_error_pct'], path),
           flush=True)
     if plot:
@@ -215,9 +219,10 @@ def _describe(prof):
         '  platform %s, %d ways of %d bytes' % (
             prof.platform['cpu_model'], prof.platform['llc_ways'],
             prof.platform['way_size_bytes']),
-        '  measured by %s: %s points kept%s' % (
+        '  measured by %s: %s points measured%s' % (
             prof.measurement['driver'], prof.measurement['points'],
             _runs(prof.measurement)),
+        '  curves: %s' % _curves(prof.measurement),
         '  throughput (ways -> Mpps): ' + ', '.join(
             '%d:%.3f' % (w, t) for w, t in prof.throughput),
         '  p95 latency at %d ways (load -> us): ' % prof.latency_ways
@@ -354,3 +359,20 @@ def _runs(measurement):
 
 if __name__ == '__main__':
     sys.exit(main())
+
+
+def _curves(measurement):
+    """How the stored curves came about (``measurement.fit``)."""
+    fit = measurement.get('fit')
+    if not fit:
+        return 'measured points, interpolated linearly'
+    out = []
+    for curve in ('throughput', 'latency'):
+        doc = fit.get(curve, {})
+        if doc.get('derived_points'):
+            out.append('%s fitted (%s model)' % (curve, doc['model']))
+        else:
+            out.append('%s measured, interpolated linearly%s' % (
+                curve, ' (%s)' % doc['fallback'] if doc.get('fallback')
+                else ''))
+    return '; '.join(out)

@@ -41,18 +41,22 @@ profile_opts = [
                     'the resq_profiler.drivers entry point group.'),
     cfg.FloatOpt('max_interpolation_error_pct',
                  default=1.0, min=0.01, max=50.0,
-                 help='The adaptive profiler splits an interval while its '
-                      'estimate of the linear interpolation error there '
-                      'exceeds this many percent (ResQ uses 1). Lower '
-                      'values take more measurements.'),
+                 help='Largest error, in percent of the curve, the profiler '
+                      'accepts for a stored curve (ResQ uses 1). It fits '
+                      'each curve\'s shape model until the fit predicts new '
+                      'points within half of it (noiseless testbed) or its '
+                      'standard errors are within it (noisy testbed); a '
+                      'curve whose model does not fit falls back to ResQ\'s '
+                      'adaptive sampling, splitting intervals while the '
+                      'linear interpolation error estimate exceeds it. '
+                      'Lower values take more measurements.'),
     cfg.IntOpt('max_measurements_per_curve',
                default=40, min=3,
                help='Upper bound on measurements per curve, repeats '
                     'included, whatever the error. A noiseless testbed '
-                    'needs 3-11 per curve; under noise the profiler '
-                    'measures each kept point up to three times and '
-                    'usually uses the whole budget. The profile records '
-                    'the error it reached.'),
+                    'whose curves fit the shape models needs 4-6 per '
+                    'curve; at 0.5% run-to-run noise about 8-25. The '
+                    'profile records the error it reached.'),
     cfg.ListOpt('latency_load_levels',
                 item_type=cfg.types.Float(min=0.001, max=1.0),
                 default=DEFAULT_LOAD_LEVELS,

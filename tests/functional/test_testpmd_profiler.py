@@ -11,8 +11,10 @@ import os
 import shutil
 
 from resq_profiler import adaptive
+from resq_profiler import curvefit
 from resq_profiler import drivers
 from resq_profiler import exception
+from resq_profiler import modelfit
 from resq_profiler import nfmodel
 from resq_profiler import profiler
 from resq_profiler import store as store_mod
@@ -127,3 +129,43 @@ class TestpmdProfilerTest(base.TestCase):
                                 res.noise_error_pct)
         for ways, values in res.samples.items():
             self.assertEqual([m for w, m in runs if w == ways], values)
+
+    def test_model_sampler_on_real_runs(self):
+        """The shape-model sampler on testpmd's real, noisy rates.
+
+        io forwarding does not depend on the cache: a flat curve, which
+        the throughput model holds (no misses past the working set), with
+        run-to-run noise the sampler must see and state.
+        """
+        drv = drivers.load('command', self.conf, 'testpmd-io',
+                           nfmodel.Traffic(64))
+        self.addCleanup(drv.close)
+        runs = []
+
+        def measure(ways):
+            mpps = drv.throughput(int(ways))
+            runs.append((ways, mpps))
+            return mpps
+
+        res = modelfit.sample(measure, drv.way_range(),
+                              curvefit.SaturatingThroughput(), 1.0,
+                              max_points=8, shape='concave')
+        # Every run of testpmd is counted, the repeats too, and each one
+        # went into the resctrl group.
+        self.assertEqual(len(runs), res.measurements)
+        self.assertEqual(len(self.tree.read('resq-profiler',
+                                            'tasks').split()),
+                         res.measurements)
+        self.assertEqual(res.measurements - len(res.measured), res.repeats)
+        self.assertEqual(sorted(res.measured),
+                         sorted((float(w), sum(m for x, m in runs
+                                               if x == w)
+                                 / sum(1 for x, _ in runs if x == w),
+                                 sum(1 for x, _ in runs if x == w))
+                                for w in {x for x, _ in runs}))
+        # Real rates differ between runs: the residuals showed noise.
+        self.assertGreater(res.noise_pct, 0.0)
+        self.assertGreater(res.reported_error_pct, 0.0)
+        self.assertEqual([1.0, 2.0, 3.0], [x for x, _ in res.points])
+        for x, y in res.points:
+            self.assertGreater(y, 0.5)

@@ -42,11 +42,13 @@ class ProfilerCommandTest(CommandTestCase):
         ids = store_mod.ProfileStore(self.store_dir).ids()
         prof = store_mod.ProfileStore(self.store_dir).get(ids[0])
         runs = prof.measurement['measurements']
-        # The summary counts every run (the probe repeat too) and the
-        # points kept.
-        self.assertIn('(%d + %d measurements, 1 repeated, %d + %d points '
-                      'kept, noise 0.00%%' % (
+        # The summary counts every run (repeats too), the points measured
+        # and the curves' models.
+        self.assertIn('(%d + %d measurements, %d repeated, %d + %d points '
+                      'measured, curves saturating-miss/queueing, noise '
+                      '0.00%%' % (
                           runs['throughput'], runs['latency'],
+                          runs['repeats'],
                           prof.measurement['points']['throughput'],
                           prof.measurement['points']['latency']), out)
         self.assertEqual(1, len(ids))
@@ -55,9 +57,12 @@ class ProfilerCommandTest(CommandTestCase):
         rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0])
         self.assertEqual(0, rc)
         self.assertIn('concave fit', out)
-        self.assertIn('points kept, %d + %d measurements (1 repeated), '
-                      'noise 0.00%%' % (runs['throughput'], runs['latency']),
-                      out)
+        self.assertIn('points measured, %d + %d measurements (%d '
+                      'repeated), noise 0.00%%' % (
+                          runs['throughput'], runs['latency'],
+                          runs['repeats']), out)
+        self.assertIn('curves: throughput fitted (saturating-miss model); '
+                      'latency fitted (queueing model)', out)
         rc, out, _ = self.run_main(profiler_cmd.main, 'list')
         self.assertIn(ids[0], out)
         rc, out, _ = self.run_main(profiler_cmd.main, 'show', ids[0],

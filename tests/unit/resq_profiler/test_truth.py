@@ -1,3 +1,4 @@
+import math
 import statistics
 
 from resq_profiler import catalog
@@ -178,25 +179,50 @@ class MeasuredFromTruthTest(base.TestCase):
     def test_noiseless_profile_is_the_testbed(self):
         spec = catalog.get('MazuNAT')
         prof = self._profile('MazuNAT', 0.0)
-        for ways, mpps in prof.throughput:
+        fit = prof.measurement['fit']
+        # What was measured is the testbed's value, exactly.
+        for ways, mpps, _ in fit['throughput']['measured']:
             self.assertAlmostEqual(truth.solo(spec, ways).capacity_mpps,
                                    mpps, places=9)
         peak = prof.peak_mpps
-        for load, us in prof.latency:
+        for load, us, _ in fit['latency']['measured']:
+            if load == 1.0:
+                # From the saturating runs: offered what the NF can do.
+                offered = truth.solo(spec, prof.latency_ways).capacity_mpps
+            else:
+                offered = load * peak
             self.assertAlmostEqual(truth.solo(
-                spec, prof.latency_ways, offered_mpps=load * peak
-            ).latency_p95_us, us, places=9)
+                spec, prof.latency_ways, offered_mpps=offered
+            ).latency_p95_us, us, places=6)
+        # The stored curves (fitted, or the measured points when the
+        # model was given up) stay within the error the profile states.
+        stated = prof.measurement['max_interpolation_error_pct']
+        self.assertLessEqual(stated, 1.0)
+        for ways in range(1, 21):
+            real = truth.solo(spec, ways).capacity_mpps
+            self.assertLessEqual(abs(prof.throughput_at(ways) / real - 1)
+                                 * 100, max(stated, 0.5), ways)
 
     def test_noisy_profile_differs_by_the_noise(self):
         errs = []
+        measured = []
         for name in ('MazuNAT', 'Stats', 'EndRE', 'Efficuts'):
             spec = catalog.get(name)
             prof = self._profile(name, 1.0)
             errs += [mpps / truth.solo(spec, ways).capacity_mpps - 1
                      for ways, mpps in prof.throughput]
+            # A mean of n measurements is off by the noise over sqrt(n).
+            measured += [
+                (mpps / truth.solo(spec, ways).capacity_mpps - 1)
+                * math.sqrt(n) for ways, mpps, n in
+                prof.measurement['fit']['throughput']['measured']]
         self.assertTrue(all(abs(e) < 0.05 for e in errs), errs)
-        self.assertGreater(statistics.pstdev(errs), 0.003)
-        self.assertLess(statistics.pstdev(errs), 0.02)
+        # The measurements carry the noise (1%); the stored curve, fitted
+        # to all of them, carries less of it, but not none.
+        self.assertGreater(statistics.pstdev(measured), 0.005)
+        self.assertLess(statistics.pstdev(measured), 0.02)
+        self.assertGreater(statistics.pstdev(errs), 0.0005)
+        self.assertLess(statistics.pstdev(errs), statistics.pstdev(measured))
 
     def test_testbed_and_planning_model_differ(self):
         # The evaluation's truth is not the planner's model.

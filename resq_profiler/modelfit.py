@@ -1,0 +1,400 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Sampling a curve by fitting its shape model (issue 13 item 5).
+
+ResQ §5.2 measures a curve until *linear interpolation* of the measured
+points is within the tolerance. This sampler measures until a fitted
+:mod:`shape model <resq_profiler.curvefit>` is, and falls back to ResQ's
+adaptive sampling (:func:`resq_profiler.adaptive.sample`) when the
+measurements contradict the model.
+
+1. Measure the model's first design (as many points as it has
+   parameters; a measurement passed in as ``known`` counts).
+2. Fit the model to every measurement (repeats are observations of their
+   own, so a least-squares fit averages them). Then, by what the
+   residuals show:
+
+   * **noiseless and exact**: the fit goes through every point (residuals
+     within a millionth of the tolerance). Each new point is a *check*:
+     the fit before it predicts it. The curve is done after two checks in
+     a row within half the tolerance.
+   * **noiseless, not exact**: residuals show but a repeated measurement
+     is identical (the first time residuals show, the point farthest from
+     the fit is measured again to tell noise from misfit). The same
+     checks, and every measured point within half the tolerance of the
+     fit; after ``2 * nparams + 3`` points the model is given up.
+   * **noisy**: the noise is the residuals' standard deviation (pooled with
+     ``noise_pct`` when given). The fitted curve's standard error at every
+     grid point is the noise times its leverage
+     (:func:`resq_profiler.curvefit.leverage`); the curve is done once
+     ``Z`` of them, scaled up to the 95% upper confidence bound of the
+     noise estimate, is within the tolerance everywhere and at least
+     ``SPREAD`` distinct points per parameter were measured (a model's
+     standard errors hold near its fit only: with as many points as
+     parameters a knee between them goes unseen). Measurements go to
+     unmeasured points first, then where the standard error is largest
+     (repeats included, at most ``max_repeats`` per point). Once points
+     have been repeated, a lack-of-fit F test (99.9%) against the spread
+     of the repeats tells a wrong model from noise.
+
+3. Every measurement counts against ``max_points``. The stated error
+   (:attr:`CurveResult.reported_error_pct`): under noise ``Z`` standard
+   errors of the curve (as above); otherwise the larger of the last two
+   checks' errors and the worst residual of a measured point, and when
+   the budget ran out before two checks in a row passed, at least every
+   failed check and how far the model and the measured points' chords
+   part. When the model is given up it is the fallback's
+   :attr:`~resq_profiler.adaptive.Result.reported_error_pct`.
+
+The result carries the model's values at every grid point (derived points)
+for consumers that interpolate linearly between whole ways or load levels.
+"""
+
+import dataclasses
+import math
+
+import numpy
+from scipy import stats
+
+from resq_profiler import adaptive
+from resq_profiler import curvefit
+from resq_profiler import profile
+
+# Standard errors of the fitted curve the stated error includes.
+Z = 2.5
+# A residual within this fraction of the tolerance is no residual: the
+# measurements are exact and the model holds.
+NEGLIGIBLE = 1e-6
+# Checks (predictions of a new point) in a row that must pass, and the
+# fraction of the tolerance they pass within.
+CHECKS = 2
+CHECK_FRACTION = 0.5
+# Degrees of freedom the noise estimate needs before the bound is
+# believed.
+MIN_DOF = 3
+# Under noise, distinct points per model parameter measured before any
+# point is measured again.
+SPREAD = 2
+# Confidence of the lack-of-fit F test.
+LACK_OF_FIT = 0.999
+
+
+@dataclasses.dataclass
+class CurveResult:
+    points: list            # (x, y) stored in the profile, sorted
+    measured: list          # (x, mean value, measurements) per point
+    kind: str               # curvefit model name, or 'linear'
+    params: dict            # the model's parameters (empty for linear)
+    measurements: int       # calls of the measuring function
+    repeats: int            # of which repeated a point
+    noise_pct: float
+    noise_dof: int
+    reported_error_pct: float
+    budget_exhausted: bool
+    checks: list = dataclasses.field(default_factory=list)
+    fallback: str = ''      # why the model was given up, if it was
+
+    @property
+    def derived(self):
+        return self.kind != 'linear'
+
+
+class _Budget(Exception):
+    pass
+
+
+def _ucb95(dof):
+    if dof < 1:
+        return math.inf
+    return math.sqrt(dof / stats.chi2.ppf(0.05, dof))
+
+
+def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
+           progress=None, known=None, noise_pct=None,
+           noise_dof=adaptive.PRIOR_DOF, max_repeats=4, shape=None,
+           dense=None):
+    """Sample ``measure`` on ``grid`` by fitting ``model``.
+
+    :param model: a :class:`resq_profiler.curvefit.Model`.
+    :param shape: ``'concave'``/``'convex'`` for the fallback.
+    :param dense: x values to store the model's curve at besides the grid
+        (the profile's derived points); default the grid.
+    Other parameters as :func:`resq_profiler.adaptive.sample`.
+    :returns: a :class:`CurveResult`.
+    """
+    grid = [float(x) for x in grid]
+    if len(grid) < 2:
+        raise ValueError('a curve needs at least two grid points')
+    if any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ValueError('grid must be strictly increasing: %s' % grid)
+    if tolerance_pct <= 0:
+        raise ValueError('tolerance must be positive, got %s' % tolerance_pct)
+    if max_points is not None and max_points < 3:
+        raise ValueError('max_points must be at least 3, got %s'
+                         % max_points)
+    raw = {}
+    for x, ys in (known or {}).items():
+        if float(x) not in grid:
+            raise ValueError('known measurement at x=%s is not on the grid '
+                             '%s' % (x, grid))
+        if not ys:
+            raise ValueError('known measurement at x=%s has no value' % x)
+        raw[grid.index(float(x))] = [float(y) for y in ys]
+    state = {'count': 0, 'repeats': 0}
+    checks = []
+
+    def take(i):
+        if max_points is not None and state['count'] >= max_points:
+            raise _Budget()
+        y = float(measure(grid[i]))
+        if not y > 0 or not math.isfinite(y):
+            raise ValueError('measurement at x=%s gave %r; a curve needs '
+                             'positive values' % (grid[i], y))
+        state['count'] += 1
+        if i in raw:
+            state['repeats'] += 1
+        raw.setdefault(i, []).append(y)
+        if progress:
+            progress(grid[i], y, state['count'])
+        return y
+
+    def observations():
+        xs, ys = [], []
+        for i in sorted(raw):
+            xs += [grid[i]] * len(raw[i])
+            ys += raw[i]
+        return numpy.array(xs), numpy.array(ys)
+
+    def pure_error():
+        """(sum of squares, dof) of repeats about their means (relative)."""
+        ss, dof = 0.0, 0
+        for values in raw.values():
+            if len(values) > 1:
+                mean = sum(values) / len(values)
+                ss += sum((v / mean - 1.0) ** 2 for v in values)
+                dof += len(values) - 1
+        return ss, dof
+
+    def checked(i, params):
+        """Measure grid[i] as a check of the fit ``params``."""
+        predicted = float(model.value(params, [grid[i]])[0])
+        y = take(i)
+        err = curvefit.rel_err_pct(predicted, y)
+        checks.append(adaptive.Check(grid[i], predicted, y, err,
+                                     'pass' if err <= tolerance_pct
+                                     * CHECK_FRACTION else 'fail'))
+
+    def passed_in_a_row():
+        run = 0
+        for c in reversed(checks):
+            if c.outcome != 'pass':
+                break
+            run += 1
+        return run
+
+    exhausted = False
+    regime = None
+    fallback = ''
+    params = None
+    bound = 0.0
+    sigma = 0.0
+    dof_total = 0
+    cap = 2 * model.nparams + 3
+    try:
+        for i in model.initial(grid):
+            if i not in raw:
+                take(i)
+        while True:
+            xs, ys = observations()
+            if len(raw) < min(model.nparams, len(grid)):
+                i = next(i for i in range(len(grid)) if i not in raw)
+                take(i)
+                continue
+            params = model.fit(xs, ys)
+            resid = model.value(params, xs) / ys - 1.0
+            worst_resid = float(numpy.max(numpy.abs(resid))) * 100.0
+            lev = curvefit.leverage(model, params, xs, grid)
+            dof = len(ys) - model.nparams
+            # A fit through as many points as it has parameters says
+            # nothing of noise or of the model: exact needs a point more,
+            # or one left to check the fit with.
+            ss_pure, dof_pure = pure_error()
+            unmeasured = [i for i in range(len(grid)) if i not in raw]
+            exact = (dof >= 1 or unmeasured) and (
+                worst_resid <= tolerance_pct * NEGLIGIBLE)
+            if noise_pct:
+                regime = 'noisy'
+            elif exact:
+                regime = 'exact'
+            elif dof_pure and ss_pure <= (tolerance_pct * NEGLIGIBLE
+                                          / 100.0) ** 2:
+                regime = 'deterministic'
+            elif dof_pure:
+                regime = 'noisy'
+            else:
+                # Residuals show (or every grid point is measured and the
+                # fit goes through them): noise or a wrong model? Measure
+                # the point farthest from the fit again.
+                far = int(numpy.argmax(numpy.abs(resid)))
+                take(grid.index(float(xs[far])))
+                continue
+            if regime in ('exact', 'deterministic'):
+                if (passed_in_a_row() >= CHECKS
+                        and worst_resid <= tolerance_pct * CHECK_FRACTION):
+                    break
+                if not unmeasured:
+                    if regime == 'deterministic':
+                        # Every grid point is measured and exact: the
+                        # measurements themselves are the curve.
+                        fallback = ('every grid point was measured on a '
+                                    'noiseless testbed: the measurements '
+                                    'are the curve')
+                    break
+                if regime == 'deterministic' and len(raw) >= cap:
+                    fallback = ('the %s model misses measured points by up '
+                                'to %.3g%% on a noiseless testbed'
+                                % (model.name, worst_resid))
+                    break
+                nxt = max(unmeasured, key=lambda i: (lev[i], -i))
+                checked(nxt, params)
+                continue
+            # Noisy.
+            num = float(numpy.sum(resid ** 2))
+            den = dof
+            if noise_pct:
+                num += noise_dof * (noise_pct / 100.0) ** 2
+                den += noise_dof
+            sigma = math.sqrt(num / den) if den > 0 else math.inf
+            dof_total = den
+            if (dof_pure >= 2 and dof - dof_pure > 0 and ss_pure > 0):
+                ss_lof = max(float(numpy.sum(resid ** 2)) - ss_pure, 0.0)
+                f = (ss_lof / (dof - dof_pure)) / (ss_pure / dof_pure)
+                if f > stats.f.ppf(LACK_OF_FIT, dof - dof_pure, dof_pure):
+                    fallback = ('the %s model does not fit the measurements '
+                                '(lack-of-fit F test, %.1f%%)'
+                                % (model.name, LACK_OF_FIT * 100))
+                    break
+            bound = Z * sigma * _ucb95(dof_total) * float(
+                numpy.max(lev)) * 100.0
+            spread = len(raw) >= min(SPREAD * model.nparams, len(grid))
+            if dof_total >= MIN_DOF and bound <= tolerance_pct and spread:
+                break
+            order = sorted(range(len(grid)), key=lambda i: (-lev[i], i))
+            open_ = [i for i in order if len(raw.get(i, ())) < max_repeats]
+            if len(raw) < min(SPREAD * model.nparams, len(grid)):
+                # A model's standard errors hold near its fit only: with
+                # as many points as parameters a knee between them goes
+                # unseen. Spread the measurements first.
+                open_ = [i for i in order if i not in raw]
+            if not open_:
+                break
+            take(open_[0])
+    except _Budget:
+        exhausted = True
+    xs, ys = observations()
+    measured = [(grid[i], sum(raw[i]) / len(raw[i]), len(raw[i]))
+                for i in sorted(raw)]
+    if fallback:
+        return _fall_back(measure, grid, tolerance_pct, max_points, progress,
+                          raw, state, shape, noise_pct, noise_dof, fallback,
+                          checks)
+    if params is None or len(raw) < model.nparams:
+        params = model.fit(xs, ys) if len(raw) >= 2 else None
+    if params is None:
+        return CurveResult(
+            points=[(x, m) for x, m, _ in measured], measured=measured,
+            kind='linear', params={}, measurements=state['count'],
+            repeats=state['repeats'], noise_pct=0.0, noise_dof=0,
+            reported_error_pct=math.inf, budget_exhausted=exhausted,
+            checks=checks, fallback='too few measurements for a model')
+    resid = model.value(params, xs) / ys - 1.0
+    worst_resid = float(numpy.max(numpy.abs(resid))) * 100.0
+    ss_pure, dof_pure = pure_error()
+    linear = [(x, m) for x, m, _ in measured]
+    xs_out = sorted(set(grid) | set(float(x) for x in (dense or ())))
+    values = model.value(params, xs_out)
+    # How far the model and the measured points' linear interpolation
+    # part: the error a curve the measurements did not pin down may have.
+    spread = max(curvefit.rel_err_pct(float(v), profile.interpolate(
+        linear, x)) for x, v in zip(xs_out, values)) if len(linear) > 1 \
+        else math.inf
+    failed = [c.error_pct for c in checks if c.outcome != 'pass']
+    if regime == 'noisy':
+        dof = len(ys) - model.nparams
+        num = float(numpy.sum(resid ** 2))
+        den = dof
+        if noise_pct:
+            num += noise_dof * (noise_pct / 100.0) ** 2
+            den += noise_dof
+        sigma = math.sqrt(num / den) if den > 0 else math.inf
+        dof_total = den
+        lev = curvefit.leverage(model, params, xs, grid)
+        bound = Z * sigma * _ucb95(dof_total) * float(numpy.max(lev)) * 100.0
+        error = bound
+        noise = math.sqrt(ss_pure / dof_pure) * 100.0 if dof_pure else (
+            sigma * 100.0)
+        noise_dof_out = dof_pure or max(int(dof_total), 0)
+    else:
+        recent = [c.error_pct for c in checks[-CHECKS:]]
+        error = max(recent + [worst_resid])
+        if passed_in_a_row() < CHECKS:
+            # Cut short (the budget ran out) before the model was
+            # checked: it may be as far off as the failed checks, or as
+            # the measured points' chords.
+            error = max(failed + [error, spread])
+        noise, noise_dof_out = 0.0, dof_pure
+    if not math.isfinite(error):
+        error = max(failed + [spread])
+    return CurveResult(
+        # Twelve significant digits: far below any measurement's, and
+        # values a rounding error apart (a flat stretch) become equal.
+        points=[(x, float('%.12g' % v)) for x, v in zip(xs_out, values)],
+        measured=measured, kind=model.name,
+        params=model.params_dict(params), measurements=state['count'],
+        repeats=state['repeats'], noise_pct=noise,
+        noise_dof=int(noise_dof_out), reported_error_pct=error,
+        budget_exhausted=exhausted, checks=checks)
+
+
+def _fall_back(measure, grid, tol, max_points, progress, raw, state, shape,
+               noise_pct, noise_dof, reason, checks):
+    """ResQ's adaptive sampling, from what the model phase measured."""
+    left = None if max_points is None else max_points - state['count']
+    offset = state['count']
+
+    def report(x, y, n):
+        if progress:
+            progress(x, y, offset + n)
+
+    known = {grid[i]: list(v) for i, v in raw.items()}
+    if left is not None and left < 3:
+        pts = [(grid[i], sum(v) / len(v)) for i, v in sorted(raw.items())]
+        error = max([c.error_pct for c in checks] + [math.inf])
+        return CurveResult(
+            points=pts, measured=[(x, y, len(raw[grid.index(x)]))
+                                  for x, y in pts],
+            kind='linear', params={}, measurements=state['count'],
+            repeats=state['repeats'], noise_pct=0.0, noise_dof=0,
+            reported_error_pct=error, budget_exhausted=True,
+            checks=checks, fallback=reason)
+    res = adaptive.sample(measure, grid, tol, max_points=left,
+                          progress=report, shape=shape, known=known,
+                          noise_pct=noise_pct, noise_dof=noise_dof)
+    measured = [(x, sum(v) / len(v), len(v))
+                for x, v in sorted(res.samples.items())]
+    return CurveResult(
+        points=list(res.points), measured=measured, kind='linear',
+        params={}, measurements=state['count'] + res.measurements,
+        repeats=state['repeats'] + res.repeats, noise_pct=res.noise_pct,
+        noise_dof=res.noise_dof, reported_error_pct=res.reported_error_pct,
+        budget_exhausted=res.budget_exhausted, checks=checks + res.checks,
+        fallback=reason)
