@@ -26,6 +26,7 @@ from resq_profiler import catalog
 from resq_profiler import conf as prof_conf
 from resq_profiler import nfmodel
 from resq_profiler import profiler
+from resq_profiler import truth
 
 NOISE_LEVELS = (0.0, 0.5, 1.0)
 
@@ -34,21 +35,65 @@ def _key(noise):
     return ('%g' % noise)
 
 
-def run(noise_pct=0.0, seed=0):
+def _truth(kind, name, traffic, latency_ways):
+    """The noiseless curves the profile is judged against.
+
+    :returns: ``(throughput at 1-20 ways, latency as a function of the
+        load fraction)``.
+    """
+    if kind == 'testbed':
+        spec = catalog.get(name)
+        thr = [(w, truth.solo(spec, w, traffic).capacity_mpps)
+               for w in range(1, 21)]
+        cap = dict(thr)[latency_ways]
+        return thr, lambda x: truth.solo(spec, latency_ways, traffic,
+                                         x * cap).latency_p95_us
+    model = nfmodel.NFModel(catalog.get(name))
+    return ([(w, model.throughput_mpps(w, traffic)) for w in range(1, 21)],
+            lambda x: model.latency_p95_us(x, traffic))
+
+
+def load_error_pct(points, latency):
+    """The latency curve's error along the load axis, in points of load.
+
+    For each stored ``(x, y)`` at half load or more, the load ``x'`` at
+    which the truth has latency ``y`` (bisection: latency grows with
+    load), and the worst ``|x' - x|`` in points of the NF's capacity.
+    Admission reads the curve this way (the largest load whose latency
+    meets a target); near saturation a small error in load is a large one
+    in latency. Below half load the curve is nearly flat and a latency
+    error there moves no target that binds.
+    """
+    worst = 0.0
+    for x, y in points:
+        if x < 0.5:
+            continue
+        lo, hi = 0.0, 1.5
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            if latency(mid) < y:
+                lo = mid
+            else:
+                hi = mid
+        worst = max(worst, abs(lo - x) * 100.0)
+    return worst
+
+
+def run(noise_pct=0.0, seed=0, kind='nfmodel'):
     conf = cfg.ConfigOpts()
     prof_conf.register_opts(conf)
     conf([], project='resq')
     conf.set_override('model_noise_pct', noise_pct, group='resq_profiler')
     conf.set_override('model_seed', seed, group='resq_profiler')
+    conf.set_override('model_truth', kind, group='resq_profiler')
     rows = []
     traffic = nfmodel.Traffic()
     for name in catalog.names():
         prof = profiler.run(conf, name, traffic, driver_name='model')
-        model = nfmodel.NFModel(catalog.get(name))
-        truth_thr = [(w, model.throughput_mpps(w, traffic))
-                     for w in range(1, 21)]
-        truth_lat = [(x, model.latency_p95_us(x, traffic))
-                     for x in conf.resq_profiler.latency_load_levels]
+        truth_thr, latency = _truth(kind, name, traffic, prof.latency_ways)
+        levels = conf.resq_profiler.latency_load_levels
+        truth_lat = [(x, latency(x)) for x in levels]
+        stored = dict(prof.latency)
         m = prof.measurement
         rows.append({
             'nf': name,
@@ -64,6 +109,9 @@ def run(noise_pct=0.0, seed=0):
                 list(prof.throughput), truth_thr),
             'latency_error_pct': adaptive.max_error_pct(
                 list(prof.latency), truth_lat),
+            'latency_load_error_pct': load_error_pct(
+                [(x, stored[x]) for x in levels if x in stored]
+                or list(prof.latency), latency),
             'reported_error_pct': m['max_interpolation_error_pct'],
             'exhaustive_points': len(truth_thr) + len(truth_lat),
         })
@@ -129,6 +177,29 @@ def main(argv):
                   '(median %.3f%%), above 1%% for %d' % (
                       n, len(errs), min(errs), max(errs),
                       statistics.median(errs), sum(e > 1.0 for e in errs)))
+    # The same on the simulated testbed (resq_profiler.truth): its
+    # throughput curves come from footprint theory, not from the family
+    # the profiler's throughput model fits (the analytic model's), so
+    # this is the check that the shape model is not merely its own.
+    testbed = {'measurements_per_profile_median_by_noise': {},
+               'max_error_pct_by_noise': {},
+               'max_latency_load_error_pct_by_noise': {}}
+    for noise in NOISE_LEVELS:
+        rows = run(noise, 0, 'testbed')
+        k = _key(noise)
+        testbed['measurements_per_profile_median_by_noise'][k] = (
+            statistics.median(r['measurements'] for r in rows))
+        testbed['max_error_pct_by_noise'][k] = round(max(
+            max(r['throughput_error_pct'], r['latency_error_pct'])
+            for r in rows), 4)
+        testbed['max_latency_load_error_pct_by_noise'][k] = round(max(
+            r['latency_load_error_pct'] for r in rows), 4)
+        print('testbed, noise %4g%%: median %s measurements per profile, '
+              'worst error %.3f%% against its noiseless truth (latency '
+              'curve along the load axis above half load: %.3f points)' % (
+                  noise, testbed['measurements_per_profile_median_by_noise'][
+                      k], testbed['max_error_pct_by_noise'][k],
+                  testbed['max_latency_load_error_pct_by_noise'][k]))
     print('targets: median <= 12 measurements per profile (noiseless), '
           '<= 1% error at 0.5% noise')
     figures = {
@@ -144,6 +215,7 @@ def main(argv):
         'noise_target_met': (median['0'] <= 12
                              and err_by_noise['0.5'] <= 1.0),
         'noise_seeds': args.seeds,
+        'testbed': testbed,
         'max_error_pct_by_noise_per_seed': per_seed,
         'per_nf': {r['nf']: {
             'throughput_points': r['throughput_points'],
