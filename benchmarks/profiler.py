@@ -35,9 +35,13 @@ def _key(noise):
     return ('%g' % noise)
 
 
-def _truth(kind, name, traffic, latency_ways):
+def _truth(kind, name, traffic, latency_ways, peak_mpps):
     """The noiseless curves the profile is judged against.
 
+    :param peak_mpps: the profile's throughput where its latency curve was
+        measured. The latency curve's load is a fraction of it: a
+        consumer offers ``x * throughput_at(ways)`` for load ``x``, so the
+        truth is the latency at that rate.
     :returns: ``(throughput at 1-20 ways, latency as a function of the
         load fraction)``.
     """
@@ -45,9 +49,8 @@ def _truth(kind, name, traffic, latency_ways):
         spec = catalog.get(name)
         thr = [(w, truth.solo(spec, w, traffic).capacity_mpps)
                for w in range(1, 21)]
-        cap = dict(thr)[latency_ways]
         return thr, lambda x: truth.solo(spec, latency_ways, traffic,
-                                         x * cap).latency_p95_us
+                                         x * peak_mpps).latency_p95_us
     model = nfmodel.NFModel(catalog.get(name))
     return ([(w, model.throughput_mpps(w, traffic)) for w in range(1, 21)],
             lambda x: model.latency_p95_us(x, traffic))
@@ -90,7 +93,8 @@ def run(noise_pct=0.0, seed=0, kind='nfmodel'):
     traffic = nfmodel.Traffic()
     for name in catalog.names():
         prof = profiler.run(conf, name, traffic, driver_name='model')
-        truth_thr, latency = _truth(kind, name, traffic, prof.latency_ways)
+        truth_thr, latency = _truth(kind, name, traffic, prof.latency_ways,
+                                    prof.throughput_at(prof.latency_ways))
         levels = conf.resq_profiler.latency_load_levels
         truth_lat = [(x, latency(x)) for x in levels]
         stored = dict(prof.latency)
