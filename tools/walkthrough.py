@@ -348,6 +348,41 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
                     ['--config-file', self.resq_conf, 'apply', plan_id])
         self.osc('19-host-list-after-plan.txt', 'openstack resq host list',
                  host_cmd.ListHost)
+
+        # 6. On-demand SLOs: the freed host leases cores and ways to its
+        # local scheduler; an on-demand term boots into the lease.
+        used = {self.api.get_server(s['id'])['OS-EXT-SRV-ATTR:host']
+                for s in self.api.get_servers()}
+        free = [h for h in HOSTS if h not in used][0]
+        # test:///default holds the enforcing host's servers (step 4): the
+        # freed host's agent must not take them for its own.
+        for uuid in list(self.domains.uuids):
+            self.domains.remove(uuid)
+        self.domains.uuids.clear()
+        lease = ('[resq_agent]\nondemand_ways = 4\nondemand_cores = 2\n'
+                 'ondemand_latency_source = jsonlines\n'
+                 'ondemand_latency_dir = %s/latency\n'
+                 % os.path.join(self.work, free))
+        self.outputs['20-lease-conf.txt'] = self._shown(lease)
+        with open(self.agent_conf[free]) as f:
+            text = f.read()
+        conf_path = self.write(os.path.join(
+            self.work, 'agent-%s-lease.conf' % free), text + lease)
+        self.record('21-agent-reconcile-lease.txt',
+                    'resq-agent --config-file agent-%s.conf reconcile'
+                    % free, agent_cmd.main,
+                    ['--config-file', conf_path, 'reconcile'])
+        self.osc('22-host-list-lease.txt', 'openstack resq host list',
+                 host_cmd.ListHost)
+        self.record('23-admit-ondemand.txt',
+                    'resq-admit %s --slo on-demand --term od-fw --profile %s '
+                    '--latency-p95-us 60 --image %s --network none'
+                    % (conf, profile_id, IMAGE), admit_cmd.main,
+                    ['--config-file', self.resq_conf, '--slo', 'on-demand',
+                     '--term', 'od-fw', '--profile', profile_id,
+                     '--latency-p95-us', '60'] + admit)
+        self.osc('24-host-list-ondemand.txt', 'openstack resq host list',
+                 host_cmd.ListHost)
         return self.outputs
 
 
