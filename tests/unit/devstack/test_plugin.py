@@ -293,6 +293,7 @@ class PluginTest(base.TestCase):
         opt = parse_ini(os.path.join(self.ds.conf_dir, 'resq-optimizer.conf'))
         self.assertEqual([os.path.join(self.ds.data_dir, 'optimizer')],
                          opt['resq_optimizer']['state_dir'])
+        self.assertEqual(['boot'], opt['resq_optimizer']['ondemand_scale_out'])
         self.assertEqual(rabbit, opt['DEFAULT']['transport_url'])
         prof = parse_ini(os.path.join(self.ds.conf_dir,
                                       'resq-profiler.conf'))
@@ -314,6 +315,7 @@ class PluginTest(base.TestCase):
             'libvirt_uri': ['qemu:///system'],
             'ondemand_ways': ['0'],
             'ondemand_policy': ['resq'],
+            'ondemand_cores': ['0'],
             'ondemand_latency_dir': [os.path.join(self.ds.data_dir,
                                                   'latency')],
             # nova.conf had none: the plugin dedicated all CPUs but CPU 0.
@@ -451,10 +453,16 @@ class PluginTest(base.TestCase):
 
     def test_on_demand_lease_and_latency_dir(self):
         ds = self.useFixture(Devstack(RESQ_ONDEMAND_WAYS='4',
-                                      RESQ_ONDEMAND_POLICY='durner'))
+                                      RESQ_ONDEMAND_CORES='2',
+                                      RESQ_ONDEMAND_POLICY='durner',
+                                      RESQ_ONDEMAND_SCALE_OUT='notify'))
         ds.run(POST_CONFIG)
         agent = parse_ini(os.path.join(ds.conf_dir, 'resq-agent.conf'))
         self.assertEqual(['4'], agent['resq_agent']['ondemand_ways'])
+        self.assertEqual(['2'], agent['resq_agent']['ondemand_cores'])
+        opt = parse_ini(os.path.join(ds.conf_dir, 'resq-optimizer.conf'))
+        self.assertEqual(['notify'],
+                         opt['resq_optimizer']['ondemand_scale_out'])
         self.assertEqual(['durner'], agent['resq_agent']['ondemand_policy'])
         latency = os.path.join(ds.data_dir, 'latency')
         self.assertEqual([latency],
