@@ -118,6 +118,20 @@ def _ucb95(dof):
     return math.sqrt(dof / stats.chi2.ppf(0.05, dof))
 
 
+def _pooled_sigma(resid, dof, noise_pct, noise_dof):
+    """The relative noise from a fit's residuals and an earlier estimate.
+
+    :returns: ``(sigma, degrees of freedom)``; sigma is infinite with no
+        degree of freedom.
+    """
+    num = float(numpy.sum(resid ** 2))
+    den = dof
+    if noise_pct:
+        num += noise_dof * (noise_pct / 100.0) ** 2
+        den += noise_dof
+    return (math.sqrt(num / den) if den > 0 else math.inf), den
+
+
 def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
            progress=None, known=None, noise_pct=None,
            noise_dof=adaptive.PRIOR_DOF, max_repeats=4, shape=None,
@@ -268,13 +282,8 @@ def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
                 checked(nxt, params)
                 continue
             # Noisy.
-            num = float(numpy.sum(resid ** 2))
-            den = dof
-            if noise_pct:
-                num += noise_dof * (noise_pct / 100.0) ** 2
-                den += noise_dof
-            sigma = math.sqrt(num / den) if den > 0 else math.inf
-            dof_total = den
+            sigma, dof_total = _pooled_sigma(resid, dof, noise_pct,
+                                             noise_dof)
             if (dof_pure >= 2 and dof - dof_pure > 0 and ss_pure > 0):
                 ss_lof = max(float(numpy.sum(resid ** 2)) - ss_pure, 0.0)
                 f = (ss_lof / (dof - dof_pure)) / (ss_pure / dof_pure)
@@ -330,13 +339,7 @@ def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
     failed = [c.error_pct for c in checks if c.outcome != 'pass']
     if regime == 'noisy':
         dof = len(ys) - model.nparams
-        num = float(numpy.sum(resid ** 2))
-        den = dof
-        if noise_pct:
-            num += noise_dof * (noise_pct / 100.0) ** 2
-            den += noise_dof
-        sigma = math.sqrt(num / den) if den > 0 else math.inf
-        dof_total = den
+        sigma, dof_total = _pooled_sigma(resid, dof, noise_pct, noise_dof)
         lev = curvefit.leverage(model, params, xs, grid)
         bound = Z * sigma * _ucb95(dof_total) * float(numpy.max(lev)) * 100.0
         error = bound
