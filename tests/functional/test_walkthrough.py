@@ -38,7 +38,18 @@ def shape(text):
         line = _NUMBER.sub('#', line)
         line = re.sub(r'-+', '-', re.sub(r' +', ' ', line))
         lines.append(line.rstrip())
-    return lines
+    # A table's rows of the two alike hosts come in host name order, and
+    # which host the scheduler filled (or the optimizer freed) is a tie.
+    out, rows = [], []
+    for line in lines + [None]:
+        if line is not None and line.startswith('| host#'):
+            rows.append(line)
+            continue
+        out += sorted(rows)
+        rows = []
+        if line is not None:
+            out.append(line)
+    return out
 
 
 def command(text):
