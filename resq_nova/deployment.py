@@ -151,7 +151,7 @@ def ensure_flavors(compute, the_plan, found, project_id=None):
     return ids, created
 
 
-def share_with_stack(compute, found, project_id):
+def share_flavors(doc, compute, found, project_id):
     """Give a Heat stack's project access to the existing flavors it uses.
 
     A template creates the flavors that do not exist yet (private to the
@@ -160,15 +160,18 @@ def share_with_stack(compute, found, project_id):
     stack's project needs access before the stack can boot with them.
 
     :param found: ``{name: flavor}`` from :func:`existing_flavors`.
-    :param project_id: the stack's project; ``None``: grant nothing.
-    :returns: ``(granted, warnings)``: the flavor names the project was
-        given access to (or had), and, without a project, one warning
-        per existing flavor saying what to do.
+    :param project_id: the stack's project (``--stack-project``); with it
+        sets ``doc['stack_project']`` and ``doc['flavors_shared']`` (the
+        names the project was given access to, or had); without it, adds
+        to ``doc['warnings']`` one warning per existing flavor saying what
+        to do.
     """
-    granted, warnings = [], []
+    if project_id:
+        doc['stack_project'] = project_id
+        doc['flavors_shared'] = []
     for name in sorted(found):
-        if project_id is None:
-            warnings.append(
+        if not project_id:
+            doc.setdefault('warnings', []).append(
                 'flavor %s exists and is private: the project the stack is '
                 'created in needs access to it (run again with '
                 '--stack-project <project id>, or "openstack flavor set '
@@ -177,23 +180,7 @@ def share_with_stack(compute, found, project_id):
         if compute.add_flavor_access(found[name]['id'], project_id):
             LOG.info('Gave project %s access to flavor %s (%s) for its '
                      'stack', project_id, name, found[name]['id'])
-        granted.append(name)
-    return granted, warnings
-
-
-def share_flavors(doc, compute, found, project_id):
-    """Before a Heat template is written: its stack's flavor access.
-
-    Sets ``doc['stack_project']`` and ``doc['flavors_shared']`` with a
-    project (``--stack-project``), else ``doc['warnings']`` for each
-    existing (private) flavor the stack will need.
-    """
-    granted, warnings = share_with_stack(compute, found, project_id)
-    if project_id:
-        doc['stack_project'] = project_id
-        doc['flavors_shared'] = granted
-    if warnings:
-        doc.setdefault('warnings', []).extend(warnings)
+        doc['flavors_shared'].append(name)
 
 
 def boot_one(compute, term_name, inst, flavor_id, image, network, timeout,
