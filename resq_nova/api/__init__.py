@@ -9,4 +9,4 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""resq-nova code that runs inside nova-api."""
+"""resq-api: the service's REST API and database (placement's layers)."""
