@@ -15,10 +15,10 @@ import time
 
 from oslo_config import cfg
 
+from resq_nova.admission import greedy
 from resq_nova.evaluation import run
 from resq_nova.evaluation import schemes
 from resq_nova.evaluation import slosets
-from resq_nova import greedy
 from resq_profiler import conf as prof_conf
 
 

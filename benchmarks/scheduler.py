@@ -24,9 +24,9 @@ from nova.scheduler import filters as nova_filters
 from nova.scheduler import host_manager
 from nova.scheduler import weights as nova_weights
 
-from resq_nova.placement import cache_domain
-from resq_nova.scheduler import filters as resq_filters
-from resq_nova.scheduler import weights as resq_weights
+from resq_common import cache_domain
+from resq_nova.nova.scheduler import filters as resq_filters
+from resq_nova.nova.scheduler import weights as resq_weights
 
 HOSTS = 1000
 ROUNDS = 31

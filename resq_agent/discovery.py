@@ -26,9 +26,9 @@ import xml.etree.ElementTree as ET
 from oslo_log import log as logging
 
 from resq_agent import layout
+from resq_common import cache_domain
 from resq_common import cbm
 from resq_common import resctrl
-from resq_nova.placement import cache_domain
 from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)

@@ -13,10 +13,10 @@
 
 The agent owns one child provider per cache domain under the compute
 node's provider (which Nova creates and names after the hypervisor
-hostname); :func:`resq_nova.placement.reporter.report` writes them
+hostname); :func:`resq_agent.reporter.report` writes them
 idempotently and retries generation conflicts. Instances' LLC allocations
 are read back from the same providers: the provider UUID alone tells the
-cache domain (:func:`resq_nova.placement.cache_domain.domain_of`).
+cache domain (:func:`resq_common.cache_domain.domain_of`).
 """
 
 import socket
@@ -24,10 +24,10 @@ import socket
 from oslo_log import log as logging
 
 from resq_agent import discovery
-from resq_nova import extra_specs
-from resq_nova.placement import cache_domain
-from resq_nova.placement import client as placement_client
-from resq_nova.placement import reporter
+from resq_agent import reporter
+from resq_common import cache_domain
+from resq_common.clients import placement as placement_client
+from resq_common import extra_specs
 
 LOG = logging.getLogger(__name__)
 # llc_allocation's answer for an instance whose LLC ways Placement holds
@@ -85,7 +85,7 @@ class Inventory:
     def report(self, topology):
         """Write the topology's providers; ``{domain id: provider uuid}``.
 
-        :raises resq_nova.placement.client.PlacementError: Placement down
+        :raises resq_common.clients.placement.PlacementError: Placement down
             or the compute node not registered yet (Nova creates it).
         """
         doms = [discovery.cache_domain_of(d, self.default_group_ways,
@@ -114,7 +114,7 @@ class Inventory:
 
         :param instances: :class:`resq_agent.virt.Instance` objects.
         :returns: ``{uuid: (domain id, ways) or None or MOVING_OUT}``.
-        :raises resq_nova.placement.client.PlacementError: Placement down.
+        :raises resq_common.clients.placement.PlacementError: Placement down.
         """
         root = self.compute_uuid()
         here = {}
@@ -153,8 +153,8 @@ class Inventory:
         ``PUT /allocations`` that Placement refuses when the domain has no
         room.
 
-        :raises resq_nova.placement.client.Conflict: no room there.
-        :raises resq_nova.placement.client.PlacementError: Placement down.
+        :raises resq_common.clients.placement.Conflict: no room there.
+        :raises resq_common.clients.placement.PlacementError: Placement down.
         """
         root = self.compute_uuid()
         self.client.move_resources(
@@ -168,7 +168,7 @@ class Inventory:
         :returns: ``(domain id, ways)``; None when it holds none anywhere;
             :data:`MOVING_OUT` when it holds ways only on another host.
 
-        :raises resq_nova.placement.client.PlacementError: Placement down.
+        :raises resq_common.clients.placement.PlacementError: Placement down.
         """
         allocs = self.client.get_allocations(instance_uuid)
         root = self.compute_uuid()

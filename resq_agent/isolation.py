@@ -34,13 +34,13 @@ enforcement pass until they land.
 from oslo_log import log as logging
 
 from resq_agent import metadata
-from resq_nova.optimizer import repair
+from resq_common import isolation as isolation_contract
 
 LOG = logging.getLogger(__name__)
 
 # The contract with resq-optimizer, which reads the mark.
-ISOLATION_KEY = repair.ISOLATION_KEY
-MISPLACED = repair.MISPLACED_PREFIX
+ISOLATION_KEY = isolation_contract.ISOLATION_KEY
+MISPLACED = isolation_contract.MISPLACED_PREFIX
 OK = 'ok'
 # Nova's limit on a metadata value.
 MAX_VALUE = 255

@@ -37,7 +37,7 @@ from resq_agent import layout
 from resq_agent import monitor as monitor_mod
 from resq_agent.ondemand import host as ondemand_host
 from resq_agent import virt
-from resq_nova.placement import client as placement_client
+from resq_common.clients import placement as placement_client
 
 LOG = logging.getLogger(__name__)
 _STOP = object()

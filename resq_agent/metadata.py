@@ -21,8 +21,8 @@ metadata alone). It reads first and writes only when a value differs.
 
 from oslo_log import log as logging
 
-from resq_nova import compute
-from resq_nova.conf import clients
+from resq_common.clients import compute
+from resq_common.conf import clients
 from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)

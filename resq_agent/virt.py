@@ -35,7 +35,7 @@ from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from resq_agent import discovery
-from resq_nova import extra_specs as specs_mod
+from resq_common import extra_specs as specs_mod
 
 LOG = logging.getLogger(__name__)
 NOVA_NS = 'http://openstack.org/xmlns/libvirt/nova/1.1'

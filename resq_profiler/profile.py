@@ -216,7 +216,7 @@ class Profile:
         measurements are concave, as ResQ observed for every NF. It is
         stored with the profile and shown by ``resq-profiler show``; the
         MILP does not read it (it enumerates configurations on the
-        measured curve itself, see :mod:`resq_nova.packing`).
+        measured curve itself, see :mod:`resq_nova.admission.packing`).
 
         :returns: ``(pieces, max_overestimate_pct)``, where the second
             value says how far the fit lies above the measured curve at

@@ -60,9 +60,9 @@ import yaml  # noqa: E402
 
 from resq_agent.cmd import agent as agent_cmd  # noqa: E402
 from resq_agent import fake_resctrl  # noqa: E402
+from resq_common.conf import clients  # noqa: E402
 from resq_nova.cmd import admit as admit_cmd  # noqa: E402
 from resq_nova.cmd import optimizer as optimizer_cmd  # noqa: E402
-from resq_nova.conf import clients  # noqa: E402
 from resq_nova.osc import client as osc_client  # noqa: E402
 from resq_nova.osc.v1 import host as host_cmd  # noqa: E402
 from resq_nova.osc.v1 import server as server_cmd  # noqa: E402
@@ -110,7 +110,7 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
         WalkthroughBase.project_id = self.api.project_id
         self.useFixture(base.PrivsepInProcess(self.conf))
         self.useFixture(fixtures.MonkeyPatch(
-            'resq_nova.conf.clients.load_adapter',
+            'resq_common.conf.clients.load_adapter',
             _with_identity(clients.load_adapter)))
         self.work = self.useFixture(fixtures.TempDir()).path
         self.domains = self.useFixture(libvirt_fixture.NovaDomains())

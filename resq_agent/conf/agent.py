@@ -13,7 +13,7 @@ monitoring. The agent also reads ``[placement]`` (keystoneauth options)."""
 
 from oslo_config import cfg
 
-from resq_nova.placement import client as placement_client
+from resq_common.clients import placement as placement_client
 
 GROUP = 'resq_agent'
 

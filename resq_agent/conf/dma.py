@@ -15,7 +15,7 @@ keystoneauth options the agent uses to reach Nova's compute API, in
 
 from oslo_config import cfg
 
-from resq_nova.conf import clients
+from resq_common.conf import clients
 
 GROUP = 'resq_agent'
 

@@ -30,7 +30,7 @@ from resq_agent.nfvnice import shares as shares_mod
 from resq_agent import ovs
 from resq_agent import virt
 from resq_common import exception
-from resq_nova import extra_specs
+from resq_common import extra_specs
 
 LOG = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ scheduler"), the agent
 * sends the versioned notification ``resq.ondemand.escalation`` (level
   warn) on ``[resq_agent] notification_topics``, for operators and
   metering;
-* casts ``escalate`` to the optimizer (:class:`resq_nova.optimizer.rpcapi.
+* casts ``escalate`` to the optimizer (:class:`resq_common.rpc.optimizer.
   OptimizerAPI`), which looks for a host whose lease has room for one more
   instance or reports that the SLO cannot be met.
 
@@ -33,7 +33,7 @@ The payload is a versioned object, as Nova's are::
 from oslo_log import log as logging
 import oslo_messaging
 
-from resq_nova.optimizer import rpcapi as optimizer_rpcapi
+from resq_common.rpc import optimizer as optimizer_rpcapi
 
 LOG = logging.getLogger(__name__)
 

@@ -53,8 +53,8 @@ from resq_agent.ondemand import model
 from resq_agent.ondemand import scheduler as sched_mod
 import resq_agent.privsep.resctrl
 from resq_common import exception
+from resq_common import extra_specs as specs_mod
 from resq_common import resctrl
-from resq_nova import extra_specs as specs_mod
 
 LOG = logging.getLogger(__name__)
 CLASS_PREFIX = 'od'

@@ -12,7 +12,7 @@
 """``resq-admit``: admit reserved SLO terms into the cluster.
 
 With ``--slo on-demand`` the term is an NF and a latency target instead:
-see :mod:`resq_nova.ondemand`.
+see :mod:`resq_nova.admission.ondemand`.
 
 One term (``--term``, ``--profile``, targets): sizes it with the greedy,
 checks the cluster has room (Placement allocation candidates), creates or
@@ -21,7 +21,7 @@ servers largest first, or writes a Heat template that does
 (``--heat-template``), or only prints the plan (``--dry-run``).
 
 Several terms (``--slo-file``, a YAML or JSON list of terms): admits them
-jointly (:mod:`resq_nova.batch`), whole or not at all.
+jointly (:mod:`resq_nova.admission.batch`), whole or not at all.
 
 Nova is reached through the ``[nova]`` keystoneauth options, Placement
 through ``[placement]``.
@@ -33,17 +33,17 @@ import sys
 from keystoneauth1 import exceptions as ks_exc
 from oslo_config import cfg
 
-from resq_nova.batch import deploy as batch_deploy
-from resq_nova.batch import slo_file
-from resq_nova import compute as compute_mod
+from resq_common.clients import compute as compute_mod
+from resq_common.clients import placement as placement_client
+from resq_common import extra_specs
+from resq_nova.admission.batch import deploy as batch_deploy
+from resq_nova.admission.batch import slo_file
+from resq_nova.admission import greedy
+from resq_nova.admission import ondemand
 from resq_nova import conf as nova_conf
-from resq_nova import deployment
-from resq_nova import extra_specs
-from resq_nova import flavors
-from resq_nova import greedy
-from resq_nova import heat
-from resq_nova import ondemand
-from resq_nova.placement import client as placement_client
+from resq_nova.deploy import deployment
+from resq_nova.deploy import flavors
+from resq_nova.deploy import heat
 from resq_profiler import cmd
 from resq_profiler import exception
 from resq_profiler import store as store_mod
@@ -154,12 +154,16 @@ def admit_file(args, placement, compute, store, load_discount):
     ``resq-admit --slo-file`` and ``openstack resq slo admit --slo-file``
     both call this.
 
-    :returns: the batch document (see :func:`resq_nova.batch.deploy.admit`).
-    :raises resq_nova.batch.slo_file.InvalidSLOFile: naming the term and
+    :returns: the batch document (see
+        :func:`resq_nova.admission.batch.deploy.admit`).
+    :raises resq_nova.admission.batch.slo_file.InvalidSLOFile: naming the term
+        and
         field.
-    :raises resq_nova.greedy.BatchRefused: naming every term that does not
+    :raises resq_nova.admission.greedy.BatchRefused: naming every term that
+        does not
         fit; nothing was created.
-    :raises resq_nova.batch.deploy.BatchFailed: with ``doc`` set to what
+    :raises resq_nova.admission.batch.deploy.BatchFailed: with ``doc`` set to
+        what
         was done.
     """
     specs = slo_file.load(args.slo_file)
@@ -179,8 +183,10 @@ def admit(args, placement, compute, store, load_discount):
     :returns: the plan (``term``, ``flavors``, ``instances``...) with
         ``flavors_created`` and ``servers`` when it booted, or
         ``heat_template`` when it wrote one.
-    :raises resq_nova.greedy.AdmissionRefused: the cluster cannot take it.
-    :raises resq_nova.deployment.BootFailed: with ``doc`` set to what was
+    :raises resq_nova.admission.greedy.AdmissionRefused: the cluster cannot
+        take it.
+    :raises resq_nova.deploy.deployment.BootFailed: with ``doc`` set to what
+        was
         done before the failure.
     :raises resq_profiler.exception.ResQException: bad profile, flavor
         mismatch, services failing.

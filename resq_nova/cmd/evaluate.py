@@ -22,12 +22,12 @@ import sys
 
 from oslo_config import cfg
 
+from resq_nova.admission import milp
 from resq_nova import conf as nova_conf
 from resq_nova.evaluation import figures
 from resq_nova.evaluation import run
 from resq_nova.evaluation import schemes
 from resq_nova.evaluation import slosets
-from resq_nova import milp
 from resq_profiler import cmd
 from resq_profiler import conf as prof_conf
 from resq_profiler import exception

@@ -33,12 +33,12 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from resq_common.clients import compute as compute_mod
+from resq_common.clients import placement as placement_client
 from resq_common import exception
 from resq_common import fileutils
-from resq_nova import compute as compute_mod
+from resq_nova.admission import milp
 from resq_nova import conf as nova_conf
-from resq_nova import milp
-from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 

@@ -24,9 +24,9 @@ import sys
 
 from oslo_config import cfg
 
+from resq_nova.admission import greedy
+from resq_nova.admission import slo
 from resq_nova import conf as nova_conf
-from resq_nova import greedy
-from resq_nova import slo
 from resq_profiler import catalog
 from resq_profiler import cmd
 from resq_profiler import conf as prof_conf

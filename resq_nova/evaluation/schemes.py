@@ -20,11 +20,11 @@ which, like E2, measures the running system and reacts.
 
 import math
 
+from resq_nova.admission import greedy
+from resq_nova.admission import milp
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
 from resq_nova.evaluation import slomo as slomo_mod
-from resq_nova import greedy
-from resq_nova import milp
 from resq_profiler import catalog
 from resq_profiler import exception
 from resq_profiler import nfmodel

@@ -24,8 +24,8 @@ Deterministic for a seed.
 
 import random
 
-from resq_nova import greedy
-from resq_nova import slo
+from resq_nova.admission import greedy
+from resq_nova.admission import slo
 from resq_profiler import catalog
 from resq_profiler import exception
 
@@ -49,7 +49,7 @@ class UnknownSet(ValueError):
 def make(name, profiles, terms=200, seed=0):
     """Build SLO set ``name`` from ``profiles`` (``{nf name: Profile}``).
 
-    :returns: a list of :class:`resq_nova.greedy.SLOTerm`.
+    :returns: a list of :class:`resq_nova.admission.greedy.SLOTerm`.
     """
     if name not in SETS:
         raise UnknownSet('unknown SLO set %r; choose from %s'
@@ -96,7 +96,8 @@ def load(path, profiles):
     "latency_p95_us": 30}]}``; the latency target may be omitted (the NF's
     solo p95 at full load).
 
-    :raises resq_nova.slo.InvalidSLOFile: naming the file and the field.
+    :raises resq_nova.admission.slo.InvalidSLOFile: naming the file and the
+        field.
     """
     result = []
     for i, item in enumerate(slo.read_items(path)):

@@ -20,11 +20,11 @@ allowed values.
 from nova.api.validation.extra_specs import base
 from nova import exception
 
-from resq_nova import extra_specs
+from resq_common import extra_specs
 
 
 class ResQValidator(base.ExtraSpecValidator):
-    """Validates with :func:`resq_nova.extra_specs.check_value`."""
+    """Validates with :func:`resq_common.extra_specs.check_value`."""
 
     def validate(self, name, value):
         try:

@@ -35,10 +35,10 @@ import datetime
 
 from oslo_log import log as logging
 
-from resq_nova import extra_specs
+from resq_common import cache_domain
+from resq_common.clients import placement as placement_client
+from resq_common import extra_specs
 from resq_nova.optimizer import snapshot as snap_mod
-from resq_nova.placement import cache_domain
-from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 
@@ -71,8 +71,8 @@ def _cores_trait(traits):
 def collect(placement, compute):
     """A :class:`~resq_nova.optimizer.snapshot.Snapshot` of the cloud.
 
-    :raises resq_nova.placement.client.PlacementError:
-    :raises resq_nova.compute.ComputeError: either service failing or
+    :raises resq_common.clients.placement.PlacementError:
+    :raises resq_common.clients.compute.ComputeError: either service failing or
         unreachable (the clients' timeouts bound how long that takes).
     """
     services = {s['host']: s for s in compute.list_compute_services()}

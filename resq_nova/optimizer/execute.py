@@ -37,13 +37,13 @@ import time
 
 from oslo_log import log as logging
 
+from resq_common import cache_domain
+from resq_common.clients import compute as compute_mod
+from resq_common.clients import placement as placement_client
 from resq_common import exception
-from resq_nova import compute as compute_mod
-from resq_nova import extra_specs
+from resq_common import extra_specs
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import ordering
-from resq_nova.placement import cache_domain
-from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 

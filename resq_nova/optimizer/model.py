@@ -49,7 +49,7 @@ import time
 
 from oslo_log import log as logging
 
-from resq_nova import milp
+from resq_nova.admission import milp
 from resq_nova.optimizer import heuristic
 
 LOG = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ def solve(snap, time_limit=60.0, mip_gap=0.0, first_share=0.6):
     keep apart gets its own shapes and one-member-per-host constraints, and
     the model is solved again with it.
 
-    :raises resq_nova.milp.SolverUnavailable: without Pyomo or HiGHS.
+    :raises resq_nova.admission.milp.SolverUnavailable: without Pyomo or HiGHS.
     """
     if time_limit is None or time_limit <= 0:
         raise ValueError('the plan time limit must be positive, got %r'

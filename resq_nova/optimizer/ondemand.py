@@ -57,12 +57,12 @@ import time
 from oslo_log import log as logging
 import oslo_messaging
 
+from resq_common.clients import compute as compute_mod
+from resq_common.clients import placement as placement_client
 from resq_common import exception
-from resq_nova import compute as compute_mod
-from resq_nova import extra_specs
-from resq_nova import ondemand as od_admission
+from resq_common import extra_specs
+from resq_nova.admission import ondemand as od_admission
 from resq_nova.optimizer import execute
-from resq_nova.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 
@@ -239,7 +239,7 @@ def clone_request(server, interfaces):
 
     :param interfaces: its ports (``os-interface``), in order.
     :returns: ``{'image', 'network', 'key_name', 'security_groups'}`` for
-        :meth:`resq_nova.compute.ComputeClient.create_server`.
+        :meth:`resq_common.clients.compute.ComputeClient.create_server`.
     :raises CannotClone: booted from a volume (its image is ``""``).
     """
     image = server.get('image')

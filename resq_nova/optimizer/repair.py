@@ -27,13 +27,14 @@ import time
 
 from oslo_log import log as logging
 
-from resq_nova import compute as compute_mod
+from resq_common.clients import compute as compute_mod
+from resq_common import isolation as isolation_contract
 
 LOG = logging.getLogger(__name__)
 
 # The server metadata resq_agent.isolation writes (it imports these).
-ISOLATION_KEY = 'resq_isolation'
-MISPLACED_PREFIX = 'misplaced'
+ISOLATION_KEY = isolation_contract.ISOLATION_KEY
+MISPLACED_PREFIX = isolation_contract.MISPLACED_PREFIX
 DONE, FAILED, SKIPPED = 'done', 'failed', 'skipped'
 
 

@@ -25,10 +25,10 @@ from keystoneauth1 import exceptions as ks_exc
 from openstack import exceptions as sdk_exc
 from osc_lib import exceptions
 
+from resq_common.clients import compute as compute_mod
+from resq_common.clients import placement as placement_client
 from resq_common import exception
-from resq_nova import compute as compute_mod
-from resq_nova import extra_specs
-from resq_nova.placement import client as placement_client
+from resq_common import extra_specs
 
 CREDENTIALS = ('pass --os-cloud with a cloud from clouds.yaml, or set '
                'OS_AUTH_URL, OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME')

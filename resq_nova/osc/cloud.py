@@ -13,16 +13,16 @@
 
 A ResQ host is a compute node provider with cache-domain children (the
 agent creates one per L3 cache domain, named and identified as
-:mod:`resq_nova.placement.cache_domain` says); its ways, classes of
+:mod:`resq_common.cache_domain` says); its ways, classes of
 service, cores and platform traits are the children's inventories, usages
 and traits. A server's ways and class of service are its allocation on
 such a child; its SLO is its flavor's ``resq:`` extra specs.
 """
 
+from resq_common import cache_domain
+from resq_common.clients import compute as compute_mod
 from resq_common import exception
-from resq_nova import compute as compute_mod
-from resq_nova import extra_specs
-from resq_nova.placement import cache_domain
+from resq_common import extra_specs
 
 # Traits every domain has that are not about the platform.
 _OWN_PREFIXES = (cache_domain.TRAIT_DOMAIN_PREFIX,

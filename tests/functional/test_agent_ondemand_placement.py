@@ -4,8 +4,8 @@ from placement.tests.functional.fixtures import placement as placement_fixture
 
 from resq_agent import discovery
 from resq_agent import inventory
-from resq_nova.placement import cache_domain
-from resq_nova.placement import client as placement_client
+from resq_common import cache_domain
+from resq_common.clients import placement as placement_client
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture
 from tests.fixtures import sysfs as sysfs_fixture

@@ -15,10 +15,10 @@ from resq_agent import enforcer
 from resq_agent import inventory
 from resq_agent import manager
 from resq_agent import virt
+from resq_common import cache_domain
 from resq_common import cbm
+from resq_common.clients import placement as placement_client
 from resq_common import resctrl
-from resq_nova.placement import cache_domain
-from resq_nova.placement import client as placement_client
 from tests import base
 from tests.fixtures import hung as hung_fixture
 from tests.fixtures import libvirt as libvirt_fixture

@@ -13,8 +13,8 @@ from nova.scheduler import filters as nova_filters
 from nova.scheduler import weights as nova_weights
 from oslo_config import cfg
 
-from resq_nova.scheduler import filters as resq_filters
-from resq_nova.scheduler import weights as resq_weights
+from resq_nova.nova.scheduler import filters as resq_filters
+from resq_nova.nova.scheduler import weights as resq_weights
 from tests import base
 from tests.unit.devstack import test_plugin
 

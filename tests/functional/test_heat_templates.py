@@ -1,6 +1,6 @@
 """The Heat templates, loaded and checked by openstack-heat's own code.
 
-Every template in ``etc/heat/`` and those ``resq_nova.heat`` writes go
+Every template in ``etc/heat/`` and those ``resq_nova.deploy.heat`` writes go
 through Heat's template parser, its ``Template`` class, a ``Stack`` (so
 parameters, functions and ``OS::project_id`` resolve) and Heat's resource
 plugins with their property schemas (``OS::Nova::Flavor``,
@@ -19,19 +19,19 @@ import sys
 
 import yaml
 
-from resq_nova import admission
-from resq_nova.batch import planner
-from resq_nova import extra_specs
-from resq_nova import flavors
-from resq_nova import greedy
-from resq_nova import heat
-from resq_nova import ondemand
+from resq_common import extra_specs
+from resq_nova.admission.batch import planner
+from resq_nova.admission import greedy
+from resq_nova.admission import ondemand
+from resq_nova.admission import reserved as admission
+from resq_nova.deploy import flavors
+from resq_nova.deploy import heat
 from resq_profiler import nfmodel
 from resq_profiler import profiler
 from tests import base
 from tests.fixtures import heat_check
-from tests.unit.resq_nova import test_admission
-from tests.unit.resq_nova import test_greedy
+from tests.unit.resq_nova.admission import test_greedy
+from tests.unit.resq_nova.admission import test_reserved as test_admission
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))

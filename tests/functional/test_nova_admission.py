@@ -17,8 +17,8 @@ from nova.tests.functional.api import client as api_client
 from oslo_config import cfg
 import yaml
 
+from resq_common.clients import compute as compute_mod
 from resq_nova.cmd import admit
-from resq_nova import compute as compute_mod
 from resq_profiler import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests.functional import test_nova_scheduler

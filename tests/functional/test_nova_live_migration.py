@@ -107,7 +107,7 @@ class LiveMigrationFilterTest(base.LibvirtMigrationMixin,
         self.dest = self.computes['host2']
         # Per-host refusals are DEBUG, as Nova's filters log theirs.
         debug = self.useFixture(fixtures.FakeLogger(
-            name='resq_nova.scheduler.filters', level=logging.DEBUG))
+            name='resq_nova.nova.scheduler.filters', level=logging.DEBUG))
         server = self.migrate_refused(self.server, 'host2')
         self.assertFalse(self.migrate_stub_ran)
         self.assertEqual('host1', self.host_of(server))

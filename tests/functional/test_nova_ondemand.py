@@ -16,8 +16,8 @@ import fixtures
 from oslo_config import cfg
 import yaml
 
+from resq_common import cache_domain
 from resq_nova.cmd import admit
-from resq_nova.placement import cache_domain
 from resq_profiler import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests.functional import test_nova_admission

@@ -27,10 +27,10 @@ from resq_agent import conf as agent_conf
 from resq_agent.ondemand import escalation
 from resq_agent import rpc as agent_rpc
 from resq_agent import service as agent_service
+from resq_common import cache_domain
 from resq_nova import conf as resq_nova_conf
 from resq_nova.optimizer import notifier
 from resq_nova.optimizer import ondemand
-from resq_nova.placement import cache_domain
 from tests.functional import test_agent_messaging as messaging
 from tests.functional import test_nova_scheduler
 

@@ -15,9 +15,9 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 from nova.tests.functional.api import client as api_client
 from nova.tests.functional.libvirt import base
 
-from resq_nova.placement import cache_domain
-from resq_nova.placement import client as placement_client
-from resq_nova.placement import reporter
+from resq_agent import reporter
+from resq_common import cache_domain
+from resq_common.clients import placement as placement_client
 from resq_profiler import profile as profile_mod
 from tests.unit.resq_profiler import test_profile
 
@@ -34,11 +34,11 @@ class ResQNovaTestBase(base.ServersTestBase):
                    group='wsgi')
         self.flags(available_filters=[
             'nova.scheduler.filters.all_filters',
-            'resq_nova.scheduler.filters.ResQFilter'],
+            'resq_nova.nova.scheduler.filters.ResQFilter'],
             group='filter_scheduler')
         self.flags(weight_classes=[
             'nova.scheduler.weights.all_weighers',
-            'resq_nova.scheduler.weights.ResQWeigher'],
+            'resq_nova.nova.scheduler.weights.ResQWeigher'],
             group='filter_scheduler')
         # Cells of 4 cores: cell 0 has 0-3 dedicated, cell 1 has 4-5
         # dedicated and 6-7 for ordinary (shared-CPU) instances.
@@ -92,7 +92,7 @@ class ResQNovaTestBase(base.ServersTestBase):
 
     def compute_client(self):
         """resq-nova's compute client on the in-process API (no auth)."""
-        from resq_nova import compute as compute_mod
+        from resq_common.clients import compute as compute_mod
 
         api = self.api
         return compute_mod.ComputeClient.for_endpoint(

@@ -15,14 +15,14 @@ from placement.tests.functional.fixtures import placement as placement_fixture
 
 from resq_agent.ondemand import escalation
 from resq_agent.ondemand import host as od_host
+from resq_agent import reporter
 from resq_agent import service
+from resq_common import cache_domain
+from resq_common.clients import placement as placement_client
+from resq_common.rpc import optimizer as rpcapi
 from resq_nova import conf as nova_conf
 from resq_nova.optimizer import notifier
 from resq_nova.optimizer import ondemand
-from resq_nova.optimizer import rpcapi
-from resq_nova.placement import cache_domain
-from resq_nova.placement import client as placement_client
-from resq_nova.placement import reporter
 from tests.functional import test_agent_messaging as messaging
 
 WAIT = messaging.WAIT

@@ -97,7 +97,7 @@ class OptimizerTestBase(test_nova_scheduler.ResQNovaTestBase):
         self.assertEqual(1, len(cells))
         host = self.host_of(self.server(uuid))
         root = self.client.find_provider(host)['uuid']
-        from resq_nova.placement import cache_domain
+        from resq_common import cache_domain
         (rp, _), = self.llc_of(uuid).items()
         self.assertEqual(cells.pop(), cache_domain.domain_of(root, rp))
 

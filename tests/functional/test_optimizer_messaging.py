@@ -96,7 +96,7 @@ class OptimizerNotificationTest(messaging.MessagingTestCase):
         class Down:
             def __getattr__(self, name):
                 def call(*args, **kwargs):
-                    from resq_nova.placement import client
+                    from resq_common.clients import placement as client
                     raise client.PlacementUnavailable(
                         method='GET', url='/resource_providers',
                         reason='Connection refused')

@@ -20,8 +20,8 @@ import fixtures
 from osc_lib import exceptions
 import testtools
 
-from resq_nova import compute as compute_mod
-from resq_nova.conf import clients
+from resq_common.clients import compute as compute_mod
+from resq_common.conf import clients
 from resq_nova.optimizer import execute
 from resq_nova.osc import client as osc_client
 from resq_nova.osc.v1 import host as host_cmd

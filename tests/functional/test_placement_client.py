@@ -11,9 +11,9 @@ import uuid
 from placement.tests.functional.fixtures import placement as placement_fixture
 import testtools
 
-from resq_nova.placement import cache_domain
-from resq_nova.placement import client as placement_client
-from resq_nova.placement import reporter
+from resq_agent import reporter
+from resq_common import cache_domain
+from resq_common.clients import placement as placement_client
 
 
 class PlacementClientTest(testtools.TestCase):

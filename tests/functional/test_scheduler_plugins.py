@@ -13,10 +13,10 @@ from nova.scheduler import host_manager
 from nova.tests.unit import fake_pci_device_pools
 from oslotest import base
 
-from resq_nova.placement import cache_domain
-from resq_nova import scheduler
-from resq_nova.scheduler import filters
-from resq_nova.scheduler import weights
+from resq_common import cache_domain
+from resq_nova.nova import scheduler
+from resq_nova.nova.scheduler import filters
+from resq_nova.nova.scheduler import weights
 
 objects.register_all()
 

@@ -21,7 +21,7 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from resq_nova import milp
+from resq_nova.admission import milp
 from resq_nova.osc import client
 from resq_nova.osc import config
 

@@ -16,11 +16,11 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
-from resq_nova.batch import deploy as batch_deploy
+from resq_nova.admission.batch import deploy as batch_deploy
+from resq_nova.admission import greedy
 from resq_nova.cmd import admit
-from resq_nova import deployment
-from resq_nova import flavors
-from resq_nova import greedy
+from resq_nova.deploy import deployment
+from resq_nova.deploy import flavors
 from resq_nova.osc import client
 from resq_nova.osc import config
 from resq_profiler import store as store_mod

@@ -23,14 +23,14 @@ from oslo_config import cfg
 from resq_agent import conf as agent_conf
 from resq_agent import discovery
 from resq_agent import fake_resctrl
-from resq_nova import admission
-from resq_nova import flavors
-from resq_nova import greedy
+from resq_nova.admission import greedy
+from resq_nova.admission import reserved as admission
+from resq_nova.deploy import flavors
 from resq_profiler import nfmodel
 from resq_profiler import profiler
 from resq_profiler import store as store_mod
 from tests import base
-from tests.unit.resq_nova import test_admission
+from tests.unit.resq_nova.admission import test_reserved as test_admission
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -207,12 +207,12 @@ class PluginTest(base.TestCase):
         nova = parse_ini(self.ds.nova_conf)
         sched = nova['filter_scheduler']
         self.assertEqual(['nova.scheduler.filters.all_filters',
-                          'resq_nova.scheduler.filters.ResQFilter'],
+                          'resq_nova.nova.scheduler.filters.ResQFilter'],
                          sched['available_filters'])
         self.assertEqual(DEVSTACK_FILTERS + ['ResQFilter'],
                          sched['enabled_filters'][0].split(','))
         self.assertEqual(['nova.scheduler.weights.all_weighers,'
-                          'resq_nova.scheduler.weights.ResQWeigher'],
+                          'resq_nova.nova.scheduler.weights.ResQWeigher'],
                          sched['weight_classes'])
         self.assertEqual(['versioned'],
                          nova['notifications']['notification_format'])
@@ -237,14 +237,14 @@ class PluginTest(base.TestCase):
             for name in os.listdir(self.ds.conf_dir)})
         sched = parse_ini(self.ds.nova_conf)['filter_scheduler']
         self.assertEqual(1, sched['available_filters'].count(
-            'resq_nova.scheduler.filters.ResQFilter'))
+            'resq_nova.nova.scheduler.filters.ResQFilter'))
 
     def test_nova_defaults_are_kept_when_nova_conf_sets_none(self):
         ds = self.useFixture(Devstack(nova_conf='[DEFAULT]\n'))
         ds.run(POST_CONFIG)
         sched = parse_ini(ds.nova_conf)['filter_scheduler']
         self.assertEqual(['nova.scheduler.filters.all_filters',
-                          'resq_nova.scheduler.filters.ResQFilter'],
+                          'resq_nova.nova.scheduler.filters.ResQFilter'],
                          sched['available_filters'])
         self.assertEqual('ComputeFilter,ComputeCapabilitiesFilter,'
                          'ImagePropertiesFilter,'
@@ -263,12 +263,12 @@ class PluginTest(base.TestCase):
         sched = parse_ini(ds.nova_conf)['filter_scheduler']
         self.assertEqual(['nova.scheduler.filters.all_filters',
                           'my.filters.Mine',
-                          'resq_nova.scheduler.filters.ResQFilter'],
+                          'resq_nova.nova.scheduler.filters.ResQFilter'],
                          sched['available_filters'])
         self.assertEqual(['ComputeFilter,Mine,ResQFilter'],
                          sched['enabled_filters'])
         self.assertEqual(['my.weights.Heavy,'
-                          'resq_nova.scheduler.weights.ResQWeigher'],
+                          'resq_nova.nova.scheduler.weights.ResQWeigher'],
                          sched['weight_classes'])
 
     def test_resq_configuration_files(self):

@@ -7,10 +7,10 @@ a test decide when each migration ends, fails or hangs.
 
 import threading
 
-from resq_nova import compute as compute_mod
+from resq_common import cache_domain
+from resq_common.clients import compute as compute_mod
 from resq_nova.optimizer import execute
 from resq_nova.optimizer import snapshot
-from resq_nova.placement import cache_domain
 from tests import base
 from tests.unit.resq_nova.optimizer import base as obase
 

@@ -9,7 +9,7 @@ request, a clone caught while building, two escalations at once).
 import datetime
 import threading
 
-from resq_nova import compute as compute_mod
+from resq_common.clients import compute as compute_mod
 from resq_nova.optimizer import ondemand
 from tests import base
 

@@ -14,13 +14,13 @@ from keystoneauth1 import session as ks_session
 from osc_lib import exceptions
 import testtools
 
-from resq_nova import compute as compute_mod
-from resq_nova.conf import clients
+from resq_common.clients import compute as compute_mod
+from resq_common.clients import placement as placement_client
+from resq_common.conf import clients
 from resq_nova.osc import client
 from resq_nova.osc import cloud
 from resq_nova.osc import plugin
 from resq_nova.osc.v1 import host as host_cmd
-from resq_nova.placement import client as placement_client
 from resq_profiler import exception
 
 

@@ -2,10 +2,10 @@
 
 import testtools
 
+from resq_common import cache_domain
 from resq_nova.osc import cloud
 from resq_nova.osc.v1 import plan as plan_cmd
 from resq_nova.osc.v1 import slo as slo_cmd
-from resq_nova.placement import cache_domain
 
 
 class DomainViewTest(testtools.TestCase):

@@ -1,0 +1,280 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The one client of resq-api (service type ``resq``).
+
+``resq-admit``, the optimizer, the agent and the scheduler plugins use it
+through a keystoneauth adapter built from ``[resq_api]`` (bounded
+timeouts, the catalog or ``endpoint_override``). A method per operation;
+one response check turning the API's error document into exceptions an
+operator can act on. Profiles are cached and revalidated with the ETag the
+API gives (``If-None-Match``), so a scheduler asks at most once per
+``cache_seconds`` and downloads documents only when they changed.
+"""
+
+import threading
+import time
+from urllib import parse
+
+from oslo_log import log as logging
+
+from resq_common.conf import clients
+from resq_common import exception
+
+LOG = logging.getLogger(__name__)
+
+SERVICE_TYPE = 'resq'
+GROUP = clients.RESQ_API
+MV_BASE = '1.0'          # every resource of the first release
+DEFAULT_CACHE_SECONDS = 10
+
+
+class ResQAPIError(exception.ResQException):
+    msg_fmt = 'resq-api %(method)s %(url)s failed: %(reason)s'
+
+    @property
+    def status(self):
+        return self.kwargs.get('status')
+
+
+class ResQAPIUnavailable(ResQAPIError):
+    msg_fmt = ('resq-api is unreachable or did not answer within '
+               '[resq_api] timeout (%(reason)s); check the [resq_api] '
+               'options and that the resq-api service is running')
+
+
+class NotFound(ResQAPIError):
+    msg_fmt = 'resq-api %(method)s %(url)s: %(reason)s'
+
+
+class Conflict(ResQAPIError):
+    msg_fmt = 'resq-api %(method)s %(url)s refused: %(reason)s'
+
+
+class Forbidden(ResQAPIError):
+    msg_fmt = ('resq-api %(method)s %(url)s is not allowed for these '
+               'credentials: %(reason)s')
+
+
+def register_opts(conf, group=GROUP):
+    clients.register_opts(conf, group)
+
+
+class ResQClient:
+    """resq-api over a keystoneauth adapter."""
+
+    def __init__(self, adapter, cache_seconds=DEFAULT_CACHE_SECONDS):
+        self._adapter = adapter
+        self._cache_seconds = cache_seconds
+        self._lock = threading.Lock()
+        self._profiles = {}          # id -> document
+        self._profiles_etag = None
+        self._profiles_checked = None
+
+    @classmethod
+    def from_conf(cls, conf, group=GROUP, strict=True, **kwargs):
+        """:raises resq_common.conf.clients.MissingCredentials:"""
+        return cls(clients.load_adapter(conf, group, SERVICE_TYPE, strict),
+                   **kwargs)
+
+    @classmethod
+    def for_endpoint(cls, endpoint, headers=None,
+                     timeout=clients.DEFAULT_TIMEOUT, **kwargs):
+        """A client for a resq-api reached without Keystone (tests)."""
+        return cls(clients.noauth_adapter(endpoint, SERVICE_TYPE, headers,
+                                          timeout), **kwargs)
+
+    # -- the one response check -------------------------------------------
+    def _call(self, method, url, body=None, ok=(200,), headers=None):
+        kwargs = {'microversion': MV_BASE,
+                  'headers': dict({'accept': 'application/json'},
+                                  **(headers or {}))}
+        if body is not None:
+            kwargs['json'] = body
+        try:
+            resp = self._adapter.request(url, method, **kwargs)
+        except clients.UNREACHABLE as exc:
+            raise ResQAPIUnavailable(method=method, url=url, reason=exc)
+        if resp.status_code in ok:
+            return resp
+        reason = '%s %s' % (resp.status_code, _errors(resp))
+        cls = {404: NotFound, 409: Conflict, 403: Forbidden}.get(
+            resp.status_code, ResQAPIError)
+        raise cls(method=method, url=url, reason=reason,
+                  status=resp.status_code)
+
+    def _json(self, method, url, body=None, ok=(200,)):
+        resp = self._call(method, url, body, ok)
+        return resp.json() if resp.content else None
+
+    def _pages(self, url, key, **query):
+        """Every item of a paginated list, following ``marker``."""
+        query = {k: v for k, v in query.items() if v is not None}
+        items = []
+        while True:
+            page = self._json('GET', _with_query(url, query))[key]
+            items.extend(page)
+            if not page or not self._has_next(page, query):
+                return items
+            query['marker'] = page[-1].get('uuid') or page[-1].get('id')
+
+    def _has_next(self, page, query):
+        limit = query.get('limit')
+        return limit is not None and len(page) >= int(limit)
+
+    # -- profiles ------------------------------------------------------------
+    def put_profile(self, document, visibility='private', generation=None):
+        """Create or replace a profile; the stored record."""
+        body = {'profile': document, 'visibility': visibility,
+                'generation': generation}
+        return self._json('PUT', '/profiles/%s' % _q(document['id']), body,
+                          ok=(200, 201))
+
+    def get_profile_record(self, profile_id):
+        return self._json('GET', '/profiles/%s' % _q(profile_id))
+
+    def delete_profile(self, profile_id):
+        self._call('DELETE', '/profiles/%s' % _q(profile_id), ok=(204,))
+
+    def list_profiles(self):
+        return self._json('GET', '/profiles')['profiles']
+
+    def profile_documents(self):
+        """Every visible profile's document by id, from the cache.
+
+        Revalidated with the collection's ETag at most once per
+        ``cache_seconds``; a 304 keeps the cached documents.
+        """
+        with self._lock:
+            now = time.monotonic()
+            if (self._profiles_checked is not None
+                    and now - self._profiles_checked < self._cache_seconds):
+                return dict(self._profiles)
+            headers = ({'if-none-match': self._profiles_etag}
+                       if self._profiles_etag else None)
+            resp = self._call('GET', '/profiles?detail=true', ok=(200, 304),
+                              headers=headers)
+            if resp.status_code == 200:
+                self._profiles = {p['id']: p['profile']
+                                  for p in resp.json()['profiles']}
+                self._profiles_etag = resp.headers.get('etag')
+            self._profiles_checked = now
+            return dict(self._profiles)
+
+    def invalidate_profiles(self):
+        with self._lock:
+            self._profiles_checked = None
+
+    # -- SLO terms ---------------------------------------------------------
+    def create_term(self, values):
+        return self._json('POST', '/slo_terms', values, ok=(201,))
+
+    def get_term(self, uuid):
+        return self._json('GET', '/slo_terms/%s' % _q(uuid))
+
+    def list_terms(self, status=None, all_projects=None, limit=None):
+        return self._pages('/slo_terms', 'slo_terms', status=status,
+                           all_projects=all_projects, limit=limit)
+
+    def update_term(self, uuid, generation, **values):
+        body = dict(values, generation=generation)
+        return self._json('PATCH', '/slo_terms/%s' % _q(uuid), body)
+
+    def delete_term(self, uuid):
+        self._call('DELETE', '/slo_terms/%s' % _q(uuid), ok=(204,))
+
+    # -- snapshots and plans -----------------------------------------------
+    def create_snapshot(self, snapshot_id, document):
+        return self._json('POST', '/snapshots',
+                          {'id': snapshot_id, 'snapshot': document},
+                          ok=(201,))
+
+    def get_snapshot(self, snapshot_id):
+        return self._json('GET', '/snapshots/%s' % _q(snapshot_id))
+
+    def create_plan(self, plan_id, snapshot_id, document):
+        return self._json('POST', '/plans',
+                          {'id': plan_id, 'snapshot_id': snapshot_id,
+                           'plan': document}, ok=(201,))
+
+    def get_plan(self, plan_id):
+        return self._json('GET', '/plans/%s' % _q(plan_id))
+
+    def list_plans(self, state=None):
+        return self._json('GET', _with_query('/plans', {'state': state}))[
+            'plans']
+
+    def apply_plan(self, plan_id, applier):
+        """Claim the plan for this applier.
+
+        :raises Conflict: another applier holds it, or it is not
+            ``proposed`` (the detail says which state).
+        """
+        return self._json('POST', '/plans/%s/apply' % _q(plan_id),
+                          {'applier': applier}, ok=(200, 202))
+
+    def cancel_plan(self, plan_id):
+        return self._json('POST', '/plans/%s/cancel' % _q(plan_id), {},
+                          ok=(200, 202))
+
+    def set_action_state(self, plan_id, index, state, detail=None):
+        return self._json('PUT', '/plans/%s/actions/%d' % (_q(plan_id),
+                                                           index),
+                          {'state': state, 'detail': detail or ''})
+
+    def set_plan_result(self, plan_id, state, result):
+        return self._json('PUT', '/plans/%s/result' % _q(plan_id),
+                          {'state': state, 'result': result})
+
+    # -- isolation and hosts ------------------------------------------------
+    def set_isolation(self, server_uuid, status, host, detail=''):
+        return self._json('PUT', '/servers/%s/isolation' % _q(server_uuid),
+                          {'status': status, 'host': host,
+                           'detail': detail}, ok=(200, 201))
+
+    def get_isolation(self, server_uuid):
+        try:
+            return self._json('GET',
+                              '/servers/%s/isolation' % _q(server_uuid))
+        except NotFound:
+            return None
+
+    def list_isolation(self, status=None, host=None):
+        return self._json('GET', _with_query(
+            '/isolation', {'status': status, 'host': host}))['isolation']
+
+    def report_host(self, hostname, report):
+        return self._json('PUT', '/hosts/%s' % _q(hostname), report,
+                          ok=(200, 201))
+
+    def list_hosts(self):
+        return self._json('GET', '/hosts')['hosts']
+
+    def get_host(self, hostname):
+        return self._json('GET', '/hosts/%s' % _q(hostname))
+
+
+def _q(value):
+    return parse.quote(str(value), safe='')
+
+
+def _with_query(url, query):
+    query = {k: v for k, v in (query or {}).items() if v is not None}
+    return '%s?%s' % (url, parse.urlencode(query)) if query else url
+
+
+def _errors(resp):
+    try:
+        return '; '.join(
+            '%s: %s' % (e.get('title', ''), e.get('detail', ''))
+            for e in resp.json().get('errors', [])) or resp.text
+    except ValueError:
+        return resp.text

@@ -1,0 +1,130 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+"""Keystoneauth options of the services resq-nova calls, and adapters.
+
+``[placement]`` (the scheduler plugins' admission, the agent's inventory),
+``[nova]`` (``resq-admit``, the agent's guest metadata) and
+``[resq_api]`` (every program that reads or writes the service's state:
+profiles, SLO terms, plans, isolation status) take the usual
+keystoneauth session, auth and adapter options. They are listed once, in
+the ``resq.clients`` namespace of oslo-config-generator, whichever program
+reads them.
+"""
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
+
+from resq_profiler import exception
+
+PLACEMENT = 'placement'
+NOVA = 'nova'
+RESQ_API = 'resq_api'
+# What keystoneauth raises when no answer came back from the service:
+# refused, reset, TLS failure, or no answer within the timeout
+# (ConnectionError covers ConnectFailure, ConnectTimeout, SSLError).
+UNREACHABLE = (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
+               ks_exc.DiscoveryFailure, ks_exc.AuthorizationFailure)
+# Seconds a request may wait for the service (connect, and between bytes of
+# the answer): a service that accepts connections and never answers must
+# not stop the agent's or the scheduler's work.
+DEFAULT_TIMEOUT = 30
+_TIMEOUT_HELP = ('Seconds to wait for a connection to the service and for '
+                 'each part of its answer before giving up on the request '
+                 '(default %d). A service that accepts connections and '
+                 'never answers then costs at most this long; the agent '
+                 'keeps enforcing the last allocations it read meanwhile.'
+                 % DEFAULT_TIMEOUT)
+
+
+class MissingCredentials(exception.ResQException):
+    msg_fmt = ('[%(group)s] %(reason)s; set auth_type and its options '
+               '(auth_url, credentials) or endpoint_override so %(service)s '
+               'can be reached')
+
+
+def register_opts(conf, group):
+    """Register keystoneauth session, auth and adapter options."""
+    ks_loading.register_session_conf_options(conf, group)
+    ks_loading.register_auth_conf_options(conf, group)
+    ks_loading.register_adapter_conf_options(conf, group)
+    conf.set_default('timeout', DEFAULT_TIMEOUT, group=group)
+
+
+def _options():
+    session = ks_loading.get_session_conf_options()
+    for opt in session:
+        if opt.dest == 'timeout':
+            opt.default = DEFAULT_TIMEOUT
+            opt.help = _TIMEOUT_HELP
+    return (session + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+
+
+def list_opts():
+    return [(PLACEMENT, _options()), (NOVA, _options()),
+            (RESQ_API, _options())]
+
+
+def load_adapter(conf, group, service_type, strict=True):
+    """A keystoneauth adapter for ``service_type`` from ``[group]``.
+
+    Without an auth plugin only an ``endpoint_override`` (a no-auth
+    service, as in tests or a standalone Placement) is accepted, unless
+    ``strict`` is false: then the first request fails instead (commands
+    that check their own arguments first use that).
+
+    :raises MissingCredentials: naming the group and what it lacks.
+    """
+    try:
+        auth = ks_loading.load_auth_from_conf_options(conf, group)
+    except ks_exc.MissingRequiredOptions as exc:
+        raise MissingCredentials(
+            group=group, service=service_type,
+            reason='lacks %s' % ', '.join(o.dest for o in exc.options))
+    if strict and auth is None and not conf[group].endpoint_override:
+        raise MissingCredentials(group=group, service=service_type,
+                                 reason='auth_type is not set')
+    # 0 or unset would mean "wait for ever".
+    timeout = conf[group].timeout or DEFAULT_TIMEOUT
+    session = ks_loading.load_session_from_conf_options(
+        conf, group, auth=auth, timeout=timeout)
+    return ks_loading.load_adapter_from_conf_options(
+        conf, group, session=session, service_type=service_type,
+        raise_exc=False)
+
+
+def noauth_adapter(endpoint, service_type, headers=None,
+                   timeout=DEFAULT_TIMEOUT):
+    """An adapter for a service without Keystone (tests, standalone)."""
+    return ks_adapter.Adapter(
+        ks_session.Session(auth=None, timeout=timeout),
+        endpoint_override=endpoint,
+        service_type=service_type, additional_headers=dict(headers or {}),
+        raise_exc=False)
+
+
+def request(adapter, method, url, microversion, body=None,
+            unreachable=None):
+    """Send one JSON request; the response, whatever its status.
+
+    :param unreachable: exception class raised, with ``method``, ``url``
+        and ``reason``, when the service could not be reached.
+    """
+    kwargs = {'microversion': microversion,
+              'headers': {'accept': 'application/json'}}
+    if body is not None:
+        kwargs['json'] = body
+    try:
+        return adapter.request(url, method, **kwargs)
+    except UNREACHABLE as exc:
+        raise unreachable(method=method, url=url, reason=exc)

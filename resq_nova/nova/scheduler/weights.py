@@ -1,0 +1,174 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""The ResQ weigher: pack ResQ instances, first fit.
+
+For a ResQ request a host weighs how full it would be after placing the
+instance, so the fullest host that still fits wins and the number of active
+servers stays small (ResQ's first-fit decreasing packing; admission boots
+the largest instances first). Fullness is the mean of three shares, each
+after the placement: the host's dedicated cores (pCPUs) pinned, and, in
+the cache domain the scheduler would claim (the host's first allocation
+candidate), the LLC ways and the classes of service used. Placement's usage
+of the cache domains comes from one ``GET /allocation_candidates`` per
+request through nova-scheduler's own Placement client; when it cannot be
+asked, cores alone decide. Other requests get the same weight everywhere,
+which Nova's normalisation turns into no effect at all.
+
+``[resq] weigher_multiplier`` scales it against Nova's weighers; a host
+aggregate's ``resq_weigher_multiplier`` metadata overrides it for its hosts,
+as Nova's own weighers' ``*_weight_multiplier`` keys do.
+"""
+
+import time
+
+from nova.scheduler import utils
+from nova.scheduler import weights
+from oslo_log import log as logging
+
+from resq_common import extra_specs
+from resq_nova.nova import scheduler
+
+LOG = logging.getLogger(__name__)
+AGGREGATE_KEY = 'resq_weigher_multiplier'
+# Placement microversion of arbitrary request group suffixes.
+CANDIDATES_VERSION = '1.33'
+# After a failure, cores alone decide for this long before asking again.
+RETRY_AFTER_S = 60
+
+
+class ResQWeigher(weights.BaseHostWeigher):
+
+    def __init__(self):
+        super().__init__()
+        self.conf = scheduler.conf()
+        self._multiplier = self.conf.resq.weigher_multiplier
+        self._placement = None
+        self._placement_down_until = 0.0
+
+    def weight_multiplier(self, host_state):
+        # Nova asks once per host, right after weigh_objects; the option
+        # is read once per request there.
+        return utils.get_weight_multiplier(host_state, AGGREGATE_KEY,
+                                           self._multiplier)
+
+    def weigh_objects(self, weighed_obj_list, weight_properties):
+        """Weights of one request's hosts; zeros for non-ResQ requests.
+
+        One flat loop with a memo per host shape (cores pinned and total,
+        the claimed domain's usage): at a thousand hosts per request the
+        per-host function calls are what a weigher costs.
+        """
+        self._multiplier = self.conf.resq.weigher_multiplier
+        request, _ = scheduler.resq_request(weight_properties)
+        if request is None:
+            return [0.0] * len(weighed_obj_list)
+        need = max(request.vcpus, 1)
+        usage = self._llc_usage(request) if request.ways else {}
+        numa_state = scheduler.numa_state
+        suffix = request.group_suffix
+        memo = {}
+        weights_ = []
+        for w in weighed_obj_list:
+            hs = w.obj
+            topology = hs.numa_topology
+            used = total = 0
+            if topology is not None:
+                state = numa_state(topology)
+                used, total = state.pinned, state.total
+            if not total:
+                # No NUMA topology reported: count vCPUs instead.
+                used, total = hs.vcpus_used, hs.vcpus_total
+            domain = None
+            if usage and hs.allocation_candidates:
+                for rp in hs.allocation_candidates[0]['mappings'].get(
+                        suffix) or ():
+                    domain = usage.get(rp)
+                    if domain is not None:
+                        break
+            key = (used, total, domain)
+            weight = memo.get(key)
+            if weight is None:
+                weight = memo[key] = _fullness(used, total, need, request,
+                                               domain)
+            weights_.append(weight)
+        return weights_
+
+    def _weigh_object(self, host_state, spec_obj):
+        request, _ = scheduler.resq_request(spec_obj)
+        if request is None:
+            return 0.0
+        return self.weigh_objects([_Weighed(host_state)], spec_obj)[0]
+
+    def _client(self):
+        if self._placement is None:
+            self._placement = scheduler.placement_client()
+        return self._placement
+
+    def _llc_usage(self, request):
+        """Placement's usage of the cache domains that could serve it.
+
+        :returns: ``{provider uuid: (ways used, ways capacity, classes
+            used, classes capacity)}``, or ``{}`` when Placement cannot be
+            asked.
+        """
+        if time.monotonic() < self._placement_down_until:
+            return {}
+        url = ('/allocation_candidates?resources%s=%s:%d,%s:1'
+               '&group_policy=none' % (request.group_suffix,
+                                       extra_specs.RC_LLC_WAY, request.ways,
+                                       extra_specs.RC_LLC_CLOS))
+        try:
+            resp = self._client().get(url, version=CANDIDATES_VERSION)
+            if resp.status_code != 200:
+                raise ValueError('%s %s' % (resp.status_code,
+                                            resp.text[:200]))
+            summaries = resp.json()['provider_summaries']
+        except Exception as exc:
+            LOG.warning('ResQWeigher cannot read cache-domain usage from '
+                        'Placement (%s); weighing by cores only for %d s',
+                        exc, RETRY_AFTER_S)
+            self._placement_down_until = time.monotonic() + RETRY_AFTER_S
+            return {}
+        usage = {}
+        for rp, summary in summaries.items():
+            res = summary.get('resources') or {}
+            ways = res.get(extra_specs.RC_LLC_WAY)
+            if not ways:
+                continue
+            clos = res.get(extra_specs.RC_LLC_CLOS) or {}
+            usage[rp] = (ways['used'], ways['capacity'], clos.get('used', 0),
+                         clos.get('capacity', 0))
+        return usage
+
+
+def _share(used, need, total):
+    return min((used + need) / total, 1.0) if total else None
+
+
+def _fullness(used, total, need, request, domain):
+    """How full the host would be after placing the instance, 0..1.
+
+    :param domain: ``(ways used, ways capacity, classes used, classes
+        capacity)`` of the cache domain the scheduler would claim, or None.
+    """
+    shares = [_share(used, need, total)]
+    if domain is not None:
+        ways_used, ways_cap, clos_used, clos_cap = domain
+        shares.append(_share(ways_used, request.ways, ways_cap))
+        shares.append(_share(clos_used, 1, clos_cap))
+    shares = [s for s in shares if s is not None]
+    return sum(shares) / len(shares) if shares else 0.0
+
+
+class _Weighed:
+    def __init__(self, obj):
+        self.obj = obj
