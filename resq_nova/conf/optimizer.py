@@ -38,8 +38,17 @@ ALL_OPTS = [
                default='/var/lib/resq/optimizer',
                help='Directory where resq-optimizer keeps its snapshots and '
                     'plans (snapshots/<id>.json, plans/<id>.json, written '
-                    'atomically) and its lock file: one optimizer at a time '
-                    'acts on a cloud. Must be writable by the optimizer.'),
+                    'atomically) and, unless coordination_url is set, its '
+                    'lock. Must be writable by the optimizer.'),
+    cfg.StrOpt('coordination_url',
+               secret=True,
+               help='tooz backend of the lock that lets one optimizer at a '
+                    'time act on a cloud, e.g. redis://controller:6379 '
+                    'when resq-optimizer runs on several controllers. '
+                    'Unset: a file lock under state_dir, which only '
+                    'protects optimizers on one host. A second optimizer '
+                    'that finds the lock taken skips its round (or its '
+                    'command fails) and says so.'),
     cfg.IntOpt('min_hosts_freed',
                default=1, min=1,
                help='Propose a plan only when it frees at least this many '

@@ -41,7 +41,8 @@ class Optimizer:
         self.opts = conf.resq_optimizer
         self.placement = placement
         self.compute = compute
-        self.store = store or store_mod.Store(self.opts.state_dir)
+        self.store = store or store_mod.Store(
+            self.opts.state_dir, self.opts.coordination_url)
         self.notifier = notifier
 
     def _notify(self, event, plan):

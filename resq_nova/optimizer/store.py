@@ -17,14 +17,13 @@ document or none), and ``resq-optimizer.lock``: the optimizer that acts on
 the cloud (plans, applies) holds it, a second one is told who does.
 """
 
-import errno
-import fcntl
 import json
 import os
 import re
 
 from resq_common import exception
 from resq_common import fileutils
+from resq_nova.optimizer import coordination
 
 ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
 
@@ -38,14 +37,15 @@ class PlanNotFound(exception.ResQException):
                'stored plans with "ls %(path)s"')
 
 
-class OptimizerBusy(exception.ResQException):
-    msg_fmt = ('another resq-optimizer (pid %(pid)s) is acting on this cloud '
-               '(it holds %(path)s); wait for it to finish or stop it')
+# The lock is tooz's now (resq_nova.optimizer.coordination).
+OptimizerBusy = coordination.OptimizerBusy
 
 
 class Store:
-    def __init__(self, state_dir):
+    def __init__(self, state_dir, coordination_url=None):
         self.root = os.path.abspath(state_dir)
+        self.coordination_url = (coordination_url
+                                 or coordination.default_url(state_dir))
         self.plans = os.path.join(self.root, 'plans')
         self.snapshots = os.path.join(self.root, 'snapshots')
         for path in (self.plans, self.snapshots):
@@ -101,35 +101,5 @@ class Store:
                       if f.endswith('.json'))
 
     def lock(self):
-        return Lock(os.path.join(self.root, 'resq-optimizer.lock'))
-
-
-class Lock:
-    """An exclusive, non-blocking lock file; released on exit or crash."""
-
-    def __init__(self, path):
-        self.path = path
-        self._fd = None
-
-    def __enter__(self):
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            holder = os.read(fd, 32).decode('ascii', 'replace').strip()
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                raise OptimizerBusy(pid=holder or 'unknown', path=self.path)
-            raise
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode('ascii'))
-        self._fd = fd
-        return self
-
-    def __exit__(self, *exc):
-        fd, self._fd = self._fd, None
-        if fd is not None:
-            os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-        return False
+        """The single-writer lock (tooz, ``coordination_url``)."""
+        return coordination.Lock(self.coordination_url)

@@ -27,7 +27,8 @@ class StoreTest(base.TestCase):
             exc = self.assertRaises(store_mod.OptimizerBusy,
                                     store_mod.Store(self.dir).lock()
                                     .__enter__)
-            self.assertIn('pid %d' % os.getpid(), str(exc))
+            self.assertIn('resq-optimizer', str(exc))
+            self.assertIn(self.store.coordination_url, str(exc))
         with self.store.lock():
             pass
 
