@@ -28,7 +28,10 @@ running hold both their ends.
 Outcomes: ``done``; ``failed`` with Nova's reason (the request refused,
 the migration in error, the server elsewhere than asked, the timeout);
 ``skipped`` when the state changed under the plan; ``not-run`` after a
-failure or skip, which stops the plan: later moves may depend on it.
+failure or skip, which stops the plan: later moves may depend on it;
+``cancelled`` when the plan was cancelled before the move started (the
+``cancelled`` callable is asked before each move; moves already running
+finish and keep their outcomes).
 """
 
 import concurrent.futures
@@ -51,6 +54,8 @@ DONE = 'done'
 FAILED = 'failed'
 SKIPPED = 'skipped'
 NOT_RUN = 'not-run'
+CANCELLED = 'cancelled'
+ONGOING = 'ongoing'        # only in records written while it runs
 APPLIED = 'applied'
 PLAN_FAILED = 'failed'
 REFUSED = 'refused'
@@ -80,8 +85,9 @@ def check_document(plan, source):
     if not plan['proposed']:
         raise PlanRefused(plan=source, reason='it was not proposed (%s)'
                           % plan['reason'])
-    if plan.get('status') in (APPLIED, PLAN_FAILED, REFUSED):
-        raise PlanRefused(plan=source, reason='it was already applied '
+    if plan.get('status') in (APPLIED, PLAN_FAILED, REFUSED, CANCELLED):
+        raise PlanRefused(plan=source, reason='it was already applied or '
+                          'cancelled '
                           '(status %s); make a new plan' % plan['status'])
 
 
@@ -135,7 +141,7 @@ class Executor:
 
     def __init__(self, placement, compute, timeout=600.0, concurrency=1,
                  poll_interval=2.0, progress=None, clock=time.monotonic,
-                 sleep=time.sleep):
+                 sleep=time.sleep, cancelled=None):
         if concurrency < 1:
             raise ValueError('concurrency must be at least 1, got %r'
                              % concurrency)
@@ -145,6 +151,7 @@ class Executor:
         self.concurrency = concurrency
         self.poll_interval = poll_interval
         self.progress = progress or (lambda action: None)
+        self.cancelled = cancelled or (lambda: False)
         self.clock = clock
         self.sleep = sleep
 
@@ -166,7 +173,7 @@ class Executor:
         plan['actions'] = actions
         plan['status'] = 'applying'
         started = _now()
-        stop = None
+        stop = cancelled = None
         pending = list(actions)
         running = {}
         with concurrent.futures.ThreadPoolExecutor(
@@ -175,6 +182,13 @@ class Executor:
                 # Start what is safe while the running moves hold both ends.
                 while (pending and stop is None
                        and len(running) < self.concurrency):
+                    cancelled = self.cancelled()
+                    if cancelled:
+                        stop = pending[0]
+                        for action in pending:
+                            self._outcome(action, CANCELLED, cancelled)
+                        pending = []
+                        break
                     action = pending[0]
                     inst = by_uuid[action['uuid']]
                     why = ledger.blocker(inst, action['to_host'],
@@ -219,7 +233,12 @@ class Executor:
                                      action['to_domain'])
                         stop = stop or action
         done_count = sum(1 for a in actions if a['outcome'] == DONE)
-        if stop is None:
+        if cancelled and stop['outcome'] == CANCELLED:
+            plan['status'] = CANCELLED
+            plan['result'] = ('cancelled (%s); %d of %d moves done, the rest '
+                              'not run' % (cancelled, done_count,
+                                           len(actions)))
+        elif stop is None:
             plan['status'] = APPLIED
             plan['result'] = '%d of %d moves done' % (done_count,
                                                       len(actions))

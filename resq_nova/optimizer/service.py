@@ -87,16 +87,33 @@ class Optimizer:
         """
         with self.store.lock():
             plan, path = self.store.load_plan(ref)
+            self.store.begin_apply(plan)
+
+            def report(action):
+                # The record says a move is ongoing while it runs, so a
+                # crash leaves it marked so, not as never started.
+                recorded = action
+                if action.get('outcome') == 'started':
+                    for real in plan.get('actions', ()):
+                        if real['uuid'] == action['uuid']:
+                            real['outcome'] = execute.ONGOING
+                            recorded = real
+                self.store.record(plan, recorded)
+                if progress is not None:
+                    progress(action)
+
             executor = execute.Executor(
                 self.placement, self.compute,
                 timeout=timeout or self.opts.migration_timeout,
                 concurrency=concurrency or self.opts.concurrency,
-                poll_interval=self.opts.poll_interval, progress=progress)
+                poll_interval=self.opts.poll_interval, progress=report,
+                cancelled=lambda: self.store.cancelled(plan))
             try:
                 executor.apply(plan, source=ref)
             except execute.PlanRefused as exc:
                 if isinstance(plan, dict) and plan.get('status') not in (
-                        execute.APPLIED, execute.PLAN_FAILED):
+                        execute.APPLIED, execute.PLAN_FAILED,
+                        execute.CANCELLED):
                     plan['status'] = execute.REFUSED
                     plan['result'] = str(exc)
                     path = self._save(plan)

@@ -20,6 +20,7 @@ the cloud (plans, applies) holds it, a second one is told who does.
 import json
 import os
 import re
+import threading
 
 from resq_common import exception
 from resq_common import fileutils
@@ -46,6 +47,7 @@ class Store:
         self.root = os.path.abspath(state_dir)
         self.coordination_url = (coordination_url
                                  or coordination.default_url(state_dir))
+        self._record_lock = threading.Lock()
         self.plans = os.path.join(self.root, 'plans')
         self.snapshots = os.path.join(self.root, 'snapshots')
         for path in (self.plans, self.snapshots):
@@ -99,6 +101,23 @@ class Store:
     def list_plans(self):
         return sorted(f[:-5] for f in os.listdir(self.plans)
                       if f.endswith('.json'))
+
+    # -- what the optimizer asks while it applies a plan ------------------
+    def begin_apply(self, plan):
+        """Nothing to claim: the lock makes this optimizer the only one."""
+
+    def record(self, plan, action):
+        """Write the plan with its outcomes so far after each change.
+
+        A crash during apply leaves the file with every outcome known
+        until then (actions still ``ongoing`` were running).
+        """
+        with self._record_lock:
+            self.save_plan(plan)
+
+    def cancelled(self, plan):
+        """Plans in files are cancelled by not applying them."""
+        return None
 
     def lock(self):
         """The single-writer lock (tooz, ``coordination_url``)."""

@@ -197,6 +197,27 @@ class ExecutorTest(base.TestCase):
                       plan['actions'][1]['detail'])
         self.assertEqual(execute.PLAN_FAILED, plan['status'])
 
+    def test_cancel_stops_before_the_next_move(self):
+        # Cancelled while the first move runs: it finishes, the rest do
+        # not start, and the plan says so.
+        asked = []
+
+        def cancelled():
+            asked.append(len(self.cloud.started))
+            return 'cancelled by admin' if self.cloud.started else None
+
+        plan = self.apply(self.plan(('a', 'h2'), ('d', 'h2')),
+                          cancelled=cancelled)
+        self.assertEqual(execute.CANCELLED, plan['status'])
+        self.assertEqual([('a', 'done'), ('d', 'cancelled')],
+                         self.outcomes(plan))
+        self.assertEqual(['a'], self.cloud.started)
+        self.assertIn('cancelled (cancelled by admin); 1 of 2 moves done',
+                      plan['result'])
+        # A cancelled plan cannot be applied again.
+        exc = self.assertRaises(execute.PlanRefused, self.apply, plan)
+        self.assertIn('status cancelled', str(exc))
+
     def test_concurrency_never_over_commits(self):
         # a and d go to h2 together (2 + 2 + b's 2 ways of 9); c (8 ways)
         # to h4 must wait until d has left h4.
