@@ -35,6 +35,7 @@ from oslo_log import log as logging
 
 from resq_common.clients import compute as compute_mod
 from resq_common.clients import placement as placement_client
+from resq_common.clients import resq as resq_client
 from resq_common import exception
 from resq_common import fileutils
 from resq_nova.admission import milp
@@ -59,7 +60,10 @@ def _optimizer(conf, live=True, notify=True):
     note = None
     if notify:
         note = notifier.PlanNotifier(conf)
-    return service.Optimizer(conf, placement, compute, notifier=note)
+    from resq_nova.optimizer import apistore
+
+    return service.Optimizer(conf, placement, compute,
+                             store=apistore.from_conf(conf), notifier=note)
 
 
 def print_plan(plan, out=None):
@@ -205,6 +209,7 @@ def parse_config(argv):
     nova_conf.register_opts(conf)
     placement_client.register_opts(conf)
     compute_mod.register_opts(conf)
+    resq_client.register_opts(conf)
     conf.register_cli_opt(command_opt)
     conf(sys.argv[1:] if argv is None else argv, project='resq',
          prog='resq-optimizer')

@@ -40,6 +40,19 @@ ALL_OPTS = [
                     'plans (snapshots/<id>.json, plans/<id>.json, written '
                     'atomically) and, unless coordination_url is set, its '
                     'lock. Must be writable by the optimizer.'),
+    cfg.StrOpt('plan_store',
+               default='auto', choices=[
+                   ('auto', 'resq-api when [resq_api] is configured, else '
+                            'files in state_dir'),
+                   ('resq-api', 'snapshots, plans and each move\'s state in '
+                                'resq-api'),
+                   ('files', 'snapshots and plans as files in state_dir '
+                             '(one host only; a single-node try-out)')],
+               help='Where the optimizer keeps snapshots and plans. With '
+                    'resq-api every controller and the openstack resq plan '
+                    'commands see the same plans, each move\'s state is '
+                    'written as it changes, and a plan is applied by one '
+                    'process only.'),
     cfg.StrOpt('coordination_url',
                secret=True,
                help='tooz backend of the lock that lets one optimizer at a '

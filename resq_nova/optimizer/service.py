@@ -135,6 +135,19 @@ class Optimizer:
             plan['id'] = planner.new_id('plan')
         return self.store.save_plan(plan)
 
+    def recover(self):
+        """Close the plans an optimizer of this host left ``applying``.
+
+        Only with plans in resq-api (files have no applier to check).
+        :returns: the results, one line per plan closed.
+        """
+        orphaned = getattr(self.store, 'orphaned', None)
+        if orphaned is None:
+            return []
+        with self.store.lock():
+            return [self.store.close_orphan(record, self.compute)
+                    for record in orphaned()]
+
     def repair(self, servers=None):
         """Live-migrate the servers agents marked as misplaced.
 
@@ -158,6 +171,10 @@ class Optimizer:
         a failed round is logged in one line and the next one runs at the
         next interval.
         """
+        try:
+            self.recover()
+        except exception.ResQException as exc:
+            LOG.error('Closing interrupted plans failed: %s', exc)
         try:
             self.repair()
         except exception.ResQException as exc:

@@ -1,0 +1,263 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Snapshots and plans in resq-api, each move's state written as it changes.
+
+The same interface as :class:`resq_nova.optimizer.store.Store` (files),
+for :class:`resq_nova.optimizer.service.Optimizer`:
+
+* a new plan is ``POST /plans``; the API supersedes older proposed plans;
+* applying starts with ``POST /plans/{id}/apply``, one conditional update
+  in the database: of two optimizers (or an optimizer and an operator's
+  ``openstack resq plan apply``) that start together exactly one applies,
+  the other is refused before anything moves;
+* each move's state is ``PUT /plans/{id}/actions/{index}`` as it changes
+  (``ongoing``, then ``succeeded``, ``failed``, ``skipped`` or
+  ``cancelled``), so a crash leaves an exact record;
+* before each move the plan's state is read back: a plan an operator
+  cancelled starts no further move;
+* the end is ``PUT /plans/{id}/result``.
+
+The single-writer lock stays tooz's (``coordination_url``).
+"""
+
+import os
+import threading
+
+from oslo_log import log as logging
+
+from resq_common.clients import resq as resq_client
+from resq_nova.optimizer import coordination
+from resq_nova.optimizer import execute
+from resq_nova.optimizer import store as store_mod
+
+LOG = logging.getLogger(__name__)
+
+# The executor's outcomes as the API's action states.
+ACTION_STATES = {
+    execute.ONGOING: 'ongoing',
+    execute.DONE: 'succeeded',
+    execute.FAILED: 'failed',
+    execute.SKIPPED: 'skipped',
+    execute.CANCELLED: 'cancelled',
+    execute.NOT_RUN: 'cancelled',
+}
+# The executor's plan status as the API's final plan state.
+PLAN_STATES = {
+    execute.APPLIED: 'applied',
+    execute.PLAN_FAILED: 'failed',
+    execute.REFUSED: 'failed',
+    execute.CANCELLED: 'cancelled',
+}
+FINISHED = frozenset(('applied', 'failed', 'cancelled', 'superseded'))
+
+
+def locator(plan_id):
+    return 'resq-api:/plans/%s' % plan_id
+
+
+class ServiceStore:
+    """Plans and snapshots kept by resq-api; see the module doc."""
+
+    def __init__(self, client, coordination_url, applier=None):
+        self.client = client
+        self.coordination_url = coordination_url
+        self.applier = applier or coordination.member_id()
+        self._lock = threading.Lock()
+        self._reported = {}   # (plan id, index) -> state written
+
+    def lock(self):
+        return coordination.Lock(self.coordination_url)
+
+    def save_snapshot(self, snapshot_id, doc):
+        self.client.create_snapshot(snapshot_id, doc)
+        return 'resq-api:/snapshots/%s' % snapshot_id
+
+    def save_plan(self, plan):
+        """A new plan is created; an applied one gets its result."""
+        state = PLAN_STATES.get(plan.get('status'))
+        if state is None:
+            self.client.create_plan(plan['id'], plan.get('snapshot_id'),
+                                    plan)
+        else:
+            self._flush_actions(plan)
+            self.client.set_plan_result(plan['id'], state,
+                                        plan.get('result') or '')
+        return locator(plan['id'])
+
+    def load_plan(self, ref):
+        """The stored plan document ``ref``, with its record's state.
+
+        :raises resq_nova.optimizer.store.PlanNotFound:
+        """
+        try:
+            record = self.client.get_plan(ref)
+        except resq_client.NotFound:
+            raise store_mod.PlanNotFound(plan=ref, path='resq-api (see '
+                                         '"openstack resq plan list")')
+        plan = dict(record.get('plan') or {})
+        plan['id'] = record.get('id', ref)
+        plan['state'] = record.get('state')
+        return plan, locator(plan['id'])
+
+    def list_plans(self):
+        return [p['id'] for p in self.client.list_plans()]
+
+    # -- applying -----------------------------------------------------------
+    def begin_apply(self, plan):
+        """Claim the plan for this optimizer.
+
+        :raises resq_nova.optimizer.execute.PlanRefused: another applier
+            has it, or it is not ``proposed`` any more.
+        """
+        try:
+            self.client.apply_plan(plan['id'], self.applier)
+        except resq_client.Conflict as exc:
+            raise execute.PlanRefused(plan=plan['id'], reason=str(exc))
+
+    def record(self, plan, action):
+        index = _index(plan, action)
+        state = ACTION_STATES.get(action.get('outcome'))
+        if index is None or state is None:
+            return
+        with self._lock:
+            before = self._reported.get((plan['id'], index))
+            if before == state:
+                return
+            self._reported[(plan['id'], index)] = state
+        if state in ('succeeded', 'failed') and before != 'ongoing':
+            # An outcome is written from ongoing (a move that failed
+            # before it started, e.g. unexpectedly, still started).
+            self.client.set_action_state(plan['id'], index, 'ongoing', '')
+        self.client.set_action_state(plan['id'], index, state,
+                                     action.get('detail') or '')
+
+    def cancelled(self, plan):
+        """Why the plan must not go on (its state read back), or None."""
+        try:
+            record = self.client.get_plan(plan['id'])
+        except resq_client.ResQAPIError as exc:
+            # Unable to tell: stop rather than move blind.
+            return 'its state cannot be read from resq-api (%s)' % exc
+        if record.get('state') == 'applying' and \
+                record.get('applier') in (None, self.applier):
+            return None
+        return 'the plan is %s in resq-api' % record.get('state')
+
+    def orphaned(self):
+        """Plans left ``applying`` by an optimizer of this host that died.
+
+        An applier on another host is not this process's to judge: its
+        plan is left as it is (an operator cancels it if that host is gone).
+        """
+        host = coordination.member_id().rpartition(':')[0]
+        found = []
+        for record in self.client.list_plans(state='applying'):
+            who, _, pid = str(record.get('applier') or '').rpartition(':')
+            if who == host and pid.isdigit() and not _alive(int(pid)):
+                found.append(self.client.get_plan(record['id']))
+        return found
+
+    def close_orphan(self, record, compute):
+        """End a plan whose applier died, saying what really happened.
+
+        A move that was ongoing is judged by where Nova has the server
+        now; moves never started are cancelled; the plan is ``failed``
+        with a result naming the applier that stopped.
+
+        :returns: the result text.
+        """
+        done = 0
+        actions = record.get('actions') or ()
+        for action in actions:
+            state, detail = action.get('state'), None
+            if state == 'ongoing':
+                state, detail = _judge(compute, action)
+            elif state == 'pending':
+                state, detail = 'cancelled', ('not started: the optimizer '
+                                              'applying the plan stopped')
+            if detail is not None:
+                self.client.set_action_state(record['id'], action['index'],
+                                             state, detail)
+            done += state == 'succeeded'
+        result = ('interrupted: the optimizer applying it (%s) stopped; %d '
+                  'of %d moves done' % (record.get('applier'), done,
+                                        len(actions)))
+        self.client.set_plan_result(record['id'], 'failed', result)
+        LOG.warning('Plan %s: %s', record['id'], result)
+        return result
+
+    def _flush_actions(self, plan):
+        # Moves never started were not reported as they happened.
+        for action in plan.get('actions') or ():
+            if action.get('outcome') == execute.NOT_RUN:
+                self.record(plan, action)
+
+
+def from_conf(conf):
+    """The store ``[resq_optimizer] plan_store`` names.
+
+    ``auto`` uses resq-api when ``[resq_api]`` is configured (an auth
+    plugin or an endpoint) and the state directory otherwise, warning that
+    plans then stay on this host.
+
+    :raises resq_common.conf.clients.MissingCredentials: ``resq-api``
+        asked for without ``[resq_api]`` credentials.
+    """
+    opts = conf.resq_optimizer
+    mode = opts.plan_store
+    api = conf[resq_client.GROUP]
+    configured = bool(api.auth_type or api.endpoint_override)
+    if mode == 'files' or (mode == 'auto' and not configured):
+        if mode == 'auto':
+            LOG.warning('[resq_api] is not configured: plans and their '
+                        'outcomes stay in %s on this host only; configure '
+                        '[resq_api] to keep them in resq-api',
+                        opts.state_dir)
+        return store_mod.Store(opts.state_dir, opts.coordination_url)
+    return ServiceStore(resq_client.ResQClient.from_conf(conf),
+                        opts.coordination_url
+                        or coordination.default_url(opts.state_dir))
+
+
+def _judge(compute, action):
+    """An ongoing move's outcome from the server's state in Nova now."""
+    try:
+        server = compute.get_server(action['uuid'])
+    except Exception as exc:
+        return 'failed', ('the optimizer stopped during this move and the '
+                          'server cannot be read now (%s)' % exc)
+    host = server.get('OS-EXT-SRV-ATTR:host')
+    status = server.get('status')
+    if status == 'ACTIVE' and host == action.get('to_host') and \
+            not server.get('OS-EXT-STS:task_state'):
+        return 'succeeded', ('finished after the optimizer stopped: the '
+                             'server is ACTIVE on %s' % host)
+    return 'failed', ('the optimizer stopped during this move; the server '
+                      'is %s on %s (task %s)' % (
+                          status, host, server.get('OS-EXT-STS:task_state')))
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _index(plan, action):
+    for n, mv in enumerate(plan.get('moves') or ()):
+        if mv.get('uuid') == action.get('uuid'):
+            return n
+    return None
