@@ -1,0 +1,63 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Microversions of resq-api: ``OpenStack-API-Version: resq <x.y>``.
+
+The history (each new version adds; the oldest stays served):
+
+* 1.0 -- profiles, SLO terms, snapshots and plans, isolation status,
+  hosts.
+"""
+
+import microversion_parse
+
+from resq_nova.api import errors
+
+SERVICE_TYPE = 'resq'
+HEADER = 'OpenStack-API-Version'
+VERSIONS = ('1.0',)
+MIN_VERSION = microversion_parse.Version(1, 0)
+MAX_VERSION = microversion_parse.Version(*map(int, VERSIONS[-1].split('.')))
+
+
+def _range():
+    return '%s to %s' % (VERSIONS[0], VERSIONS[-1])
+
+
+def extract(headers):
+    """The version a request asks for (the minimum when it asks none).
+
+    :raises resq_nova.api.errors.BadRequest: a malformed version.
+    :raises resq_nova.api.errors.NotAcceptable: one outside the range.
+    """
+    asked = microversion_parse.get_version(
+        headers, service_type=SERVICE_TYPE)
+    if asked is None:
+        return MIN_VERSION
+    if asked == 'latest':
+        return MAX_VERSION
+    try:
+        version = microversion_parse.parse_version_string(asked)
+    except (TypeError, ValueError):
+        raise errors.BadRequest(
+            'OpenStack-API-Version "resq %s" is not a version: send '
+            '"resq <major>.<minor>", one of %s' % (asked, _range()),
+            code='resq.microversion.malformed')
+    if not MIN_VERSION <= version <= MAX_VERSION:
+        raise errors.NotAcceptable(
+            'resq-api does not serve version %s; it serves %s'
+            % (asked, _range()), code='resq.microversion.unsupported')
+    return version
+
+
+def headers(version):
+    return {HEADER: '%s %s' % (SERVICE_TYPE, version),
+            'Vary': HEADER}

@@ -1,0 +1,82 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""What the objects raise; the API turns each into its status."""
+
+from resq_common import exception
+
+
+class ObjectError(exception.ResQException):
+    status = 500
+    code = 'resq.error'
+
+
+class NotFound(ObjectError):
+    status = 404
+    code = 'resq.not_found'
+
+
+class ProfileNotFound(NotFound):
+    msg_fmt = ('no profile %(id)s that you can see; list them with '
+               '"openstack resq profile list"')
+
+
+class SloTermNotFound(NotFound):
+    msg_fmt = ('no SLO term %(id)s in your project; list them with '
+               '"openstack resq slo list"')
+
+
+class SnapshotNotFound(NotFound):
+    msg_fmt = 'no snapshot %(id)s'
+
+
+class PlanNotFound(NotFound):
+    msg_fmt = ('no plan %(id)s; list them with "openstack resq plan list"')
+
+
+class ActionNotFound(NotFound):
+    msg_fmt = 'plan %(id)s has no action %(index)s'
+
+
+class IsolationNotFound(NotFound):
+    msg_fmt = 'no isolation status was reported for server %(id)s'
+
+
+class HostNotFound(NotFound):
+    msg_fmt = 'no agent has reported host %(id)s'
+
+
+class Conflict(ObjectError):
+    status = 409
+    code = 'resq.conflict'
+
+
+class ConcurrentUpdate(Conflict):
+    code = 'resq.concurrent_update'
+    msg_fmt = ('%(what)s changed since you read it (generation %(expected)s, '
+               'now %(actual)s); read it again and retry with the current '
+               'generation')
+
+
+class AlreadyExists(Conflict):
+    code = 'resq.duplicate'
+    msg_fmt = '%(what)s already exists'
+
+
+class ProfileInUse(Conflict):
+    code = 'resq.profile.in_use'
+    msg_fmt = ('profile %(id)s is used by SLO terms %(terms)s; release them '
+               '(status released) before deleting the profile')
+
+
+class InvalidState(Conflict):
+    code = 'resq.invalid_state'
+    msg_fmt = '%(what)s is %(state)s: %(reason)s'

@@ -1,0 +1,144 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Profiles: NF profile documents, public or of one project."""
+
+import hashlib
+
+import sqlalchemy as sa
+
+from resq_nova.api.db import api as db_api
+from resq_nova.api.db import models
+from resq_nova.api.objects import exception
+from resq_nova.api.objects import util
+
+PUBLIC = 'public'
+PRIVATE = 'private'
+RELEASED = 'released'
+
+
+def _visible(query, project_id):
+    # project_id None: every profile (an admin's view).
+    if project_id is None:
+        return query
+    return query.where(sa.or_(models.Profile.visibility == PUBLIC,
+                              models.Profile.project_id == project_id))
+
+
+def _record(row, detail=True):
+    rec = {'id': row.id, 'name': row.name, 'nf': row.nf,
+           'visibility': row.visibility, 'project_id': row.project_id,
+           'generation': row.generation,
+           'created_at': util.iso(row.created_at),
+           'updated_at': util.iso(row.updated_at)}
+    if detail:
+        rec['profile'] = util.loads(row.document)
+    return rec
+
+
+@db_api.context_manager.writer
+def create_or_replace(ctx, profile_id, document, visibility, project_id,
+                      generation=None):
+    """Create (``generation`` None) or replace the profile.
+
+    Replacing with the same document and visibility changes nothing (the
+    generation stays), so uploading twice is harmless.
+
+    :returns: ``(record, created)``.
+    :raises AlreadyExists: creating one that exists.
+    :raises ConcurrentUpdate: replacing with a stale generation.
+    """
+    text = util.dumps(document)
+    now = util.now()
+    row = ctx.session.get(models.Profile, profile_id)
+    if generation is None:
+        if row is not None:
+            if (row.document, row.visibility, row.project_id) == (
+                    text, visibility, project_id):
+                return _record(row), False
+            raise exception.AlreadyExists(
+                what='profile %s (generation %d); send its generation to '
+                     'replace it' % (profile_id, row.generation))
+        row = models.Profile(
+            id=profile_id, name=document.get('nf', {}).get('name', profile_id),
+            nf=document.get('nf', {}).get('name', ''), visibility=visibility,
+            project_id=project_id, generation=0, document=text,
+            created_at=now, updated_at=now)
+        ctx.session.add(row)
+        ctx.session.flush()
+        return _record(row), True
+    if row is None:
+        raise exception.ProfileNotFound(id=profile_id)
+    if (row.document, row.visibility, row.generation) == (
+            text, visibility, generation):
+        return _record(row), False
+    done = ctx.session.execute(
+        sa.update(models.Profile)
+        .where(models.Profile.id == profile_id,
+               models.Profile.generation == generation)
+        .values(document=text, visibility=visibility, project_id=project_id,
+                nf=document.get('nf', {}).get('name', ''),
+                generation=generation + 1, updated_at=now))
+    if done.rowcount != 1:
+        raise exception.ConcurrentUpdate(
+            what='profile %s' % profile_id, expected=generation,
+            actual=row.generation)
+    ctx.session.expire_all()
+    return _record(ctx.session.get(models.Profile, profile_id)), False
+
+
+@db_api.context_manager.reader
+def get(ctx, profile_id, project_id=None):
+    """:raises ProfileNotFound: none, or not visible to ``project_id``."""
+    row = ctx.session.execute(_visible(
+        sa.select(models.Profile).where(models.Profile.id == profile_id),
+        project_id)).scalar_one_or_none()
+    if row is None:
+        raise exception.ProfileNotFound(id=profile_id)
+    return _record(row)
+
+
+@db_api.context_manager.reader
+def get_list(ctx, project_id=None, detail=False, limit=None, marker=None):
+    """Visible profiles by id; ``marker`` is the last id of a page."""
+    query = _visible(sa.select(models.Profile), project_id)
+    if marker is not None:
+        query = query.where(models.Profile.id > marker)
+    query = query.order_by(models.Profile.id)
+    if limit is not None:
+        query = query.limit(limit)
+    return [_record(r, detail) for r in ctx.session.execute(query).scalars()]
+
+
+@db_api.context_manager.reader
+def etag(ctx, project_id=None):
+    """A tag that changes whenever the visible set or a member changes."""
+    rows = ctx.session.execute(_visible(
+        sa.select(models.Profile.id, models.Profile.generation),
+        project_id).order_by(models.Profile.id)).all()
+    digest = hashlib.sha256()
+    for pid, gen in rows:
+        digest.update(('%s:%d;' % (pid, gen)).encode('utf-8'))
+    return digest.hexdigest()[:32]
+
+
+@db_api.context_manager.writer
+def delete(ctx, profile_id, project_id=None):
+    """:raises ProfileInUse: while a term that is not released names it."""
+    get(ctx, profile_id, project_id)
+    terms = ctx.session.execute(
+        sa.select(models.SloTerm.uuid)
+        .where(models.SloTerm.profile_id == profile_id,
+               models.SloTerm.status != RELEASED).limit(5)).scalars().all()
+    if terms:
+        raise exception.ProfileInUse(id=profile_id, terms=', '.join(terms))
+    ctx.session.execute(sa.delete(models.Profile)
+                        .where(models.Profile.id == profile_id))

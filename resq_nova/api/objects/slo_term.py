@@ -1,0 +1,123 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""SLO terms: what was admitted, for which project, served by which servers."""
+
+import uuid as uuid_mod
+
+import sqlalchemy as sa
+
+from resq_nova.api.db import api as db_api
+from resq_nova.api.db import models
+from resq_nova.api.objects import exception
+from resq_nova.api.objects import util
+
+STATUSES = ('admitted', 'degraded', 'violated', 'released')
+_COLUMNS = ('name', 'profile_id', 'slo', 'throughput_mpps',
+            'latency_p95_us', 'packet_bytes', 'status')
+
+
+def _record(row):
+    rec = {c: getattr(row, c) for c in _COLUMNS}
+    rec.update(uuid=row.uuid, project_id=row.project_id,
+               flavors=util.loads(row.flavors) or [],
+               servers=util.loads(row.servers) or [],
+               generation=row.generation,
+               created_at=util.iso(row.created_at),
+               updated_at=util.iso(row.updated_at))
+    return rec
+
+
+def _row(ctx, uuid, project_id):
+    query = sa.select(models.SloTerm).where(models.SloTerm.uuid == uuid)
+    if project_id is not None:
+        query = query.where(models.SloTerm.project_id == project_id)
+    row = ctx.session.execute(query).scalar_one_or_none()
+    if row is None:
+        raise exception.SloTermNotFound(id=uuid)
+    return row
+
+
+@db_api.context_manager.writer
+def create(ctx, values):
+    """A new term; ``values`` holds every column but the bookkeeping."""
+    now = util.now()
+    row = models.SloTerm(
+        uuid=values.get('uuid') or str(uuid_mod.uuid4()),
+        project_id=values['project_id'],
+        flavors=util.dumps(values.get('flavors') or []),
+        servers=util.dumps(values.get('servers') or []),
+        generation=0, created_at=now, updated_at=now,
+        **{c: values.get(c) for c in _COLUMNS})
+    if row.status is None:
+        row.status = 'admitted'
+    ctx.session.add(row)
+    ctx.session.flush()
+    return _record(row)
+
+
+@db_api.context_manager.reader
+def get(ctx, uuid, project_id=None):
+    """:raises SloTermNotFound: none, or of another project than given."""
+    return _record(_row(ctx, uuid, project_id))
+
+
+@db_api.context_manager.reader
+def get_list(ctx, project_id=None, status=None, limit=None, marker=None):
+    """Terms newest first; ``marker`` is the last uuid of a page."""
+    query = sa.select(models.SloTerm)
+    if project_id is not None:
+        query = query.where(models.SloTerm.project_id == project_id)
+    if status is not None:
+        query = query.where(models.SloTerm.status == status)
+    if marker is not None:
+        last = _row(ctx, marker, project_id)
+        query = query.where(sa.or_(
+            models.SloTerm.created_at < last.created_at,
+            sa.and_(models.SloTerm.created_at == last.created_at,
+                    models.SloTerm.uuid < last.uuid)))
+    query = query.order_by(models.SloTerm.created_at.desc(),
+                           models.SloTerm.uuid.desc())
+    if limit is not None:
+        query = query.limit(limit)
+    return [_record(r) for r in ctx.session.execute(query).scalars()]
+
+
+@db_api.context_manager.writer
+def update(ctx, uuid, generation, values, project_id=None):
+    """Change status, servers or flavors if the generation is current.
+
+    :raises ConcurrentUpdate: a stale generation.
+    """
+    row = _row(ctx, uuid, project_id)
+    changes = {'generation': generation + 1, 'updated_at': util.now()}
+    for key in ('servers', 'flavors'):
+        if key in values:
+            changes[key] = util.dumps(values[key])
+    if 'status' in values:
+        changes['status'] = values['status']
+    done = ctx.session.execute(
+        sa.update(models.SloTerm)
+        .where(models.SloTerm.uuid == uuid,
+               models.SloTerm.generation == generation).values(**changes))
+    if done.rowcount != 1:
+        raise exception.ConcurrentUpdate(what='SLO term %s' % uuid,
+                                         expected=generation,
+                                         actual=row.generation)
+    ctx.session.expire_all()
+    return _record(_row(ctx, uuid, None))
+
+
+@db_api.context_manager.writer
+def delete(ctx, uuid, project_id=None):
+    _row(ctx, uuid, project_id)
+    ctx.session.execute(sa.delete(models.SloTerm)
+                        .where(models.SloTerm.uuid == uuid))

@@ -1,0 +1,34 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Helpers the objects share: time, JSON columns, pages."""
+
+import datetime
+import json
+
+
+def now():
+    # Naive UTC, as the DateTime columns store it on every backend.
+    return datetime.datetime.now(datetime.timezone.utc).replace(
+        tzinfo=None, microsecond=0)
+
+
+def iso(value):
+    return value.strftime('%Y-%m-%dT%H:%M:%SZ') if value else None
+
+
+def dumps(doc):
+    return json.dumps(doc, sort_keys=True, separators=(',', ':'),
+                      allow_nan=False)
+
+
+def loads(text):
+    return json.loads(text) if text else None

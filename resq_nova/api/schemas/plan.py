@@ -1,0 +1,71 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Snapshot and plan bodies."""
+
+from resq_nova.api.schemas import common
+
+SNAPSHOT_POST = {
+    'type': 'object',
+    'properties': {'id': common.ID, 'snapshot': {'type': 'object'}},
+    'required': ['id', 'snapshot'],
+    'additionalProperties': False,
+}
+MOVE = {
+    'type': 'object',
+    'properties': {'uuid': common.UUID, 'name': {'type': ['string', 'null']},
+                   'from_host': common.NAME, 'to_host': common.NAME},
+    'required': ['uuid', 'from_host', 'to_host'],
+}
+PLAN_POST = {
+    'type': 'object',
+    'properties': {
+        'id': common.ID,
+        'snapshot_id': {'anyOf': [common.ID, {'type': 'null'}]},
+        'plan': {'type': 'object',
+                 'properties': {'moves': {'type': 'array', 'items': MOVE,
+                                          'maxItems': 100000}},
+                 'required': ['moves']},
+    },
+    'required': ['id', 'plan'],
+    'additionalProperties': False,
+}
+APPLY = {
+    'type': 'object',
+    'properties': {'applier': common.NAME},
+    'required': ['applier'],
+    'additionalProperties': False,
+}
+CANCEL = {'type': 'object', 'additionalProperties': False}
+ACTION_PUT = {
+    'type': 'object',
+    'properties': {
+        'state': {'type': 'string', 'enum': [
+            'ongoing', 'succeeded', 'failed', 'skipped', 'cancelled']},
+        'detail': common.TEXT,
+    },
+    'required': ['state'],
+    'additionalProperties': False,
+}
+RESULT_PUT = {
+    'type': 'object',
+    'properties': {
+        'state': {'type': 'string', 'enum': ['applied', 'failed']},
+        'result': common.TEXT,
+    },
+    'required': ['state'],
+    'additionalProperties': False,
+}
+LIST_QUERY = common.query({
+    'state': {'type': 'string', 'enum': [
+        'proposed', 'applying', 'applied', 'failed', 'cancelled',
+        'superseded']},
+    'limit': common.LIMIT})

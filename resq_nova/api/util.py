@@ -1,0 +1,97 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Request bodies and query strings against their schemas; pages; ETags."""
+
+import json
+from urllib import parse
+
+import jsonschema
+
+from resq_nova.api import errors
+
+
+def _no_constant(name):
+    raise ValueError('%s is not a finite number' % name)
+
+
+def extract_json(req, schema, max_bytes):
+    """The request's JSON body, validated; what is wrong named if not.
+
+    :raises resq_nova.api.errors.TooLarge: over ``max_bytes``.
+    :raises resq_nova.api.errors.BadRequest: not JSON, NaN or infinity,
+        or not what ``schema`` allows.
+    """
+    if req.content_length is not None and req.content_length > max_bytes:
+        raise errors.TooLarge(
+            'the request body has %d bytes, more than [api] '
+            'max_request_body_size (%d); send a smaller document or ask '
+            'the operator to raise the limit'
+            % (req.content_length, max_bytes))
+    raw = req.body_file.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise errors.TooLarge(
+            'the request body is longer than [api] max_request_body_size '
+            '(%d bytes); send a smaller document' % max_bytes)
+    try:
+        body = json.loads(raw.decode('utf-8'), parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise errors.BadRequest('the body is not valid JSON (%s); send a '
+                                'JSON document with Content-Type '
+                                'application/json' % exc,
+                                code='resq.body.invalid_json')
+    validate(body, schema, 'body')
+    return body
+
+
+def validate(value, schema, where):
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    if error is not None:
+        path = '.'.join(str(p) for p in error.absolute_path) or '(top)'
+        raise errors.BadRequest('%s field %s: %s' % (where, path,
+                                                     error.message),
+                                code='resq.%s.invalid' % where)
+
+
+def query(req, schema):
+    """The query string as a dict of single values, validated."""
+    params = {}
+    for key in req.GET:
+        values = req.GET.getall(key)
+        if len(values) > 1:
+            raise errors.BadRequest('query parameter %s is given %d times; '
+                                    'give it once' % (key, len(values)),
+                                    code='resq.query.invalid')
+        params[key] = values[0]
+    validate(params, schema, 'query')
+    return params
+
+
+def limit(params, max_limit):
+    value = params.get('limit')
+    return min(int(value), max_limit) if value is not None else max_limit
+
+
+def page_links(req, items, limit_value, key):
+    """``links`` with ``next`` when the page is full."""
+    links = [{'rel': 'self', 'href': req.path_qs}]
+    if items and len(items) >= limit_value:
+        params = dict(req.GET)
+        params['marker'] = items[-1][key]
+        params['limit'] = str(limit_value)
+        links.append({'rel': 'next',
+                      'href': '%s?%s' % (req.path, parse.urlencode(params))})
+    return links
+
+
+def etag_matches(req, tag):
+    return req.if_none_match is not None and tag in req.if_none_match
