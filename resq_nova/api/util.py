@@ -94,4 +94,6 @@ def page_links(req, items, limit_value, key):
 
 
 def etag_matches(req, tag):
-    return req.if_none_match is not None and tag in req.if_none_match
+    # webob compares entity tags without their quotes.
+    return req.if_none_match is not None and \
+        tag.strip('"') in req.if_none_match

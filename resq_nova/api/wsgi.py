@@ -26,8 +26,9 @@ from resq_nova.api import deploy
 DEFAULT_CONFIG = '/etc/resq/resq-api.conf'
 
 
-def make_conf(config_files=None, args=None):
+def make_conf(config_files=None, args=None, cli_opts=()):
     conf = cfg.ConfigOpts()
+    conf.register_cli_opts(list(cli_opts))
     logging.register_options(conf)
     deploy.register_opts(conf)
     if config_files is None:

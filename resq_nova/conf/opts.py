@@ -15,6 +15,14 @@ from resq_nova.conf import optimizer
 from resq_nova.conf import resq
 
 
+def list_api_opts():
+    """resq-api's own options: [api] and [database]."""
+    from resq_nova.api.db import api as db_api
+    from resq_nova.conf import api
+
+    return api.list_opts() + db_api.list_opts()
+
+
 def list_opts():
     return [(resq.GROUP, resq.ALL_OPTS),
             (optimizer.GROUP, optimizer.ALL_OPTS)]

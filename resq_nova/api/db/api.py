@@ -60,5 +60,13 @@ def configure(conf=None, connection=None):
     return manager
 
 
+def reset():
+    """Forget the last :func:`configure` (tests)."""
+    global _reset
+    if _reset is not None:
+        _reset()
+        _reset = None
+
+
 def get_engine():
     return context_manager.writer.get_engine()

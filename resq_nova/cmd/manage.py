@@ -1,0 +1,76 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``resq-manage``: resq-api's database.
+
+``resq-manage [--config-file F] db sync [--revision R]`` walks the schema up
+(to the newest revision by default); ``db version`` prints the revision the
+database is at. Run ``db sync`` before starting new API workers: the
+migrations only add, so the old workers keep running meanwhile.
+"""
+
+import sys
+
+from oslo_config import cfg
+from oslo_db import exception as db_exc
+import sqlalchemy.exc
+
+from resq_nova.api.db import api as db_api
+from resq_nova.api.db import migration
+
+
+def _sync(conf):
+    migration.upgrade(conf.command.revision)
+    print('database at revision %s' % migration.version())
+
+
+def _version(conf):
+    current = migration.version()
+    print(current or 'empty (run "resq-manage db sync")')
+
+
+def _add_commands(subparsers):
+    db = subparsers.add_parser('db', help='the database of resq-api')
+    db_sub = db.add_subparsers(dest='db_command')
+    db_sub.required = True
+    sync = db_sub.add_parser('sync', help='walk the schema up')
+    sync.add_argument('--revision', default='head',
+                      help='revision to walk up to (default: head)')
+    sync.set_defaults(func=_sync)
+    version = db_sub.add_parser('version', help='print the revision')
+    version.set_defaults(func=_version)
+
+
+def _masked(url):
+    try:
+        return sqlalchemy.engine.make_url(url).render_as_string(
+            hide_password=True)
+    except Exception:
+        return '(unparsable URL)'
+
+
+def main(argv=None):
+    conf = cfg.ConfigOpts()
+    db_api.register_opts(conf)
+    conf.register_cli_opt(cfg.SubCommandOpt('command', handler=_add_commands,
+                                            title='commands'))
+    conf(sys.argv[1:] if argv is None else argv, project='resq',
+         prog='resq-manage')
+    try:
+        db_api.configure(conf)
+        conf.command.func(conf)
+    except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError, OSError) as exc:
+        print('resq-manage: the database %s cannot be used: %s; check '
+              '[database] connection and that the server is running'
+              % (_masked(conf.database.connection),
+                 str(exc).splitlines()[0]), file=sys.stderr)
+        return 1
+    return 0
