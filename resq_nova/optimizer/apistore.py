@@ -124,6 +124,11 @@ class ServiceStore:
             raise execute.PlanRefused(plan=plan['id'], reason=str(exc))
 
     def record(self, plan, action):
+        """Write one move's new state; never stops the moves.
+
+        A write that fails is logged and written again with the result
+        (``save_plan``), so the record ends complete when resq-api is back.
+        """
         index = _index(plan, action)
         state = ACTION_STATES.get(action.get('outcome'))
         if index is None or state is None:
@@ -133,12 +138,27 @@ class ServiceStore:
             if before == state:
                 return
             self._reported[(plan['id'], index)] = state
-        if state in ('succeeded', 'failed') and before != 'ongoing':
-            # An outcome is written from ongoing (a move that failed
-            # before it started, e.g. unexpectedly, still started).
-            self.client.set_action_state(plan['id'], index, 'ongoing', '')
-        self.client.set_action_state(plan['id'], index, state,
-                                     action.get('detail') or '')
+        try:
+            if state in ('succeeded', 'failed') and before != 'ongoing':
+                # An outcome is written from ongoing (a move that failed
+                # before it started, e.g. unexpectedly, still started).
+                self._write(plan['id'], index, 'ongoing', '')
+            self._write(plan['id'], index, state, action.get('detail') or '')
+        except resq_client.ResQAPIError as exc:
+            LOG.error('Plan %s: the state of move %d (%s) could not be '
+                      'written to resq-api: %s; written again at the end',
+                      plan['id'], index, state, exc)
+            with self._lock:
+                self._reported.pop((plan['id'], index), None)
+
+    def _write(self, plan_id, index, state, detail):
+        try:
+            self.client.set_action_state(plan_id, index, state, detail)
+        except resq_client.Conflict:
+            # Already so (a cancel marks moves not started cancelled).
+            now = self.client.get_plan(plan_id)['actions'][index]['state']
+            if now != state:
+                raise
 
     def cancelled(self, plan):
         """Why the plan must not go on (its state read back), or None."""
@@ -196,10 +216,9 @@ class ServiceStore:
         return result
 
     def _flush_actions(self, plan):
-        # Moves never started were not reported as they happened.
+        # Moves never started, and any state a failed write left behind.
         for action in plan.get('actions') or ():
-            if action.get('outcome') == execute.NOT_RUN:
-                self.record(plan, action)
+            self.record(plan, action)
 
 
 def from_conf(conf):

@@ -58,7 +58,8 @@ ACTION_PUT = {
 RESULT_PUT = {
     'type': 'object',
     'properties': {
-        'state': {'type': 'string', 'enum': ['applied', 'failed']},
+        'state': {'type': 'string',
+                  'enum': ['applied', 'failed', 'cancelled']},
         'result': common.TEXT,
     },
     'required': ['state'],
