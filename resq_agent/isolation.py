@@ -9,17 +9,22 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Instances that run without isolation, marked on the server.
+"""Instances that run without isolation, reported to resq-api.
 
 When the agent finds an instance's cores and ways in different cache
 domains and cannot move the ways to the cores (no room there), the
-instance runs unpartitioned. The agent says so where the tenant and the
-optimizer look: the server metadata key ``resq_isolation`` (``misplaced
-on <host>: <reason>``, back to ``ok`` once repaired), beside the fault
-notification ``resq.instance.misplaced`` (:mod:`resq_agent.notifications`).
-``resq-optimizer`` live-migrates servers so marked, letting Nova's
-scheduler and the ResQ filter choose a host where both fit, and writes
-``moved to <host>`` when the move is done.
+instance runs unpartitioned. The agent reports it to resq-api
+(``PUT /servers/{uuid}/isolation``: ``misplaced`` with the host and the
+reason, back to ``ok`` once repaired) with its own service credentials
+(``[resq_api]``; only admin and service users may write it), beside the
+fault notification ``resq.instance.misplaced``
+(:mod:`resq_agent.notifications`). ``resq-optimizer`` live-migrates the
+servers resq-api lists as misplaced, letting Nova's scheduler and the
+ResQ filter choose a host where both fit, and records ``moved``.
+
+Without ``[resq_api]`` the agent writes the server metadata key
+``resq_isolation`` instead, for people to read: the optimizer never acts
+on metadata, which the server's owner can write.
 
 An agent clears only its own mark: it writes ``ok`` only while the value
 is still the one it wrote. A server that left the host (repaired by the
@@ -34,6 +39,7 @@ enforcement pass until they land.
 from oslo_log import log as logging
 
 from resq_agent import metadata
+from resq_common.clients import resq as resq_client
 from resq_common import isolation as isolation_contract
 
 LOG = logging.getLogger(__name__)
@@ -50,6 +56,43 @@ def misplaced_value(reason, host=None):
     value = ('%s on %s: %s' % (MISPLACED, host, reason) if host else
              '%s: %s' % (MISPLACED, reason))
     return value if len(value) <= MAX_VALUE else value[:MAX_VALUE - 3] + '...'
+
+
+class ServiceUnavailable(metadata.NovaUnavailable):
+    msg_fmt = ('resq-api is unreachable (%(reason)s); check the [resq_api] '
+               'options. Isolation status is reported after the next pass.')
+
+
+class ServiceIsolation:
+    """The publisher's sink in resq-api (``publish`` as ServerMetadata's)."""
+
+    def __init__(self, client, host):
+        self._client = client
+        self._host = host
+
+    def publish(self, server, values, expect=None):
+        value = values[ISOLATION_KEY]
+        try:
+            if expect is not None:
+                now = self._client.get_isolation(server)
+                wanted = expect[ISOLATION_KEY]
+                if now is None or (now['status'], now['host'],
+                                   now['detail']) != (MISPLACED, self._host,
+                                                      wanted):
+                    raise metadata.Superseded(
+                        key='isolation status', server=server,
+                        found=now and '%s on %s' % (now['status'],
+                                                    now['host']),
+                        expected=wanted)
+            status = OK if value == OK else MISPLACED
+            self._client.set_isolation(server, status, self._host,
+                                       '' if value == OK else value)
+        except resq_client.ResQAPIUnavailable as exc:
+            raise ServiceUnavailable(reason=exc)
+        except resq_client.ResQAPIError as exc:
+            raise metadata.MetadataError(action='report the isolation '
+                                         'status', server=server,
+                                         status=exc.status, reason=exc)
 
 
 class IsolationPublisher:
@@ -81,7 +124,17 @@ class IsolationPublisher:
 
     def _client(self):
         if self._metadata is None:
-            self._metadata = metadata.ServerMetadata.from_conf(self.conf)
+            api = self.conf[resq_client.GROUP]
+            if api.auth_type or api.endpoint_override:
+                self._metadata = ServiceIsolation(
+                    resq_client.ResQClient.from_conf(self.conf), self.host)
+            else:
+                LOG.error('[resq_api] is not configured: servers without '
+                          'cache isolation are only marked in their '
+                          'metadata, which resq-optimizer does not act on; '
+                          'configure [resq_api] with the agent\'s service '
+                          'credentials')
+                self._metadata = metadata.ServerMetadata.from_conf(self.conf)
         return self._metadata
 
     def flush(self):

@@ -14,6 +14,7 @@ monitoring. The agent also reads ``[placement]`` (keystoneauth options)."""
 from oslo_config import cfg
 
 from resq_common.clients import placement as placement_client
+from resq_common.conf import clients
 
 GROUP = 'resq_agent'
 
@@ -136,6 +137,8 @@ ALL_OPTS = [
 def register_opts(conf):
     conf.register_opts(ALL_OPTS, group=GROUP)
     placement_client.register_opts(conf)
+    # [resq_api]: where the agent reports isolation status.
+    clients.register_opts(conf, clients.RESQ_API)
 
 
 def list_opts():

@@ -62,8 +62,11 @@ def _optimizer(conf, live=True, notify=True):
         note = notifier.PlanNotifier(conf)
     from resq_nova.optimizer import apistore
 
-    return service.Optimizer(conf, placement, compute,
-                             store=apistore.from_conf(conf), notifier=note)
+    store = apistore.from_conf(conf)
+    return service.Optimizer(
+        conf, placement, compute, store=store, notifier=note,
+        isolation=getattr(store, 'client', None)
+        or apistore.client_from_conf(conf))
 
 
 def print_plan(plan, out=None):

@@ -221,6 +221,14 @@ class ServiceStore:
             self.record(plan, action)
 
 
+def client_from_conf(conf):
+    """resq-api's client when ``[resq_api]`` is configured, else None."""
+    api = conf[resq_client.GROUP]
+    if api.auth_type or api.endpoint_override:
+        return resq_client.ResQClient.from_conf(conf)
+    return None
+
+
 def from_conf(conf):
     """The store ``[resq_optimizer] plan_store`` names.
 

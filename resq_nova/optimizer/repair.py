@@ -12,15 +12,16 @@
 """Servers running without isolation, moved to a host where both fit.
 
 An agent that finds a server's cores and ways in different cache domains,
-and cannot move the ways to the cores' domain, marks the server's
-metadata ``resq_isolation=misplaced: <reason>``
-(:mod:`resq_agent.isolation`). The optimizer live-migrates each such
-server without naming a host: Nova's scheduler, with the ResQ filter,
-chooses one where the cores and the ways land in one cache domain. Each
-move's true outcome is reported: ``done`` only when the server is ACTIVE
-on another host (its mark then says ``moved to <host>``), ``failed``
-with Nova's reason otherwise, ``skipped`` when the server is busy (its
-next round tries again).
+and cannot move the ways to the cores' domain, reports it ``misplaced``
+to resq-api (:mod:`resq_agent.isolation`); only admin and service users
+may write that status. The optimizer live-migrates each server resq-api
+lists as misplaced on the host Nova has it on, without naming a target:
+Nova's scheduler, with the ResQ filter, chooses one where the cores and
+the ways land in one cache domain. Each move's true outcome is reported:
+``done`` only when the server is ACTIVE on another host (its status then
+``moved``), ``failed`` with Nova's reason otherwise, ``skipped`` when the
+server is busy (its next round tries again). Server metadata is never
+read: the server's owner can write it.
 """
 
 import time
@@ -32,45 +33,54 @@ from resq_common import isolation as isolation_contract
 
 LOG = logging.getLogger(__name__)
 
-# The server metadata resq_agent.isolation writes (it imports these).
+# The metadata key agents without [resq_api] write, for people only.
 ISOLATION_KEY = isolation_contract.ISOLATION_KEY
 MISPLACED_PREFIX = isolation_contract.MISPLACED_PREFIX
 DONE, FAILED, SKIPPED = 'done', 'failed', 'skipped'
 
 
-def misplaced(servers):
-    """The servers whose metadata says they run without isolation."""
-    return [s for s in servers
-            if str((s.get('metadata') or {}).get(ISOLATION_KEY, ''))
-            .startswith(MISPLACED_PREFIX)]
-
-
 class Repairer:
+    """Live-migrate the servers resq-api lists as misplaced.
 
-    def __init__(self, compute, timeout=600.0, poll_interval=2.0,
+    Server metadata is not read: the server's owner can write it.
+    """
+
+    def __init__(self, compute, isolation, timeout=600.0, poll_interval=2.0,
                  clock=time.monotonic, sleep=time.sleep):
         self.compute = compute
+        self.isolation = isolation
         self.timeout = timeout
         self.poll_interval = poll_interval
         self.clock = clock
         self.sleep = sleep
 
-    def run(self, servers=None):
-        """Move every misplaced server once; their outcomes, in order.
+    def run(self):
+        """Move every misplaced server once; their outcomes, in order."""
+        results = []
+        for record in self.isolation.list_isolation(status=MISPLACED_PREFIX):
+            try:
+                server = self.compute.get_server(record['server_uuid'])
+            except compute_mod.ComputeError as exc:
+                LOG.warning('Server %s reported misplaced on %s cannot be '
+                            'read (%s); tried again next round',
+                            record['server_uuid'], record['host'], exc)
+                continue
+            if server.get('OS-EXT-SRV-ATTR:host') != record['host']:
+                # It left the host the agent saw it on; that host's report
+                # no longer describes it (the new host's agent reports).
+                LOG.info('Server %s was reported misplaced on %s but is on '
+                         '%s now; not moved', record['server_uuid'],
+                         record['host'], server.get('OS-EXT-SRV-ATTR:host'))
+                continue
+            results.append(self.move(server, record.get('detail') or
+                                     record['status']))
+        return results
 
-        :param servers: server documents (with ``metadata``); default: all
-            servers, from Nova.
-        """
-        if servers is None:
-            servers = self.compute.list_all_servers()
-        return [self.move(s) for s in misplaced(servers)]
-
-    def move(self, server):
+    def move(self, server, reason):
         uuid = server['id']
         source = server.get('OS-EXT-SRV-ATTR:host')
         result = {'uuid': uuid, 'name': server.get('name'),
-                  'from_host': source, 'to_host': None,
-                  'reason': server['metadata'][ISOLATION_KEY]}
+                  'from_host': source, 'to_host': None, 'reason': reason}
         if server.get('status') != 'ACTIVE' or server.get(
                 'OS-EXT-STS:task_state'):
             return self._outcome(result, SKIPPED, 'the server is %s (task '
@@ -108,18 +118,19 @@ class Repairer:
                                      % self.timeout)
 
     def _unmark(self, uuid, host):
-        """Say it moved, so the next round does not move it again.
+        """Record the move, so the next round does not move it again.
 
-        The destination's agent marks it again if its cores and ways are
-        still apart there.
+        The destination's agent reports it misplaced again if its cores
+        and ways are still apart there.
         """
         try:
-            self.compute.update_server_metadata(
-                uuid, {ISOLATION_KEY: 'moved to %s' % host})
-        except compute_mod.ComputeError as exc:
-            LOG.warning('Server %s moved to %s but its %s mark could not '
-                        'be updated (%s); the next round may move it again',
-                        uuid, host, ISOLATION_KEY, exc)
+            self.isolation.set_isolation(uuid, 'moved', host,
+                                         'moved to %s by resq-optimizer'
+                                         % host)
+        except Exception as exc:
+            LOG.warning('Server %s moved to %s but its isolation status '
+                        'could not be updated in resq-api (%s); the next '
+                        'round may move it again', uuid, host, exc)
 
     def _outcome(self, result, outcome, detail):
         result['outcome'] = outcome

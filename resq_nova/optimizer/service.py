@@ -36,7 +36,7 @@ LOG = logging.getLogger(__name__)
 class Optimizer:
 
     def __init__(self, conf, placement=None, compute=None, store=None,
-                 notifier=None):
+                 notifier=None, isolation=None):
         self.conf = conf
         self.opts = conf.resq_optimizer
         self.placement = placement
@@ -44,6 +44,8 @@ class Optimizer:
         self.store = store or store_mod.Store(
             self.opts.state_dir, self.opts.coordination_url)
         self.notifier = notifier
+        # resq-api's client: where the agents report misplaced servers.
+        self.isolation = isolation or getattr(self.store, 'client', None)
 
     def _notify(self, event, plan):
         if self.notifier is not None:
@@ -148,15 +150,21 @@ class Optimizer:
             return [self.store.close_orphan(record, self.compute)
                     for record in orphaned()]
 
-    def repair(self, servers=None):
-        """Live-migrate the servers agents marked as misplaced.
+    def repair(self):
+        """Live-migrate the servers resq-api lists as misplaced.
 
         :returns: one outcome per server (see
-            :mod:`resq_nova.optimizer.repair`), each also notified.
+            :mod:`resq_nova.optimizer.repair`), each also notified; none
+            without resq-api (the agents then report nowhere it can read).
         """
+        if self.isolation is None:
+            LOG.warning('[resq_api] is not configured: servers the agents '
+                        'find without isolation are not repaired')
+            return []
         results = repair_mod.Repairer(
-            self.compute, timeout=self.opts.migration_timeout,
-            poll_interval=self.opts.poll_interval).run(servers)
+            self.compute, self.isolation,
+            timeout=self.opts.migration_timeout,
+            poll_interval=self.opts.poll_interval).run()
         if self.notifier is not None and hasattr(self.notifier,
                                                  'send_repair'):
             for result in results:

@@ -25,6 +25,7 @@ from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
 from resq_nova.optimizer import service
 from resq_nova.optimizer import snapshot as snap_mod
+from tests.fixtures import resq_api
 from tests.functional import test_nova_scheduler
 
 
@@ -270,11 +271,36 @@ class RepairTest(OptimizerTestBase):
         super().setUp()
         self.rps = {h: self.start_resq_compute(h)[0]
                     for h in ('host1', 'host2')}
+        self.resq = self.useFixture(resq_api.ResQAPI())
+        self.agent = self.resq.client('service')
+        self.optimizer = service.Optimizer(
+            self.conf, self.client, self.compute,
+            isolation=self.resq.client('service'))
 
     def mark(self, server, reason='its cores are pinned in cache domain 1 '
              'but its 3 ways are in domain 0'):
-        self.api.post_server_metadata(server['id'], {
-            'resq_isolation': 'misplaced: ' + reason})
+        # As the agent of the server's host reports it.
+        self.agent.set_isolation(server['id'], 'misplaced',
+                                 self.host_of(self.server(server['id'])),
+                                 'misplaced on host: ' + reason)
+
+    def status(self, server):
+        return self.agent.get_isolation(server['id'])['status']
+
+    def test_a_tenants_own_metadata_moves_nothing(self):
+        a = self.boot('host1', ways=3, name='a')
+        # The owner writes the key agents used to write: nothing happens.
+        self.api.post_server_metadata(a['id'], {
+            'resq_isolation': 'misplaced: says the tenant'})
+        self.assertEqual([], self.optimizer.repair())
+        self.assertEqual('host1', self.host_of(self.server(a['id'])))
+        self.assertEqual([], self.migrations)
+
+    def test_a_report_from_a_host_the_server_left_is_ignored(self):
+        a = self.boot('host1', ways=3, name='a')
+        self.agent.set_isolation(a['id'], 'misplaced', 'host2', 'stale')
+        self.assertEqual([], self.optimizer.repair())
+        self.assertEqual([], self.migrations)
 
     def test_marked_server_moves_and_others_stay(self):
         a = self.boot('host1', ways=3, name='a')
@@ -288,8 +314,7 @@ class RepairTest(OptimizerTestBase):
         self.assertEqual('host1', self.host_of(self.server(b['id'])))
         self.assertEqual({self.rps['host2']: 3}, self.llc_of(a['id']))
         self.assert_ways_with_cores(a['id'])
-        self.assertEqual('moved to host2', self.server(a['id'])[
-            'metadata']['resq_isolation'])
+        self.assertEqual('moved', self.status(a))
         # Not moved again by the next round.
         self.assertEqual([], self.optimizer.repair())
 
@@ -306,8 +331,7 @@ class RepairTest(OptimizerTestBase):
         # ends in error: either way the reason names NoValidHost.
         self.assertRegex(result['detail'], 'No valid host|NoValidHost')
         self.assertEqual('host1', self.host_of(self.server(a['id'])))
-        self.assertTrue(self.server(a['id'])['metadata'][
-            'resq_isolation'].startswith('misplaced'))
+        self.assertEqual('misplaced', self.status(a))
 
     def test_failed_migration_is_reported_with_novas_reason(self):
         a = self.boot('host1', ways=3, name='a')
