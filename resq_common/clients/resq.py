@@ -262,6 +262,56 @@ class ResQClient:
         return self._json('GET', '/hosts/%s' % _q(hostname))
 
 
+class ProfileSource:
+    """Profiles from resq-api, read as :class:`ProfileStore` is read.
+
+    ``get`` answers from the client's ETag-revalidated cache, so an
+    admission reads each document once.
+    """
+
+    def __init__(self, client):
+        self.client = client
+        self.directory = 'resq-api'
+
+    def get(self, profile_id):
+        from resq_profiler import exception as profiler_exc
+        from resq_profiler import profile as profile_mod
+
+        doc = self.client.profile_documents().get(profile_id)
+        if doc is None:
+            raise profiler_exc.ResQException(
+                'no profile %r in resq-api that this project can use; list '
+                'them with "openstack resq profile list" or upload it with '
+                '"resq-profiler upload"' % profile_id)
+        return profile_mod.Profile.from_dict(doc, source='resq-api profile '
+                                             '%s' % profile_id)
+
+    def exists(self, profile_id):
+        return profile_id in self.client.profile_documents()
+
+    def ids(self):
+        return sorted(self.client.profile_documents())
+
+    def list(self):
+        return [self.get(pid) for pid in self.ids()]
+
+
+def term_record(doc, slo, profile_id, throughput_mpps=None,
+                latency_p95_us=None, packet_bytes=None):
+    """The SLO term record of an admission's document (what was booted)."""
+    flavors = doc.get('flavors') or ([doc['flavor']] if doc.get('flavor')
+                                     else [])
+    return {
+        'name': doc.get('term', {}).get('name') if isinstance(
+            doc.get('term'), dict) else doc.get('term'),
+        'profile_id': profile_id, 'slo': slo,
+        'throughput_mpps': throughput_mpps,
+        'latency_p95_us': latency_p95_us, 'packet_bytes': packet_bytes,
+        'flavors': [f['name'] for f in flavors],
+        'servers': [s['id'] for s in doc.get('servers') or ()],
+    }
+
+
 def _q(value):
     return parse.quote(str(value), safe='')
 

@@ -35,6 +35,7 @@ from oslo_config import cfg
 
 from resq_common.clients import compute as compute_mod
 from resq_common.clients import placement as placement_client
+from resq_common.clients import resq as resq_client
 from resq_common import extra_specs
 from resq_nova.admission.batch import deploy as batch_deploy
 from resq_nova.admission.batch import slo_file
@@ -91,8 +92,9 @@ cli_opts = [
                 help='print the plan; create nothing'),
     cfg.StrOpt('format', default='text', choices=('text', 'json'),
                help='output format'),
-    cfg.StrOpt('profile-dir', help='profile store (default: [resq] '
-                                   'profile_dir)'),
+    cfg.StrOpt('profile-dir', help='read profiles from this local '
+                                   'directory instead of resq-api (an '
+                                   'offline try-out)'),
     cfg.StrOpt('slo-file', help='admit every term of this YAML or JSON file '
                                 'together, whole or not at all (instead of '
                                 '--term, --profile and the targets)'),
@@ -110,6 +112,49 @@ def register_opts(conf):
     nova_conf.register_opts(conf)
     placement_client.register_opts(conf)
     compute_mod.register_opts(conf)
+    resq_client.register_opts(conf)
+
+
+def profile_source(conf, err):
+    """Where profiles come from, and resq-api's client (or None).
+
+    ``--profile-dir`` reads local files (an offline try-out, or checking
+    files before uploading them); otherwise resq-api when ``[resq_api]``
+    is configured; otherwise ``[resq] profile_dir``, with a warning.
+    """
+    if conf.profile_dir:
+        return store_mod.ProfileStore(conf.profile_dir), None
+    api = conf[resq_client.GROUP]
+    if api.auth_type or api.endpoint_override:
+        client = resq_client.ResQClient.from_conf(conf)
+        return resq_client.ProfileSource(client), client
+    print('WARNING: [resq_api] is not configured: profiles are read from '
+          '%s on this host and the admitted term is not recorded'
+          % conf.resq.profile_dir, file=err)
+    return store_mod.ProfileStore(conf.resq.profile_dir), None
+
+
+def record_term(client, conf, doc, err):
+    """Record what was booted as an SLO term (its uuid in ``doc``).
+
+    :returns: the exit status.
+    """
+    if client is None or not doc.get('servers'):
+        return 0
+    slo = conf.slo or extra_specs.RESERVED
+    values = resq_client.term_record(
+        doc, slo, conf.profile or doc.get('profile'),
+        conf.throughput_mpps or doc.get('throughput_mpps') or 0.0,
+        conf.latency_p95_us, conf.packet_bytes)
+    values = {k: v for k, v in values.items() if v is not None}
+    try:
+        rec = client.create_term(values)
+    except exception.ResQException as exc:
+        print('ERROR: the servers are booted but the SLO term could not be '
+              'recorded in resq-api: %s' % exc, file=err)
+        return 1
+    doc['slo_term'] = rec['uuid']
+    return 0
 
 
 def missing_options(args):
@@ -245,7 +290,11 @@ def run(conf, placement, compute, out=None, err=None):
     if wrong:
         print('ERROR: %s' % wrong, file=err)
         return 1
-    store = store_mod.ProfileStore(conf.profile_dir or conf.resq.profile_dir)
+    try:
+        store, client = profile_source(conf, err)
+    except CLIENT_ERRORS as exc:
+        print(error_line(exc), file=err)
+        return 1
     if conf.slo_file:
         return _run_file(conf, placement, compute, store, out, err)
     try:
@@ -264,8 +313,11 @@ def run(conf, placement, compute, out=None, err=None):
     except CLIENT_ERRORS as exc:
         print(error_line(exc), file=err)
         return 1
+    rc = 0
+    if not (conf.dry_run or conf.heat_template):
+        rc = record_term(client, conf, doc, err)
     _show(conf, doc, out)
-    return 0
+    return rc
 
 
 # What an admission can end in besides a refusal or a failed boot.
@@ -383,6 +435,9 @@ def _show(conf, doc, out):
 
 
 def _show_stack(doc, out):
+    if doc.get('slo_term'):
+        print('  recorded in resq-api as SLO term %s' % doc['slo_term'],
+              file=out)
     if doc.get('flavors_shared'):
         print('  project %s has access to flavor(s) %s' % (
             doc['stack_project'], ', '.join(doc['flavors_shared'])),

@@ -18,9 +18,11 @@ from oslo_config import cfg
 import yaml
 
 from resq_common.clients import compute as compute_mod
+from resq_common.clients import resq as resq_client
 from resq_nova.cmd import admit
 from resq_profiler import profile as profile_mod
 from resq_profiler import store as store_mod
+from tests.fixtures import resq_api
 from tests.functional import test_nova_scheduler
 from tests.unit.resq_profiler import test_profile
 
@@ -89,6 +91,73 @@ class AdmissionTestBase(test_nova_scheduler.ResQNovaTestBase):
     def servers(self, prefix='fw-a-'):
         return {s['name']: s for s in self.api.get_servers()
                 if s['name'].startswith(prefix)}
+
+
+class ServiceAdmissionTest(AdmissionTestBase):
+    """Profiles from resq-api and the admitted term recorded there."""
+
+    def setUp(self):
+        super().setUp()
+        self.resq = self.useFixture(resq_api.ResQAPI())
+        self.member = self.resq.client('member_a')
+        self.member.put_profile(test_profile.make_doc())
+        self.conf_file = os.path.join(self.profiles, 'admit.conf')
+        self.api_conf('member_a')
+
+    def api_conf(self, persona):
+        with open(self.conf_file, 'w') as f:
+            f.write('[resq_api]\nauth_type = admin_token\nendpoint = %s\n'
+                    'token = %s\n'
+                    % (self.resq.endpoint, self.resq.tokens[persona]))
+
+    def run_admit(self, argv):
+        conf = cfg.ConfigOpts()
+        admit.register_opts(conf)
+        conf.register_cli_opts(admit.cli_opts)
+        conf(['--ram-mb', '512', '--image', IMAGE, '--network', 'none',
+              '--format', 'json', '--boot-timeout', '60'] + list(argv),
+             project='resq', default_config_files=[self.conf_file])
+        out, err = io.StringIO(), io.StringIO()
+        rc = admit.run(conf, self.client, self.compute, out=out, err=err)
+        text = out.getvalue()
+        return rc, json.loads(text) if text else None, err.getvalue()
+
+    def test_profile_from_the_service_and_term_recorded(self):
+        self.start_host('host1')
+        # No local profile: only resq-api has it.
+        os.unlink(store_mod.ProfileStore(self.profiles).path(PROFILE_ID))
+        rc, doc, err = self.admit()
+        self.assertEqual(0, rc, err)
+        term = self.member.get_term(doc['slo_term'])
+        self.assertEqual(('fw-a', PROFILE_ID, 'reserved', 'admitted', 'p-a'),
+                         (term['name'], term['profile_id'], term['slo'],
+                          term['status'], term['project_id']))
+        self.assertEqual(sorted(s['id'] for s in doc['servers']),
+                         sorted(term['servers']))
+        self.assertEqual(sorted(f['name'] for f in doc['flavors']),
+                         sorted(term['flavors']))
+        # Another project does not see it; its profile cannot go while
+        # the term holds it.
+        self.assertEqual([], self.resq.client('member_b').list_terms())
+        self.assertRaises(resq_client.Conflict, self.member.delete_profile,
+                          PROFILE_ID)
+
+    def test_a_profile_the_project_cannot_see_is_refused(self):
+        self.start_host('host1')
+        self.api_conf('member_b')
+        rc, doc, err = self.admit()
+        self.assertEqual(1, rc)
+        self.assertIn('no profile %r in resq-api' % PROFILE_ID, err)
+        self.assertEqual({}, self.servers())
+        self.assertEqual([], self.resq.client('admin').list_terms(
+            all_projects='true'))
+
+    def test_dry_run_records_nothing(self):
+        self.start_host('host1')
+        rc, doc, err = self.admit('--dry-run')
+        self.assertEqual(0, rc, err)
+        self.assertNotIn('slo_term', doc)
+        self.assertEqual([], self.member.list_terms())
 
 
 class AdmissionTest(AdmissionTestBase):
