@@ -71,8 +71,10 @@ def register_opts(conf, group=GROUP):
 class ResQClient:
     """resq-api over a keystoneauth adapter."""
 
-    def __init__(self, adapter, cache_seconds=DEFAULT_CACHE_SECONDS):
+    def __init__(self, adapter, cache_seconds=DEFAULT_CACHE_SECONDS,
+                 microversion=MV_BASE):
         self._adapter = adapter
+        self.microversion = microversion
         self._cache_seconds = cache_seconds
         self._lock = threading.Lock()
         self._profiles = {}          # id -> document
@@ -94,7 +96,7 @@ class ResQClient:
 
     # -- the one response check -------------------------------------------
     def _call(self, method, url, body=None, ok=(200,), headers=None):
-        kwargs = {'microversion': MV_BASE,
+        kwargs = {'microversion': self.microversion,
                   'headers': dict({'accept': 'application/json'},
                                   **(headers or {}))}
         if body is not None:

@@ -29,6 +29,7 @@ for :class:`resq_nova.optimizer.service.Optimizer`:
 The single-writer lock stays tooz's (``coordination_url``).
 """
 
+import contextlib
 import os
 import threading
 
@@ -75,6 +76,13 @@ class ServiceStore:
         self._reported = {}   # (plan id, index) -> state written
 
     def lock(self):
+        """The optimizers' tooz lock; none for a CLI (``url`` None).
+
+        Without the lock two plans may be made together (harmless: the
+        newer supersedes); applying stays one applier's by the claim.
+        """
+        if self.coordination_url is None:
+            return contextlib.nullcontext(self)
         return coordination.Lock(self.coordination_url)
 
     def save_snapshot(self, snapshot_id, doc):
@@ -105,7 +113,15 @@ class ServiceStore:
                                          '"openstack resq plan list")')
         plan = dict(record.get('plan') or {})
         plan['id'] = record.get('id', ref)
-        plan['state'] = record.get('state')
+        # The record is the truth: its state, result and each move's state.
+        plan['status'] = plan['state'] = record.get('state')
+        plan['result'] = record.get('result')
+        if record.get('state') not in ('proposed', 'superseded'):
+            plan['actions'] = [
+                {'uuid': a['uuid'], 'name': a.get('name'),
+                 'from_host': a.get('from_host'), 'to_host': a.get('to_host'),
+                 'outcome': a['state'], 'detail': a.get('detail')}
+                for a in record.get('actions') or ()]
         return plan, locator(plan['id'])
 
     def list_plans(self):

@@ -27,6 +27,7 @@ from osc_lib import exceptions
 
 from resq_common.clients import compute as compute_mod
 from resq_common.clients import placement as placement_client
+from resq_common.clients import resq as resq_client
 from resq_common import exception
 from resq_common import extra_specs
 
@@ -35,16 +36,22 @@ CREDENTIALS = ('pass --os-cloud with a cloud from clouds.yaml, or set '
 
 
 class ResQClient:
-    """What ``openstack resq`` commands talk to: Placement and Nova."""
+    """What ``openstack resq`` commands talk to: Placement, Nova, resq-api."""
 
-    def __init__(self, placement, compute):
+    def __init__(self, placement, compute, service=None):
         self.placement = placement
         self.compute = compute
+        self.service = service
 
     @classmethod
-    def from_adapters(cls, placement_adapter, compute_adapter):
+    def from_adapters(cls, placement_adapter, compute_adapter,
+                      resq_adapter=None, microversion=resq_client.MV_BASE):
+        service = None
+        if resq_adapter is not None:
+            service = resq_client.ResQClient(resq_adapter,
+                                             microversion=microversion)
         return cls(placement_client.PlacementClient(placement_adapter),
-                   compute_mod.ComputeClient(compute_adapter))
+                   compute_mod.ComputeClient(compute_adapter), service)
 
 
 class AuthenticatedCommand:
@@ -117,6 +124,13 @@ def _message(exc):
                 'your cloud has a "compute" endpoint (or set '
                 'compute_endpoint_override in clouds.yaml) and that nova-api '
                 'is running' % exc.kwargs.get('reason'))
+    if isinstance(exc, resq_client.ResQAPIUnavailable):
+        return ('cannot reach resq-api (%s); check that the service catalog '
+                'of your cloud has a "resq" endpoint (or set '
+                'resq_endpoint_override in clouds.yaml) and that resq-api is '
+                'running' % exc.kwargs.get('reason'))
+    if isinstance(exc, resq_client.ResQAPIError):
+        return str(exc)
     if isinstance(exc, (placement_client.PlacementError,
                         compute_mod.ComputeError)):
         service = ('Placement' if isinstance(

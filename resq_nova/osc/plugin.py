@@ -15,7 +15,9 @@ OpenStackClient calls :func:`make_client` the first time a command uses
 ``client_manager.resq``; the client talks to Placement and Nova through
 keystoneauth adapters on the CLI's authenticated session, so the service
 catalog (or ``placement_endpoint_override`` / ``compute_endpoint_override``
-in ``clouds.yaml``) says where they are.
+in ``clouds.yaml``) says where they are; resq-api is the catalog's
+``resq`` service (or ``resq_endpoint_override``), asked at the
+microversion ``--os-resq-api-version`` names.
 """
 
 from keystoneauth1 import adapter as ks_adapter
@@ -23,10 +25,14 @@ from osc_lib import utils
 
 from resq_nova.osc import client as client_mod
 
-DEFAULT_API_VERSION = '1'
+from resq_common.clients import resq as resq_client
+
+DEFAULT_API_VERSION = '1.0'
 API_NAME = 'resq'
 API_VERSION_OPTION = 'os_resq_api_version'
-API_VERSIONS = {'1': 'resq_nova.osc.client.ResQClient'}
+# '1' is the major version alone: its first microversion.
+API_VERSIONS = {'1': 'resq_nova.osc.client.ResQClient',
+                '1.0': 'resq_nova.osc.client.ResQClient'}
 
 
 def _adapter(instance, service_type):
@@ -41,8 +47,12 @@ def _adapter(instance, service_type):
 
 def make_client(instance):
     """The ``resq`` client of an OpenStackClient ``ClientManager``."""
+    version = instance._api_version.get(API_NAME) or DEFAULT_API_VERSION
+    if version == '1':
+        version = '1.0'
     return client_mod.ResQClient.from_adapters(
-        _adapter(instance, 'placement'), _adapter(instance, 'compute'))
+        _adapter(instance, 'placement'), _adapter(instance, 'compute'),
+        _adapter(instance, resq_client.SERVICE_TYPE), version)
 
 
 def build_option_parser(parser):
@@ -51,6 +61,6 @@ def build_option_parser(parser):
         '--os-resq-api-version', metavar='<resq-api-version>',
         default=utils.env('OS_RESQ_API_VERSION',
                           default=DEFAULT_API_VERSION),
-        help='ResQ command API version, default=%s '
+        help='resq-api microversion, default=%s '
              '(Env: OS_RESQ_API_VERSION)' % DEFAULT_API_VERSION)
     return parser

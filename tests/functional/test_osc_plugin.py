@@ -31,6 +31,7 @@ from resq_nova.osc.v1 import server as server_cmd
 from resq_nova.osc.v1 import slo as slo_cmd
 from resq_profiler import profile as profile_mod
 from resq_profiler import store as store_mod
+from tests.fixtures import resq_api
 from tests.functional import test_nova_admission
 from tests.functional import test_optimizer
 from tests.unit.resq_profiler import test_profile
@@ -46,6 +47,14 @@ COMMANDS = {
     'resq_profile_show': 'resq_nova.osc.v1.profile:ShowProfile',
     'resq_profile_validate': 'resq_nova.osc.v1.profile:ValidateProfile',
     'resq_slo_admit': 'resq_nova.osc.v1.slo:AdmitSLO',
+    'resq_plan_list': 'resq_nova.osc.v1.plan:ListPlan',
+    'resq_plan_cancel': 'resq_nova.osc.v1.plan:CancelPlan',
+    'resq_profile_upload': 'resq_nova.osc.v1.profile:UploadProfile',
+    'resq_profile_delete': 'resq_nova.osc.v1.profile:DeleteProfile',
+    'resq_slo_list': 'resq_nova.osc.v1.slo:ListSLO',
+    'resq_slo_show': 'resq_nova.osc.v1.slo:ShowSLO',
+    'resq_slo_release': 'resq_nova.osc.v1.slo:ReleaseSLO',
+    'resq_slo_delete': 'resq_nova.osc.v1.slo:DeleteSLO',
 }
 
 
@@ -276,6 +285,108 @@ class PlanCommandsTest(OSCTestBase):
         message = self.fails(plan_cmd.ShowPlan, 'plan-nope', '--state-dir',
                              self.state_dir)
         self.assertIn('no plan plan-nope in', message)
+
+
+class ServiceCommandsTest(OSCTestBase):
+    """The commands on resq-api: profiles, SLO terms, plans."""
+
+    def setUp(self):
+        super().setUp()
+        self.resqapi = self.useFixture(resq_api.ResQAPI())
+        self.as_persona('member_a')
+        self.doc_file = os.path.join(self.profiles, 'fw.json')
+        with open(self.doc_file, 'w') as f:
+            json.dump(test_profile.make_doc(), f)
+        self.pid = test_profile.make_doc()['id']
+
+    def as_persona(self, persona):
+        self.resq.service = self.resqapi.client(persona)
+
+    def run_plain(self, cls, *argv):
+        app = FakeApp(self.resq)
+        cmd = cls(app, None)
+        parsed = cmd.get_parser('openstack resq').parse_args(list(argv))
+        self.assertEqual(0, cmd.run(parsed))
+
+    def test_profiles(self):
+        up = self.run_cmd(profile_cmd.UploadProfile, self.doc_file)
+        self.assertEqual((self.pid, 0, 'private', 'p-a'), (
+            up['id'], up['generation'], up['visibility'], up['project_id']))
+        # Again: nothing changes.
+        again = self.run_cmd(profile_cmd.UploadProfile, self.doc_file)
+        self.assertEqual(0, again['generation'])
+        rows = self.run_cmd(profile_cmd.ListProfile)
+        self.assertEqual([self.pid], [r['ID'] for r in rows])
+        shown = self.run_cmd(profile_cmd.ShowProfile, self.pid)
+        self.assertEqual(20, shown['platform']['llc_ways'])
+        message = self.fails(profile_cmd.UploadProfile, self.doc_file,
+                             '--public')
+        self.assertIn('resq:profiles:create_public', message)
+        self.as_persona('member_b')
+        self.assertEqual([], self.run_cmd(profile_cmd.ListProfile))
+        self.as_persona('member_a')
+        self.run_plain(profile_cmd.DeleteProfile, self.pid)
+        self.assertEqual([], self.run_cmd(profile_cmd.ListProfile))
+
+    def test_admit_records_the_term_then_release_and_delete(self):
+        self.start_resq_compute('host1', ways=20,
+                                way_size_bytes=test_nova_admission.WAY_BYTES,
+                                huge_pages=True, num_closids=4)
+        self.run_cmd(profile_cmd.UploadProfile, self.doc_file)
+        doc = self.run_cmd(
+            slo_cmd.AdmitSLO, '--term', 'fw-a', '--profile', self.pid,
+            '--throughput-mpps', '4', '--latency-p95-us', '25',
+            '--image', test_nova_admission.IMAGE, '--network', 'none',
+            '--ram-mb', '512', '--boot-timeout', '60')
+        uuid = doc['slo_term']
+        rows = self.run_cmd(slo_cmd.ListSLO)
+        self.assertEqual([(uuid, 'fw-a', 'admitted')],
+                         [(r['UUID'], r['Name'], r['Status']) for r in rows])
+        shown = self.run_cmd(slo_cmd.ShowSLO, uuid)
+        self.assertEqual(sorted(i['id'] for i in doc['instances']),
+                         sorted(shown['servers']))
+        exc = self.assertRaises(exceptions.CommandError, self.run_plain,
+                                profile_cmd.DeleteProfile, self.pid)
+        self.assertIn('release them', str(exc))
+        self.as_persona('member_b')
+        self.assertEqual([], self.run_cmd(slo_cmd.ListSLO))
+        self.assertIn('no SLO term', self.fails(slo_cmd.ShowSLO, uuid))
+        self.as_persona('member_a')
+        released = self.run_cmd(slo_cmd.ReleaseSLO, uuid)
+        self.assertEqual('released', released['status'])
+        self.run_plain(profile_cmd.DeleteProfile, self.pid)
+        self.run_plain(slo_cmd.DeleteSLO, uuid)
+        self.assertEqual([], self.run_cmd(slo_cmd.ListSLO))
+
+    def test_plans_in_the_service(self):
+        for h in ('host1', 'host2'):
+            self.start_resq_compute(h)
+        self.boot('host1', ways=3, name='a')
+        self.boot('host2', ways=2, name='b')
+        self.as_persona('admin')
+        plan = self.run_cmd(plan_cmd.CreatePlan)
+        self.assertTrue(plan['proposed'], plan['reason'])
+        self.assertEqual('resq-api:/plans/%s' % plan['id'], plan['file'])
+        rows = self.run_cmd(plan_cmd.ListPlan)
+        self.assertEqual([(plan['id'], 'proposed')],
+                         [(r['ID'], r['State']) for r in rows])
+        shown = self.run_cmd(plan_cmd.ShowPlan, plan['id'])
+        self.assertEqual('proposed', shown['status'])
+        # A member may not apply (nor even read) plans.
+        self.as_persona('member_a')
+        self.assertIn('resq:plans:read',
+                      self.fails(plan_cmd.ApplyPlan, plan['id']))
+        self.as_persona('admin')
+        applied = self.run_cmd(plan_cmd.ApplyPlan, plan['id'])
+        self.assertEqual(execute.APPLIED, applied['status'])
+        shown = self.run_cmd(plan_cmd.ShowPlan, plan['id'])
+        self.assertEqual('applied', shown['status'])
+        self.assertEqual(['succeeded'], [a['outcome']
+                                         for a in shown['actions']])
+        self.assertIn('is applied: only a proposed plan can be applied',
+                      self.fails(plan_cmd.ApplyPlan, plan['id']))
+        self.assertIn('is applied',
+                      self.fails(plan_cmd.CancelPlan, plan['id']))
 
 
 class ProfileCommandsTest(OSCTestBase):

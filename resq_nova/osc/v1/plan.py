@@ -31,12 +31,18 @@ ACTION_FIELDS = MOVE_FIELDS[:2] + ('outcome', 'detail')
 
 
 def _optimizer(parsed_args, resq=None):
+    """The optimizer, its plans in resq-api unless ``--state-dir``."""
+    from resq_nova.optimizer import apistore
     from resq_nova.optimizer import service
 
     conf = config.service_conf(parsed_args.state_dir)
+    store = None
+    if resq is not None and resq.service is not None and \
+            not parsed_args.state_dir:
+        store = apistore.ServiceStore(resq.service, None)
     return service.Optimizer(
         conf, resq.placement if resq else None,
-        resq.compute if resq else None)
+        resq.compute if resq else None, store=store)
 
 
 def plan_view(plan, path):
@@ -101,21 +107,21 @@ class CreatePlan(client.AuthenticatedCommand, command.ShowOne):
         return plan_view(plan, path)
 
 
-class ShowPlan(command.ShowOne):
+class ShowPlan(client.AuthenticatedCommand, command.ShowOne):
     """Show a stored plan: its moves and, once applied, their outcomes."""
-
-    auth_required = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('plan', metavar='<plan>',
-                            help='plan id (in the state directory) or file')
+                            help='plan id (in resq-api, or in --state-dir) '
+                            'or file')
         config.add_state_dir(parser)
         return parser
 
     @client.translate_errors
     def take_action(self, parsed_args):
-        plan, path = _optimizer(parsed_args).store.load_plan(
+        resq = None if parsed_args.state_dir else client.get_client(self.app)
+        plan, path = _optimizer(parsed_args, resq).store.load_plan(
             parsed_args.plan)
         if not isinstance(plan, dict):
             raise exceptions.CommandError('%s is not a plan document' % path)
@@ -160,3 +166,52 @@ class ApplyPlan(client.AuthenticatedCommand, command.ShowOne):
                 'move' % (plan['id'], plan['status'], plan.get('result'),
                           plan['id']))
         return plan_view(plan, path)
+
+
+class ListPlan(client.AuthenticatedCommand, command.Lister):
+    """List the optimizer's plans in resq-api, newest first."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--state', metavar='<state>',
+                            help='only plans in this state (proposed, '
+                            'applying, applied, failed, cancelled, '
+                            'superseded)')
+        return parser
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        service = _service(self.app)
+        rows = [(p['id'], p['state'], p.get('applier'), p['created_at'],
+                 p['updated_at'], p.get('result'))
+                for p in service.list_plans(state=parsed_args.state)]
+        return ('ID', 'State', 'Applier', 'Created', 'Updated',
+                'Result'), rows
+
+
+class CancelPlan(client.AuthenticatedCommand, command.ShowOne):
+    """Cancel a proposed plan, or stop one being applied after its move."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('plan', metavar='<plan>', help='plan id')
+        return parser
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        rec = _service(self.app).cancel_plan(parsed_args.plan)
+        data = {'id': rec['id'], 'state': rec['state'],
+                'applier': rec.get('applier'),
+                'actions': format_columns.ListDictColumn(
+                    [{k: a.get(k) for k in ('index', 'uuid', 'state')}
+                     for a in rec.get('actions') or ()])}
+        names = sorted(data)
+        return names, [data[n] for n in names]
+
+
+def _service(app):
+    service = client.get_client(app).service
+    if service is None:
+        raise exceptions.CommandError('this command needs resq-api; the '
+                                      'client has none')
+    return service

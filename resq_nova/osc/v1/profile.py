@@ -9,7 +9,12 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``openstack resq profile list|show|validate``: the NF profile store."""
+"""``openstack resq profile list|show|upload|delete|validate``.
+
+Profiles live in resq-api; ``--profile-dir`` reads a local directory
+instead (files are the import and export format), and ``validate`` checks
+local files only.
+"""
 
 import os
 
@@ -17,8 +22,8 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from resq_common.clients import resq as resq_client
 from resq_nova.osc import client
-from resq_nova.osc import config
 from resq_profiler import exception
 from resq_profiler import store as store_mod
 
@@ -26,15 +31,27 @@ LIST_COLUMNS = ('ID', 'NF', 'Packet Bytes', 'Flows', 'Peak Mpps',
                 'Min Ways', 'Driver')
 
 
-def _store(parsed_args):
-    return store_mod.ProfileStore(config.profile_dir(parsed_args))
+def _store(app, parsed_args):
+    """resq-api's profiles, or the local directory ``--profile-dir``."""
+    if parsed_args.profile_dir:
+        return store_mod.ProfileStore(parsed_args.profile_dir)
+    return resq_client.ProfileSource(_service(app))
 
 
-def load(parsed_args, ref):
-    """Profile ``ref``: an id in the store, or a file."""
+def _service(app):
+    service = client.get_client(app).service
+    if service is None:
+        raise exceptions.CommandError(
+            'this command needs resq-api and the client has none; give '
+            '--profile-dir to read local files instead')
+    return service
+
+
+def load(app, parsed_args, ref):
+    """Profile ``ref``: a local file, or an id in resq-api (or the dir)."""
     if os.path.sep in ref or ref.endswith('.json') or os.path.isfile(ref):
         return store_mod.load_file(ref)
-    return _store(parsed_args).get(ref)
+    return _store(app, parsed_args).get(ref)
 
 
 def describe(prof):
@@ -65,14 +82,18 @@ def describe(prof):
     }
 
 
-class ListProfile(command.Lister):
-    """List the NF profiles in the profile store."""
+def add_profile_dir(parser):
+    parser.add_argument(
+        '--profile-dir', metavar='<dir>',
+        help='read profiles from this local directory instead of resq-api')
 
-    auth_required = False
+
+class ListProfile(client.AuthenticatedCommand, command.Lister):
+    """List the NF profiles this project can use (public and its own)."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        config.add_profile_dir(parser)
+        add_profile_dir(parser)
         return parser
 
     @client.translate_errors
@@ -80,27 +101,80 @@ class ListProfile(command.Lister):
         rows = [(p.profile_id, p.name, p.traffic['packet_bytes'],
                  p.traffic['flows'], round(p.peak_mpps, 6), p.min_ways,
                  p.measurement['driver'])
-                for p in _store(parsed_args).list()]
+                for p in _store(self.app, parsed_args).list()]
         return LIST_COLUMNS, rows
 
 
-class ShowProfile(command.ShowOne):
+class ShowProfile(client.AuthenticatedCommand, command.ShowOne):
     """Show an NF profile: its curves and the fit the optimizer uses."""
-
-    auth_required = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('profile', metavar='<profile>',
-                            help='profile id in the store, or a file')
-        config.add_profile_dir(parser)
+                            help='profile id in resq-api, or a local file')
+        add_profile_dir(parser)
         return parser
 
     @client.translate_errors
     def take_action(self, parsed_args):
-        data = describe(load(parsed_args, parsed_args.profile))
+        data = describe(load(self.app, parsed_args, parsed_args.profile))
         names = sorted(data)
         return names, [data[n] for n in names]
+
+
+class UploadProfile(client.AuthenticatedCommand, command.ShowOne):
+    """Upload a profile document to resq-api (again: nothing changes)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('file', metavar='<file>',
+                            help='profile document (JSON)')
+        parser.add_argument('--public', action='store_true',
+                            help='every project may use it (admin only)')
+        parser.add_argument('--replace', action='store_true',
+                            help='replace a stored profile of the same id '
+                            'whose document differs')
+        return parser
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        prof = store_mod.load_file(parsed_args.file)
+        rec = upload(_service(self.app), prof.to_dict(),
+                     'public' if parsed_args.public else 'private',
+                     parsed_args.replace)
+        rec = {k: v for k, v in rec.items() if k != 'profile'}
+        names = sorted(rec)
+        return names, [rec[n] for n in names]
+
+
+def upload(service, document, visibility, replace=False):
+    """Create the profile, or replace it at its current generation.
+
+    :raises resq_common.clients.resq.Conflict: it exists with another
+        document and ``replace`` is false.
+    """
+    try:
+        return service.put_profile(document, visibility)
+    except resq_client.Conflict:
+        if not replace:
+            raise
+    current = service.get_profile_record(document['id'])
+    return service.put_profile(document, visibility,
+                               generation=current['generation'])
+
+
+class DeleteProfile(client.AuthenticatedCommand, command.Command):
+    """Delete a profile from resq-api (refused while a term uses it)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('profile', metavar='<profile>',
+                            help='profile id')
+        return parser
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        _service(self.app).delete_profile(parsed_args.profile)
 
 
 class ValidateProfile(command.Lister):

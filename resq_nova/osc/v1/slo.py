@@ -16,6 +16,7 @@ from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
 
+from resq_common.clients import resq as resq_client
 from resq_nova.admission.batch import deploy as batch_deploy
 from resq_nova.admission import greedy
 from resq_nova.cmd import admit
@@ -64,6 +65,8 @@ def admission_view(doc):
         'flavors': format_columns.ListDictColumn(flavor_rows),
         'instances': format_columns.ListDictColumn(instances),
     }
+    if doc.get('slo_term'):
+        data['slo_term'] = doc['slo_term']
     _stack_fields(doc, data)
     names = sorted(data)
     return names, [data[n] for n in names]
@@ -200,7 +203,11 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
     def take_action(self, parsed_args):
         self._check(parsed_args)
         resq = client.get_client(self.app)
-        store = store_mod.ProfileStore(config.profile_dir(parsed_args))
+        service = None if parsed_args.profile_dir else resq.service
+        if service is None:
+            store = store_mod.ProfileStore(config.profile_dir(parsed_args))
+        else:
+            store = resq_client.ProfileSource(service)
         if parsed_args.slo_file:
             return self._admit_file(parsed_args, resq, store)
         try:
@@ -212,6 +219,9 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
                                                    exc.reason))
         except deployment.BootFailed as exc:
             raise exceptions.CommandError(str(exc))
+        if service is not None and doc.get('servers'):
+            rec = service.create_term(_term_values(parsed_args, doc))
+            doc['slo_term'] = rec['uuid']
         return admission_view(doc)
 
     def _admit_file(self, parsed_args, resq, store):
@@ -228,6 +238,103 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
                 self.app.stderr.write(line + '\n')
             raise exceptions.CommandError(str(exc))
         return batch_view(doc)
+
+
+def _term_values(parsed_args, doc):
+    values = resq_client.term_record(
+        doc, getattr(parsed_args, 'slo', None) or 'reserved',
+        parsed_args.profile,
+        parsed_args.throughput_mpps, parsed_args.latency_p95_us,
+        parsed_args.packet_bytes)
+    return {k: v for k, v in values.items() if v is not None}
+
+
+TERM_COLUMNS = ('uuid', 'name', 'project_id', 'profile_id', 'slo',
+                'throughput_mpps', 'latency_p95_us', 'packet_bytes',
+                'status', 'flavors', 'servers', 'generation', 'created_at',
+                'updated_at')
+
+
+def term_view(rec):
+    data = dict(rec, flavors=format_columns.ListColumn(rec['flavors']),
+                servers=format_columns.ListColumn(rec['servers']))
+    return TERM_COLUMNS, [data.get(c) for c in TERM_COLUMNS]
+
+
+def _service(app):
+    service = client.get_client(app).service
+    if service is None:
+        raise exceptions.CommandError('this command needs resq-api; the '
+                                      'client has none')
+    return service
+
+
+class ListSLO(client.AuthenticatedCommand, command.Lister):
+    """List admitted SLO terms: the project's, or every project's."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--all-projects', action='store_true',
+                            help='every project\'s terms (admin)')
+        parser.add_argument('--status', metavar='<status>',
+                            choices=('admitted', 'degraded', 'violated',
+                                     'released'),
+                            help='only terms with this status')
+        return parser
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        terms = _service(self.app).list_terms(
+            status=parsed_args.status,
+            all_projects='true' if parsed_args.all_projects else None)
+        columns = ('UUID', 'Name', 'Project', 'Profile', 'SLO', 'Mpps',
+                   'p95 us', 'Status', 'Servers')
+        return columns, [(t['uuid'], t['name'], t['project_id'],
+                          t['profile_id'], t['slo'], t['throughput_mpps'],
+                          t['latency_p95_us'], t['status'],
+                          len(t['servers'])) for t in terms]
+
+
+class ShowSLO(client.AuthenticatedCommand, command.ShowOne):
+    """Show an admitted SLO term."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('term', metavar='<uuid>', help='SLO term uuid')
+        return parser
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        return term_view(_service(self.app).get_term(parsed_args.term))
+
+
+class ReleaseSLO(client.AuthenticatedCommand, command.ShowOne):
+    """Mark an SLO term released (its profile may then be deleted)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('term', metavar='<uuid>', help='SLO term uuid')
+        return parser
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        service = _service(self.app)
+        rec = service.get_term(parsed_args.term)
+        return term_view(service.update_term(rec['uuid'], rec['generation'],
+                                             status='released'))
+
+
+class DeleteSLO(client.AuthenticatedCommand, command.Command):
+    """Delete an SLO term's record (its servers and flavors stay)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('term', metavar='<uuid>', help='SLO term uuid')
+        return parser
+
+    @client.translate_errors
+    def take_action(self, parsed_args):
+        _service(self.app).delete_term(parsed_args.term)
 
 
 def _outcome_lines(doc):

@@ -182,6 +182,22 @@ function setup_develop { _fake_record setup_develop "$@"; }
 function run_process { _fake_record run_process "$@"; }
 function stop_process { _fake_record stop_process "$@"; }
 function openstack { _fake_record openstack "$@"; }
+function recreate_database { _fake_record recreate_database "$@"; }
+function database_connection_url { echo "mysql+pymysql://root:pw@127.0.0.1/$1?charset=utf8"; }
+function create_service_user { _fake_record create_service_user "$@"; }
+function get_or_create_service { _fake_record get_or_create_service "$@"; echo svc-id; }
+function get_or_create_endpoint { _fake_record get_or_create_endpoint "$@"; echo ep-id; }
+function remove_uwsgi_config { _fake_record remove_uwsgi_config "$@"; }
+function configure_keystone_authtoken_middleware {
+    _fake_record configure_keystone_authtoken_middleware "$@"
+    iniset $1 keystone_authtoken auth_type password
+    iniset $1 keystone_authtoken username $2
+}
+function write_uwsgi_config {
+    _fake_record write_uwsgi_config "$@"
+    iniset $1 uwsgi module $2
+    iniset $1 uwsgi mount "$3=$2"
+}
 function sleep { _fake_record sleep "$@"; }
 
 function get_python_exec_prefix {

@@ -103,6 +103,8 @@ class Devstack(fixtures.Fixture):
                      '#!/bin/sh\nexec %s -c "import sys; from resq_profiler.'
                      'cmd.profiler import main; sys.exit(main())" "$@"\n'
                      % sys.executable)
+        self._script('resq-manage', '#!/bin/sh\necho "resq-manage $*" >> '
+                     '%s\n' % self.calls_file)
         # resq-admit needs Nova and Placement: print the prepared plan, or
         # refuse the way resq-admit does when there is no room.
         self._script('resq-admit', """#!/bin/bash
@@ -128,6 +130,10 @@ cat %(plan)s
             'RESQ_FAKE_RESCTRL': 'True',
             'KEYSTONE_SERVICE_URI': 'http://10.0.0.5/identity',
             'ADMIN_PASSWORD': 'secretadmin',
+            'SERVICE_PASSWORD': 'secretservice',
+            'SERVICE_PROJECT_NAME': 'service',
+            'SERVICE_PROTOCOL': 'http',
+            'SERVICE_HOST': '10.0.0.5',
             'SERVICE_DOMAIN_NAME': 'Default',
             'REGION_NAME': 'RegionOne',
             'ENABLED_SERVICES': self.services,
@@ -553,6 +559,53 @@ class PluginTest(base.TestCase):
         self.assertEqual(1, proc.returncode)
         self.assertIn("RESQ_EXAMPLE_TERMS entry 'lpm:LPM:6' is not "
                       "TERM:NF:MPPS:P95_US", proc.stderr)
+
+    def test_resq_api_under_uwsgi_registered_and_migrated(self):
+        ds = self.useFixture(Devstack(services=ALL_SERVICES + ',resq-api'))
+        self._plan(ds)
+        ds.run(POST_CONFIG, EXTRA)
+        api = parse_ini(os.path.join(ds.conf_dir, 'resq-api.conf'))
+        self.assertEqual(['mysql+pymysql://root:pw@127.0.0.1/resq?charset='
+                          'utf8'], api['database']['connection'])
+        self.assertEqual(['keystone'], api['api']['auth_strategy'])
+        self.assertEqual(['resq'], api['keystone_authtoken']['username'])
+        uwsgi = parse_ini(os.path.join(ds.conf_dir, 'resq-api-uwsgi.ini'))
+        self.assertEqual(['resq_nova.api.wsgi:application'],
+                         uwsgi['uwsgi']['module'])
+        self.assertEqual(['RESQ_API_CONFIG=%s' % os.path.join(
+            ds.conf_dir, 'resq-api.conf')], uwsgi['uwsgi']['env'])
+        self.assertEqual(['resq'], ds.calls('recreate_database'))
+        self.assertEqual(['--config-file %s db sync' % os.path.join(
+            ds.conf_dir, 'resq-api.conf')], ds.calls('resq-manage'))
+        self.assertEqual(['resq service'], ds.calls('create_service_user'))
+        self.assertEqual(['resq resq resq-nova: NF performance SLOs'],
+                         ds.calls('get_or_create_service'))
+        self.assertEqual(['resq RegionOne http://10.0.0.5/resq'],
+                         ds.calls('get_or_create_endpoint'))
+        # The database exists and is migrated before anything starts.
+        order = [c.split()[0] for c in ds.calls()]
+        self.assertLess(order.index('resq-manage'), order.index('run_process'))
+        starts = ds.calls('run_process')
+        self.assertIn('resq-api', [c.split()[0] for c in starts])
+        self.assertIn('--procname-prefix resq-api --ini %s' % os.path.join(
+            ds.conf_dir, 'resq-api-uwsgi.ini'),
+            [c for c in starts if c.startswith('resq-api')][0])
+        # Agents and the optimizer reach it as the resq service user;
+        # resq-admit as the admin, whose project its terms belong to.
+        for name in ('resq-agent.conf', 'resq-optimizer.conf'):
+            conf = parse_ini(os.path.join(ds.conf_dir, name))
+            self.assertEqual((['resq'], ['secretservice'], ['service']), (
+                conf['resq_api']['username'], conf['resq_api']['password'],
+                conf['resq_api']['project_name']), name)
+        admit_conf = parse_ini(os.path.join(ds.conf_dir, 'resq-nova.conf'))
+        self.assertEqual(['admin'], admit_conf['resq_api']['username'])
+        ds.reset_calls()
+        ds.run(('unstack',), ('clean',))
+        self.assertIn('resq-api', ds.calls('stop_process'))
+        self.assertFalse(os.path.exists(ds.conf_dir))
+        self.assertEqual(['%s resq-api' % os.path.join(
+            ds.conf_dir, 'resq-api-uwsgi.ini')],
+            ds.calls('remove_uwsgi_config'))
 
     def test_compute_host_starts_only_the_agent(self):
         ds = self.useFixture(Devstack(services='n-cpu,resq-agent'))
