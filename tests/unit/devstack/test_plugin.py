@@ -621,7 +621,7 @@ class PluginTest(base.TestCase):
         self.assertTrue(os.path.isdir(self.ds.data_dir))
         self.ds.reset_calls()
         self.ds.run(('unstack',))
-        self.assertEqual(['resq-agent', 'resq-optimizer'],
+        self.assertEqual(['resq-agent', 'resq-optimizer', 'resq-api'],
                          self.ds.calls('stop_process'))
         self.ds.run(('clean',))
         self.assertFalse(os.path.exists(self.ds.data_dir))
