@@ -5,6 +5,7 @@ import sys
 
 BENCHMARKS = {
     'agent': 'benchmarks.agent',
+    'api': 'benchmarks.api',
     'milp': 'benchmarks.milp',
     'nfvnice': 'benchmarks.nfvnice',
     'optimizer': 'benchmarks.optimizer',

@@ -1,0 +1,232 @@
+"""resq-api in-process: reads under load, and racing admissions' claims.
+
+``tox -e bench -- api`` prints a table and ends with one JSON line:
+
+* ``profiles_get_p50_ms`` / ``profiles_get_p99_ms``: ``GET
+  /profiles/{id}`` through the whole WSGI stack (noauth2, so the token
+  check of a deployment is not in it) with 1,000 profiles stored;
+* ``terms_list_p99_ms``: one project's page (100 terms, newest first) with
+  10,000 terms stored;
+* each on SQLite (a file) and, when it answers, MariaDB (a throw-away
+  database on 127.0.0.1:3306, dropped afterwards);
+* ``concurrent_admit_overcommit``: 100 admissions racing on a small
+  cluster in a real Placement (in-process): each reads the cache domains'
+  usage, picks one with room and claims 3 ways and a class of service for
+  its consumer, as resq-admit's boots end up doing through Nova; the
+  figure is how many cache domains hold more than their capacity
+  afterwards (target 0), beside how many admissions were claimed;
+* ``scheduler_overhead_ratio``: the scheduler benchmark's figure (its own
+  run). The ResQ filter and weigher read no profiles -- the flavor's
+  extra specs carry what they need -- so resq-api adds nothing to it.
+"""
+
+import concurrent.futures
+import datetime
+import json
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+
+import sqlalchemy as sa
+import webob
+
+from resq_nova.api.db import api as db_api
+from resq_nova.api.db import migration
+from resq_nova.api.db import models
+from resq_nova.api import deploy
+from resq_nova.api import wsgi
+
+PROFILES = 1000
+TERMS = 10000
+READS = 500
+PAGE = 100
+
+
+def _profile(n):
+    from tests.unit.resq_profiler import test_profile
+
+    doc = test_profile.make_doc()
+    doc['id'] = 'bench-%04d' % n
+    return doc
+
+
+def _app(url):
+    conf = wsgi.make_conf(config_files=[])
+    conf.set_override('auth_strategy', 'noauth2', 'api')
+    conf.set_override('connection', url, 'database')
+    db_api.configure(conf)
+    migration.upgrade()
+    return deploy.deploy(conf)
+
+
+def _call(app, method, path, body=None, token='admin'):
+    req = webob.Request.blank(path, method=method)
+    req.headers['X-Auth-Token'] = token
+    if body is not None:
+        req.body = json.dumps(body).encode()
+        req.content_type = 'application/json'
+    resp = req.get_response(app)
+    if resp.status_int >= 400:
+        raise RuntimeError('%s %s: %s' % (method, path, resp.text))
+    return resp
+
+
+def _seed(app):
+    for n in range(PROFILES):
+        _call(app, 'PUT', '/profiles/bench-%04d' % n,
+              {'profile': _profile(n), 'visibility': 'public'})
+    now = time.time()
+    base = datetime.datetime(2026, 1, 1)
+    rows = [{'uuid': str(uuid.uuid4()), 'name': 't%d' % n,
+             'project_id': 'p-a' if n % 10 else 'p-b',
+             'profile_id': 'bench-%04d' % (n % PROFILES),
+             'slo': 'reserved', 'throughput_mpps': 1.0, 'flavors': '[]',
+             'servers': '[]', 'status': 'admitted', 'generation': 0,
+             'created_at': base + datetime.timedelta(seconds=n),
+             'updated_at': base + datetime.timedelta(seconds=n)}
+            for n in range(TERMS)]
+    with db_api.get_engine().begin() as conn:
+        conn.execute(sa.insert(models.SloTerm), rows)
+    return time.time() - now
+
+
+def _timed(func, n):
+    times = []
+    for i in range(n):
+        start = time.perf_counter()
+        func(i)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    return (statistics.median(times),
+            times[min(len(times) - 1, int(len(times) * 0.99))])
+
+
+def measure(url):
+    app = _app(url)
+    _seed(app)
+    get50, get99 = _timed(lambda i: _call(
+        app, 'GET', '/profiles/bench-%04d' % (i * 7 % PROFILES),
+        token='u:p-a'), READS)
+    _, list99 = _timed(lambda i: _call(
+        app, 'GET', '/slo_terms?limit=%d' % PAGE, token='u:p-a'), READS // 5)
+    db_api.reset()
+    return {'profiles_get_p50_ms': round(get50, 3),
+            'profiles_get_p99_ms': round(get99, 3),
+            'terms_list_p99_ms': round(list99, 3)}
+
+
+def _mariadb():
+    from tests.fixtures import database
+
+    skipped = []
+    fix = database.Database('mysql', lambda why: skipped.append(why) or
+                            (_ for _ in ()).throw(RuntimeError(why)))
+    try:
+        fix.setUp()
+    except RuntimeError:
+        return None, None, skipped[0]
+    return fix, fix.url, None
+
+
+def admit_race(admissions=100, hosts=3, ways=3):
+    """Racing claims in a real Placement; (overcommitted, claimed)."""
+    from placement.tests.functional.fixtures import placement as pfix
+
+    from resq_agent import reporter
+    from resq_common import cache_domain
+    from resq_common.clients import placement as placement_client
+
+    fixture = pfix.PlacementFixture()
+    fixture.setUp()
+    try:
+        client = placement_client.PlacementClient.for_endpoint(
+            fixture.endpoint)
+        domains = []
+        for h in range(hosts):
+            root = str(uuid.uuid4())
+            client.ensure_provider(root, 'cn%d' % h)
+            domains += reporter.report(client, 'cn%d' % h, [
+                cache_domain.CacheDomain(0, 20, num_closids=4)])
+
+        def admit(n):
+            for rp in domains:
+                inv = client.get_inventories(rp)
+                used = client.get_usages(rp)
+                room_ways = (inv['CUSTOM_LLC_WAY']['total']
+                             - inv['CUSTOM_LLC_WAY']['reserved']
+                             - used.get('CUSTOM_LLC_WAY', 0))
+                room_clos = (inv['CUSTOM_LLC_CLOS']['total']
+                             - inv['CUSTOM_LLC_CLOS'].get('reserved', 0)
+                             - used.get('CUSTOM_LLC_CLOS', 0))
+                if room_ways >= ways and room_clos >= 1:
+                    resp = client._adapter.put(
+                        '/allocations/%s' % uuid.uuid4(), json={
+                            'allocations': {rp: {'resources': {
+                                'CUSTOM_LLC_WAY': ways,
+                                'CUSTOM_LLC_CLOS': 1}}},
+                            'project_id': 'p', 'user_id': 'u',
+                            'consumer_generation': None},
+                        microversion='1.28', raise_exc=False)
+                    return resp.status_code == 204
+            return False
+
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            claimed = sum(pool.map(admit, range(admissions)))
+        over = 0
+        for rp in domains:
+            inv = client.get_inventories(rp)
+            used = client.get_usages(rp)
+            for rc in ('CUSTOM_LLC_WAY', 'CUSTOM_LLC_CLOS'):
+                if used.get(rc, 0) > inv[rc]['total'] - inv[rc].get(
+                        'reserved', 0):
+                    over += 1
+                    break
+        return over, claimed
+    finally:
+        fixture.cleanUp()
+
+
+def _scheduler_ratio():
+    out = subprocess.run([sys.executable, '-m', 'benchmarks', 'scheduler'],
+                         capture_output=True, text=True, timeout=1800)
+    last = out.stdout.strip().splitlines()[-1]
+    return json.loads(last)['overhead_ratio']
+
+
+def main(argv):
+    results = {'sqlite': measure('sqlite:////tmp/resq-bench-%s.sqlite'
+                                 % uuid.uuid4().hex[:8])}
+    fix, url, why = _mariadb()
+    if url:
+        try:
+            results['mariadb'] = measure(url)
+        finally:
+            fix.cleanUp()
+    over, claimed = admit_race()
+    ratio = _scheduler_ratio()
+    print('resq-api in-process: %d profiles, %d terms stored'
+          % (PROFILES, TERMS))
+    print('%-10s %14s %14s %16s' % ('backend', 'GET profile p50',
+                                    'p99 (ms)', 'terms page p99'))
+    for name, r in results.items():
+        print('%-10s %14.3f %14.3f %16.3f' % (
+            name, r['profiles_get_p50_ms'], r['profiles_get_p99_ms'],
+            r['terms_list_p99_ms']))
+    if why:
+        print('mariadb: not measured (%s)' % why)
+    print('100 racing admissions on 3 cache domains: %d claimed, %d domains '
+          'over-committed (target 0)' % (claimed, over))
+    print('scheduler overhead ratio %.3f (target <= 1.10; the plugins read '
+          'no profiles)' % ratio)
+    figures = dict(results['sqlite'])
+    figures.update({'backend': 'sqlite', 'profiles': PROFILES,
+                    'terms': TERMS, 'concurrent_admit_overcommit': over,
+                    'concurrent_admit_claimed': claimed,
+                    'scheduler_overhead_ratio': ratio})
+    if 'mariadb' in results:
+        figures.update({'mariadb_' + k: v
+                        for k, v in results['mariadb'].items()})
+    print(json.dumps(figures, sort_keys=True))
+    return 0
