@@ -18,6 +18,8 @@ import sys
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from resq_common.clients import resq as resq_client
+from resq_common.conf import clients as conf_clients
 from resq_profiler import catalog
 from resq_profiler import cmd
 from resq_profiler import conf as resq_conf
@@ -26,6 +28,7 @@ from resq_profiler import nfmodel
 from resq_profiler import privsep
 from resq_profiler import profiler
 from resq_profiler import store as store_mod
+from resq_profiler import upload as upload_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -44,7 +47,26 @@ def _add_parsers(subparsers):
                         'configuration digest)')
     p.add_argument('--plot', metavar='PNG',
                    help='also write a plot of both curves')
+    p.add_argument('--upload', action='store_true',
+                   help='also push the stored profile to resq-api '
+                        '([resq_api] options)')
+    p.add_argument('--public', action='store_true',
+                   help='with --upload: every project may use it (admin)')
     p.set_defaults(func=cmd_profile)
+
+    p = subparsers.add_parser(
+        'upload', help='push stored profiles (or profile files) to resq-api '
+                       '([resq_api] options); the same document again '
+                       'changes nothing')
+    p.add_argument('profiles', nargs='+', metavar='ID_OR_FILE',
+                   help='profile id in the local store, or a file')
+    vis = p.add_mutually_exclusive_group()
+    vis.add_argument('--public', action='store_true',
+                     help='every project may read and use them (admin)')
+    vis.add_argument('--private', action='store_true',
+                     help="the project's own (default for new profiles; "
+                          "stored ones keep their visibility)")
+    p.set_defaults(func=cmd_upload)
 
     p = subparsers.add_parser(
         'profile-catalog',
@@ -160,8 +182,40 @@ def cmd_profile(conf):
             raise exception.MeasurementError(
                 reason='cannot read NF configuration %s: %s'
                 % (args.nf_config, exc.strerror))
-    _profile_one(conf, nf, _traffic(args), config_text, args.profile_id,
-                 args.plot)
+    prof = _profile_one(conf, nf, _traffic(args), config_text,
+                        args.profile_id, args.plot)
+    if args.upload:
+        _upload(conf, _api(conf), prof,
+                upload_mod.PUBLIC if args.public else None)
+    return 0
+
+
+def _api(conf):
+    """resq-api's client from ``[resq_api]``.
+
+    :raises resq_common.conf.clients.MissingCredentials: naming what
+        ``[resq_api]`` lacks.
+    """
+    return resq_client.ResQClient.from_conf(conf)
+
+
+def _upload(conf, api, prof, visibility):
+    record, what = upload_mod.upload(api, prof, visibility)
+    print('%s %s in resq-api (%s, generation %s)' % (
+        what, record['id'], record.get('visibility'),
+        record.get('generation')), flush=True)
+    return what
+
+
+def cmd_upload(conf):
+    args = conf.command
+    visibility = (upload_mod.PUBLIC if args.public else
+                  upload_mod.PRIVATE if args.private else None)
+    # Every document is read and checked before anything is sent.
+    profiles = [_load(conf, ref) for ref in args.profiles]
+    api = _api(conf)
+    for prof in profiles:
+        _upload(conf, api, prof, visibility)
     return 0
 
 
@@ -334,11 +388,17 @@ def cmd_slomo_check(conf):
 
 
 def main(argv=None):
-    conf = cmd.parse_config(argv, 'resq-profiler', (resq_conf.register_opts,),
+    conf = cmd.parse_config(argv, 'resq-profiler', (resq_conf.register_opts,
+                                                    resq_client.register_opts),
                             [command_opt])
     privsep.init(conf)
     try:
         return conf.command.func(conf)
+    except conf_clients.MissingCredentials as exc:
+        print('ERROR: %s (resq-api keeps the profiles; "resq-profiler '
+              'upload" and "profile --upload" need [resq_api] in the '
+              'configuration file)' % exc, file=sys.stderr)
+        return 1
     except exception.ResQException as exc:
         print('ERROR: %s' % exc, file=sys.stderr)
         return 1
