@@ -147,8 +147,8 @@ def admit_race(admissions=100, hosts=3, ways=3):
         for h in range(hosts):
             root = str(uuid.uuid4())
             client.ensure_provider(root, 'cn%d' % h)
-            domains += reporter.report(client, 'cn%d' % h, [
-                cache_domain.CacheDomain(0, 20, num_closids=4)])
+            domains += list(reporter.report(client, 'cn%d' % h, [
+                cache_domain.CacheDomain(0, 20, num_closids=4)]).values())
 
         def admit(n):
             for rp in domains:

@@ -82,13 +82,9 @@ class Inventory:
                 self.hostname)['uuid']
         return self._compute_uuid
 
-    def report(self, topology):
-        """Write the topology's providers; ``{domain id: provider uuid}``.
-
-        :raises resq_common.clients.placement.PlacementError: Placement down
-            or the compute node not registered yet (Nova creates it).
-        """
-        doms = [discovery.cache_domain_of(d, self.default_group_ways,
+    def cache_domains(self, topology):
+        """The Placement view of each domain of ``topology``; no I/O."""
+        return [discovery.cache_domain_of(d, self.default_group_ways,
                                           len(topology.domains),
                                           self.dedicated_cpus,
                                           self.default_io,
@@ -96,6 +92,14 @@ class Inventory:
                                           self.lease_classes,
                                           self.lease_cores)
                 for d in topology.domains]
+
+    def report(self, topology):
+        """Write the topology's providers; ``{domain id: provider uuid}``.
+
+        :raises resq_common.clients.placement.PlacementError: Placement down
+            or the compute node not registered yet (Nova creates it).
+        """
+        doms = self.cache_domains(topology)
         result = reporter.report(self.client, self.hostname, doms)
         LOG.info('Reported %d cache domain(s) of %s to Placement: %s',
                  len(doms), self.hostname, ', '.join(

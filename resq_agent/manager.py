@@ -31,6 +31,7 @@ from oslo_log import log as logging
 
 from resq_agent import discovery
 from resq_agent import enforcer as enforcer_mod
+from resq_agent import hostreport
 from resq_agent import inventory as inventory_mod
 from resq_agent import isolation
 from resq_agent import layout
@@ -38,6 +39,7 @@ from resq_agent import monitor as monitor_mod
 from resq_agent.ondemand import host as ondemand_host
 from resq_agent import virt
 from resq_common.clients import placement as placement_client
+from resq_common.clients import resq as resq_client
 
 LOG = logging.getLogger(__name__)
 _STOP = object()
@@ -62,7 +64,7 @@ class AgentManager:
 
     def __init__(self, conf, topology, enforcer, hypervisor, inventory=None,
                  post_apply_hooks=(), monitor=None, discover=None,
-                 misplaced_hooks=(), ondemand=None):
+                 misplaced_hooks=(), ondemand=None, host_report=None):
         """Enforce for ``topology`` with these adapters.
 
         :param discover: ``() -> HostTopology``, called on each reconcile
@@ -75,8 +77,12 @@ class AgentManager:
             are repaired or gone since (a set of uuids).
         :param ondemand: :class:`resq_agent.ondemand.host.OnDemandHost`
             when this host leases ways to on-demand NFs.
+        :param host_report: :class:`resq_agent.hostreport.HostReporter`
+            whose heartbeat the service runs (its ``after_apply`` is one
+            of ``post_apply_hooks``).
         """
         self.ondemand = ondemand
+        self.host_report = host_report
         self.conf = conf
         self.enforcer = enforcer
         self.hypervisor = hypervisor
@@ -162,6 +168,15 @@ class AgentManager:
                         opts.libvirt_uri, exc)
         hostname = inventory_mod.hypervisor_hostname(conf, hyp)
         marks = isolation.IsolationPublisher(conf, host=hostname)
+        inventory = inventory_mod.Inventory.from_conf(conf, hostname)
+        hooks = list(post_apply_hooks) + [marks.after_apply]
+        host_report = None
+        api = conf[resq_client.GROUP]
+        if api.auth_type or api.endpoint_override:
+            host_report = hostreport.HostReporter(
+                resq_client.ResQClient.from_conf(conf), hostname,
+                inventory.cache_domains, opts.host_report_interval)
+            hooks.append(host_report.after_apply)
         monitor = monitor_mod.Monitor(opts.resctrl_root,
                                       opts.monitor_min_interval_s)
         ondemand = None
@@ -170,12 +185,11 @@ class AgentManager:
             # every group that is no instance's.
             ondemand = ondemand_host.OnDemandHost.from_conf(conf)
         return cls(conf, topology, pqos.load_backend(conf), hyp,
-                   inventory_mod.Inventory.from_conf(conf, hostname),
-                   list(post_apply_hooks) + [marks.after_apply],
-                   monitor,
+                   inventory, hooks, monitor,
                    discover=lambda: discovery.discover_from_conf(
                        conf, quiet=True),
-                   misplaced_hooks=[marks], ondemand=ondemand)
+                   misplaced_hooks=[marks], ondemand=ondemand,
+                   host_report=host_report)
 
     # -- events ------------------------------------------------------------
     def instance_changed(self, instance_uuid, event_type=None):

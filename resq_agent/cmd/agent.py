@@ -66,6 +66,10 @@ def _run(conf):
     mgr.reconcile()
     mgr.start()
     svc.start()
+    if mgr.host_report is not None and conf.resq_agent.host_report_interval:
+        svc.run_every('resq-agent-host-report',
+                      conf.resq_agent.host_report_interval,
+                      mgr.host_report.heartbeat)
     if conf.resq_agent.nfvnice:
         svc.run_every('resq-agent-nfvnice', conf.resq_agent.nfvnice_interval,
                       _nfvnice_controller(conf, mgr.hypervisor).run_once)

@@ -131,6 +131,14 @@ ALL_OPTS = [
                  help='Bandwidth is the difference of two resctrl byte '
                       'counters over time; readings closer together than '
                       'this reuse the previous rate.'),
+    cfg.IntOpt('host_report_interval',
+               default=60, min=0,
+               help='Seconds between reports of this host\'s cache domains '
+                    'to resq-api (PUT /hosts/<hostname>) when nothing '
+                    'changed: a heartbeat, so the report\'s updated_at '
+                    'shows an agent that stopped. A changed report is sent '
+                    'after the enforcement pass that changed it. 0 sends '
+                    'changes only. Needs [resq_api].'),
 ]
 
 

@@ -64,3 +64,32 @@ class AgentIsolationTest(base.TestCase):
         marks = self.publisher('host1', self.api.client('member_a'))
         marks({self.server: WHY}, set())
         self.assertIsNone(self.status())
+
+
+class HostReportTest(base.TestCase):
+    """The agent's report of its cache domains, through the real API."""
+
+    def test_report_changes_and_heartbeat(self):
+        from resq_agent import hostreport
+        from resq_common import cache_domain
+
+        api = self.useFixture(resq_api.ResQAPI())
+        now = [0.0]
+        reporter = hostreport.HostReporter(
+            api.client('service'), 'cmp-1',
+            lambda topology: [cache_domain.CacheDomain(0, 20,
+                                                       num_closids=16)],
+            interval=60, clock=lambda: now[0], version='test')
+        self.assertTrue(reporter.after_apply(None, []))
+        rec = api.client('admin').get_host('cmp-1')
+        (dom,) = rec['domains']
+        self.assertEqual((0, 18, 0, 'test'), (dom['id'], dom['ways_total'],
+                                              dom['ways_used'],
+                                              rec['agent_version']))
+        # Unchanged and not due: nothing sent; due: the heartbeat.
+        self.assertFalse(reporter.after_apply(None, []))
+        now[0] = 61.0
+        self.assertTrue(reporter.heartbeat())
+        # A tenant sees no host reports.
+        self.assertRaises(resq_client.Forbidden,
+                          api.client('member_a').list_hosts)
