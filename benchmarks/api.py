@@ -26,6 +26,7 @@ import json
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
@@ -150,29 +151,49 @@ def admit_race(admissions=100, hosts=3, ways=3):
             domains += list(reporter.report(client, 'cn%d' % h, [
                 cache_domain.CacheDomain(0, 20, num_closids=4)]).values())
 
-        def admit(n):
-            for rp in domains:
+        # Placement's in-process fixture runs on one in-memory SQLite
+        # connection, so HTTP calls are serialised by a lock; the race is
+        # in the decisions: every admission reads the cluster before any
+        # claims (a barrier), so all decide on the same stale view, then
+        # claim, and on a refusal read again and try the next domain.
+        lock = threading.Lock()
+        barrier = threading.Barrier(admissions)
+
+        def room(rp):
+            with lock:
                 inv = client.get_inventories(rp)
                 used = client.get_usages(rp)
-                room_ways = (inv['CUSTOM_LLC_WAY']['total']
-                             - inv['CUSTOM_LLC_WAY']['reserved']
-                             - used.get('CUSTOM_LLC_WAY', 0))
-                room_clos = (inv['CUSTOM_LLC_CLOS']['total']
-                             - inv['CUSTOM_LLC_CLOS'].get('reserved', 0)
-                             - used.get('CUSTOM_LLC_CLOS', 0))
-                if room_ways >= ways and room_clos >= 1:
-                    resp = client._adapter.put(
-                        '/allocations/%s' % uuid.uuid4(), json={
-                            'allocations': {rp: {'resources': {
-                                'CUSTOM_LLC_WAY': ways,
-                                'CUSTOM_LLC_CLOS': 1}}},
-                            'project_id': 'p', 'user_id': 'u',
-                            'consumer_generation': None},
-                        microversion='1.28', raise_exc=False)
-                    return resp.status_code == 204
+            return min(
+                (inv['CUSTOM_LLC_WAY']['total']
+                 - inv['CUSTOM_LLC_WAY']['reserved']
+                 - used.get('CUSTOM_LLC_WAY', 0)) // ways,
+                inv['CUSTOM_LLC_CLOS']['total']
+                - inv['CUSTOM_LLC_CLOS'].get('reserved', 0)
+                - used.get('CUSTOM_LLC_CLOS', 0))
+
+        def claim(rp):
+            with lock:
+                resp = client._adapter.put(
+                    '/allocations/%s' % uuid.uuid4(), json={
+                        'allocations': {rp: {'resources': {
+                            'CUSTOM_LLC_WAY': ways, 'CUSTOM_LLC_CLOS': 1}}},
+                        'project_id': 'p', 'user_id': 'u',
+                        'consumer_generation': None},
+                    microversion='1.28', raise_exc=False)
+            return resp.status_code == 204
+
+        def admit(n):
+            choices = [rp for rp in domains if room(rp) > 0]
+            barrier.wait()
+            for _ in range(3):
+                if not choices:
+                    return False
+                if claim(choices[0]):
+                    return True
+                choices = [rp for rp in domains if room(rp) > 0]
             return False
 
-        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        with concurrent.futures.ThreadPoolExecutor(admissions) as pool:
             claimed = sum(pool.map(admit, range(admissions)))
         over = 0
         for rp in domains:

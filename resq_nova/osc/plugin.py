@@ -47,7 +47,8 @@ def _adapter(instance, service_type):
 
 def make_client(instance):
     """The ``resq`` client of an OpenStackClient ``ClientManager``."""
-    version = instance._api_version.get(API_NAME) or DEFAULT_API_VERSION
+    version = (getattr(instance, '_api_version', None) or {}).get(
+        API_NAME) or DEFAULT_API_VERSION
     if version == '1':
         version = '1.0'
     return client_mod.ResQClient.from_adapters(

@@ -95,6 +95,15 @@ class MakeClientTest(testtools.TestCase):
                          (cp.interface, cp.region_name))
         self.assertEqual('http://pl.example:8778', pl.endpoint_override)
         self.assertIsNone(cp.endpoint_override)
+        # resq-api from the catalog, at the first microversion by default.
+        self.assertEqual('resq', resq.service._adapter.service_type)
+        self.assertEqual('1.0', resq.service.microversion)
+
+    def test_resq_api_version_option(self):
+        instance = FakeInstance({})
+        instance._api_version = {'resq': '1'}
+        self.assertEqual('1.0', plugin.make_client(instance)
+                         .service.microversion)
 
 
 class CommandErrorTest(testtools.TestCase):
