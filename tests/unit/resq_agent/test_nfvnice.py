@@ -366,9 +366,10 @@ class ServiceRunEveryTest(base.TestCase):
 
 class RunCommandTest(base.TestCase):
 
-    def _run(self):
+    def _run(self, host_report=None):
         mgr, svc = mock.Mock(), mock.Mock()
         mgr.hypervisor = virt.Hypervisor(libvirt_fixture.URI)
+        mgr.host_report = host_report
         with mock.patch.object(agent, '_manager', return_value=mgr), \
                 mock.patch('resq_agent.service.AgentService',
                            return_value=svc):
@@ -385,6 +386,13 @@ class RunCommandTest(base.TestCase):
     def test_off_by_default(self):
         self.flags('resq_agent', dma_sizing=False)
         self.assertFalse(self._run().run_every.called)
+
+    def test_host_report_heartbeat_when_resq_api_is_configured(self):
+        self.flags('resq_agent', dma_sizing=False, host_report_interval=7)
+        report = mock.Mock()
+        name, interval, func = self._run(report).run_every.call_args[0]
+        self.assertEqual(('resq-agent-host-report', 7, report.heartbeat),
+                         (name, interval, func))
 
 
 class ProfileCostsTest(base.TestCase):
