@@ -142,8 +142,15 @@ def record_term(client, conf, doc, err):
     if client is None or not doc.get('servers'):
         return 0
     slo = conf.slo or extra_specs.RESERVED
+    profile_id = conf.profile or doc.get('profile')
+    if not profile_id:
+        # An on-demand term may come without a profile; resq-api's terms
+        # name one (a profile in use cannot be deleted).
+        print('NOTE: the term has no profile, so it is not recorded in '
+              'resq-api', file=err)
+        return 0
     values = resq_client.term_record(
-        doc, slo, conf.profile or doc.get('profile'),
+        doc, slo, profile_id,
         conf.throughput_mpps or doc.get('throughput_mpps') or 0.0,
         conf.latency_p95_us, conf.packet_bytes)
     values = {k: v for k, v in values.items() if v is not None}
