@@ -47,10 +47,10 @@ cli_opts = [
     cfg.IntOpt('packet-bytes', default=64, help='packet size of the traffic'),
     cfg.FloatOpt('time-limit',
                  help='MILP time limit per set, seconds (default: '
-                      '[resq_optimizer] time_limit)'),
+                      '[resq_evaluation] time_limit)'),
     cfg.FloatOpt('mip-gap',
                  help='stop the MILP at this relative gap (default: '
-                      '[resq_optimizer] mip_gap)'),
+                      '[resq_evaluation] mip_gap)'),
     cfg.StrOpt('slo-file',
                help='also evaluate the SLO set in this JSON file (set '
                     '"custom"; terms name catalog NFs)'),
@@ -79,10 +79,10 @@ def main(argv=None):
         doc = run.evaluate(conf, conf.sets, conf.schemes, terms=conf.terms,
                            seed=conf.seed, cores=conf.cores, ways=conf.ways,
                            packet_bytes=conf.packet_bytes,
-                           time_limit=(conf.resq_optimizer.time_limit
+                           time_limit=(conf.resq_evaluation.time_limit
                                        if conf.time_limit is None
                                        else conf.time_limit),
-                           mip_gap=(conf.resq_optimizer.mip_gap
+                           mip_gap=(conf.resq_evaluation.mip_gap
                                     if conf.mip_gap is None
                                     else conf.mip_gap),
                            config_limit=(conf.resq_optimizer.

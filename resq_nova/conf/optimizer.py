@@ -17,17 +17,29 @@ GROUP = 'resq_optimizer'
 
 ALL_OPTS = [
     cfg.FloatOpt('time_limit',
-                 default=60.0, min=0.1,
-                 help='Seconds the MILP may take, model build included. '
-                      'When it runs out the best schedule found so far is '
-                      'used, with its proven gap. At ResQ\'s scale (200 '
-                      'terms) the optimum is proven in well under a second; '
-                      'thousands of terms with individual targets take '
-                      'longer.'),
+                 default=20.0, min=1.0,
+                 help='Seconds a consolidation plan may take, snapshot '
+                      'model build included. The planner returns as soon '
+                      'as its proven gap is within mip_gap, and at this '
+                      'limit with the best plan found and its proven gap. '
+                      'With several Nova cells each cell gets a share by '
+                      'its number of instances. (resq-evaluate has its '
+                      'own [resq_evaluation] time_limit.)'),
     cfg.FloatOpt('mip_gap',
-                 default=0.0, min=0.0, max=1.0,
-                 help='Stop as soon as the schedule is proven within this '
-                      'fraction of the optimum (0.01 = 1%).'),
+                 default=0.01, min=0.0, max=1.0,
+                 help='Relative gap at which a plan is good enough: the '
+                      'planner stops when the hosts it uses are proven '
+                      'within this fraction of the fewest possible (0.01 = '
+                      '1%). 0 asks for a proof of the optimum, which on a '
+                      'large cloud uses the whole time_limit.'),
+    cfg.IntOpt('full_model_max_instances',
+               default=6000, min=0,
+               help='Clouds (or Nova cells) with more movable ResQ '
+                    'instances than this are planned with the repacking '
+                    'heuristic and the aggregated lower bound only (hosts '
+                    'of one shape pooled), whose proven gap is reported '
+                    'the same way; below it the per-host MILP may improve '
+                    'the plan when the gap is not yet met.'),
     cfg.IntOpt('max_configurations_per_term',
                default=2000, min=10,
                help='Terms with more minimal configurations than this (very '
@@ -68,6 +80,37 @@ ALL_OPTS = [
                     'hosts (ResQ\'s migration threshold): moving network '
                     'functions costs more than a plan that frees fewer '
                     'saves.'),
+    cfg.StrOpt('cell_aggregate_key',
+               default='resq_nova_cell',
+               help='Metadata key of the host aggregates that name each '
+                    'compute host\'s Nova cell (e.g. an aggregate "cell1" '
+                    'with resq_nova_cell=cell1 holding the cell\'s hosts). '
+                    'Nova never live-migrates between cells, so each cell '
+                    'is planned on its own; hosts in no such aggregate '
+                    'form one cell. Its API does not say which cell a host '
+                    'is in, hence the aggregates.'),
+    cfg.BoolOpt('disable_freed_hosts',
+                default=False,
+                help='Disable the compute service of each host a plan '
+                     'frees, with a reason naming the plan, so the '
+                     'scheduler does not fill it again before it is used '
+                     'for something else. The optimizer enables such a '
+                     'host again (and only hosts it disabled itself) when '
+                     'admission finds no room.'),
+    cfg.IntOpt('plan_ttl',
+               default=3600, min=60,
+               help='Seconds after its creation a plan may still be '
+                    'applied; an older one is refused (make a new plan).'),
+    cfg.IntOpt('keep_plans',
+               default=200, min=1,
+               help='Plans (and snapshots) kept in the store; older ones '
+                    'beyond this count are pruned after each round, '
+                    'except plans being applied.'),
+    cfg.IntOpt('keep_days',
+               default=14, min=1,
+               help='Plans and snapshots older than this many days are '
+                    'pruned after each round, whatever keep_plans says '
+                    '(plans being applied excepted).'),
     cfg.IntOpt('interval',
                default=600, min=10,
                help='Seconds between two plans of "resq-optimizer run".'),
@@ -132,5 +175,23 @@ ALL_OPTS = [
 ]
 
 
+EVALUATION_GROUP = 'resq_evaluation'
+
+EVALUATION_OPTS = [
+    cfg.FloatOpt('time_limit',
+                 default=60.0, min=0.1,
+                 help='Seconds resq-evaluate\'s admission MILP may take per '
+                      'SLO set, model build included; the best schedule '
+                      'found by then is used, with its proven gap. At '
+                      'ResQ\'s scale (200 terms) the optimum is proven in '
+                      'well under a second.'),
+    cfg.FloatOpt('mip_gap',
+                 default=0.0, min=0.0, max=1.0,
+                 help='resq-evaluate stops its MILP as soon as the schedule '
+                      'is proven within this fraction of the optimum.'),
+]
+
+
 def register_opts(conf):
     conf.register_opts(ALL_OPTS, group=GROUP)
+    conf.register_opts(EVALUATION_OPTS, group=EVALUATION_GROUP)

@@ -25,4 +25,5 @@ def list_api_opts():
 
 def list_opts():
     return [(resq.GROUP, resq.ALL_OPTS),
-            (optimizer.GROUP, optimizer.ALL_OPTS)]
+            (optimizer.GROUP, optimizer.ALL_OPTS),
+            (optimizer.EVALUATION_GROUP, optimizer.EVALUATION_OPTS)]

@@ -35,6 +35,7 @@ finish and keep their outcomes).
 """
 
 import concurrent.futures
+import dataclasses
 import datetime
 import time
 
@@ -99,7 +100,11 @@ def check_against(snap, plan, source):
     """
     problems = []
     by_uuid = {i.uuid: i for i in snap.instances}
+    seen = set()
     for mv in plan['moves']:
+        if mv['uuid'] in seen:
+            continue            # the second leg of a detour
+        seen.add(mv['uuid'])
         inst = by_uuid.get(mv['uuid'])
         if inst is None:
             problems.append('instance %s is not a ResQ instance of the '
@@ -117,16 +122,18 @@ def check_against(snap, plan, source):
             problems.append('instance %s holds %d ways, the plan expects '
                             '%d' % (inst.uuid, inst.ways, mv['ways']))
     if not problems:
-        ledger = ordering.Ledger(snap)
-        for mv in plan['moves']:
-            inst = by_uuid[mv['uuid']]
-            why = ledger.blocker(inst, mv['to_host'], mv['to_domain'])
-            if why:
-                problems.append('moving %s to %s is no longer safe: %s'
-                                % (inst.uuid, mv['to_host'], why))
-                break
-            ledger.start(inst, inst.host, mv['to_host'], mv['to_domain'])
-            ledger.finish(inst, inst.host, inst.domain, mv['to_host'])
+        unsafe = ordering.replay(snap, plan['moves'])
+        if unsafe is not None:
+            n, why = unsafe
+            mv = plan['moves'][n]
+            problems.append('moving %s to %s is no longer safe: %s'
+                            % (mv['uuid'], mv['to_host'], why))
+    if not problems and plan.get('freed_hosts'):
+        after = ordering.hosts_in_use_after(snap, plan['moves'])
+        still = sorted(set(plan['freed_hosts']) & after)
+        if still:
+            problems.append('it would no longer free %s (other instances '
+                            'are there now)' % ', '.join(still))
     if problems:
         more = (' (and %d more)' % (len(problems) - 3)
                 if len(problems) > 3 else '')
@@ -190,7 +197,11 @@ class Executor:
                         pending = []
                         break
                     action = pending[0]
-                    inst = by_uuid[action['uuid']]
+                    # Where this move starts (a detour's second leg starts
+                    # where the first one went).
+                    inst = dataclasses.replace(
+                        by_uuid[action['uuid']], host=action['from_host'],
+                        domain=action['from_domain'])
                     why = ledger.blocker(inst, action['to_host'],
                                          action['to_domain'])
                     if why:

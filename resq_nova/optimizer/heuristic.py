@@ -39,6 +39,11 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
             free[h.name, d.id] = [d.cores, d.ways,
                                   d.clos if d.clos is not None else h.clos]
     clos = {h.name: h.clos for h in snap.hosts}
+    # Memory of each NUMA cell and resources of each node (only those that
+    # are limited).
+    numa = {(h.name, d.id): dict(d.numa_caps()) for h in snap.hosts
+            for d in h.domains}
+    res = {h.name: dict(h.resources) for h in snap.hosts}
     keys_of = {h.name: [(h.name, d.id) for d in h.domains]
                for h in snap.hosts}
     on_host = collections.defaultdict(list)
@@ -47,6 +52,8 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
         free[inst.host, inst.domain][1] -= inst.ways
         free[inst.host, inst.domain][2] -= inst.clos
         clos[inst.host] -= inst.clos
+        _take(numa[inst.host, inst.domain], inst.numa_need())
+        _take(res[inst.host], inst.resources)
         on_host[inst.host].append(inst)
     mates = collections.defaultdict(set)
     for g in snap.server_groups:
@@ -56,28 +63,32 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
     where = {i.uuid: i.host for i in snap.instances}
     in_use = snap.hosts_in_use()
     keep = set(in_use)
-    # Domains by free ways, for best fit.
-    buckets = collections.defaultdict(set)
-    for key, (_, ways, _) in free.items():
+    # Domains by free ways, for best fit (insertion-ordered dicts: the
+    # same order on every run without sorting on every placement).
+    buckets = collections.defaultdict(dict)
+    for key, (_, ways, _) in sorted(free.items()):
         if key[0] in keep and hosts[key[0]].accepts:
-            buckets[ways].add(key)
+            buckets[ways][key] = None
     max_ways = max((d.ways for h in snap.hosts for d in h.domains),
                    default=0)
 
     def rebucket(key, old_ways):
-        buckets[old_ways].discard(key)
+        buckets[old_ways].pop(key, None)
         if key[0] in keep and hosts[key[0]].accepts:
-            buckets[free[key][1]].add(key)
+            buckets[free[key][1]][key] = None
 
     def place(inst, exclude):
         for ways in range(inst.ways, max_ways + 1):
-            for key in sorted(buckets.get(ways, ())):
+            for key in buckets.get(ways, ()):
                 name = key[0]
                 if name == exclude or free[key][0] < inst.cores:
                     continue
                 if min(clos[name], free[key][2]) < inst.clos:
                     continue
                 if inst.az and hosts[name].az != inst.az:
+                    continue
+                if not (_room(numa[key], inst.numa_need())
+                        and _room(res[name], inst.resources)):
                     continue
                 if any(where.get(u) == name for u in mates[inst.uuid]):
                     continue
@@ -92,7 +103,7 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
     if only is not None:
         keep.difference_update(only)
         for key in (k for n in only for k in keys_of[n]):
-            buckets[free[key][1]].discard(key)
+            buckets[free[key][1]].pop(key, None)
     candidates = sorted(
         (n for n in (in_use if only is None else only)
          if not hosts[n].other_load
@@ -102,7 +113,7 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
     for name in candidates:
         keep.discard(name)
         for key in keys_of[name]:
-            buckets[free[key][1]].discard(key)
+            buckets[free[key][1]].pop(key, None)
         done = []
         for inst in sorted(on_host[name], key=lambda i: (-i.ways, -i.cores,
                                                          i.uuid)):
@@ -114,6 +125,8 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
             free[key][1] -= inst.ways
             free[key][2] -= inst.clos
             clos[key[0]] -= inst.clos
+            _take(numa[key], inst.numa_need())
+            _take(res[key[0]], inst.resources)
             where[inst.uuid] = key[0]
             rebucket(key, old)
             done.append((inst, key))
@@ -133,22 +146,39 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
             free[key][1] += inst.ways
             free[key][2] += inst.clos
             clos[key[0]] += inst.clos
+            _take(numa[key], inst.numa_need(), -1)
+            _take(res[key[0]], inst.resources, -1)
             where[inst.uuid] = name
             rebucket(key, old)
         keep.add(name)
         for key in keys_of[name]:
             if hosts[name].accepts:
-                buckets[free[key][1]].add(key)
+                buckets[free[key][1]][key] = None
     return targets, drained
 
 
-def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
-            patience=100):
-    """Drain with restarts until ``deadline``; the best plan found.
+def _take(free, need, sign=1):
+    for key, amount in need.items():
+        if key in free:
+            free[key] -= sign * amount
 
-    The first pass is the plain order; later passes perturb it. Plans
-    compare by hosts in use, then moves. Stops early at ``lower`` hosts or
-    after ``patience`` passes without a better plan.
+
+def _room(free, need):
+    return all(amount <= free[key] for key, amount in need.items()
+               if key in free)
+
+
+def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
+            patience=100, restart_share=0.6):
+    """Drain with restarts, then again from the best; the best plan found.
+
+    The first pass is the plain order; later passes perturb it, for up to
+    ``restart_share`` of the time (or ``patience`` passes without a better
+    plan). Then the best plan's end state is drained once more, round
+    after round while that frees more hosts: instances that moved once may
+    move on, and hosts that took instances may empty in their turn. Plans
+    compare by hosts in use, then moves; an instance that comes back to
+    its own host does not move. Stops early at ``lower`` hosts.
 
     :returns: ``(targets, drained, passes)``.
     """
@@ -158,6 +188,8 @@ def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
     clock = clock or time.monotonic
     rng = random.Random(seed)
     in_use = len(snap.hosts_in_use())
+    started = clock()
+    restarts_until = started + restart_share * max(deadline - started, 0.0)
     best = None
     passes = 0
     while True:
@@ -170,5 +202,47 @@ def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
             since = 0
         else:
             since += 1
-        if value[0] <= lower or clock() >= deadline or since >= patience:
+        if value[0] <= lower or clock() >= deadline:
             return best[1], best[2], passes
+        if clock() >= restarts_until or since >= patience:
+            break
+    targets, drained = best[1], best[2]
+    while clock() < deadline and in_use - len(drained) > lower:
+        state = moved(snap, targets)
+        more, newly = drain(state, fixed, rng, 0.0)
+        passes += 1
+        if not newly:
+            break
+        combined = compose(snap, targets, more)
+        if combined is None:
+            break
+        targets = combined
+        drained = drained | newly
+    return targets, drained, passes
+
+
+def moved(snap, targets):
+    """``snap`` with ``targets`` carried out (a new snapshot)."""
+    import dataclasses
+
+    from resq_nova.optimizer import snapshot as snap_mod
+
+    insts = [dataclasses.replace(i, host=targets[i.uuid][0],
+                                 domain=targets[i.uuid][1])
+             if i.uuid in targets else i for i in snap.instances]
+    return snap_mod.Snapshot(snap.hosts, insts, snap.server_groups,
+                             snap.source, snap.taken_at)
+
+
+def compose(snap, first, then):
+    """Targets of ``first`` followed by ``then``, from ``snap``'s places.
+
+    ``None`` when an instance would end on its own host in another cache
+    domain (that is no live migration).
+    """
+    origin = {i.uuid: (i.host, i.domain) for i in snap.instances}
+    out = dict(first)
+    out.update(then)
+    if any(t[0] == origin[u][0] and t != origin[u] for u, t in out.items()):
+        return None         # back home in another domain: not a migration
+    return {u: t for u, t in out.items() if t != origin[u]}

@@ -50,6 +50,7 @@ import time
 from oslo_log import log as logging
 
 from resq_nova.admission import milp
+from resq_nova.optimizer import bound
 from resq_nova.optimizer import heuristic
 
 LOG = logging.getLogger(__name__)
@@ -103,17 +104,42 @@ def fixed_instances(snap):
 
 def _shape_key(inst, anti_groups):
     return (inst.cores, inst.ways, inst.clos, inst.az,
-            tuple(sorted(anti_groups.get(inst.uuid, ()))))
+            tuple(sorted(anti_groups.get(inst.uuid, ()))),
+            tuple(sorted(inst.numa_need().items())),
+            tuple(sorted(inst.resources.items())))
 
 
-def solve(snap, time_limit=60.0, mip_gap=0.0, first_share=0.6):
+def _fits(need, free):
+    """``need`` (pairs) within ``free`` (a dict; absent is unlimited)."""
+    return all(amount <= free[key] for key, amount in need if key in free)
+
+
+def _cap(need, free, limit):
+    """How many of ``need`` fit in ``free``, at most ``limit``."""
+    for key, amount in need:
+        if amount and key in free:
+            limit = min(limit, free[key] // amount)
+    return limit
+
+
+def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
+          moves_gap=0.10, full_model_max=6000):
     """Plan on ``snap``; see the module doc.
 
-    Anti-affinity is added lazily: members first count as ordinary
-    instances of their shape (a relaxation, so its bounds stay valid) and
-    the pairing keeps groupmates apart; only a group the pairing cannot
-    keep apart gets its own shapes and one-member-per-host constraints, and
-    the model is solved again with it.
+    First the cheap part: the pooled lower bound on hosts
+    (:mod:`~resq_nova.optimizer.bound`) and the repacking heuristic. When
+    the heuristic's plan is proven within ``mip_gap`` of the fewest hosts
+    and its moves within ``moves_gap`` of the fewest such a plan needs, it
+    is returned at once (the stop rule). Otherwise, up to
+    ``full_model_max`` movable instances, the per-host MILP improves it in
+    the time left; above that the heuristic's plan is returned with its
+    proven gaps.
+
+    Anti-affinity is added lazily in the MILP: members first count as
+    ordinary instances of their shape (a relaxation, so its bounds stay
+    valid) and the pairing keeps groupmates apart; only a group the pairing
+    cannot keep apart gets its own shapes and one-member-per-host
+    constraints, and the model is solved again with it.
 
     :raises resq_nova.admission.milp.SolverUnavailable: without Pyomo or HiGHS.
     """
@@ -121,12 +147,49 @@ def solve(snap, time_limit=60.0, mip_gap=0.0, first_share=0.6):
         raise ValueError('the plan time limit must be positive, got %r'
                          % time_limit)
     started = time.monotonic()
+    fixed = fixed_instances(snap)
+    hosts_before = len(snap.hosts_in_use())
+    movable = sum(1 for i in snap.instances if i.uuid not in fixed)
+    if not movable:
+        return _unchanged(snap, hosts_before, fixed, started,
+                          'nothing movable')
+    agg, agg_status = bound.hosts_lower_bound(snap, fixed,
+                                              min(0.15 * time_limit, 10.0))
+    full = movable <= full_model_max
+    share = first_share * 0.5 if full else 0.9
+    h_targets, drained, passes = heuristic.best_of(
+        snap, fixed, started + share * time_limit, agg)
+    h_hosts = hosts_before - len(drained)
+    lower = min(agg, h_hosts)
+    moves_lb = bound.moves_lower_bound(snap, fixed, h_hosts) or 0
+    hint = Hint(agg, h_targets, passes)
+    met = (gap_pct(h_hosts, lower) <= mip_gap * 100.0 + 1e-9
+           and len(h_targets) <= moves_lb * (1.0 + moves_gap) + 1e-9)
+    if met or not full:
+        status = ('heuristic (%d passes; pooled bound %s)%s'
+                  % (passes, agg_status, '' if met else
+                     '; gap not met, %d movable instances is past '
+                     'full_model_max_instances' % movable))
+        LOG.info('Plan: %d -> %d hosts (pooled bound %d), %d moves (bound '
+                 '%d): %s', hosts_before, h_hosts, lower, len(h_targets),
+                 moves_lb, status)
+        if h_hosts >= hosts_before:
+            result = _unchanged(snap, hosts_before, fixed, started, status)
+            result.lower_bound = lower
+            result.gap_pct = gap_pct(hosts_before, lower)
+            return result
+        return Result(hosts_before=hosts_before, hosts_after=h_hosts,
+                      lower_bound=lower, gap_pct=gap_pct(h_hosts, lower),
+                      targets=h_targets,
+                      moves_lower_bound=min(moves_lb, len(h_targets)),
+                      status=status, build_s=0.0,
+                      solve_s=time.monotonic() - started, fixed=fixed)
     explicit = set()
     while True:
         left = time_limit - (time.monotonic() - started)
         try:
             return _solve(snap, max(left, 1.0), mip_gap, first_share,
-                          explicit, started)
+                          explicit, started, hint, moves_gap)
         except PairingFailed as exc:
             new = exc.groups - explicit
             if not new:
@@ -136,7 +199,16 @@ def solve(snap, time_limit=60.0, mip_gap=0.0, first_share=0.6):
             explicit |= new
 
 
-def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
+@dataclasses.dataclass
+class Hint:
+    """What the cheap part found: the pooled bound and the heuristic plan."""
+    lower: int
+    targets: dict
+    passes: int
+
+
+def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
+           hint, moves_gap):
     pyo, highspy = milp.load_pyomo_and_highspy()
     stage_started = time.monotonic()
     fixed = fixed_instances(snap)
@@ -156,6 +228,8 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
     fixed_dom = collections.defaultdict(lambda: [0, 0, 0])
     fixed_clos = collections.Counter()
     fixed_anti = collections.Counter()
+    fixed_numa = collections.defaultdict(collections.Counter)
+    fixed_res = collections.defaultdict(collections.Counter)
     forced_open = {hi for hi, h in enumerate(hosts) if h.other_load}
     cur = collections.Counter()
     members = collections.defaultdict(list)     # (k, d) -> instances
@@ -166,6 +240,8 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
             fixed_dom[di][1] += inst.ways
             fixed_dom[di][2] += inst.clos
             fixed_clos[hidx[inst.host]] += inst.clos
+            fixed_numa[di].update(inst.numa_need())
+            fixed_res[hidx[inst.host]].update(inst.resources)
             for gi in groups_of.get(inst.uuid, ()):
                 fixed_anti[gi, hidx[inst.host]] += 1
             forced_open.add(hidx[inst.host])
@@ -188,15 +264,23 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
                 host_clos)
 
     frees = [free(di) for di in range(len(doms))]
+    numa_free = [{name: cap - fixed_numa[di][name]
+                  for name, cap in dom.numa_caps().items()}
+                 for di, (_, dom) in enumerate(doms)]
+    res_free = [{rc: cap - fixed_res[hi][rc]
+                 for rc, cap in h.resources.items()}
+                for hi, h in enumerate(hosts)]
     index = []          # (k, di) of every m variable
     eligible = set()
     for k in keys:
-        cores, ways, clos, az, _ = k
+        cores, ways, clos, az = k[:4]
         for di, (hi, dom) in enumerate(doms):
             h = hosts[hi]
             fc, fw, fcl = frees[di]
             ok = (h.accepts and (az is None or h.az == az) and cores <= fc
-                  and ways <= fw and clos <= fcl)
+                  and ways <= fw and clos <= fcl
+                  and _fits(k[5], numa_free[di])
+                  and _fits(k[6], res_free[hi]))
             if ok:
                 eligible.add((k, di))
             if ok or cur[k, di]:
@@ -220,6 +304,8 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
             return (0, cur[k, di])
         fc, fw, fcl = frees[di]
         cap = min(fc // k[0], fw // k[1], fcl // k[2] if k[2] else total[k])
+        cap = _cap(k[5], numa_free[di], cap)
+        cap = _cap(k[6], res_free[doms[di][0]], cap)
         return (0, min(cap, total[k]))
 
     kpos = {k: i for i, k in enumerate(keys)}
@@ -257,9 +343,11 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
         if doms[di][1].clos is not None:
             m.c.add(quick(keys[kk][2] * m.m[kk, d] for kk, d in vs)
                     <= frees[di][2] * m.open[hi])
+        _resource_rows(m, quick, keys, vs, 5, numa_free[di], m.open[hi])
     for hi, vs in by_host.items():
         m.c.add(quick(keys[kk][2] * m.m[kk, d] for kk, d in vs)
                 <= (hosts[hi].clos - fixed_clos[hi]) * m.open[hi])
+        _resource_rows(m, quick, keys, vs, 6, res_free[hi], m.open[hi])
     # Leavers pair with arrivals on other hosts.
     # (One variable per shape for what moves in all keeps these sparse.)
     deps_of = collections.defaultdict(list)
@@ -312,14 +400,11 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
     # Stage 1: fewest hosts. The LP relaxation bounds it; the repacking
     # heuristic (with restarts) gives a plan fast; HiGHS's branch and bound
     # then tries to close the gap in the time left.
-    bound = runner.relaxation_bound(max(deadline1 - time.monotonic(), 1.0))
-    lower = (math.ceil(bound - 1e-6) if bound is not None
-             else len(forced_open))
-    # The heuristic's restarts may use most of the first stage, not all:
-    # branch and bound gets the rest.
-    h_deadline = time.monotonic() + 0.7 * max(deadline1 - time.monotonic(),
-                                              0.0)
-    h_targets, _, passes = heuristic.best_of(snap, fixed, h_deadline, lower)
+    relaxed = runner.relaxation_bound(max(deadline1 - time.monotonic(),
+                                          1.0))
+    lower = max(math.ceil(relaxed - 1e-6) if relaxed is not None
+                else len(forced_open), hint.lower)
+    h_targets, passes = hint.targets, hint.passes
     start_values = _start(m, snap, fixed, anti, kpos, didx, hidx,
                           forced_open, mindex, dindex, deps_of, h_targets)
     h_hosts = int(sum(start_values[id(m.open[hi])] for hi in m.open))
@@ -327,7 +412,8 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
     hosts_after, stage1_start, stage1_moves = h_hosts, start_values, h_moves
     from_solver = False
     status1 = 'heuristic (%d passes)' % passes
-    if h_hosts > lower and time.monotonic() < deadline1 - 1.0:
+    if (gap_pct(h_hosts, lower) > mip_gap * 100.0 + 1e-9
+            and time.monotonic() < deadline1 - 1.0):
         best, mip_bound, status1, values = runner.run(
             deadline1 - time.monotonic(), mip_gap, start_values)
         if mip_bound is not None:
@@ -370,10 +456,13 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
     # Leave a little of the time for pairing and ordering the moves.
     deadline2 = stage_started + time_limit - max(0.5, 0.05 * time_limit)
     bound2 = runner.relaxation_bound(max(deadline2 - time.monotonic(), 1.0))
-    moves_lower = math.ceil(bound2 - 1e-6) if bound2 is not None else 0
+    moves_lower = max(math.ceil(bound2 - 1e-6) if bound2 is not None
+                      else 0,
+                      bound.moves_lower_bound(snap, fixed, hosts_after) or 0)
     status2 = 'optimal' if stage1_moves <= moves_lower else 'bounded'
     best2 = None
-    if stage1_moves > moves_lower and time.monotonic() < deadline2 - 1.0:
+    if (stage1_moves > moves_lower * (1.0 + moves_gap) + 1e-9
+            and time.monotonic() < deadline2 - 1.0):
         best2, mip_bound2, status2, values2 = runner.run(
             deadline2 - time.monotonic(), mip_gap, stage1_start)
         if mip_bound2 is not None:
@@ -400,6 +489,15 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started):
                   moves_lower_bound=min(moves_lower, moves),
                   status='%s/%s' % (status1, status2), build_s=build_s,
                   solve_s=solve_s, fixed=fixed)
+
+
+def _resource_rows(m, quick, keys, vs, pos, free, is_open):
+    """``sum(need * m) <= free * open`` for each limited resource."""
+    for name, cap in free.items():
+        terms = [dict(keys[kk][pos]).get(name, 0) * m.m[kk, d]
+                 for kk, d in vs if dict(keys[kk][pos]).get(name)]
+        if terms:
+            m.c.add(quick(terms) <= cap * is_open)
 
 
 def _start(m, snap, fixed, anti, kpos, didx, hidx, forced_open, mindex,

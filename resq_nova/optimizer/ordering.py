@@ -31,6 +31,8 @@ class Ledger:
         self.snap = snap
         self.dom = collections.defaultdict(lambda: [0, 0, 0])
         self.host_clos = collections.Counter()
+        self.numa = collections.defaultdict(collections.Counter)
+        self.res = collections.defaultdict(collections.Counter)
         self.where = {}
         self.mates = collections.defaultdict(set)
         for g in snap.server_groups:
@@ -47,6 +49,10 @@ class Ledger:
         use[1] += sign * inst.ways
         use[2] += sign * inst.clos
         self.host_clos[host] += sign * inst.clos
+        for key, amount in inst.numa_need().items():
+            self.numa[host, dom][key] += sign * amount
+        for rc, amount in inst.resources.items():
+            self.res[host][rc] += sign * amount
 
     def blocker(self, inst, host, dom_id):
         """Why ``inst`` cannot start moving to ``host``/``dom_id`` now.
@@ -74,6 +80,19 @@ class Ledger:
                     % (dom_id, host))
         if self.host_clos[host] + inst.clos > h.clos:
             return 'host %s has no class of service free' % host
+        caps = dom.numa_caps()
+        for key, amount in inst.numa_need().items():
+            if key in caps and self.numa[host, dom_id][key] + amount \
+                    > caps[key]:
+                return ('the NUMA cell of domain %d of %s has %d MB of %s '
+                        'free, it needs %d' % (
+                            dom_id, host, caps[key]
+                            - self.numa[host, dom_id][key], key, amount))
+        for rc, amount in sorted(inst.resources.items()):
+            cap = h.resources.get(rc)
+            if cap is not None and self.res[host][rc] + amount > cap:
+                return ('host %s has %d %s free, it needs %d'
+                        % (host, cap - self.res[host][rc], rc, amount))
         for u in self.mates.get(inst.uuid, ()):
             if host in self.where.get(u, ()):
                 return ('%s, of its anti-affinity group, is on %s'
@@ -94,17 +113,23 @@ class Ledger:
         self.where[inst.uuid] = {src}
 
 
-def order(snap, targets):
+def order(snap, targets, detour=False):
     """``(moves, left_out)`` for ``{uuid: (host, domain)}``.
 
     ``moves`` are dicts in execution order; ``left_out`` are
-    ``{'uuid', 'to_host', 'to_domain', 'reason'}``.
+    ``{'uuid', 'to_host', 'to_domain', 'reason'}``. With ``detour``, when
+    no waiting move can start (a swap: each waits for room another holds),
+    one of them first goes to a host with room (preferably a spare or one
+    being emptied) and on to its target later: that leg is marked
+    ``detour``. An instance takes at most one detour.
     """
     ledger = Ledger(snap)
     by_uuid = {i.uuid: i for i in snap.instances}
+    loc = {i.uuid: (i.host, i.domain) for i in snap.instances}
     pending = sorted(targets.items(), key=lambda kv: (
         by_uuid[kv[0]].host, -by_uuid[kv[0]].ways, kv[0]))
     moves = []
+    detoured = set()
     progress = True
     while pending and progress:
         progress = False
@@ -112,18 +137,14 @@ def order(snap, targets):
         for uuid, (host, dom_id) in pending:
             inst = by_uuid[uuid]
             if ledger.blocker(inst, host, dom_id) is None:
-                ledger.start(inst, inst.host, host, dom_id)
-                ledger.finish(inst, inst.host, inst.domain, host)
-                moves.append({'uuid': uuid, 'name': inst.name,
-                              'from_host': inst.host,
-                              'from_domain': inst.domain,
-                              'to_host': host, 'to_domain': dom_id,
-                              'cores': inst.cores, 'ways': inst.ways,
-                              'clos': inst.clos})
+                moves.append(_leg(ledger, inst, loc, host, dom_id))
                 progress = True
             else:
                 waiting.append((uuid, (host, dom_id)))
         pending = waiting
+        if pending and not progress and detour:
+            progress = _detour(snap, ledger, by_uuid, loc, pending, targets,
+                               detoured, moves)
     left_out = []
     for uuid, (host, dom_id) in pending:
         reason = ledger.blocker(by_uuid[uuid], host, dom_id)
@@ -131,6 +152,103 @@ def order(snap, targets):
                          'reason': 'no safe order: %s even after every '
                          'move that can go first' % reason})
     return moves, left_out
+
+
+def _leg(ledger, inst, loc, host, dom_id, detour=False):
+    """Book one move of ``inst`` from where it is now; its record."""
+    src, src_dom = loc[inst.uuid]
+    ledger.start(inst, src, host, dom_id)
+    ledger.finish(inst, src, src_dom, host)
+    loc[inst.uuid] = (host, dom_id)
+    mv = {'uuid': inst.uuid, 'name': inst.name, 'from_host': src,
+          'from_domain': src_dom, 'to_host': host, 'to_domain': dom_id,
+          'cores': inst.cores, 'ways': inst.ways, 'clos': inst.clos}
+    if detour:
+        mv['detour'] = True
+    return mv
+
+
+def _detour(snap, ledger, by_uuid, loc, pending, targets, detoured, moves):
+    """Send one waiting instance to a host with room; whether one went."""
+    final = {i.uuid: i.host for i in snap.instances}
+    final.update((u, t[0]) for u, t in targets.items())
+    used_after = ({h.name for h in snap.hosts if h.other_load}
+                  | set(final.values()))
+    for uuid, (host, _) in pending:
+        if uuid in detoured:
+            continue
+        inst = by_uuid[uuid]
+        here = loc[uuid][0]
+        options = []
+        for h in snap.hosts:
+            if h.name in (here, host) or not h.accepts:
+                continue
+            for dom in h.domains:
+                if ledger.blocker(inst, h.name, dom.id) is None:
+                    # Spares and hosts being emptied first, then the
+                    # fullest (it leaves the most room elsewhere).
+                    free = dom.ways - ledger.dom[h.name, dom.id][1]
+                    options.append((h.name in used_after, free, h.name,
+                                    dom.id))
+        if options:
+            _, _, name, dom_id = min(options)
+            detoured.add(uuid)
+            moves.append(_leg(ledger, inst, loc, name, dom_id, detour=True))
+            return True
+    return False
+
+
+def replay(snap, moves):
+    """The first move of ``moves`` that is not safe in order, or ``None``.
+
+    :returns: ``(index, reason)`` or ``None``.
+    """
+    ledger = Ledger(snap)
+    by_uuid = {i.uuid: i for i in snap.instances}
+    loc = {i.uuid: (i.host, i.domain) for i in snap.instances}
+    for n, mv in enumerate(moves):
+        inst = by_uuid.get(mv['uuid'])
+        if inst is None:
+            return n, 'instance %s is not in the snapshot' % mv['uuid']
+        if loc[inst.uuid] != (mv['from_host'], mv['from_domain']):
+            return n, ('instance %s is in domain %d of %s, the move starts '
+                       'from domain %d of %s' % (
+                           inst.uuid, loc[inst.uuid][1], loc[inst.uuid][0],
+                           mv['from_domain'], mv['from_host']))
+        why = ledger.blocker(inst, mv['to_host'], mv['to_domain'])
+        if why:
+            return n, why
+        _leg(ledger, inst, loc, mv['to_host'], mv['to_domain'])
+    return None
+
+
+def needed_only(snap, moves):
+    """``(moves, dropped)``: without the instances whose moves free nothing.
+
+    An instance's moves are needed when its host (where it is now) ends up
+    empty, or when the plan is no longer safe in order without them (they
+    make room for another host's instances). The others are dropped: a
+    live migration that frees nothing costs a migration for no gain.
+    """
+    dropped = []
+    origin = {}
+    for mv in moves:
+        origin.setdefault(mv['uuid'], mv['from_host'])
+    changed = True
+    while changed:
+        changed = False
+        freed = snap.hosts_in_use() - hosts_in_use_after(snap, moves)
+        for uuid in sorted({u for u, h in origin.items() if h not in freed}):
+            if any(d['uuid'] == uuid for d in dropped):
+                continue
+            rest = [mv for mv in moves if mv['uuid'] != uuid]
+            if replay(snap, rest) is None and freed <= (
+                    snap.hosts_in_use() - hosts_in_use_after(snap, rest)):
+                dropped.extend(mv for mv in moves if mv['uuid'] == uuid)
+                moves = rest
+                changed = True
+                break
+    return moves, dropped
 
 
 def hosts_in_use_after(snap, moves):

@@ -32,8 +32,10 @@ import datetime
 import time
 import uuid as uuid_mod
 
+from resq_nova.optimizer import bound
 from resq_nova.optimizer import model
 from resq_nova.optimizer import ordering
+from resq_nova.optimizer import snapshot as snap_mod
 
 PROPOSED = 'proposed'
 NOT_PROPOSED = 'not-proposed'
@@ -45,32 +47,57 @@ def new_id(prefix):
                          uuid_mod.uuid4().hex[:6])
 
 
-def make_plan(snap, min_hosts_freed=1, time_limit=60.0, mip_gap=0.0,
-              snapshot_id=None):
-    """Plan on ``snap``; the plan document (see the module doc)."""
+def make_plan(snap, min_hosts_freed=1, time_limit=20.0, mip_gap=0.01,
+              snapshot_id=None, moves_gap=0.10, full_model_max=6000):
+    """Plan on ``snap``; the plan document (see the module doc).
+
+    Each Nova cell is planned on its own (nothing moves between cells),
+    with a share of ``time_limit`` by its instances; the plan document
+    sums them and lists each cell's figures under ``cells``.
+    """
     started = time.monotonic()
-    result = model.solve(snap, time_limit=time_limit, mip_gap=mip_gap)
-    moves, left_out = ordering.order(snap, result.targets)
-    before = result.hosts_before
-    after = len(ordering.hosts_in_use_after(snap, moves))
-    lower = min(result.lower_bound, after)
+    parts = snap_mod.cells(snap)
+    total = max(len(snap.instances), 1)
+    cells = []
+    for n, (cell, sub) in enumerate(parts):
+        left = time_limit - (time.monotonic() - started)
+        share = (left if n == len(parts) - 1 else
+                 time_limit * len(sub.instances) / total)
+        cells.append(_plan_cell(cell, sub, max(share, 1.0), mip_gap,
+                                moves_gap, full_model_max))
+    moves = [mv for c in cells for mv in c['moves']]
+    left_out = [lo for c in cells for lo in c['left_out']]
+    before = sum(c['before'] for c in cells)
+    after = sum(c['after'] for c in cells)
+    lower = sum(c['lower'] for c in cells)
     freed = before - after
+    reasons = [c['why'] for c in cells if c['why']]
     if not moves:
         proposed = False
-        reason = ('no plan uses fewer than the %d hosts in use now (at '
-                  'least %d are needed)' % (before, lower))
+        reason = '; '.join(reasons) or ('no plan uses fewer than the %d '
+                                        'hosts in use now' % before)
     elif freed < min_hosts_freed:
         proposed = False
         reason = ('the plan frees %d host(s) with %d move(s); '
                   'min_hosts_freed is %d, so nothing moves'
                   % (freed, len(moves), min_hosts_freed))
+        if reasons:
+            reason += ' (%s)' % '; '.join(reasons)
     else:
         proposed = True
         reason = ('frees %d host(s) (%d -> %d in use) with %d live '
                   'migration(s)' % (freed, before, after, len(moves)))
-    if left_out:
-        reason += ('; %d move(s) left out for want of a safe order'
-                   % len(left_out))
+        if reasons:
+            reason += '; %s' % '; '.join(reasons)
+    detours = sum(1 for mv in moves if mv.get('detour'))
+    if detours and proposed:
+        reason += ('; %d of them through a host with room, to break a '
+                   'swap' % detours)
+    fixed = {}
+    for c in cells:
+        fixed.update(c['result'].fixed)
+    statuses = ['%s: %s' % (c['cell'], c['result'].status)
+                if len(cells) > 1 else c['result'].status for c in cells]
     return {
         'id': new_id('plan'),
         'created_at': datetime.datetime.now(
@@ -83,15 +110,66 @@ def make_plan(snap, min_hosts_freed=1, time_limit=60.0, mip_gap=0.0,
         'proposed': proposed,
         'reason': reason,
         'moves': moves,
-        'moves_lower_bound': result.moves_lower_bound,
+        'moves_lower_bound': sum(c['moves_lower'] for c in cells),
         'left_out': left_out,
-        'fixed': [{'uuid': u, 'reason': r}
-                  for u, r in sorted(result.fixed.items())],
+        'fixed': [{'uuid': u, 'reason': r} for u, r in sorted(fixed.items())],
+        'freed_hosts': sorted(h for c in cells for h in c['freed']),
+        'cells': [{'cell': c['cell'], 'hosts_used_before': c['before'],
+                   'hosts_used_after': c['after'],
+                   'lower_bound': c['lower'], 'moves': len(c['moves'])}
+                  for c in cells] if len(cells) > 1 else [],
         'min_hosts_freed': min_hosts_freed,
-        'solver': {'status': result.status,
-                   'build_seconds': round(result.build_s, 3),
-                   'solve_seconds': round(result.solve_s, 3),
+        'solver': {'status': '; '.join(statuses),
+                   'build_seconds': round(sum(c['result'].build_s
+                                              for c in cells), 3),
+                   'solve_seconds': round(sum(c['result'].solve_s
+                                              for c in cells), 3),
                    'seconds': round(time.monotonic() - started, 3),
                    'time_limit': time_limit, 'mip_gap': mip_gap},
         'status': PROPOSED if proposed else NOT_PROPOSED,
     }
+
+
+def _plan_cell(cell, snap, time_limit, mip_gap, moves_gap, full_model_max):
+    """One cell's moves, in a safe order, each one needed; and why."""
+    result = model.solve(snap, time_limit=time_limit, mip_gap=mip_gap,
+                         moves_gap=moves_gap, full_model_max=full_model_max)
+    before = result.hosts_before
+    lower = min(result.lower_bound, before)
+    where = '' if cell is None else 'cell %s: ' % cell
+    if not result.targets:
+        return _cell(cell, result, before, before, lower, [], [], set(),
+                     '%sno plan uses fewer than the %d hosts in use now '
+                     '(at least %d are needed)' % (where, before, lower))
+    moves, left_out = ordering.order(snap, result.targets, detour=True)
+    moves, dropped = ordering.needed_only(snap, moves)
+    after_hosts = ordering.hosts_in_use_after(snap, moves)
+    after = len(after_hosts)
+    freed = snap.hosts_in_use() - after_hosts
+    why = ''
+    if left_out:
+        why = ('%s%d move(s) of the solver\'s plan (%d -> %d hosts) left '
+               'out for want of a safe order, even through a host with '
+               'room (first: %s)' % (where, len(left_out), before,
+                                      result.hosts_after, left_out[0]['uuid']
+                                      + ': ' + left_out[0]['reason']))
+        if dropped:
+            why += ('; %d move(s) that then freed nothing dropped'
+                    % len(dropped))
+        if not moves:
+            why += '; so nothing moves'
+    if after == result.hosts_after:
+        moves_lower = result.moves_lower_bound
+    else:
+        moves_lower = bound.moves_lower_bound(snap, result.fixed, after) or 0
+    moves_lower = min(moves_lower, len(moves))
+    return _cell(cell, result, before, after, min(lower, after), moves,
+                 left_out, freed, why, moves_lower)
+
+
+def _cell(cell, result, before, after, lower, moves, left_out, freed, why,
+          moves_lower=0):
+    return {'cell': cell, 'result': result, 'before': before,
+            'after': after, 'lower': lower, 'moves': moves,
+            'left_out': left_out, 'freed': freed, 'why': why,
+            'moves_lower': moves_lower}

@@ -27,16 +27,27 @@ of a host is how many classes of service its ResQ instances may hold.
 Optional keys: a host's ``down`` (its compute service does not answer:
 nothing moves to or from it), ``az`` (availability zone), ``other_load``
 (non-ResQ instances: the host stays in use), ``uuid`` (compute node
-provider) and a domain's ``provider``; an instance's ``az`` (the zone it is
-pinned to), ``reason`` (why it cannot move) and ``name``; a group's ``id``.
+provider), ``cell`` (its Nova cell: nothing moves between cells) and
+``resources`` (``{resource class: amount}`` ResQ instances may hold on the
+compute node, e.g. ``MEMORY_MB``, ``DISK_GB``: what Placement offers less
+what other consumers hold); a domain's ``provider``, ``clos``,
+``memory_mb`` and ``hugepages_mb`` (the NUMA cell's small-page and
+huge-page memory ResQ instances may use); an instance's ``az`` (the zone
+it is pinned to), ``reason`` (why it cannot move), ``name``,
+``resources`` (what it holds on the compute node), ``memory_mb`` and
+``hugepages`` (whether that memory comes from the cell's huge pages); a
+group's ``id``. A capacity that is absent is not limited.
 """
 
+import collections
 import dataclasses
 import json
+import re
 
 from resq_common import exception
 
 HARD_POLICIES = ('affinity', 'anti-affinity')
+RC_RE = re.compile(r'[A-Z0-9_]{1,255}')
 SOFT_POLICIES = ('soft-affinity', 'soft-anti-affinity')
 
 
@@ -54,6 +65,16 @@ class Domain:
     # Classes of service Placement offers in this domain (None: only the
     # host's count applies).
     clos: int = None
+    # Memory of the domain's NUMA cell ResQ instances may use, in small
+    # pages and in huge pages (None: not limited).
+    memory_mb: int = None
+    hugepages_mb: int = None
+
+    def numa_caps(self):
+        """``{'memory_mb'|'hugepages_mb': MB}`` that limit this domain."""
+        return {k: v for k, v in (('memory_mb', self.memory_mb),
+                                  ('hugepages_mb', self.hugepages_mb))
+                if v is not None}
 
 
 @dataclasses.dataclass
@@ -66,6 +87,9 @@ class Host:
     az: str = None
     other_load: int = 0
     uuid: str = None
+    cell: str = None
+    # {resource class: amount} ResQ instances may hold on the node.
+    resources: dict = dataclasses.field(default_factory=dict)
 
     def domain(self, domain_id):
         for dom in self.domains:
@@ -91,6 +115,17 @@ class Instance:
     az: str = None
     reason: str = None
     name: str = None
+    memory_mb: int = 0
+    hugepages: bool = False
+    # {resource class: amount} held on the compute node.
+    resources: dict = dataclasses.field(default_factory=dict)
+
+    def numa_need(self):
+        """``{'memory_mb'|'hugepages_mb': MB}`` taken from its NUMA cell."""
+        if not self.memory_mb:
+            return {}
+        return {'hugepages_mb' if self.hugepages else 'memory_mb':
+                self.memory_mb}
 
 
 @dataclasses.dataclass
@@ -136,11 +171,17 @@ class Snapshot:
                     'domains': [_domain_dict(d) for d in h.domains]}
             if h.uuid:
                 host['uuid'] = h.uuid
+            if h.cell:
+                host['cell'] = h.cell
+            if h.resources:
+                host['resources'] = dict(h.resources)
             doc['hosts'].append(host)
         for i in self.instances:
             inst = dataclasses.asdict(i)
-            doc['instances'].append({k: v for k, v in inst.items()
-                                     if v is not None})
+            doc['instances'].append({
+                k: v for k, v in inst.items() if v is not None
+                and not (k in ('memory_mb', 'hugepages', 'resources')
+                         and not v)})
         for g in self.server_groups:
             group = {'policy': g.policy, 'members': list(g.members)}
             if g.id:
@@ -154,8 +195,9 @@ def _domain_dict(dom):
            'reserved_ways': dom.reserved_ways}
     if dom.provider:
         doc['provider'] = dom.provider
-    if dom.clos is not None:
-        doc['clos'] = dom.clos
+    for key in ('clos', 'memory_mb', 'hugepages_mb'):
+        if getattr(dom, key) is not None:
+            doc[key] = getattr(dom, key)
     return doc
 
 
@@ -224,6 +266,22 @@ class _Reader:
             self.fail(where, 'must be true or false, got %r' % (value,))
         return value
 
+    def resources(self, value, where):
+        """``{resource class: non-negative integer}``."""
+        if value is None:
+            return {}
+        self.obj(value, where, ())
+        for rc, amount in value.items():
+            if not RC_RE.fullmatch(rc):
+                self.fail(where, '%r is not a resource class name (upper '
+                          'case letters, digits and underscores)' % (rc,))
+            self.int(amount, '%s.%s' % (where, rc))
+        return dict(value)
+
+    def opt_int(self, doc, key, where):
+        return (self.int(doc[key], '%s.%s' % (where, key))
+                if doc.get(key) is not None else None)
+
     def str(self, value, where, allow_none=False):
         if value is None and allow_none:
             return None
@@ -257,8 +315,9 @@ def from_dict(doc, source='<memory>'):
                                              dw + '.reserved_ways'),
                          provider=r.str(d.get('provider'), dw + '.provider',
                                         allow_none=True),
-                         clos=(r.int(d['clos'], dw + '.clos')
-                               if d.get('clos') is not None else None))
+                         clos=r.opt_int(d, 'clos', dw),
+                         memory_mb=r.opt_int(d, 'memory_mb', dw),
+                         hugepages_mb=r.opt_int(d, 'hugepages_mb', dw))
             if any(x.id == dom.id for x in domains):
                 r.fail(dw, 'host %s lists domain %d twice' % (name, dom.id))
             domains.append(dom)
@@ -269,7 +328,10 @@ def from_dict(doc, source='<memory>'):
             down=r.bool(h.get('down', False), where + '.down'),
             az=r.str(h.get('az'), where + '.az', allow_none=True),
             other_load=r.int(h.get('other_load', 0), where + '.other_load'),
-            uuid=r.str(h.get('uuid'), where + '.uuid', allow_none=True)))
+            uuid=r.str(h.get('uuid'), where + '.uuid', allow_none=True),
+            cell=r.str(h.get('cell'), where + '.cell', allow_none=True),
+            resources=r.resources(h.get('resources'),
+                                  where + '.resources')))
     by_name = {h.name: h for h in hosts}
     instances = []
     seen = set()
@@ -286,7 +348,12 @@ def from_dict(doc, source='<memory>'):
             clos=r.int(i['clos'], where + '.clos'),
             migratable=r.bool(i['migratable'], where + '.migratable'),
             az=r.str(i.get('az'), where + '.az', allow_none=True),
-            reason=i.get('reason'), name=i.get('name'))
+            reason=i.get('reason'), name=i.get('name'),
+            memory_mb=r.int(i.get('memory_mb', 0), where + '.memory_mb'),
+            hugepages=r.bool(i.get('hugepages', False),
+                             where + '.hugepages'),
+            resources=r.resources(i.get('resources'),
+                                  where + '.resources'))
         if inst.uuid in seen:
             r.fail(where, 'instance %s is listed twice' % inst.uuid)
         seen.add(inst.uuid)
@@ -333,6 +400,22 @@ def usage(snap):
     return dom_use, clos_use
 
 
+def resource_usage(snap):
+    """``({(host, domain): Counter(numa)}, {host: Counter(resources)})``."""
+    numa = collections.defaultdict(collections.Counter)
+    res = collections.defaultdict(collections.Counter)
+    for inst in snap.instances:
+        numa[inst.host, inst.domain].update(inst.numa_need())
+        res[inst.host].update(inst.resources)
+    return numa, res
+
+
+def _over(snap, what):
+    raise SnapshotError(
+        source=snap.source, reason='%s; the optimizer plans from a '
+        'consistent state only (check the allocations in Placement)' % what)
+
+
 def check_capacity(snap):
     """:raises SnapshotError: when a domain or host is over-committed."""
     dom_use, clos_use = usage(snap)
@@ -342,19 +425,30 @@ def check_capacity(snap):
                                 ('ways', ways, dom.ways),
                                 ('classes of service', clos, dom.clos)):
             if cap is not None and used > cap:
-                raise SnapshotError(
-                    source=snap.source, reason='cache domain %d of %s is '
-                    'already over-committed: its instances use %d %s of %d; '
-                    'the optimizer plans from a consistent state only (check '
-                    'the allocations in Placement)'
-                    % (dom_id, host_name, used, what, cap))
+                _over(snap, 'cache domain %d of %s is already '
+                      'over-committed: its instances use %d %s of %d'
+                      % (dom_id, host_name, used, what, cap))
     for host_name, used in sorted(clos_use.items()):
         host = snap.host(host_name)
         if used > host.clos:
-            raise SnapshotError(
-                source=snap.source, reason='host %s is already '
-                'over-committed: its instances hold %d classes of service '
-                'of %d' % (host_name, used, host.clos))
+            _over(snap, 'host %s is already over-committed: its instances '
+                  'hold %d classes of service of %d'
+                  % (host_name, used, host.clos))
+    numa_use, res_use = resource_usage(snap)
+    for (host_name, dom_id), used in sorted(numa_use.items()):
+        caps = snap.host(host_name).domain(dom_id).numa_caps()
+        for key, amount in sorted(used.items()):
+            if key in caps and amount > caps[key]:
+                _over(snap, 'NUMA cell of cache domain %d of %s is already '
+                      'over-committed: its instances use %d MB of %s of %d'
+                      % (dom_id, host_name, amount, key, caps[key]))
+    for host_name, used in sorted(res_use.items()):
+        caps = snap.host(host_name).resources
+        for rc, amount in sorted(used.items()):
+            if rc in caps and amount > caps[rc]:
+                _over(snap, 'host %s is already over-committed: its '
+                      'instances hold %d %s of %d'
+                      % (host_name, amount, rc, caps[rc]))
     by_uuid = {i.uuid: i for i in snap.instances}
     for g in snap.server_groups:
         if g.policy != 'anti-affinity':
@@ -366,3 +460,31 @@ def check_capacity(snap):
                 'has two members on one host (%s)'
                 % (g.id or g.members, ', '.join(sorted(
                     {h for h in hosts if hosts.count(h) > 1}))))
+
+
+def cells(snap):
+    """The snapshot per Nova cell: ``[(cell, Snapshot)]``, sorted.
+
+    Nova never live-migrates an instance out of its cell, so each cell is
+    planned on its own; a server group keeps only its members in the cell
+    (members in other cells are on other hosts anyway).
+    """
+    names = sorted({h.cell for h in snap.hosts}, key=lambda c: (c is not None,
+                                                              c or ''))
+    if len(names) <= 1:
+        return [(names[0] if names else None, snap)]
+    out = []
+    for cell in names:
+        hosts = [h for h in snap.hosts if h.cell == cell]
+        in_cell = {h.name for h in hosts}
+        insts = [i for i in snap.instances if i.host in in_cell]
+        uuids = {i.uuid for i in insts}
+        groups = []
+        for g in snap.server_groups:
+            members = [m for m in g.members if m in uuids]
+            if members:
+                groups.append(ServerGroup(g.policy, members, g.id))
+        out.append((cell, Snapshot(hosts, insts, groups,
+                                   '%s (cell %s)' % (snap.source, cell),
+                                   snap.taken_at)))
+    return out

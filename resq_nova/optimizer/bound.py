@@ -1,0 +1,353 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Lower bounds that stay cheap at any size: hosts pooled by shape.
+
+The per-host plan MILP has a row per host and a column per instance shape
+and cache domain; at 10,000 hosts its LP relaxation alone takes minutes.
+These bounds pool instead, as the evaluation's pattern MILP pools servers:
+
+* **hosts**: hosts of one shape (the same cache domains, classes of
+  service, node resources, zone, and whether they accept instances) form
+  a pool with an integer count of open hosts; hosts that must stay open
+  (other load, or an instance that cannot move) form one pool whose free
+  capacity is summed. Instance shapes are counted per pool against the
+  pool's capacity in every dimension, at most one of a shape per host than
+  fits in its domains, and big instances at most one per domain. Every
+  real plan is a solution of this model (it only forgets which host of a
+  pool and which domain of a host), so its optimum, or HiGHS's bound on
+  it, is a proven lower bound on the hosts any plan needs. Anti-affinity
+  is left out, which only weakens it.
+* **moves**: a plan that leaves ``after`` hosts in use closes at least
+  ``before - after`` of the hosts in use now, and every instance of a
+  closed host moves: the fewest instances on that many closable hosts is
+  a lower bound on its live migrations.
+"""
+
+import collections
+import math
+import time
+
+from oslo_log import log as logging
+
+from resq_nova.admission import milp
+
+LOG = logging.getLogger(__name__)
+
+FORCED = ('forced-open',)
+
+
+def _host_shape(host):
+    doms = tuple(sorted((d.cores, d.ways, d.clos, d.memory_mb,
+                         d.hugepages_mb) for d in host.domains))
+    return (doms, host.clos, tuple(sorted(host.resources.items())),
+            host.az, host.accepts)
+
+
+def _inst_shape(inst):
+    return (inst.cores, inst.ways, inst.clos, inst.az,
+            tuple(sorted(inst.numa_need().items())),
+            tuple(sorted(inst.resources.items())))
+
+
+def _per_domain(kshape, dom):
+    """How many of instance shape ``kshape`` one domain ``dom`` holds."""
+    cores, ways, clos, _, numa, _ = kshape
+    cores_cap, ways_cap, clos_cap, mem, huge = dom
+    n = min(cores_cap // cores, ways_cap // ways)
+    if clos and clos_cap is not None:
+        n = min(n, clos_cap // clos)
+    caps = {'memory_mb': mem, 'hugepages_mb': huge}
+    for key, amount in numa:
+        if amount and caps.get(key) is not None:
+            n = min(n, caps[key] // amount)
+    return max(n, 0)
+
+
+def _dims(kshape):
+    """``{dimension: amount}`` of one instance of a shape."""
+    cores, ways, clos, _, numa, res = kshape
+    dims = {'cores': cores, 'ways': ways, 'clos': clos}
+    dims.update(('numa:' + k, v) for k, v in numa)
+    dims.update(('rc:' + k, v) for k, v in res)
+    return dims
+
+
+def _host_caps(shape):
+    """``{dimension: capacity}`` of one host of a pool shape."""
+    doms, clos, res, _, _ = shape
+    caps = {'cores': sum(d[0] for d in doms),
+            'ways': sum(d[1] for d in doms), 'clos': clos}
+    dom_clos = [d[2] for d in doms]
+    if all(c is not None for c in dom_clos):
+        caps['clos'] = min(clos, sum(dom_clos))
+    for pos, key in ((3, 'numa:memory_mb'), (4, 'numa:hugepages_mb')):
+        if all(d[pos] is not None for d in doms):
+            caps[key] = sum(d[pos] for d in doms)
+    caps.update(('rc:' + k, v) for k, v in res)
+    return caps
+
+
+def pools(snap, fixed):
+    """``(pools, forced, demand, stay)`` of the pooled model.
+
+    ``pools``: ``{shape: [host names]}`` of hosts a plan may close;
+    ``forced``: hosts that stay open; ``demand``: ``Counter`` of movable
+    instance shapes; ``stay``: ``{shape: Counter(kshape)}`` of what the
+    movable instances on hosts that accept nothing hold (they may stay, no
+    more may come).
+    """
+    forced = {h.name for h in snap.hosts if h.other_load}
+    forced.update(i.host for i in snap.instances if i.uuid in fixed)
+    by_pool = collections.defaultdict(list)
+    for h in snap.hosts:
+        if h.name not in forced:
+            by_pool[_host_shape(h)].append(h.name)
+    demand = collections.Counter()
+    stay = collections.defaultdict(collections.Counter)
+    host_of = {h.name: h for h in snap.hosts}
+    for inst in snap.instances:
+        if inst.uuid in fixed:
+            continue
+        k = _inst_shape(inst)
+        demand[k] += 1
+        h = host_of[inst.host]
+        if inst.host not in forced and not h.accepts:
+            stay[_host_shape(h)][k] += 1
+    return by_pool, forced, demand, stay
+
+
+def hosts_lower_bound(snap, fixed, time_limit=10.0):
+    """Proven fewest hosts any plan of ``snap`` uses (see the module doc).
+
+    :returns: ``(bound, status)``.
+    """
+    started = time.monotonic()
+    by_pool, forced, demand, stay = pools(snap, fixed)
+    if not demand:
+        return len(forced), 'nothing movable'
+    _, highspy = milp.load_pyomo_and_highspy()
+    from resq_nova.optimizer import model as model_mod
+
+    h = model_mod._new_highs(highspy)
+    h.setOptionValue('time_limit', float(max(time_limit, 0.5)))
+    integer = highspy.HighsVarType.kInteger
+    # The forced-open hosts, pooled: their free capacity summed.
+    forced_free = collections.Counter()
+    forced_doms = []
+    host_of = {x.name: x for x in snap.hosts}
+    for name in forced:
+        host = host_of[name]
+        if not host.accepts:
+            continue
+        caps = _host_caps(_host_shape(host))
+        forced_free.update(caps)
+        forced_doms.extend((d.cores, d.ways, d.clos, d.memory_mb,
+                            d.hugepages_mb) for d in host.domains)
+    for inst in snap.instances:
+        # What cannot move takes its room; movable instances there count
+        # in the forced pool if they stay.
+        if (inst.uuid in fixed and inst.host in forced
+                and host_of[inst.host].accepts):
+            forced_free.subtract(_dims(_inst_shape(inst)))
+    forced_stays = collections.Counter(
+        _inst_shape(i) for i in snap.instances if i.uuid not in fixed
+        and i.host in forced and not host_of[i.host].accepts)
+    cols = {}           # (kshape, pool) -> variable
+    opened = {}
+    for shape, names in by_pool.items():
+        if not shape[4] and not stay.get(shape):
+            continue            # accepts nothing and holds nothing movable
+        opened[shape] = h.addVariable(lb=0, ub=len(names), obj=1.0,
+                                      type=integer)
+    for k in demand:
+        for shape in opened:
+            if shape[4]:
+                ok = (k[3] is None or shape[3] == k[3]) and max(
+                    _per_domain(k, d) for d in shape[0]) > 0
+            else:
+                ok = stay[shape][k] > 0
+            if ok:
+                cols[k, shape] = h.addVariable(
+                    lb=0, ub=demand[k] if shape[4] else stay[shape][k],
+                    type=integer)
+        if k[3] is None or any(host_of[n].az == k[3] for n in forced):
+            if forced_doms and max(_per_domain(k, d)
+                                   for d in forced_doms) > 0:
+                cols[k, FORCED] = h.addVariable(lb=0, ub=demand[k],
+                                                type=integer)
+        ub = forced_stays[k]
+        if ub:
+            cols[k, ('forced-stay',)] = h.addVariable(lb=0, ub=ub,
+                                                      type=integer)
+    for k, n in demand.items():
+        vs = [v for (kk, _), v in cols.items() if kk == k]
+        if not vs:
+            return len(snap.hosts_in_use()), 'an instance shape fits nowhere'
+        h.addConstr(sum(vs) == n)
+    for shape, y in opened.items():
+        caps = _host_caps(shape)
+        here = [(k, v) for (k, p), v in cols.items() if p == shape]
+        for dim, cap in caps.items():
+            terms = [_dims(k).get(dim, 0) * v for k, v in here
+                     if _dims(k).get(dim, 0)]
+            if terms:
+                h.addConstr(sum(terms) - cap * y <= 0)
+        doms = shape[0]
+        for k, v in here:
+            per_host = sum(_per_domain(k, d) for d in doms)
+            h.addConstr(v - per_host * y <= 0)
+        # Instances of which no two fit in one domain: one per domain.
+        big = [v for k, v in here
+               if all(_per_domain(k, d) <= 1 for d in doms)]
+        if big:
+            h.addConstr(sum(big) - len(doms) * y <= 0)
+        if shape[4]:
+            _pattern_rows(h, integer, y, doms, here)
+    forced_here = [(k, v) for (k, p), v in cols.items() if p == FORCED]
+    for dim in set(forced_free) | {d for k, _ in forced_here
+                                   for d in _dims(k)}:
+        terms = [_dims(k).get(dim, 0) * v for k, v in forced_here
+                 if _dims(k).get(dim, 0)]
+        if terms and dim in forced_free:
+            h.addConstr(sum(terms) <= max(forced_free[dim], 0))
+    h.setOptionValue('time_limit', float(max(
+        time_limit - (time.monotonic() - started), 0.5)))
+    h.run()
+    status = h.modelStatusToString(h.getModelStatus())
+    info = h.getInfo()
+    value = info.mip_dual_bound
+    if value is None or not math.isfinite(value):
+        value = 0.0
+    if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
+        # The current placement is a solution: only a bug gets here.
+        LOG.warning('Aggregated plan bound found no solution; using the '
+                    'forced-open hosts as the bound')
+        value = 0.0
+    bound = len(forced) + math.ceil(value - 1e-6)
+    LOG.debug('Aggregated host bound %d (%d pools, %d shapes, %s, %.2fs)',
+              bound, len(opened), len(demand), status,
+              time.monotonic() - started)
+    return bound, status
+
+
+MAX_PATTERNS = 4000
+
+
+def _fill(kind, dom):
+    """``(cores, ways, clos, {numa: MB})`` one instance of ``kind`` takes."""
+    cores, ways, clos, numa = kind
+    return cores, ways, clos, dict(numa)
+
+
+def patterns(kinds, dom, limit=MAX_PATTERNS):
+    """Maximal multisets of ``kinds`` that fit together in domain ``dom``.
+
+    ``kinds`` are ``(cores, ways, clos, numa pairs)``; a pattern is a tuple
+    of counts. ``None`` past ``limit`` patterns (the caller then keeps the
+    summed rows only).
+    """
+    cores_cap, ways_cap, clos_cap, mem, huge = dom
+    caps = {'memory_mb': mem, 'hugepages_mb': huge}
+    out = []
+    counts = [0] * len(kinds)
+
+    def fits(left, kind):
+        c, w, cl, numa = _fill(kind, dom)
+        if c > left[0] or w > left[1]:
+            return False
+        if clos_cap is not None and cl > left[2]:
+            return False
+        return all(v <= left[3].get(k, v) for k, v in numa.items())
+
+    def take(left, kind, sign=1):
+        c, w, cl, numa = _fill(kind, dom)
+        nl = dict(left[3])
+        for k, v in numa.items():
+            if k in nl:
+                nl[k] -= sign * v
+        return (left[0] - sign * c, left[1] - sign * w,
+                left[2] - sign * cl, nl)
+
+    def walk(i, left):
+        if len(out) > limit:
+            return
+        if i == len(kinds):
+            if not any(fits(left, k) for k in kinds):
+                out.append(tuple(counts))
+            return
+        n = 0
+        cur = left
+        while True:
+            counts[i] = n
+            walk(i + 1, cur)
+            if not fits(cur, kinds[i]):
+                break
+            cur = take(cur, kinds[i])
+            n += 1
+        counts[i] = 0
+
+    start = (cores_cap, ways_cap, clos_cap if clos_cap is not None else 0,
+             {k: v for k, v in caps.items() if v is not None})
+    walk(0, start)
+    return out if len(out) <= limit else None
+
+
+def _pattern_rows(h, integer, y, doms, here):
+    """Cover the pool's instances with whole-domain packings (patterns).
+
+    Each open host offers its domains; each domain holds one maximal
+    packing of instance kinds. Any real placement is such a cover, so the
+    rows keep the bound valid and add what summing capacities forgets:
+    the room lost inside each domain.
+    """
+    kinds = sorted({(k[0], k[1], k[2], k[4]) for k, _ in here})
+    if not kinds:
+        return
+    cover = {kind: [] for kind in kinds}
+    for dom, n_dom in collections.Counter(doms).items():
+        pats = patterns(kinds, dom)
+        if pats is None:
+            return
+        ws = []
+        for pat in pats:
+            w = h.addVariable(lb=0, type=integer)
+            ws.append(w)
+            for kind, count in zip(kinds, pat):
+                if count:
+                    cover[kind].append(count * w)
+        if ws:
+            h.addConstr(sum(ws) - n_dom * y <= 0)
+    for kind in kinds:
+        xs = [v for k, v in here if (k[0], k[1], k[2], k[4]) == kind]
+        if cover[kind]:
+            h.addConstr(sum(xs) - sum(cover[kind]) <= 0)
+        else:
+            h.addConstr(sum(xs) <= 0)
+
+
+def moves_lower_bound(snap, fixed, hosts_after):
+    """Fewest live migrations any plan leaving ``hosts_after`` in use needs.
+
+    ``None`` when no plan with that many hosts can exist (more hosts would
+    have to close than may).
+    """
+    in_use = snap.hosts_in_use()
+    close = len(in_use) - hosts_after
+    if close <= 0:
+        return 0
+    forced = {h.name for h in snap.hosts if h.other_load}
+    forced.update(i.host for i in snap.instances if i.uuid in fixed)
+    counts = collections.Counter(i.host for i in snap.instances)
+    closable = sorted(counts[name] for name in in_use - forced)
+    if len(closable) < close:
+        return None
+    return sum(closable[:close])
