@@ -72,6 +72,10 @@ TRAIT_WAYS_PREFIX = extra_specs.TRAIT_WAYS_PREFIX
 TRAIT_WAY_KIB_PREFIX = extra_specs.TRAIT_WAY_KIB_PREFIX
 TRAIT_CORES_PREFIX = 'CUSTOM_RESQ_CORES_'
 TRAIT_NUMA_PREFIX = 'CUSTOM_RESQ_NUMA_'
+# Memory (MB) of the domain's NUMA cell instances may use, in small pages
+# and in huge pages: the optimizer checks a move against them.
+TRAIT_MEMORY_PREFIX = 'CUSTOM_RESQ_MEMORY_MB_'
+TRAIT_HUGEPAGES_PREFIX = 'CUSTOM_RESQ_HUGEPAGES_MB_'
 TRAIT_ONDEMAND_PREFIX = extra_specs.TRAIT_ONDEMAND_PREFIX
 MAX_DOMAINS = 64
 
@@ -140,6 +144,11 @@ class CacheDomain:
     # Cores on-demand NFs may hold in the domain; 0: the domain's cores
     # (or, unknown, one per leased way).
     lease_cores: int = 0
+    # Memory of the domain's NUMA cell for instances (MB), in small and in
+    # huge pages; None: not known (the optimizer then keeps instances that
+    # need huge pages where they are).
+    memory_mb: int = None
+    hugepages_mb: int = None
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -189,4 +198,9 @@ class CacheDomain:
                       for c in self.numa_cells)
         if self.cat and self.lease_ways > 0:
             traits.append('%s%d' % (TRAIT_ONDEMAND_PREFIX, self.lease_ways))
+        if self.memory_mb is not None:
+            traits.append('%s%d' % (TRAIT_MEMORY_PREFIX, self.memory_mb))
+        if self.hugepages_mb is not None:
+            traits.append('%s%d' % (TRAIT_HUGEPAGES_PREFIX,
+                                    self.hugepages_mb))
         return sorted(traits)

@@ -236,20 +236,33 @@ class ComputeClient:
             'interfaceAttachments']
 
     # -- what the optimizer reads and does ----------------------------------
-    def _pages(self, url, key, microversion=MICROVERSION, limit=1000):
-        """Every item of a paginated list (``limit``/``marker``)."""
+    def _pages(self, url, key, microversion=MICROVERSION, limit=1000,
+               marker_key='id', offset=False):
+        """Every item of a paginated list.
+
+        Pages by ``limit`` and ``marker`` (the last item's ``marker_key``),
+        or by ``limit`` and ``offset``. Nova caps ``limit`` at its ``[api]
+        max_limit`` without saying so, so a page is the last only when it
+        is empty or shorter than the first one: a list that fits in one
+        page costs one more (empty) request, and none is cut short.
+        """
         items = []
         marker = None
         sep = '&' if '?' in url else '?'
+        first = None
         while True:
             page = url + '%slimit=%d' % (sep, limit)
-            if marker:
-                page += '&marker=%s' % parse.quote(marker, safe='')
+            if offset and items:
+                page += '&offset=%d' % len(items)
+            elif marker is not None:
+                page += '&marker=%s' % parse.quote(str(marker), safe='')
             batch = self._call('GET', page, microversion=microversion)[key]
             items.extend(batch)
-            if len(batch) < limit:
+            if first is None:
+                first = len(batch)
+            if not batch or len(batch) < first:
                 return items
-            marker = batch[-1]['id']
+            marker = batch[-1][marker_key]
 
     def list_all_servers(self):
         """Every server of every project.
@@ -261,18 +274,41 @@ class ComputeClient:
                            microversion=OPTIMIZER_MICROVERSION)
 
     def list_compute_services(self):
+        """Every nova-compute service (Nova does not paginate services)."""
         return self._call('GET', '/os-services?binary=nova-compute',
                           microversion=OPTIMIZER_MICROVERSION)['services']
 
     def list_hypervisors(self):
-        """Hypervisors with their service host (2.53+)."""
-        return self._call('GET', '/os-hypervisors/detail',
-                          microversion=OPTIMIZER_MICROVERSION)['hypervisors']
+        """Every hypervisor with its service host (2.53+), page by page."""
+        return self._pages('/os-hypervisors/detail', 'hypervisors',
+                           microversion=OPTIMIZER_MICROVERSION)
 
     def list_server_groups(self):
-        return self._call('GET', '/os-server-groups?all_projects=True',
-                          microversion=OPTIMIZER_MICROVERSION)[
-                              'server_groups']
+        """Every server group of every project (pages by offset)."""
+        return self._pages('/os-server-groups?all_projects=True',
+                           'server_groups',
+                           microversion=OPTIMIZER_MICROVERSION, offset=True)
+
+    def list_aggregates(self):
+        """Host aggregates with their hosts and metadata."""
+        return self._call('GET', '/os-aggregates',
+                          microversion=OPTIMIZER_MICROVERSION)['aggregates']
+
+    def set_service_status(self, service_id, disabled, reason=None):
+        """Disable (with ``reason``) or enable a compute service (2.53+)."""
+        body = {'status': 'disabled' if disabled else 'enabled'}
+        if disabled and reason:
+            body['disabled_reason'] = reason[:255]
+        return self._call('PUT', '/os-services/%s' % service_id, body,
+                          microversion=OPTIMIZER_MICROVERSION)['service']
+
+    def abort_live_migration(self, server_id, migration_id):
+        """Ask Nova to abort a live migration in progress (2.24+; 2.65+
+        also aborts one still queued). :raises ComputeError: refused, e.g.
+        409 when it is already completing."""
+        self._call('DELETE', '/servers/%s/migrations/%s'
+                   % (server_id, migration_id), ok=(202,),
+                   microversion=OPTIMIZER_MICROVERSION)
 
     def live_migrate(self, server_id, host):
         """Ask Nova to live-migrate to ``host`` through the scheduler.
@@ -294,11 +330,11 @@ class ComputeClient:
                 or resp.headers.get('x-compute-request-id'))
 
     def live_migrations(self, server_id):
-        """The server's live migrations, newest first (2.59+)."""
-        migrations = self._call(
-            'GET', '/os-migrations?instance_uuid=%s&migration_type='
-            'live-migration' % server_id,
-            microversion=OPTIMIZER_MICROVERSION)['migrations']
+        """The server's live migrations, newest first (2.59+), all pages."""
+        migrations = self._pages(
+            '/os-migrations?instance_uuid=%s&migration_type='
+            'live-migration' % server_id, 'migrations',
+            microversion=OPTIMIZER_MICROVERSION, marker_key='uuid')
         return sorted(migrations, key=lambda m: (m.get('created_at') or '',
                                                  m.get('id') or 0),
                       reverse=True)

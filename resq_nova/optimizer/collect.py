@@ -31,6 +31,7 @@
 * server groups, with their policy and members.
 """
 
+import collections
 import datetime
 
 from oslo_log import log as logging
@@ -44,6 +45,12 @@ LOG = logging.getLogger(__name__)
 
 PCPU = 'PCPU'
 PIN_KEY = 'resq:migratable'
+CELL_KEY = 'resq_nova_cell'
+PCI_ALIAS_KEY = 'pci_passthrough:alias'
+PAGE_SIZE_KEY = 'hw:mem_page_size'
+# Classes ResQ instances hold on the compute node that the plan counts
+# per node (PCPU is counted per cache domain instead).
+NODE_CLASSES_SKIPPED = (PCPU,)
 
 
 def _false(value):
@@ -68,14 +75,33 @@ def _cores_trait(traits):
     return None
 
 
-def collect(placement, compute):
+class IncompleteSnapshot(snap_mod.SnapshotError):
+    msg_fmt = ('the live cloud could not be read whole (%(reason)s); the '
+               'optimizer plans from a complete snapshot only, so nothing '
+               'is planned this round')
+
+
+def collect(placement, compute, cell_key=CELL_KEY):
     """A :class:`~resq_nova.optimizer.snapshot.Snapshot` of the cloud.
 
+    Every list is read page by page; a cloud that cannot be read whole (a
+    Nova cell down, so its servers or services come back without their
+    details) is refused rather than planned from part of it.
+
+    :param cell_key: metadata key of the host aggregates that name each
+        host's Nova cell (``[resq_optimizer] cell_aggregate_key``).
+    :raises IncompleteSnapshot: part of the cloud could not be read.
     :raises resq_common.clients.placement.PlacementError:
     :raises resq_common.clients.compute.ComputeError: either service failing or
         unreachable (the clients' timeouts bound how long that takes).
     """
     services = {s['host']: s for s in compute.list_compute_services()}
+    partial = sorted(h for h, s in services.items()
+                     if s.get('status') == 'UNKNOWN' or 'state' not in s)
+    if partial:
+        raise IncompleteSnapshot(reason='Nova gave no status for the '
+                                 'compute services of %s (their cell does '
+                                 'not answer)' % ', '.join(partial[:5]))
     nodes = {}
     for hyp in compute.list_hypervisors():
         service = hyp.get('service') or {}
@@ -83,10 +109,17 @@ def collect(placement, compute):
             nodes.setdefault(service['host'], []).append(
                 hyp['hypervisor_hostname'])
     servers = compute.list_all_servers()
+    partial = [s['id'] for s in servers
+               if s.get('status') == 'UNKNOWN' or 'flavor' not in s]
+    if partial:
+        raise IncompleteSnapshot(reason='Nova gave only part of %d '
+                                 'server(s), e.g. %s (their cell does not '
+                                 'answer)' % (len(partial), partial[0]))
     by_host = {}
     for server in servers:
         by_host.setdefault(server.get('OS-EXT-SRV-ATTR:host'), []).append(
             server)
+    cell_of = cells_of(compute, cell_key) if cell_key else {}
 
     hosts = []
     instances = []
@@ -96,6 +129,7 @@ def collect(placement, compute):
             host, insts = _host(placement, service, node,
                                 by_host.get(host_name, []))
             if host is not None:
+                host.cell = cell_of.get(host_name)
                 hosts.append(host)
                 instances.extend(insts)
     groups = [snap_mod.ServerGroup(g.get('policy') or (g.get('policies')
@@ -107,8 +141,52 @@ def collect(placement, compute):
         source='the live cloud',
         taken_at=datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec='seconds'))
+    _huge_pages_unknown(snap)
     snap_mod.check_capacity(snap)
     return snap
+
+
+def cells_of(compute, key=CELL_KEY):
+    """``{host: cell}`` from aggregates whose metadata has ``key``.
+
+    :raises IncompleteSnapshot: a host in two aggregates naming different
+        cells (fix the aggregates: a host is in one cell).
+    """
+    out = {}
+    for agg in compute.list_aggregates():
+        cell = (agg.get('metadata') or {}).get(key)
+        if not cell:
+            continue
+        for host in agg.get('hosts') or ():
+            if out.get(host, cell) != cell:
+                raise IncompleteSnapshot(
+                    reason='host %s is in aggregates naming cells %s and %s '
+                    '(metadata %s); a host is in one Nova cell'
+                    % (host, out[host], cell, key))
+            out[host] = cell
+    return out
+
+
+def _huge_pages_unknown(snap):
+    """Pin instances needing huge pages where their cell's are not known.
+
+    Nova's NUMA fit checks a cell's huge pages on the destination; a plan
+    that cannot see them might move an instance where it does not fit, so
+    such instances stay, with the reason.
+    """
+    unknown = {}
+    for h in snap.hosts:
+        if h.accepts and any(d.hugepages_mb is None for d in h.domains):
+            unknown.setdefault(h.cell, []).append(h.name)
+    for inst in snap.instances:
+        cell = snap.host(inst.host).cell
+        if inst.hugepages and inst.migratable and unknown.get(cell):
+            inst.migratable = False
+            inst.reason = ('its flavor asks for huge pages and %s do(es) '
+                           'not report its huge pages per NUMA cell (%s*): '
+                           'the plan cannot check the destination'
+                           % (', '.join(sorted(unknown[cell])[:3]),
+                              cache_domain.TRAIT_HUGEPAGES_PREFIX))
 
 
 def _host(placement, service, node, servers):
@@ -142,6 +220,8 @@ def _host(placement, service, node, servers):
     others = 0
     resq_pcpus = 0
     held = {}            # provider -> [ways, clos] of listed instances
+    resq_node = collections.Counter()   # what ResQ instances hold on root
+    other_numa = collections.Counter()  # memory of the others, by page
     dom_of = {uuid: dom_id for dom_id, uuid, _, _, _ in domains}
     for server in servers:
         if server.get('OS-EXT-SRV-ATTR:hypervisor_hostname') not in (
@@ -151,6 +231,7 @@ def _host(placement, service, node, servers):
         specs = flavor.get('extra_specs') or {}
         if specs.get('resq:slo') != extra_specs.RESERVED:
             others += 1
+            other_numa[_page_kind(specs)] += int(flavor.get('ram') or 0)
             continue
         allocs = placement.get_allocations(server['id'])
         llc = [(rp, res) for rp, res in allocs.items()
@@ -160,21 +241,30 @@ def _host(placement, service, node, servers):
                         'it as load that stays', server['id'], len(llc),
                         node)
             others += 1
+            other_numa[_page_kind(specs)] += int(flavor.get('ram') or 0)
             continue
         rp, res = llc[0]
         ways = int(res[extra_specs.RC_LLC_WAY])
         clos = int(res.get(extra_specs.RC_LLC_CLOS, 0))
         cores = int(flavor.get('vcpus') or 0)
-        resq_pcpus += int(allocs.get(root_uuid, {}).get(PCPU, cores))
+        on_root = allocs.get(root_uuid, {})
+        resq_pcpus += int(on_root.get(PCPU, cores))
+        node_res = {rc: int(n) for rc, n in on_root.items()
+                    if rc not in NODE_CLASSES_SKIPPED and n}
+        resq_node.update(node_res)
         use = held.setdefault(rp, [0, 0])
         use[0] += ways
         use[1] += clos
-        reason = _pinned(server, specs, down)
+        reason = (_pinned(server, specs, down)
+                  or _unmodelled(allocs, root_uuid, dom_of, specs))
         resq.append(snap_mod.Instance(
             uuid=server['id'], host=service['host'], domain=dom_of[rp],
             cores=cores, ways=ways, clos=clos, migratable=reason is None,
             az=server.get('pinned_availability_zone'), reason=reason,
-            name=server.get('name')))
+            name=server.get('name'),
+            memory_mb=int(flavor.get('ram') or 0),
+            hugepages=_page_kind(specs) == 'hugepages_mb',
+            resources=node_res))
     # PCPUs pinned by non-ResQ instances (or anything else) on this node.
     taken_cores = max(int(root_use.get(PCPU, 0)) - resq_pcpus, 0)
     doms = []
@@ -194,18 +284,72 @@ def _host(placement, service, node, servers):
                          - mine[0], 0)
         other_clos = max(int(usage.get(extra_specs.RC_LLC_CLOS, 0))
                          - mine[1], 0)
+        numa = {}
+        for key, prefix in (('memory_mb', cache_domain.TRAIT_MEMORY_PREFIX),
+                            ('hugepages_mb',
+                             cache_domain.TRAIT_HUGEPAGES_PREFIX)):
+            total = _number_trait(traits, prefix)
+            if total is not None:
+                # Placement does not say in which cell the others' memory
+                # is: every cell loses it.
+                numa[key] = max(total - other_numa[key], 0)
         doms.append(snap_mod.Domain(
             id=dom_id, cores=max(cores - taken_cores, 0),
             ways=max(ways - other_ways, 0),
             reserved_ways=int(
                 inv[extra_specs.RC_LLC_WAY].get('reserved', 0)),
-            provider=uuid, clos=max(clos - other_clos, 0)))
+            provider=uuid, clos=max(clos - other_clos, 0), **numa))
         host_clos += max(clos - other_clos, 0)
+    node_caps = {}
+    for rc, inv in root_inv.items():
+        if rc in NODE_CLASSES_SKIPPED:
+            continue
+        capacity = int((int(inv['total']) - int(inv.get('reserved', 0)))
+                       * float(inv.get('allocation_ratio', 1.0)))
+        others_use = max(int(root_use.get(rc, 0)) - resq_node[rc], 0)
+        node_caps[rc] = max(capacity - others_use, 0)
     host = snap_mod.Host(
         name=service['host'], clos=host_clos, domains=doms,
         disabled=service.get('status') == 'disabled', down=down,
-        az=service.get('zone'), other_load=others, uuid=root_uuid)
+        az=service.get('zone'), other_load=others, uuid=root_uuid,
+        resources=node_caps)
     return host, resq
+
+
+def _number_trait(traits, prefix):
+    for t in traits:
+        if t.startswith(prefix) and t[len(prefix):].isdigit() \
+                and t[len(prefix):].isascii():
+            return int(t[len(prefix):])
+    return None
+
+
+SMALL_PAGES = ('', 'small', 'any', '4', '4k', '4kb', '4096')
+
+
+def _page_kind(specs):
+    """Which memory of a NUMA cell a flavor takes: small or huge pages."""
+    size = str(specs.get(PAGE_SIZE_KEY, '')).strip().lower()
+    return 'memory_mb' if size in SMALL_PAGES else 'hugepages_mb'
+
+
+def _unmodelled(allocs, root_uuid, dom_of, specs):
+    """Why the plan cannot model what the server holds, or ``None``.
+
+    PCI devices (a flavor alias, or devices Placement tracks) and anything
+    on a provider other than the compute node and its cache domains (a
+    port's bandwidth, a vGPU) are not in the plan: a move could land where
+    Nova refuses it, so the server stays.
+    """
+    if specs.get(PCI_ALIAS_KEY):
+        return ('it holds PCI devices (%s=%s), which the plan does not '
+                'model' % (PCI_ALIAS_KEY, specs[PCI_ALIAS_KEY]))
+    for rp, res in sorted(allocs.items()):
+        if rp != root_uuid and rp not in dom_of:
+            return ('it holds %s on provider %s (a device or a port\'s '
+                    'bandwidth), which the plan does not model'
+                    % (', '.join(sorted(res)), rp))
+    return None
 
 
 def _pinned(server, specs, host_down):

@@ -175,6 +175,8 @@ class Executor:
         by_uuid = {i.uuid: i for i in snap.instances}
         providers = {(h.name, d.id): d.provider for h in snap.hosts
                      for d in h.domains}
+        providers.update((('root', h.name), h.uuid) for h in snap.hosts
+                         if h.uuid)
         actions = [dict(mv, outcome=NOT_RUN, detail=None)
                    for mv in plan['moves']]
         plan['actions'] = actions
@@ -286,7 +288,8 @@ class Executor:
             return self._outcome(action, FAILED, 'Nova refused the live '
                                  'migration: %s' % exc)
         action['request_id'] = request_id
-        return self._watch(action, request_id)
+        return self._watch(action, request_id,
+                           providers.get(('root', inst.host)))
 
     def _recheck(self, action, inst, providers):
         """Why the move is not safe any more, or ``None``."""
@@ -323,8 +326,13 @@ class Executor:
             return 'cannot check it (%s)' % exc
         return None
 
-    def _watch(self, action, request_id):
+    def _watch(self, action, request_id, src_provider=None):
+        """Wait for the move to be done: the server ACTIVE on the target,
+        its migration record ``completed`` and its allocation on the source
+        gone (Nova frees it last; the next move may need that room). At the
+        timeout a migration still running is aborted through Nova."""
         deadline = self.clock() + self.timeout
+        arrived = None
         while True:
             try:
                 server = self.compute.get_server(action['uuid'])
@@ -335,17 +343,78 @@ class Executor:
             if server is not None and server.get('status') != 'MIGRATING' \
                     and not server.get('OS-EXT-STS:task_state'):
                 host = server.get('OS-EXT-SRV-ATTR:host')
-                if host == action['to_host'] and server['status'] == 'ACTIVE':
+                if host != action['to_host'] or server['status'] != 'ACTIVE':
+                    return self._outcome(action, FAILED, self._reason(
+                        action, request_id, server))
+                arrived = self._settled(action, src_provider)
+                if arrived is True:
                     return self._outcome(action, DONE, self._landed(action))
-                return self._outcome(action, FAILED, self._reason(
-                    action, request_id, server))
             if self.clock() >= deadline:
-                return self._outcome(action, FAILED, 'timed out after %ss; '
-                                     'the server is %s (migration %s)' % (
-                                         self.timeout, server and server.get(
-                                             'status'),
-                                         self._migration_status(action)))
+                if arrived is not None:
+                    return self._outcome(action, FAILED, 'the server is '
+                                         'ACTIVE on %s but after %ss %s'
+                                         % (action['to_host'], self.timeout,
+                                            arrived))
+                return self._outcome(action, FAILED, self._abort(
+                    action, server))
             self.sleep(self.poll_interval)
+
+    def _settled(self, action, src_provider):
+        """``True`` once Nova is done with the move, else what is left."""
+        status = self._migration_status(action)
+        if status != 'completed':
+            return 'its migration is %s, not completed' % status
+        if src_provider:
+            try:
+                allocs = self.placement.get_allocations(action['uuid'])
+            except placement_client.PlacementError as exc:
+                return 'its allocations cannot be read (%s)' % exc
+            if src_provider in allocs:
+                return ('its allocation on %s is not released yet'
+                        % action['from_host'])
+        return True
+
+    def _abort(self, action, server):
+        """Abort a timed-out migration; the failure detail with its outcome."""
+        head = 'timed out after %ss; the server is %s' % (
+            self.timeout, server and server.get('status'))
+        try:
+            migrations = self.compute.live_migrations(action['uuid'])
+        except compute_mod.ComputeError as exc:
+            return '%s; its migration cannot be read to abort it (%s)' % (
+                head, exc)
+        live = [m for m in migrations
+                if m.get('status') in ('queued', 'preparing', 'running')]
+        if not live:
+            return '%s (migration %s; nothing to abort)' % (
+                head, migrations[0]['status'] if migrations else 'not found')
+        mig = live[0]
+        try:
+            self.compute.abort_live_migration(action['uuid'], mig['id'])
+        except compute_mod.ComputeError as exc:
+            return ('%s (migration %s %s); Nova refused to abort it: %s; it '
+                    'may still complete' % (head, mig['id'], mig['status'],
+                                            exc))
+        # Wait a little for the abort to take: the server back on its
+        # source, or (too late to abort) on the target.
+        settle = self.clock() + max(self.poll_interval * 10, 30.0)
+        while self.clock() < settle:
+            try:
+                srv = self.compute.get_server(action['uuid'])
+            except compute_mod.ComputeError:
+                srv = None
+            if srv and srv.get('status') != 'MIGRATING' and not srv.get(
+                    'OS-EXT-STS:task_state'):
+                return ('%s (migration %s %s); aborted through Nova: the '
+                        'server is %s on %s (migration %s)' % (
+                            head, mig['id'], mig['status'], srv['status'],
+                            srv.get('OS-EXT-SRV-ATTR:host'),
+                            self._migration_status(action)))
+            self.sleep(self.poll_interval)
+        return ('%s (migration %s %s); abort accepted by Nova but the '
+                'server has not settled yet (migration %s)' % (
+                    head, mig['id'], mig['status'],
+                    self._migration_status(action)))
 
     def _landed(self, action):
         """Where the ways landed, when not in the planned domain.

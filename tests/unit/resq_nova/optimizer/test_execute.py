@@ -42,6 +42,11 @@ class Cloud:
         self.max_running = 0
         self.lock = threading.Lock()
         self.release = {}
+        self.migrations = {}
+        # uuid -> reads of its allocations before Nova frees the source
+        self.lag = {}
+        self.abort_refused = None
+        self.aborted = []
 
     # compute
     def get_server(self, uuid, microversion=None):
@@ -58,6 +63,9 @@ class Cloud:
         server = self.servers[uuid]
         server['status'] = 'MIGRATING'
         server['OS-EXT-STS:task_state'] = 'migrating'
+        mig = {'id': len(self.migrations) + 1, 'uuid': 'mig-%s' % uuid,
+               'status': 'running'}
+        self.migrations.setdefault(uuid, []).insert(0, mig)
         if uuid in self.hang:
             return 'req-%s' % uuid
         gate = self.release.get(uuid)
@@ -68,14 +76,31 @@ class Cloud:
         server['status'] = 'ACTIVE'
         server['OS-EXT-STS:task_state'] = None
         if uuid not in self.fail:
+            src = server['OS-EXT-SRV-ATTR:host']
             server['OS-EXT-SRV-ATTR:host'] = host
             inst = self.snap.instance(uuid)
             self.allocs[uuid] = {rp(host, 0): {
                 'CUSTOM_LLC_WAY': inst.ways, 'CUSTOM_LLC_CLOS': inst.clos}}
+            if self.lag.get(uuid):
+                self.allocs[uuid][ROOTS[src]] = {'MEMORY_MB': 512}
+            mig['status'] = 'completed'
+        else:
+            mig['status'] = 'error'
         return 'req-%s' % uuid
 
     def live_migrations(self, uuid):
-        return [{'status': 'error' if uuid in self.fail else 'running'}]
+        return [dict(m) for m in self.migrations.get(uuid, [])]
+
+    def abort_live_migration(self, uuid, migration_id):
+        if self.abort_refused:
+            raise compute_mod.ComputeError(method='DELETE', url='/x',
+                                           reason=self.abort_refused)
+        self.aborted.append((uuid, migration_id))
+        for mig in self.migrations[uuid]:
+            if mig['id'] == migration_id:
+                mig['status'] = 'cancelled'
+        self.servers[uuid].update({'status': 'ACTIVE',
+                                   'OS-EXT-STS:task_state': None})
 
     def instance_action(self, uuid, request_id):
         return {'events': [{'event': 'compute_live_migration',
@@ -84,7 +109,13 @@ class Cloud:
 
     # placement
     def get_allocations(self, uuid):
-        return self.allocs[uuid]
+        if self.lag.get(uuid):
+            self.lag[uuid] -= 1
+            if not self.lag[uuid]:
+                host = self.servers[uuid]['OS-EXT-SRV-ATTR:host']
+                self.allocs[uuid] = {k: v for k, v in self.allocs[uuid].items()
+                                     if k == rp(host, 0)}
+        return dict(self.allocs[uuid])
 
     def get_inventories(self, provider):
         return {'CUSTOM_LLC_WAY': {'total': 11, 'reserved': 2},
@@ -100,6 +131,18 @@ class Cloud:
 
     def find_provider(self, name):
         return {'uuid': ROOTS[name]}
+
+
+class _Recorder(list):
+    """A progress list that also calls ``hook`` on each record."""
+
+    def __init__(self, items, hook):
+        super().__init__(items)
+        self.hook = hook
+
+    def append(self, item):
+        self.hook(item)
+        super().append(item)
 
 
 class Clock:
@@ -121,6 +164,7 @@ class ExecutorTest(base.TestCase):
         for h in ('h1', 'h2', 'h3', 'h4'):
             doc = obase.host(h)
             doc['domains'][0]['provider'] = rp(h)
+            doc['uuid'] = ROOTS[h]
             hosts.append(doc)
         self.snap = snapshot.from_dict(obase.snapshot(
             hosts, [obase.inst('a', 'h1'), obase.inst('b', 'h2'),
@@ -183,8 +227,43 @@ class ExecutorTest(base.TestCase):
         plan = self.apply(self.plan(('a', 'h2'), ('d', 'h2')), timeout=30)
         self.assertEqual([('a', 'failed'), ('d', 'not-run')],
                          self.outcomes(plan))
+        detail = plan['actions'][0]['detail']
         self.assertIn('timed out after 30s; the server is MIGRATING '
-                      '(migration running)', plan['actions'][0]['detail'])
+                      '(migration 1 running); aborted through Nova: the '
+                      'server is ACTIVE on h1 (migration cancelled)', detail)
+        self.assertEqual([('a', 1)], self.cloud.aborted)
+
+    def test_timeout_whose_abort_nova_refuses(self):
+        self.cloud.hang.add('a')
+        self.cloud.abort_refused = '409 the migration is completing'
+        plan = self.apply(self.plan(('a', 'h2'), ('d', 'h2')), timeout=30)
+        self.assertEqual([('a', 'failed'), ('d', 'not-run')],
+                         self.outcomes(plan))
+        self.assertIn('Nova refused to abort it', plan['actions'][0][
+            'detail'])
+        self.assertIn('it may still complete', plan['actions'][0]['detail'])
+        self.assertEqual([], self.cloud.aborted)
+
+    def test_done_waits_for_the_source_allocation_to_go(self):
+        self.cloud.lag['a'] = 4
+        at_done = []
+        self.seen = _Recorder(self.seen, lambda action: at_done.append(
+            set(self.cloud.allocs[action['uuid']])) if action['outcome'] ==
+            'done' and action['uuid'] == 'a' else None)
+        plan = self.apply(self.plan(('a', 'h2'), ('d', 'h2')))
+        self.assertEqual([('a', 'done'), ('d', 'done')],
+                         self.outcomes(plan))
+        # Reported done only once the source allocation was gone.
+        self.assertEqual([{rp('h2')}], at_done)
+        self.assertEqual(0, self.cloud.lag['a'])
+
+    def test_source_allocation_never_released_is_a_failure(self):
+        self.cloud.lag['a'] = 10 ** 6
+        plan = self.apply(self.plan(('a', 'h2'), ('d', 'h2')), timeout=20)
+        self.assertEqual([('a', 'failed'), ('d', 'not-run')],
+                         self.outcomes(plan))
+        self.assertIn('its allocation on h1 is not released yet',
+                      plan['actions'][0]['detail'])
 
     def test_state_changed_under_the_plan_is_skipped(self):
         # d's ways are gone from its source domain when its turn comes.
