@@ -37,6 +37,17 @@ def _version(conf):
     print(current or 'empty (run "resq-manage db sync")')
 
 
+def _prune(conf):
+    from resq_nova.api import context as context_mod
+    from resq_nova.api.objects import plan as plan_obj
+
+    ctx = context_mod.RequestContext(is_admin=True)
+    with db_api.context_manager.writer.using(ctx):
+        plans, snaps = plan_obj.prune(ctx, conf.command.keep,
+                                      conf.command.days * 86400)
+    print('pruned %d plan(s) and %d snapshot(s)' % (plans, snaps))
+
+
 def _add_commands(subparsers):
     db = subparsers.add_parser('db', help='the database of resq-api')
     db_sub = db.add_subparsers(dest='db_command')
@@ -47,6 +58,25 @@ def _add_commands(subparsers):
     sync.set_defaults(func=_sync)
     version = db_sub.add_parser('version', help='print the revision')
     version.set_defaults(func=_version)
+    prune = db_sub.add_parser(
+        'prune', help='delete finished plans and unused snapshots that are '
+        'older than --days or past the newest --keep (run it from cron)')
+    prune.add_argument('--keep', type=_positive, default=200,
+                       help='plans and snapshots always kept, newest first '
+                            '(default: 200)')
+    prune.add_argument('--days', type=_positive, default=14,
+                       help='finished plans older than this go (default: '
+                            '14)')
+    prune.set_defaults(func=_prune)
+
+
+def _positive(text):
+    import argparse
+
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError('must be a positive whole number, '
+                                         'got %r' % text)
+    return int(text)
 
 
 def _masked(url):

@@ -156,6 +156,17 @@ def _repair(conf):
     return 0 if all(r['outcome'] == repair.DONE for r in results) else 2
 
 
+def _enable_freed(conf):
+    results = _optimizer(conf).enable_freed(
+        count=conf.command.count, why='asked on the command line')
+    if not results:
+        print('no host is disabled as freed by a plan')
+    for r in results:
+        print('%s: %s%s' % (r['host'], r['outcome'],
+                            ': %s' % r['detail'] if r['detail'] else ''))
+    return 0 if all(r['outcome'] == 'enabled' for r in results) else 2
+
+
 def _run(conf):
     # oslo.service's threading backend, chosen before anything imports
     # oslo.messaging (which would select the eventlet one).
@@ -197,6 +208,13 @@ def _add_parsers(subparsers):
                               'agents marked resq_isolation=misplaced '
                               '(Nova\'s scheduler picks the hosts)')
     p.set_defaults(func=_repair)
+    p = subparsers.add_parser(
+        'enable-freed', help='enable again the compute services a plan '
+        'disabled as freed ([resq_optimizer] disable_freed_hosts), e.g. '
+        'when admission finds no room; other disabled hosts stay')
+    p.add_argument('--count', type=int, default=None,
+                   help='enable at most this many (default: all)')
+    p.set_defaults(func=_enable_freed)
     p = subparsers.add_parser('run', help='run the optimizer service')
     p.set_defaults(func=_run)
 

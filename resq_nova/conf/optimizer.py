@@ -32,6 +32,13 @@ ALL_OPTS = [
                       'within this fraction of the fewest possible (0.01 = '
                       '1%). 0 asks for a proof of the optimum, which on a '
                       'large cloud uses the whole time_limit.'),
+    cfg.FloatOpt('moves_gap',
+                 default=0.10, min=0.0, max=10.0,
+                 help='A plan that meets mip_gap is good enough when its '
+                      'live migrations are also proven within this fraction '
+                      'of the fewest any plan with that many hosts needs '
+                      '(0.10 = 10% more at most); otherwise the planner '
+                      'keeps improving it within time_limit.'),
     cfg.IntOpt('full_model_max_instances',
                default=6000, min=0,
                help='Clouds (or Nova cells) with more movable ResQ '

@@ -69,8 +69,9 @@ class PlanRefused(exception.ResQException):
     msg_fmt = 'plan %(plan)s refused before the first move: %(reason)s'
 
 
-def check_document(plan, source):
-    """:raises PlanRefused: when ``plan`` is not a plan document."""
+def check_document(plan, source, ttl=None, now=None):
+    """:raises PlanRefused: when ``plan`` is not a plan document, or one
+    older than ``ttl`` seconds."""
     if not isinstance(plan, dict):
         raise PlanRefused(plan=source, reason='not a plan document')
     missing = [k for k in PLAN_KEYS if k not in plan]
@@ -90,6 +91,22 @@ def check_document(plan, source):
         raise PlanRefused(plan=source, reason='it was already applied or '
                           'cancelled '
                           '(status %s); make a new plan' % plan['status'])
+    if ttl:
+        try:
+            created = datetime.datetime.fromisoformat(plan['created_at'])
+        except (KeyError, TypeError, ValueError):
+            raise PlanRefused(plan=source, reason='it has no creation time '
+                              '(created_at), so its age cannot be checked '
+                              'against plan_ttl; make a new plan')
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=datetime.timezone.utc)
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        age = (now - created).total_seconds()
+        if age > ttl:
+            raise PlanRefused(plan=source, reason='it is %d s old, older '
+                              'than [resq_optimizer] plan_ttl (%d s): the '
+                              'cloud has moved on; make a new plan'
+                              % (age, ttl))
 
 
 def check_against(snap, plan, source):
@@ -148,7 +165,8 @@ class Executor:
 
     def __init__(self, placement, compute, timeout=600.0, concurrency=1,
                  poll_interval=2.0, progress=None, clock=time.monotonic,
-                 sleep=time.sleep, cancelled=None):
+                 sleep=time.sleep, cancelled=None, plan_ttl=None,
+                 cell_key=collect.CELL_KEY):
         if concurrency < 1:
             raise ValueError('concurrency must be at least 1, got %r'
                              % concurrency)
@@ -161,6 +179,8 @@ class Executor:
         self.cancelled = cancelled or (lambda: False)
         self.clock = clock
         self.sleep = sleep
+        self.plan_ttl = plan_ttl
+        self.cell_key = cell_key
 
     def apply(self, plan, source=None, snap=None):
         """Carry out ``plan``; it is updated with outcomes and returned.
@@ -168,9 +188,10 @@ class Executor:
         :raises PlanRefused: before anything moved.
         """
         source = source or plan.get('id', '<plan>')
-        check_document(plan, source)
+        check_document(plan, source, self.plan_ttl)
         if snap is None:
-            snap = collect.collect(self.placement, self.compute)
+            snap = collect.collect(self.placement, self.compute,
+                                   self.cell_key)
         ledger = check_against(snap, plan, source)
         by_uuid = {i.uuid: i for i in snap.instances}
         providers = {(h.name, d.id): d.provider for h in snap.hosts

@@ -31,6 +31,9 @@ from resq_nova.optimizer import snapshot as snap_mod
 from resq_nova.optimizer import store as store_mod
 
 LOG = logging.getLogger(__name__)
+# The reason a freed host's compute service is disabled with; only hosts
+# disabled with it are enabled again by the optimizer.
+FREED_REASON = 'resq-optimizer: freed by plan '
 
 
 class Optimizer:
@@ -64,7 +67,8 @@ class Optimizer:
             snap = snap_mod.load(state_file)
             return self._plan(snap, min_hosts_freed, source=state_file)
         with self.store.lock():
-            snap = collect.collect(self.placement, self.compute)
+            snap = collect.collect(self.placement, self.compute,
+                                   self.opts.cell_aggregate_key)
             return self._plan(snap, min_hosts_freed, source='live')
 
     def _plan(self, snap, min_hosts_freed, source):
@@ -75,7 +79,10 @@ class Optimizer:
         plan = planner.make_plan(snap, min_hosts_freed=min_hosts_freed,
                                  time_limit=self.opts.time_limit,
                                  mip_gap=self.opts.mip_gap,
-                                 snapshot_id=snapshot_id)
+                                 snapshot_id=snapshot_id,
+                                 moves_gap=self.opts.moves_gap,
+                                 full_model_max=(
+                                     self.opts.full_model_max_instances))
         path = self.store.save_plan(plan)
         LOG.info('Plan %s: %s', plan['id'], plan['reason'])
         self._notify(notifier_mod.PROPOSED, plan)
@@ -109,7 +116,9 @@ class Optimizer:
                 timeout=timeout or self.opts.migration_timeout,
                 concurrency=concurrency or self.opts.concurrency,
                 poll_interval=self.opts.poll_interval, progress=report,
-                cancelled=lambda: self.store.cancelled(plan))
+                cancelled=lambda: self.store.cancelled(plan),
+                plan_ttl=self.opts.plan_ttl,
+                cell_key=self.opts.cell_aggregate_key)
             try:
                 executor.apply(plan, source=ref)
             except execute.PlanRefused as exc:
@@ -121,10 +130,97 @@ class Optimizer:
                     path = self._save(plan)
                     self._notify(notifier_mod.FAILED, plan)
                 raise
+            if self.opts.disable_freed_hosts and plan['status'] == \
+                    execute.APPLIED:
+                plan['disabled_hosts'] = self.disable_freed(plan)
             path = self._save(plan)
         self._notify(notifier_mod.APPLIED if plan['status'] == execute.APPLIED
                      else notifier_mod.FAILED, plan)
         return plan, path
+
+    def disable_freed(self, plan):
+        """Disable the compute service of each host ``plan`` freed.
+
+        Only hosts empty now (no server at all) are disabled, with a reason
+        that names the plan; each one's true outcome is returned and
+        logged. :returns: ``[{'host', 'outcome', 'detail'}]``.
+        """
+        results = []
+        try:
+            services = {s['host']: s for s in
+                        self.compute.list_compute_services()}
+            busy = {s.get('OS-EXT-SRV-ATTR:host')
+                    for s in self.compute.list_all_servers()}
+        except exception.ResQException as exc:
+            LOG.error('Freed hosts of plan %s not disabled: %s',
+                      plan['id'], exc)
+            return [{'host': h, 'outcome': 'failed', 'detail': str(exc)}
+                    for h in plan.get('freed_hosts', ())]
+        for host in plan.get('freed_hosts', ()):
+            service = services.get(host)
+            if service is None or host in busy:
+                results.append({'host': host, 'outcome': 'skipped',
+                                'detail': 'not empty now' if service
+                                else 'no compute service'})
+                continue
+            if service.get('status') == 'disabled':
+                results.append({'host': host, 'outcome': 'skipped',
+                                'detail': 'already disabled (%s)'
+                                % service.get('disabled_reason')})
+                continue
+            try:
+                self.compute.set_service_status(
+                    service['id'], True, '%s%s' % (FREED_REASON, plan['id']))
+                results.append({'host': host, 'outcome': 'disabled',
+                                'detail': None})
+            except exception.ResQException as exc:
+                results.append({'host': host, 'outcome': 'failed',
+                                'detail': str(exc)})
+        for r in results:
+            (LOG.info if r['outcome'] != 'failed' else LOG.error)(
+                'Freed host %s of plan %s: %s%s', r['host'], plan['id'],
+                r['outcome'], ' (%s)' % r['detail'] if r['detail'] else '')
+        return results
+
+    def enable_freed(self, count=None, why='admission needs room'):
+        """Enable hosts this optimizer disabled as freed (``count`` of them,
+        all by default); hosts disabled for any other reason stay.
+
+        :returns: ``[{'host', 'outcome', 'detail'}]``.
+        """
+        results = []
+        for service in self.compute.list_compute_services():
+            if count is not None and len(
+                    [r for r in results if r['outcome'] == 'enabled']) \
+                    >= count:
+                break
+            reason = service.get('disabled_reason') or ''
+            if service.get('status') != 'disabled' or not reason.startswith(
+                    FREED_REASON):
+                continue
+            try:
+                self.compute.set_service_status(service['id'], False)
+                results.append({'host': service['host'],
+                                'outcome': 'enabled', 'detail': why})
+                LOG.info('Enabled freed host %s again: %s',
+                         service['host'], why)
+            except exception.ResQException as exc:
+                results.append({'host': service['host'],
+                                'outcome': 'failed', 'detail': str(exc)})
+                LOG.error('Enabling freed host %s failed: %s',
+                          service['host'], exc)
+        return results
+
+    def prune(self):
+        """Prune old plans and snapshots of a file store.
+
+        Plans in resq-api are pruned by ``resq-manage db prune`` (cron),
+        next to the database. :returns: ``(plans, snapshots)`` deleted.
+        """
+        prune = getattr(self.store, 'prune', None)
+        if prune is None:
+            return 0, 0
+        return prune(self.opts.keep_plans, self.opts.keep_days * 86400)
 
     def _save(self, plan):
         """Store the plan with its outcomes (by its id, in the store).
@@ -190,6 +286,10 @@ class Optimizer:
         except Exception:
             LOG.exception('Moving servers without isolation failed '
                           'unexpectedly')
+        try:
+            self.prune()
+        except exception.ResQException as exc:
+            LOG.error('Pruning old plans failed: %s', exc)
         try:
             plan, _ = self.plan()
             if plan['proposed'] and self.opts.apply:

@@ -17,6 +17,7 @@ document or none), and ``resq-optimizer.lock``: the optimizer that acts on
 the cloud (plans, applies) holds it, a second one is told who does.
 """
 
+import datetime
 import json
 import os
 import re
@@ -36,6 +37,20 @@ class StoreError(exception.ResQException):
 class PlanNotFound(exception.ResQException):
     msg_fmt = ('no plan %(plan)s in %(path)s and no such file; list the '
                'stored plans with "ls %(path)s"')
+
+
+def _stamp(doc_id):
+    """The creation time in an id (``plan-20261125T031500-abcdef``)."""
+    parts = doc_id.split('-')
+    return parts[1] if len(parts) > 2 else ''
+
+
+def _remove(path):
+    try:
+        os.unlink(path)
+        return True
+    except FileNotFoundError:
+        return False
 
 
 # The lock is tooz's now (resq_nova.optimizer.coordination).
@@ -101,6 +116,45 @@ class Store:
     def list_plans(self):
         return sorted(f[:-5] for f in os.listdir(self.plans)
                       if f.endswith('.json'))
+
+    def prune(self, keep, max_age_seconds, now=None):
+        """Delete old plans and snapshots; ``(plans, snapshots)`` deleted.
+
+        A plan goes when it is finished (not proposed, not applying) and
+        either older than ``max_age_seconds`` or past the newest ``keep``;
+        a snapshot when no plan left names it and the same holds. Ids start
+        with their UTC creation time, which orders them.
+        """
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        cutoff = (now - datetime.timedelta(seconds=max_age_seconds)
+                  ).strftime('%Y%m%dT%H%M%S')
+        plans = sorted(self.list_plans(), reverse=True)
+        gone = 0
+        left_snaps = set()
+        for n, plan_id in enumerate(plans):
+            old = _stamp(plan_id) < cutoff or n >= keep
+            doc = None
+            try:
+                doc, _ = self.load_plan(plan_id)
+            except StoreError:
+                pass
+            if isinstance(doc, dict) and (
+                    not old or doc.get('status') in ('proposed',
+                                                     'applying')):
+                left_snaps.add(doc.get('snapshot_id'))
+                continue
+            if _remove(os.path.join(self.plans, plan_id + '.json')):
+                gone += 1
+        snaps = sorted((f[:-5] for f in os.listdir(self.snapshots)
+                        if f.endswith('.json')), reverse=True)
+        snaps_gone = 0
+        for n, snap_id in enumerate(snaps):
+            if snap_id in left_snaps:
+                continue
+            if _stamp(snap_id) < cutoff or n >= keep:
+                if _remove(os.path.join(self.snapshots, snap_id + '.json')):
+                    snaps_gone += 1
+        return gone, snaps_gone
 
     # -- what the optimizer asks while it applies a plan ------------------
     def begin_apply(self, plan):

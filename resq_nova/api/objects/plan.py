@@ -233,21 +233,29 @@ def set_result(ctx, plan_id, state, result):
 
 
 @db_api.context_manager.writer
-def prune(ctx, keep, max_age_seconds):
-    """Delete what is old and not among the newest ``keep``.
+def _naive(when):
+    """A database time as naive UTC (how util.now() gives it)."""
+    if when is not None and when.tzinfo is not None:
+        return when.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return when
 
-    Finished plans and unreferenced snapshots older than
-    ``max_age_seconds`` go. :returns: ``(plans, snapshots)`` deleted.
+
+def prune(ctx, keep, max_age_seconds):
+    """Delete finished plans and unused snapshots that are old or many.
+
+    A finished plan goes when it is older than ``max_age_seconds`` or not
+    among the newest ``keep`` plans; a snapshot no remaining plan names,
+    likewise. Proposed and applying plans stay. :returns: ``(plans,
+    snapshots)`` deleted.
     """
     cutoff = util.now() - datetime.timedelta(seconds=max_age_seconds)
-    old = ctx.session.execute(
-        sa.select(models.Plan.id)
-        .where(models.Plan.state.in_(FINISHED),
-               models.Plan.created_at < cutoff)).scalars().all()
     kept = set(ctx.session.execute(
         sa.select(models.Plan.id).order_by(models.Plan.created_at.desc())
         .limit(keep)).scalars())
-    doomed = [p for p in old if p not in kept]
+    doomed = [p for p, created in ctx.session.execute(
+        sa.select(models.Plan.id, models.Plan.created_at)
+        .where(models.Plan.state.in_(FINISHED))).all()
+        if p not in kept or _naive(created) < cutoff]
     if doomed:
         ctx.session.execute(sa.delete(models.PlanAction).where(
             models.PlanAction.plan_id.in_(doomed)))
@@ -258,10 +266,10 @@ def prune(ctx, keep, max_age_seconds):
     kept_snaps = set(ctx.session.execute(
         sa.select(models.Snapshot.id)
         .order_by(models.Snapshot.created_at.desc()).limit(keep)).scalars())
-    snaps = [s for s in ctx.session.execute(
-        sa.select(models.Snapshot.id)
-        .where(models.Snapshot.created_at < cutoff)).scalars()
-        if s not in in_use and s not in kept_snaps]
+    snaps = [s for s, created in ctx.session.execute(
+        sa.select(models.Snapshot.id, models.Snapshot.created_at)).all()
+        if s not in in_use and (s not in kept_snaps
+                                or _naive(created) < cutoff)]
     if snaps:
         ctx.session.execute(sa.delete(models.Snapshot).where(
             models.Snapshot.id.in_(snaps)))
