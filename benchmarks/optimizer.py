@@ -1,4 +1,4 @@
-"""The optimizer's plan on a fragmented synthetic cloud (issue 9).
+"""The optimizer's plan on a fragmented synthetic cloud (issues 9, 21).
 
 Clouds of 100 to 1,000 hosts with two cache domains each (9 dedicated
 cores and 18 usable ways per domain, 15 classes of service per host) and
@@ -6,16 +6,21 @@ five ResQ instances per host on average, of mixed shapes (1-3 cores, 2-9
 ways), scattered at random so that most hosts are partly used. Some
 instances are pinned (not migratable), some pinned to their availability
 zone, some hosts disabled, some carry non-ResQ load, and 5% of the
-instances belong to anti-affinity groups of three. Each cloud is planned
-from its snapshot with the plan's time limit of 60 s (model build
-included) and a 0.5% relative gap target.
+instances belong to anti-affinity groups of three. Then a heterogeneous
+cloud of 1,000 hosts (three host shapes, two Nova cells, memory per host)
+and a 10,000-host cloud of the first kind. Each is planned from its
+snapshot with the optimizer's defaults: a 20 s time limit (60 s at 10,000
+hosts), model build included, mip_gap 1% and moves_gap 10%.
 
-Targets at 1,000 hosts and 5,000 instances: seconds <= 60, gap_pct <= 1,
-moves <= 1.10 x moves_lower_bound.
+Targets: 1,000 hosts / 5,000 instances <= 20 s, gap_pct <= 1, moves <=
+1.10 x moves_lower_bound; 10,000 hosts / 50,000 instances <= 60 s, gap_pct
+<= 1, moves <= 1.15 x moves_lower_bound, peak memory <= 2 GB (the
+process's peak resident set, printed as peak_rss_mb).
 """
 
 import json
 import random
+import resource
 import sys
 import time
 
@@ -26,37 +31,62 @@ SHAPES = [(1, 2), (1, 3), (1, 4), (2, 4), (1, 6), (2, 6), (2, 8), (3, 9)]
 WEIGHTS = [4, 4, 3, 2, 2, 1, 1, 1]
 
 
-def cloud(hosts, instances, seed=1):
-    """A fragmented cloud as a snapshot document."""
-    rng = random.Random('optimizer/%d/%d' % (hosts, seed))
+# Host shapes of the heterogeneous cloud: (domains, cores and ways per
+# domain, classes of service, memory MB).
+HOST_SHAPES = [(2, 9, 18, 15, 196608), (2, 14, 11, 15, 262144),
+               (1, 20, 20, 15, 131072)]
+
+
+def cloud(hosts, instances, seed=1, mixed=False):
+    """A fragmented cloud as a snapshot document.
+
+    ``mixed``: three host shapes, two Nova cells, memory per host and per
+    instance.
+    """
+    rng = random.Random('optimizer/%d/%d/%s' % (hosts, seed, mixed))
     docs = []
     for i in range(hosts):
-        docs.append({'name': 'cmp%04d' % i, 'clos': 15,
-                     'disabled': i % 97 == 5, 'az': 'az%d' % (i % 2),
-                     'other_load': 1 if i % 53 == 7 else 0,
-                     'domains': [{'id': d, 'cores': 9, 'ways': 18,
-                                  'reserved_ways': 2} for d in (0, 1)]})
-    use = {(h['name'], d): [0, 0] for h in docs for d in (0, 1)}
+        ndom, dcores, dways, hclos, mem = (HOST_SHAPES[i % 3] if mixed
+                                           else (2, 9, 18, 15, None))
+        doc = {'name': 'cmp%05d' % i, 'clos': hclos,
+               'disabled': i % 97 == 5, 'az': 'az%d' % (i % 2),
+               'other_load': 1 if i % 53 == 7 else 0,
+               'domains': [{'id': d, 'cores': dcores, 'ways': dways,
+                            'reserved_ways': 2} for d in range(ndom)]}
+        if mixed:
+            doc['cell'] = 'cell%d' % (1 + (i * 7 // hosts) % 2)
+            doc['resources'] = {'MEMORY_MB': mem}
+        docs.append(doc)
+    use = {(h['name'], d['id']): [0, 0] for h in docs for d in h['domains']}
     clos = {h['name']: 0 for h in docs}
+    mem_use = {h['name']: 0 for h in docs}
     insts = []
     for n in range(instances):
         cores, ways = rng.choices(SHAPES, WEIGHTS)[0]
+        memory = rng.choice((2048, 4096, 8192, 16384)) if mixed else 0
         for _ in range(1000):
             h = rng.choice(docs)
-            d = rng.choice((0, 1))
+            dom = rng.choice(h['domains'])
+            d = dom['id']
             u = use[h['name'], d]
             # Leave a little room everywhere: a fragmented cloud.
-            if u[0] + cores <= 9 and u[1] + ways <= 16 \
-                    and clos[h['name']] < 15:
+            if u[0] + cores <= dom['cores'] \
+                    and u[1] + ways <= dom['ways'] - 2 \
+                    and clos[h['name']] < h['clos'] \
+                    and (not mixed or mem_use[h['name']] + memory
+                         <= h['resources']['MEMORY_MB']):
                 break
         else:
             continue
         u[0] += cores
         u[1] += ways
         clos[h['name']] += 1
+        mem_use[h['name']] += memory
         inst = {'uuid': 'i-%05d' % n, 'host': h['name'], 'domain': d,
                 'cores': cores, 'ways': ways, 'clos': 1,
                 'migratable': rng.random() > 0.05}
+        if mixed:
+            inst['resources'] = {'MEMORY_MB': memory}
         if not inst['migratable']:
             inst['reason'] = 'flavor says resq:migratable=false'
         if rng.random() < 0.1:
@@ -76,14 +106,18 @@ def cloud(hosts, instances, seed=1):
     return {'hosts': docs, 'instances': insts, 'server_groups': groups}
 
 
-def case(hosts, time_limit=60.0, mip_gap=0.005):
-    doc = cloud(hosts, hosts * 5)
+def case(hosts, time_limit=20.0, mip_gap=0.01, mixed=False):
+    doc = cloud(hosts, hosts * 5, mixed=mixed)
     started = time.monotonic()
     snap = snapshot.from_dict(doc, 'synthetic-%d' % hosts)
     plan = planner.make_plan(snap, time_limit=time_limit, mip_gap=mip_gap)
     seconds = time.monotonic() - started
     moves = len(plan['moves'])
+    cross = sum(1 for mv in plan['moves']
+                if snap.host(mv['from_host']).cell
+                != snap.host(mv['to_host']).cell)
     return {'hosts': hosts, 'instances': len(snap.instances),
+            'kind': 'mixed, 2 cells' if mixed else 'uniform',
             'seconds': round(seconds, 2),
             'build_seconds': plan['solver']['build_seconds'],
             'hosts_before': plan['hosts_used_before'],
@@ -95,8 +129,8 @@ def case(hosts, time_limit=60.0, mip_gap=0.005):
             'moves': moves, 'moves_lower_bound': plan['moves_lower_bound'],
             'moves_ratio': (round(moves / plan['moves_lower_bound'], 4)
                             if plan['moves_lower_bound'] else None),
-            'left_out': len(plan['left_out']),
-            'status': plan['solver']['status']}
+            'left_out': len(plan['left_out']), 'cross_cell_moves': cross,
+            'status': plan['solver']['status'][:60]}
 
 
 def main(argv):
@@ -105,20 +139,40 @@ def main(argv):
     for hosts in sizes:
         print('... %d hosts' % hosts, flush=True)
         rows.append(case(hosts))
-    print('Plan on a fragmented cloud (two-stage MILP, 60 s limit)')
-    print('%6s %6s %7s %7s %6s %6s %6s %6s %6s %s' % (
-        'hosts', 'insts', 'seconds', 'before', 'after', 'bound', 'gap%',
-        'moves', 'mlb', 'status'))
-    for r in rows:
-        print('%6d %6d %7.1f %7d %6d %6d %6.2f %6d %6d %s' % (
-            r['hosts'], r['instances'], r['seconds'], r['hosts_before'],
-            r['hosts_after'], r['lower_bound'], r['gap_pct'], r['moves'],
-            r['moves_lower_bound'], r['status']))
     big = rows[-1]
+    print('... 1000 hosts, three shapes, two cells', flush=True)
+    mixed = case(1000, mixed=True)
+    rows.append(mixed)
+    huge = None
+    if not argv:
+        print('... 10000 hosts', flush=True)
+        huge = case(10000, time_limit=60.0)
+        rows.append(huge)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print('Plan on a fragmented cloud (optimizer defaults: mip_gap 1%, '
+          'moves_gap 10%)')
+    print('%6s %6s %-15s %7s %7s %6s %6s %6s %6s %6s %5s %s' % (
+        'hosts', 'insts', 'kind', 'seconds', 'before', 'after', 'bound',
+        'gap%', 'moves', 'mlb', 'xcell', 'status'))
+    for r in rows:
+        print('%6d %6d %-15s %7.1f %7d %6d %6d %6.2f %6d %6d %5d %s' % (
+            r['hosts'], r['instances'], r['kind'], r['seconds'],
+            r['hosts_before'], r['hosts_after'], r['lower_bound'],
+            r['gap_pct'], r['moves'], r['moves_lower_bound'],
+            r['cross_cell_moves'], r['status']))
+    print('peak resident memory: %.0f MB' % peak_mb)
     figures = {'benchmark': 'optimizer'}
     figures.update({k: big[k] for k in (
         'hosts', 'instances', 'seconds', 'gap_pct', 'hosts_freed', 'moves',
         'moves_lower_bound')})
+    figures.update({k + '_mixed': mixed[k] for k in (
+        'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
+        'moves_lower_bound', 'cross_cell_moves')})
+    if huge is not None:
+        figures.update({k + '_10k': huge[k] for k in (
+            'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
+            'moves_lower_bound')})
+    figures['peak_rss_mb'] = round(peak_mb)
     keys = ('hosts', 'instances', 'seconds', 'build_seconds', 'gap_pct',
             'moves_ratio')
     figures['scaling'] = [{k: r[k] for k in keys} for r in rows]

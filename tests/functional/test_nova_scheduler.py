@@ -51,7 +51,7 @@ class ResQNovaTestBase(base.ServersTestBase):
 
     def start_resq_compute(self, hostname, sockets=1, ways=11,
                            domains=None, way_size_bytes=0, huge_pages=False,
-                           num_closids=4, pci_info=None):
+                           num_closids=4, pci_info=None, cell_name=None):
         """Start a compute and report its cache domains.
 
         ``sockets`` NUMA cells share 8 cores; each cell has one cache domain
@@ -69,7 +69,7 @@ class ResQNovaTestBase(base.ServersTestBase):
                                     kB_mem=16 * 1024 * 1024,
                                     mempages=mempages)
         self.start_compute(hostname=hostname, host_info=info,
-                           pci_info=pci_info)
+                           pci_info=pci_info, cell_name=cell_name)
         per_cell = 8 // sockets
         # The dedicated cores of each cell (cpu_dedicated_set is 0-5), as
         # the agent reports them.
@@ -81,14 +81,15 @@ class ResQNovaTestBase(base.ServersTestBase):
             for d in range(sockets)]
         return reporter.report(self.client, hostname, doms)
 
-    def resq_flavor(self, ways, vcpus=1, name=None, **extra):
+    def resq_flavor(self, ways, vcpus=1, name=None, memory_mb=512, **extra):
         spec = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
                 'resources_LLC:CUSTOM_LLC_WAY': str(ways),
                 'resources_LLC:CUSTOM_LLC_CLOS': '1',
                 'resq:throughput_mpps': '1.5'}
         spec.update(extra)
-        return self._create_flavor(name=name, vcpu=vcpus, memory_mb=512,
-                                   disk=1, ephemeral=0, extra_spec=spec)
+        return self._create_flavor(name=name, vcpu=vcpus,
+                                   memory_mb=memory_mb, disk=1, ephemeral=0,
+                                   extra_spec=spec)
 
     def compute_client(self):
         """resq-nova's compute client on the in-process API (no auth)."""

@@ -35,6 +35,8 @@ class OptimizerTestBase(test_nova_scheduler.ResQNovaTestBase):
         super().setUp()
         self.migrations = []
         self.fail_migration_of = set()
+        # Migrations that keep running until aborted.
+        self.hang_migration_of = set()
         self.useFixture(fixtures.MonkeyPatch(
             'nova.tests.fixtures.libvirt.Domain.migrateToURI3',
             self._migrate_stub))
@@ -58,6 +60,9 @@ class OptimizerTestBase(test_nova_scheduler.ResQNovaTestBase):
         dest = [h for h in self.computes if '//%s/' % h in destination
                 or destination.endswith(h)]
         self.migrations.append((uuid, dest))
+        if uuid in self.hang_migration_of:
+            domain._job_type = fakelibvirt.VIR_DOMAIN_JOB_UNBOUNDED
+            return
         if uuid in self.fail_migration_of:
             raise fakelibvirt.make_libvirtError(
                 fakelibvirt.libvirtError, 'injected: the destination '
@@ -69,8 +74,10 @@ class OptimizerTestBase(test_nova_scheduler.ResQNovaTestBase):
             'fake-createXML-doesnt-care-about-flags')
         domain.complete_job()
 
-    def boot(self, host, ways, vcpus=1, group=None, name=None):
-        flavor = self.resq_flavor(ways=ways, vcpus=vcpus)
+    def boot(self, host, ways, vcpus=1, group=None, name=None,
+             memory_mb=512):
+        flavor = self.resq_flavor(ways=ways, vcpus=vcpus,
+                                  memory_mb=memory_mb)
         server = self._build_server(flavor_id=flavor, networks='none',
                                     host=host, name=name)
         body = {'server': server}
