@@ -303,9 +303,12 @@ class ComputeClient:
                           microversion=OPTIMIZER_MICROVERSION)['service']
 
     def abort_live_migration(self, server_id, migration_id):
-        """Ask Nova to abort a live migration in progress (2.24+; 2.65+
-        also aborts one still queued). :raises ComputeError: refused, e.g.
-        409 when it is already completing."""
+        """Ask Nova to abort a live migration in progress.
+
+        2.24+; 2.65+ also aborts one still queued.
+
+        :raises ComputeError: refused, e.g. 409 when it is completing.
+        """
         self._call('DELETE', '/servers/%s/migrations/%s'
                    % (server_id, migration_id), ok=(202,),
                    microversion=OPTIMIZER_MICROVERSION)

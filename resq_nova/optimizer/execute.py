@@ -70,8 +70,11 @@ class PlanRefused(exception.ResQException):
 
 
 def check_document(plan, source, ttl=None, now=None):
-    """:raises PlanRefused: when ``plan`` is not a plan document, or one
-    older than ``ttl`` seconds."""
+    """Refuse what is not a plan document to apply.
+
+    :raises PlanRefused: not a plan, not proposed, already applied, or
+        older than ``ttl`` seconds.
+    """
     if not isinstance(plan, dict):
         raise PlanRefused(plan=source, reason='not a plan document')
     missing = [k for k in PLAN_KEYS if k not in plan]
@@ -348,10 +351,13 @@ class Executor:
         return None
 
     def _watch(self, action, request_id, src_provider=None):
-        """Wait for the move to be done: the server ACTIVE on the target,
-        its migration record ``completed`` and its allocation on the source
-        gone (Nova frees it last; the next move may need that room). At the
-        timeout a migration still running is aborted through Nova."""
+        """Wait for the move to be done, or abort it at the timeout.
+
+        Done: the server ACTIVE on the target, its migration record
+        ``completed`` and its allocation on the source gone (Nova frees it
+        last; the next move may need that room). At the timeout a migration
+        still running is aborted through Nova.
+        """
         deadline = self.clock() + self.timeout
         arrived = None
         while True:

@@ -148,11 +148,11 @@ def _plan_cell(cell, snap, time_limit, mip_gap, moves_gap, full_model_max):
     freed = snap.hosts_in_use() - after_hosts
     why = ''
     if left_out:
+        first = '%s: %s' % (left_out[0]['uuid'], left_out[0]['reason'])
         why = ('%s%d move(s) of the solver\'s plan (%d -> %d hosts) left '
                'out for want of a safe order, even through a host with '
-               'room (first: %s)' % (where, len(left_out), before,
-                                      result.hosts_after, left_out[0]['uuid']
-                                      + ': ' + left_out[0]['reason']))
+               'room (first: %s)'
+               % (where, len(left_out), before, result.hosts_after, first))
         if dropped:
             why += ('; %d move(s) that then freed nothing dropped'
                     % len(dropped))

@@ -183,8 +183,10 @@ class Optimizer:
         return results
 
     def enable_freed(self, count=None, why='admission needs room'):
-        """Enable hosts this optimizer disabled as freed (``count`` of them,
-        all by default); hosts disabled for any other reason stay.
+        """Enable hosts this optimizer disabled as freed.
+
+        ``count`` of them, all by default; hosts disabled for any other
+        reason stay.
 
         :returns: ``[{'host', 'outcome', 'detail'}]``.
         """

@@ -469,8 +469,8 @@ def cells(snap):
     planned on its own; a server group keeps only its members in the cell
     (members in other cells are on other hosts anyway).
     """
-    names = sorted({h.cell for h in snap.hosts}, key=lambda c: (c is not None,
-                                                              c or ''))
+    names = sorted({h.cell for h in snap.hosts},
+                   key=lambda c: (c is not None, c or ''))
     if len(names) <= 1:
         return [(names[0] if names else None, snap)]
     out = []

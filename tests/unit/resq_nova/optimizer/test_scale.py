@@ -76,10 +76,9 @@ class WhatNovaChecksTest(base.TestCase):
         self.assertIn("'memory' is not a resource class name", str(exc))
 
     def test_cells_are_planned_apart(self):
-        hosts = [obase.host('a1', cell='cell1'), obase.host('a2',
-                                                             cell='cell1'),
-                 obase.host('b1', cell='cell2'), obase.host('b2',
-                                                             cell='cell2')]
+        hosts = [obase.host(name, cell=cell) for name, cell in (
+            ('a1', 'cell1'), ('a2', 'cell1'), ('b1', 'cell2'),
+            ('b2', 'cell2'))]
         insts = [obase.inst('x', 'a1'), obase.inst('y', 'b1'),
                  obase.inst('z', 'b2')]
         p = plan(snap(hosts, insts))
