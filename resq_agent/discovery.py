@@ -21,6 +21,7 @@ third opinion, compared and warned about, never trusted over the kernel.
 import dataclasses
 import glob
 import os
+import re
 import xml.etree.ElementTree as ET
 
 from oslo_log import log as logging
@@ -62,6 +63,10 @@ class CacheDomainInfo:
     # two cells share one L3; a cell split over several L3 caches (AMD's
     # CCXs) belongs to none. Empty when sysfs has no NUMA nodes.
     numa_cells: tuple = ()
+    # Memory of those cells in small pages and in huge pages (MB); None
+    # when sysfs does not say for every one of them.
+    memory_mb: int = None
+    hugepages_mb: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +159,64 @@ def read_sysfs_numa(sysfs_root):
     return result
 
 
+MEMTOTAL_RE = re.compile(r'Node (\d{1,6}) MemTotal:\s+(\d{1,15}) kB')
+HUGEPAGES_RE = re.compile(r'hugepages-(\d{1,10})kB')
+MAX_NODE_FILE = 64 * 1024
+
+
+def read_sysfs_numa_memory(sysfs_root):
+    """``{NUMA node: (small-page MB, huge-page MB)}`` from sysfs.
+
+    ``MemTotal`` of ``node<N>/meminfo`` less the node's huge pages (which
+    the kernel counts in it), and the huge pages of every size the node
+    holds (``hugepages/hugepages-<kB>kB/nr_hugepages``). A node whose
+    files cannot be read or parsed is left out.
+    """
+    result = {}
+    pattern = os.path.join(sysfs_root, 'devices', 'system', 'node',
+                           'node[0-9]*')
+    for path in sorted(glob.glob(pattern)):
+        name = os.path.basename(path)[len('node'):]
+        if not (name.isascii() and name.isdigit()):
+            continue
+        node = int(name)
+        try:
+            with open(os.path.join(path, 'meminfo'), encoding='ascii') as f:
+                text = f.read(MAX_NODE_FILE)
+            total_kb = None
+            for line in text.splitlines():
+                m = MEMTOTAL_RE.fullmatch(line.strip())
+                if m and int(m.group(1)) == node:
+                    total_kb = int(m.group(2))
+            if total_kb is None:
+                raise ValueError('no MemTotal line for node %d' % node)
+            huge_kb = 0
+            for sub in sorted(glob.glob(os.path.join(path, 'hugepages',
+                                                     'hugepages-*kB'))):
+                m = HUGEPAGES_RE.fullmatch(os.path.basename(sub))
+                if not m:
+                    continue
+                count = _read(os.path.join(sub, 'nr_hugepages'))
+                if not (count.isascii() and count.isdigit()
+                        and len(count) <= 15):
+                    raise ValueError('nr_hugepages %r in %s' % (count, sub))
+                huge_kb += int(m.group(1)) * int(count)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            LOG.warning('Ignoring the memory of NUMA node %d (%s): %s',
+                        node, path, exc)
+            continue
+        result[node] = (max(total_kb - huge_kb, 0) // 1024, huge_kb // 1024)
+    return result
+
+
+def _cells_memory(cells, memory):
+    """``{'memory_mb', 'hugepages_mb'}`` of ``cells``; empty if unknown."""
+    if not cells or any(c not in memory for c in cells):
+        return {}
+    return {'memory_mb': sum(memory[c][0] for c in cells),
+            'hugepages_mb': sum(memory[c][1] for c in cells)}
+
+
 def numa_cells_of(cpus, numa):
     """The NUMA cells whose CPUs are all in ``cpus``, sorted."""
     cpus = set(cpus)
@@ -174,6 +237,7 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     info_log = LOG.debug if quiet else LOG.info
     sysfs = read_sysfs_l3(sysfs_root)
     numa = read_sysfs_numa(sysfs_root)
+    memory = read_sysfs_numa_memory(sysfs_root)
     for node, node_cpus in sorted(numa.items()):
         caches = {cid for cid, d in sysfs.items()
                   for c in node_cpus if c in d['cpus']}
@@ -202,7 +266,8 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
             cbm_mask=0, min_cbm_bits=0, num_closids=0, io_ways=0,
             shareable_bits=0, cdp=False, mba=False,
             size_bytes=d['size_bytes'], cat=False,
-            numa_cells=numa_cells_of(d['cpus'], numa))
+            numa_cells=numa_cells_of(d['cpus'], numa),
+            **_cells_memory(numa_cells_of(d['cpus'], numa), memory))
             for cid, d in sorted(sysfs.items()))
         return HostTopology(doms, False, reason)
     mba = os.path.isdir(os.path.join(tree.root, 'info', 'MB'))
@@ -236,7 +301,8 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
             num_closids=num_closids, io_ways=cbm.bits(iom),
             shareable_bits=info['shareable_bits'], cdp=info['cdp'],
             mba=mba, size_bytes=sys_dom['size_bytes'], io_mask=iom,
-            numa_cells=numa_cells_of(sys_dom['cpus'], numa)))
+            numa_cells=numa_cells_of(sys_dom['cpus'], numa),
+            **_cells_memory(numa_cells_of(sys_dom['cpus'], numa), memory)))
     for cid in sorted(set(sysfs) - set(ids)):
         warn('sysfs has L3 cache %d but resctrl does not; it gets no '
              'inventory', cid)
@@ -370,6 +436,7 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
         lease_ways=lease_ways if dom.cat else 0,
         lease_classes=lease_classes if lease_ways and dom.cat else 0,
         lease_cores=lease_cores,
+        memory_mb=dom.memory_mb, hugepages_mb=dom.hugepages_mb,
         cores=len(set(dom.cpus) & set(dedicated_cpus)
                   if dedicated_cpus else dom.cpus))
 

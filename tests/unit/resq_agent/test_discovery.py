@@ -24,7 +24,8 @@ class DiscoveryTest(base.TestCase):
     def discover(self, ddio_ways=2, **kw):
         sysfs = self.useFixture(sysfs_fixture.SysfsTree(
             domains=kw.pop('domains', DUAL), size=kw.pop('size', '30720K'),
-            ways=kw.get('ways', 20), numa=kw.pop('numa', None)))
+            ways=kw.get('ways', 20), numa=kw.pop('numa', None),
+            memory=kw.pop('memory', None)))
         tree = self.useFixture(resctrl_fixture.ResctrlTree(
             domains=tuple(sysfs.domains), **kw))
         return discovery.discover(tree.root, sysfs.root, ddio_ways), tree
@@ -53,6 +54,44 @@ class DiscoveryTest(base.TestCase):
         traits = discovery.cache_domain_of(topo.domain(0), 1, 2).traits()
         self.assertIn('CUSTOM_RESQ_NUMA_1', traits)
         self.assertNotIn('CUSTOM_RESQ_NUMA_0', traits)
+
+    def test_numa_memory_and_huge_pages_reach_the_traits(self):
+        # Cell 0: 64 GiB with 16 GiB of 2 MiB pages and 2 of 1 GiB pages;
+        # cell 1: 64 GiB, no huge pages.
+        topo, _ = self.discover(
+            numa=DUAL, ways=20, memory={
+                0: (64 * 1024 * 1024, {2048: 8192, 1048576: 2}),
+                1: (64 * 1024 * 1024, {})})
+        self.assertEqual((46 * 1024, 18 * 1024),
+                         (topo.domain(0).memory_mb,
+                          topo.domain(0).hugepages_mb))
+        self.assertEqual((64 * 1024, 0), (topo.domain(1).memory_mb,
+                                          topo.domain(1).hugepages_mb))
+        traits = discovery.cache_domain_of(topo.domain(0), 1, 2).traits()
+        self.assertIn('CUSTOM_RESQ_MEMORY_MB_47104', traits)
+        self.assertIn('CUSTOM_RESQ_HUGEPAGES_MB_18432', traits)
+
+    def test_unreadable_node_memory_is_not_reported(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        sysfs = self.useFixture(sysfs_fixture.SysfsTree(
+            domains=DUAL, numa=DUAL, memory={0: (1024 * 1024, {2048: 1}),
+                                             1: (1024 * 1024, {})}))
+        with open(os.path.join(sysfs.root, 'devices/system/node/node0/'
+                               'hugepages/hugepages-2048kB/nr_hugepages'),
+                  'w') as f:
+            f.write('\u0661\n')        # an Arabic-Indic one: not ASCII
+        memory = discovery.read_sysfs_numa_memory(sysfs.root)
+        self.assertEqual({1: (1024, 0)}, memory)
+        self.assertIn('Ignoring the memory of NUMA node 0', logs.output)
+        # A domain with a cell of unknown memory reports none.
+        tree = self.useFixture(resctrl_fixture.ResctrlTree(
+            domains=tuple(sysfs.domains)))
+        topo = discovery.discover(tree.root, sysfs.root)
+        self.assertIsNone(topo.domain(0).hugepages_mb)
+        self.assertEqual(1024, topo.domain(1).memory_mb)
+        self.assertNotIn('CUSTOM_RESQ_HUGEPAGES_MB_',
+                         ' '.join(discovery.cache_domain_of(
+                             topo.domain(0), 1, 2).traits()))
 
     def test_sub_numa_clustering_two_cells_share_one_cache(self):
         topo, _ = self.discover(domains={0: tuple(range(8))},
