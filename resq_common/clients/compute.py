@@ -43,6 +43,10 @@ REQUESTED_HOST_MICROVERSION = '2.74'
 # "force" is gone from 2.68, so the scheduler cannot be bypassed).
 LIVE_MIGRATION_MICROVERSION = '2.68'
 GROUP = clients.NOVA
+# The disabled_reason resq-optimizer gives a compute service it disabled
+# because a plan freed the host ([resq_optimizer] disable_freed_hosts);
+# only services disabled with it are enabled again by resq-nova.
+FREED_REASON = 'resq-optimizer: freed by plan '
 
 
 class ComputeError(exception.ResQException):

@@ -78,6 +78,9 @@ class Plan:
     sizing: greedy.Sizing
     flavors: tuple      # largest first
     instances: tuple    # largest first: the boot order
+    # Hosts disabled as freed by a plan whose room the term needs (the
+    # caller enables them before booting).
+    enable: tuple = ()
 
     def to_dict(self, host_names=None):
         names = host_names or {}

@@ -252,11 +252,19 @@ def admit(args, placement, compute, store, load_discount):
         # Before the capacity check: the term's own servers would make
         # it fail for the wrong reason.
         deployment.check_no_servers(compute, term.name)
-    plan, names = deployment.plan(placement, term, options, load_discount)
+    gate = deployment.HostGate.from_compute(compute)
+    plan, names = deployment.plan(placement, term, options, load_discount,
+                                  gate)
     doc = plan.to_dict(names)
+    if plan.enable:
+        doc['hosts_to_enable'] = plan.enable
     found = deployment.existing_flavors(compute, plan)
     for flavor in doc['flavors']:
         flavor['exists'] = flavor['name'] in found
+    if plan.enable and not args.dry_run:
+        # Before anything is created: a host that stays disabled takes
+        # nothing, so the term would not fit.
+        doc['hosts_enabled'] = gate.enable(compute, plan.enable)
     if args.dry_run:
         pass
     elif args.heat_template:

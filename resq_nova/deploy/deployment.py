@@ -17,8 +17,11 @@ creates the missing flavors and boots the servers largest first, one at a
 time, so the scheduler places them in first-fit-decreasing order.
 """
 
+import dataclasses
+
 from oslo_log import log as logging
 
+from resq_common.clients import compute as compute_mod
 from resq_nova.admission import greedy
 from resq_nova.admission import reserved as admission
 from resq_nova.deploy import flavors
@@ -66,14 +69,103 @@ def load_term(store, name, profile_id, throughput_mpps, latency_p95_us,
                           packet_bytes, max_instances)
 
 
-def plan(placement, term, options, discount=greedy.DEFAULT_DISCOUNT):
+class HostGate:
+    """Which compute hosts admission may count, from Nova's services.
+
+    A host whose compute service is disabled takes no instance (Nova's
+    scheduler skips it), so admission does not count its room: except a
+    host resq-optimizer disabled because a plan freed it
+    (:data:`resq_common.clients.compute.FREED_REASON`), whose room admission
+    counts when it needs it, enabling the host before anything boots.
+    """
+
+    def __init__(self, services, hypervisors):
+        by_host = {s['host']: s for s in services}
+        self.blocked = set()        # compute node provider uuids
+        self.freed = {}             # provider uuid -> host name
+        self.service_ids = {}
+        for hyp in hypervisors:
+            host = (hyp.get('service') or {}).get('host')
+            svc = by_host.get(host)
+            if svc is None or svc.get('status') != 'disabled':
+                continue
+            reason = svc.get('disabled_reason') or ''
+            if reason.startswith(compute_mod.FREED_REASON):
+                self.freed[hyp['id']] = host
+                self.service_ids[host] = svc['id']
+            else:
+                self.blocked.add(hyp['id'])
+
+    @classmethod
+    def from_compute(cls, compute):
+        return cls(compute.list_compute_services(),
+                   compute.list_hypervisors())
+
+    def without(self, body, roots):
+        """``body`` (allocation candidates) without the trees of ``roots``."""
+        if not roots:
+            return body
+        summaries = body.get('provider_summaries') or {}
+        keep = {u: v for u, v in summaries.items()
+                if (v.get('root_provider_uuid') or u) not in roots}
+        return dict(body, provider_summaries=keep)
+
+    def enable(self, compute, hosts):
+        """Enable freed ``hosts``; ``[{'host', 'outcome', 'detail'}]``.
+
+        :raises HostNotEnabled: at the first host Nova would not enable
+            (nothing is booted on a host that stays disabled).
+        """
+        done = []
+        for host in sorted(hosts):
+            try:
+                compute.set_service_status(self.service_ids[host], False)
+            except exception.ResQException as exc:
+                raise HostNotEnabled(host=host, reason=exc, done=', '.join(
+                    d['host'] for d in done) or 'none')
+            LOG.info('Enabled %s again: admission needs the room a plan '
+                     'freed there', host)
+            done.append({'host': host, 'outcome': 'enabled',
+                         'detail': 'admission needs its room'})
+        return done
+
+
+class HostNotEnabled(exception.ResQException):
+    msg_fmt = ('admission needs the room of %(host)s, which resq-optimizer '
+               'disabled when a plan freed it, but Nova did not enable it: '
+               '%(reason)s (enabled before it: %(done)s); nothing was '
+               'booted')
+
+
+def plan(placement, term, options, discount=greedy.DEFAULT_DISCOUNT,
+         gate=None):
     """The plan on the cluster Placement sees, and its hosts' names.
+
+    With a :class:`HostGate`, hosts whose compute service is disabled are
+    left out; hosts disabled as freed by a plan are counted only when the
+    term does not fit without them, and the plan's ``enable`` then names
+    those it uses (the caller enables them before booting).
 
     :returns: ``(plan, {compute node provider uuid: host name})``.
     """
     body = placement.allocation_candidates(
         admission.request_groups(term.profile, options))
-    result = admission.make_plan(term, body, options, discount)
+    enable = []
+    if gate is None:
+        result = admission.make_plan(term, body, options, discount)
+    else:
+        try:
+            result = admission.make_plan(
+                term, gate.without(body, gate.blocked | set(gate.freed)),
+                options, discount)
+        except greedy.AdmissionRefused:
+            if not gate.freed:
+                raise
+            result = admission.make_plan(term, gate.without(
+                body, gate.blocked), options, discount)
+            enable = sorted({gate.freed[i.host] for i in result.instances
+                             if i.host in gate.freed})
+    result = dataclasses.replace(result, enable=tuple(enable))
     names = {}
     for inst in result.instances:
         if inst.host not in names:

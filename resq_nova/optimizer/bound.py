@@ -152,12 +152,30 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
         forced_free.update(caps)
         forced_doms.extend((d.cores, d.ways, d.clos, d.memory_mb,
                             d.hugepages_mb) for d in host.domains)
+    # What cannot move takes its room, per domain too; movable instances
+    # there count in the forced pool if they stay.
+    taken = collections.defaultdict(collections.Counter)
     for inst in snap.instances:
-        # What cannot move takes its room; movable instances there count
-        # in the forced pool if they stay.
         if (inst.uuid in fixed and inst.host in forced
                 and host_of[inst.host].accepts):
             forced_free.subtract(_dims(_inst_shape(inst)))
+            use = taken[inst.host, inst.domain]
+            use.update({'cores': inst.cores, 'ways': inst.ways,
+                        'clos': inst.clos})
+            use.update(inst.numa_need())
+    forced_left = collections.Counter()
+    for name in forced:
+        host = host_of[name]
+        if not host.accepts:
+            continue
+        for d in host.domains:
+            use = taken[name, d.id]
+            forced_left[(d.cores - use['cores'], d.ways - use['ways'],
+                         None if d.clos is None else d.clos - use['clos'],
+                         None if d.memory_mb is None
+                         else d.memory_mb - use['memory_mb'],
+                         None if d.hugepages_mb is None
+                         else d.hugepages_mb - use['hugepages_mb'])] += 1
     forced_stays = collections.Counter(
         _inst_shape(i) for i in snap.instances if i.uuid not in fixed
         and i.host in forced and not host_of[i.host].accepts)
@@ -213,6 +231,8 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
         if shape[4]:
             _pattern_rows(h, integer, y, doms, here)
     forced_here = [(k, v) for (k, p), v in cols.items() if p == FORCED]
+    if forced_here:
+        _pattern_rows(h, integer, None, forced_left, forced_here)
     for dim in set(forced_free) | {d for k, _ in forced_here
                                    for d in _dims(k)}:
         terms = [_dims(k).get(dim, 0) * v for k, v in forced_here
@@ -304,27 +324,37 @@ def patterns(kinds, dom, limit=MAX_PATTERNS):
 def _pattern_rows(h, integer, y, doms, here):
     """Cover the pool's instances with whole-domain packings (patterns).
 
-    Each open host offers its domains; each domain holds one maximal
-    packing of instance kinds. Any real placement is such a cover, so the
-    rows keep the bound valid and add what summing capacities forgets:
-    the room lost inside each domain.
+    Each open host offers its domains (``y`` None: the always-open hosts,
+    whose domains ``doms`` counts with their free room); each domain holds
+    one maximal packing of instance kinds. Any real placement is such a
+    cover, so the rows keep the bound valid and add what summing
+    capacities forgets: the room lost inside each domain.
     """
     kinds = sorted({(k[0], k[1], k[2], k[4]) for k, _ in here})
     if not kinds:
         return
     cover = {kind: [] for kind in kinds}
-    for dom, n_dom in collections.Counter(doms).items():
+    counted = doms if isinstance(doms, dict) else collections.Counter(doms)
+    rows = []
+    for dom, n_dom in counted.items():
         pats = patterns(kinds, dom)
         if pats is None:
             return
         ws = []
         for pat in pats:
+            if not any(pat):
+                continue
             w = h.addVariable(lb=0, type=integer)
             ws.append(w)
             for kind, count in zip(kinds, pat):
                 if count:
                     cover[kind].append(count * w)
         if ws:
+            rows.append((ws, n_dom))
+    for ws, n_dom in rows:
+        if y is None:
+            h.addConstr(sum(ws) <= n_dom)
+        else:
             h.addConstr(sum(ws) - n_dom * y <= 0)
     for kind in kinds:
         xs = [v for k, v in here if (k[0], k[1], k[2], k[4]) == kind]

@@ -24,6 +24,12 @@ of an anti-affinity group per host, and fixed instances stay.
 import collections
 
 
+# Hosts are drained in the order of their movable load (ways) plus this
+# share of their capacity (ways): among equally loaded hosts the smaller
+# ones empty first, so the large ones are kept.
+CAPACITY_WEIGHT = 1.0
+
+
 def drain(snap, fixed, rng=None, noise=0.0, only=None):
     """``({uuid: (host, domain)}, {drained host names})``.
 
@@ -95,6 +101,8 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
                 return key
         return None
 
+    capacity = {h.name: sum(d.ways for d in h.domains) for h in snap.hosts}
+
     def movable_load(name):
         return sum(i.ways for i in on_host[name])
 
@@ -108,8 +116,8 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
         (n for n in (in_use if only is None else only)
          if not hosts[n].other_load
          and not any(i.uuid in fixed for i in on_host[n])),
-        key=lambda n: (movable_load(n) + (rng.uniform(0, noise) if rng
-                                          else 0), n))
+        key=lambda n: (movable_load(n) + CAPACITY_WEIGHT * capacity[n]
+                       + (rng.uniform(0, noise) if rng else 0), n))
     for name in candidates:
         keep.discard(name)
         for key in keys_of[name]:

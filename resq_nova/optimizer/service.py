@@ -21,6 +21,7 @@ only when ``[resq_optimizer] apply`` is set.
 
 from oslo_log import log as logging
 
+from resq_common.clients import compute as compute_mod
 from resq_common import exception
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
@@ -32,8 +33,8 @@ from resq_nova.optimizer import store as store_mod
 
 LOG = logging.getLogger(__name__)
 # The reason a freed host's compute service is disabled with; only hosts
-# disabled with it are enabled again by the optimizer.
-FREED_REASON = 'resq-optimizer: freed by plan '
+# disabled with it are enabled again (by the optimizer or by admission).
+FREED_REASON = compute_mod.FREED_REASON
 
 
 class Optimizer:

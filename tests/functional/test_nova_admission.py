@@ -214,6 +214,55 @@ class AdmissionTest(AdmissionTestBase):
         self.assertEqual({}, self.servers())
         self.assertEqual(16, self.llc_usage(rp))
 
+    def disable(self, host, reason):
+        (svc,) = [x for x in self.compute.list_compute_services()
+                  if x['host'] == host]
+        self.compute.set_service_status(svc['id'], True, reason)
+
+    def status(self, host):
+        (svc,) = [x for x in self.compute.list_compute_services()
+                  if x['host'] == host]
+        return svc['status']
+
+    def test_a_host_freed_by_a_plan_is_enabled_when_admission_needs_it(self):
+        from resq_common.clients import compute as compute_mod
+
+        self.start_host('host1')
+        self.start_host('host2')
+        # host1 is full; host2 was freed by a plan and disabled.
+        big = self.resq_flavor(ways=16)
+        self._create_server(flavor_id=big, networks='none', host='host1')
+        self.disable('host2', compute_mod.FREED_REASON + 'plan-x')
+        rc, doc, err = self.admit('--dry-run')
+        self.assertEqual(0, rc, err)
+        self.assertEqual(['host2'], doc['hosts_to_enable'])
+        self.assertEqual('disabled', self.status('host2'))
+        rc, doc, err = self.admit()
+        self.assertEqual(0, rc, err)
+        self.assertEqual([{'host': 'host2', 'outcome': 'enabled',
+                           'detail': 'admission needs its room'}],
+                         doc['hosts_enabled'])
+        self.assertEqual('enabled', self.status('host2'))
+        # Every server booted, where the plan said (host1's last two ways
+        # included).
+        self.assertEqual([i['host'] for i in doc['instances']],
+                         [s['host'] for s in doc['servers']])
+        self.assertIn('host2', [s['host'] for s in doc['servers']])
+
+    def test_a_host_disabled_by_an_operator_is_not_counted(self):
+        self.start_host('host1')
+        self.start_host('host2')
+        big = self.resq_flavor(ways=16)
+        self._create_server(flavor_id=big, networks='none', host='host1')
+        self.disable('host2', 'maintenance')
+        rc, doc, err = self.admit()
+        # Without the gate the plan would count host2 and the boot would
+        # fail in Nova's scheduler; now the term is refused up front.
+        self.assertEqual(1, rc)
+        self.assertEqual('cluster_capacity', doc['refused'])
+        self.assertEqual({}, self.servers())
+        self.assertEqual('disabled', self.status('host2'))
+
     def test_refused_on_another_platform(self):
         self.start_host('host1', ways=11, way_bytes=2621440)
         rc, doc, err = self.admit()
