@@ -114,6 +114,16 @@ def request_groups(profile, options):
     return {'': {'resources': root}, flavors.LLC_GROUP: llc}
 
 
+def without_roots(body, roots):
+    """An allocation-candidates ``body`` without the trees of ``roots``."""
+    if not roots:
+        return body
+    summaries = body.get('provider_summaries') or {}
+    keep = {u: v for u, v in summaries.items()
+            if (v.get('root_provider_uuid') or u) not in roots}
+    return dict(body, provider_summaries=keep)
+
+
 def _free(summary, rc):
     res = summary['resources'].get(rc)
     return (res['capacity'] - res['used']) if res else 0

@@ -103,12 +103,7 @@ class HostGate:
 
     def without(self, body, roots):
         """``body`` (allocation candidates) without the trees of ``roots``."""
-        if not roots:
-            return body
-        summaries = body.get('provider_summaries') or {}
-        keep = {u: v for u, v in summaries.items()
-                if (v.get('root_provider_uuid') or u) not in roots}
-        return dict(body, provider_summaries=keep)
+        return admission.without_roots(body, roots)
 
     def enable(self, compute, hosts):
         """Enable freed ``hosts``; ``[{'host', 'outcome', 'detail'}]``.

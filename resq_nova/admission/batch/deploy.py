@@ -108,8 +108,12 @@ def admit(path, specs, args, placement, compute, store, load_discount,
         if errors:
             raise deployment.ServersExist(message='; '.join(errors))
     chains = {s.name: s.chain for s in specs}
+    # Hosts whose compute service is disabled take no instance; a batch
+    # does not count hosts disabled as freed either (resq-optimizer
+    # enable-freed gives them back).
+    gate = deployment.HostGate.from_compute(compute)
     batch = planner.plan(placement, terms, options, chains, load_discount,
-                         time_limit)
+                         time_limit, exclude=gate.blocked | set(gate.freed))
     found = {}
     for the_plan in batch.plans:
         found.update(deployment.existing_flavors(compute, the_plan))

@@ -75,15 +75,20 @@ def servers_of(hosts, vcpus):
     return servers, host_of
 
 
-def _hosts(placement, terms, options):
-    """Hosts of the terms' platform; refusals of terms that have none."""
+def _hosts(placement, terms, options, exclude=()):
+    """Hosts of the terms' platform; refusals of terms that have none.
+
+    Hosts whose compute node provider is in ``exclude`` are not counted.
+    """
     hosts, refusals, shapes, bodies = {}, [], {}, {}
     for term in terms:
         # One request per profile: its smallest instance's groups.
         key = term.profile.profile_id
         if key not in bodies:
-            bodies[key] = placement.allocation_candidates(
-                admission.request_groups(term.profile, options))
+            bodies[key] = admission.without_roots(
+                placement.allocation_candidates(
+                    admission.request_groups(term.profile, options)),
+                set(exclude))
         body = bodies[key]
         try:
             found = admission.of_shape(
@@ -148,7 +153,7 @@ def _spots(admitted, hosts, host_of, vcpus):
 
 
 def plan(placement, terms, options, chains=None,
-         discount=greedy.DEFAULT_DISCOUNT, time_limit=10.0):
+         discount=greedy.DEFAULT_DISCOUNT, time_limit=10.0, exclude=()):
     """Admit ``terms`` jointly on the cluster Placement sees.
 
     :param terms: :class:`resq_nova.admission.greedy.SLOTerm` list, profiles
@@ -161,7 +166,7 @@ def plan(placement, terms, options, chains=None,
     :raises resq_common.extra_specs.InvalidResQSpec: when a term's values
         cannot be written into a valid flavor.
     """
-    hosts = _hosts(placement, terms, options)
+    hosts = _hosts(placement, terms, options, exclude)
     servers, host_of = servers_of(hosts, options.vcpus)
     admitted, method = greedy.admit_batch(terms, servers, discount,
                                           time_limit=time_limit,
