@@ -28,15 +28,19 @@ needs. A plan is ``proposed`` only when it frees at least
 saves otherwise); ``reason`` says why, or why not.
 """
 
+import dataclasses
 import datetime
 import time
 import uuid as uuid_mod
+
+from oslo_log import log as logging
 
 from resq_nova.optimizer import bound
 from resq_nova.optimizer import model
 from resq_nova.optimizer import ordering
 from resq_nova.optimizer import snapshot as snap_mod
 
+LOG = logging.getLogger(__name__)
 PROPOSED = 'proposed'
 NOT_PROPOSED = 'not-proposed'
 
@@ -136,6 +140,7 @@ def _plan_cell(cell, snap, time_limit, mip_gap, moves_gap, full_model_max):
                          moves_gap=moves_gap, full_model_max=full_model_max)
     before = result.hosts_before
     lower = min(result.lower_bound, before)
+    first_fixed = result.fixed
     where = '' if cell is None else 'cell %s: ' % cell
     if not result.targets:
         return _cell(cell, result, before, before, lower, [], [], set(),
@@ -143,11 +148,28 @@ def _plan_cell(cell, snap, time_limit, mip_gap, moves_gap, full_model_max):
                      '(at least %d are needed)' % (where, before, lower))
     moves, left_out = ordering.order(snap, result.targets, detour=True)
     moves, dropped = ordering.needed_only(snap, moves)
+    resolved = False
+    if left_out:
+        # Solve again with the blocked instances kept where they are; keep
+        # whichever plan frees more hosts (then, fewer moves).
+        again = _without_blocked(snap, left_out, time_limit / 2, mip_gap,
+                                 moves_gap, full_model_max)
+        if again is not None and _better(snap, again[0], moves):
+            LOG.info('Plan: solved again without the %d blocked move(s)',
+                     len(left_out))
+            result, moves, dropped = again[1], again[0], []
+            resolved = True
     after_hosts = ordering.hosts_in_use_after(snap, moves)
     after = len(after_hosts)
     freed = snap.hosts_in_use() - after_hosts
     why = ''
-    if left_out:
+    if left_out and resolved:
+        why = ('%s%d move(s) of the first plan had no safe order, even '
+               'through a host with room; solved again with those '
+               'instances kept in place (first: %s: %s)'
+               % (where, len(left_out), left_out[0]['uuid'],
+                  left_out[0]['reason']))
+    elif left_out:
         first = '%s: %s' % (left_out[0]['uuid'], left_out[0]['reason'])
         why = ('%s%d move(s) of the solver\'s plan (%d -> %d hosts) left '
                'out for want of a safe order, even through a host with '
@@ -158,13 +180,41 @@ def _plan_cell(cell, snap, time_limit, mip_gap, moves_gap, full_model_max):
                     % len(dropped))
         if not moves:
             why += '; so nothing moves'
-    if after == result.hosts_after:
+    if after == result.hosts_after and not resolved:
         moves_lower = result.moves_lower_bound
     else:
-        moves_lower = bound.moves_lower_bound(snap, result.fixed, after) or 0
+        # (A plan solved again is bounded as the first problem is.)
+        moves_lower = bound.moves_lower_bound(snap, first_fixed, after) or 0
     moves_lower = min(moves_lower, len(moves))
     return _cell(cell, result, before, after, min(lower, after), moves,
                  left_out, freed, why, moves_lower)
+
+
+def _without_blocked(snap, left_out, time_limit, mip_gap, moves_gap,
+                     full_model_max):
+    """``(moves, result)`` of a plan that keeps ``left_out`` in place."""
+    blocked = {lo['uuid']: lo['reason'] for lo in left_out}
+    insts = [dataclasses.replace(i, migratable=False,
+                                 reason='no safe order for its move (%s)'
+                                 % blocked[i.uuid])
+             if i.uuid in blocked else i for i in snap.instances]
+    fixed_snap = snap_mod.Snapshot(snap.hosts, insts, snap.server_groups,
+                                   snap.source, snap.taken_at)
+    result = model.solve(fixed_snap, time_limit=max(time_limit, 1.0),
+                         mip_gap=mip_gap, moves_gap=moves_gap,
+                         full_model_max=full_model_max)
+    moves, still = ordering.order(snap, result.targets, detour=True)
+    if still:
+        return None
+    moves, _ = ordering.needed_only(snap, moves)
+    return moves, result
+
+
+def _better(snap, moves, than):
+    """Whether ``moves`` free more hosts than ``than`` (then: fewer)."""
+    def key(mv):
+        return (len(ordering.hosts_in_use_after(snap, mv)), len(mv))
+    return key(moves) < key(than)
 
 
 def _cell(cell, result, before, after, lower, moves, left_out, freed, why,

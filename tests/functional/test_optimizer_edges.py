@@ -10,6 +10,7 @@ from nova.tests.fixtures import libvirt as fakelibvirt
 
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
+from resq_nova.optimizer import ordering
 from resq_nova.optimizer import service
 from tests.functional import test_optimizer
 
@@ -88,6 +89,44 @@ class MemoryAndDoneTest(test_optimizer.OptimizerTestBase):
         self.assertEqual('cancelled',
                          self.compute.live_migrations(moving)[0]['status'])
         del a
+
+
+class SwapTest(test_optimizer.OptimizerTestBase):
+
+    def setUp(self):
+        super().setUp()
+        for h in ('host1', 'host2', 'host3'):
+            self.start_resq_compute(h)
+
+    def test_swap_completes_through_a_spare_host(self):
+        # host1 is full on ways, host2 on cores: a and b can only trade
+        # places through host3.
+        a = self.boot('host1', ways=9, name='a')
+        b = self.boot('host2', ways=1, vcpus=6, name='b')
+        snap = collect.collect(self.client, self.compute)
+        targets = {a['id']: ('host2', 0), b['id']: ('host1', 0)}
+        moves, left_out = ordering.order(snap, targets)
+        self.assertEqual(([], 2), (moves, len(left_out)))
+        moves, left_out = ordering.order(snap, targets, detour=True)
+        self.assertEqual([], left_out)
+        self.assertEqual([(a['id'], 'host3', True), (b['id'], 'host1', None),
+                          (a['id'], 'host2', None)],
+                         [(mv['uuid'], mv['to_host'], mv.get('detour'))
+                          for mv in moves])
+        plan = {'id': 'plan-swap', 'proposed': True, 'reason': 'swap',
+                'hosts_used_before': 2, 'hosts_used_after': 2,
+                'lower_bound': 2, 'gap_pct': 0.0, 'moves': moves,
+                'status': 'proposed'}
+        executor = execute.Executor(self.client, self.compute, timeout=60,
+                                    poll_interval=0.1)
+        plan = executor.apply(plan)
+        self.assertEqual(execute.APPLIED, plan['status'], plan['result'])
+        self.assertEqual([execute.DONE] * 3,
+                         [x['outcome'] for x in plan['actions']])
+        self.assertEqual('host2', self.host_of(self.server(a['id'])))
+        self.assertEqual('host1', self.host_of(self.server(b['id'])))
+        self.assert_ways_with_cores(a['id'])
+        self.assert_ways_with_cores(b['id'])
 
 
 def _abort_job(domain):

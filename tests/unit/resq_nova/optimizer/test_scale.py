@@ -133,6 +133,40 @@ class SwapTest(base.TestCase):
         self.assertEqual([], moves)
         self.assertIn('no safe order', left[0]['reason'])
 
+    def test_blocked_moves_are_kept_in_place_and_solved_again(self):
+        s = snap([obase.host('h1', domains=((4, 6),)),
+                  obase.host('h2', domains=((4, 6),)),
+                  obase.host('h3', domains=((1, 1),))],
+                 [obase.inst('a', 'h1', cores=1, ways=5),
+                  obase.inst('b', 'h2', cores=3, ways=2),
+                  obase.inst('c', 'h3', cores=1, ways=1)])
+        real = model.solve
+        swap = model.Result(
+            hosts_before=3, hosts_after=2, lower_bound=2, gap_pct=0.0,
+            targets={'a': ('h2', 0), 'b': ('h1', 0)},
+            moves_lower_bound=1, status='test', build_s=0.0, solve_s=0.0,
+            fixed={})
+        calls = []
+
+        def solve(snap_, **kw):
+            calls.append(sorted(i.uuid for i in snap_.instances
+                                if not i.migratable))
+            return swap if len(calls) == 1 else real(snap_, **kw)
+
+        self.useFixture(__import__('fixtures').MockPatch(
+            'resq_nova.optimizer.model.solve', side_effect=solve))
+        p = plan(s)
+        # The second solve kept a and b (no safe order) where they are.
+        self.assertEqual([[], ['a', 'b']], calls)
+        self.assertTrue(p['proposed'], p['reason'])
+        self.assertEqual([('c', 'h3')], [(mv['uuid'], mv['from_host'])
+                                         for mv in p['moves']])
+        self.assertIn('2 move(s) of the first plan had no safe order',
+                      p['reason'])
+        self.assertIn('solved again with those instances kept in place',
+                      p['reason'])
+        self.assertEqual(['h3'], p['freed_hosts'])
+
     def test_moves_that_free_nothing_are_dropped(self):
         s = snap([obase.host('h1'), obase.host('h2'), obase.host('h3')],
                  [obase.inst('a', 'h1'), obase.inst('b', 'h2'),
