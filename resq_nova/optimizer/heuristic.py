@@ -177,7 +177,7 @@ def _room(free, need):
 
 
 def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
-            patience=100, restart_share=0.6):
+            patience=100, restart_share=0.6, good_enough=None):
     """Drain with restarts, then again from the best; the best plan found.
 
     The first pass is the plain order; later passes perturb it, for up to
@@ -186,7 +186,8 @@ def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
     after round while that frees more hosts: instances that moved once may
     move on, and hosts that took instances may empty in their turn. Plans
     compare by hosts in use, then moves; an instance that comes back to
-    its own host does not move. Stops early at ``lower`` hosts.
+    its own host does not move. Stops early at ``lower`` hosts, or at
+    ``good_enough`` hosts (the stop rule: proven close enough).
 
     :returns: ``(targets, drained, passes)``.
     """
@@ -210,7 +211,8 @@ def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
             since = 0
         else:
             since += 1
-        if value[0] <= lower or clock() >= deadline:
+        if (value[0] <= max(lower, good_enough or 0)
+                or clock() >= deadline):
             return best[1], best[2], passes
         if clock() >= restarts_until or since >= patience:
             break

@@ -157,8 +157,12 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
                                               min(0.15 * time_limit, 10.0))
     full = movable <= full_model_max
     share = first_share * 0.5 if full else 0.9
+    # Without the MILP to follow, the restarts may use most of the time.
+    good_enough = (math.floor(agg / (1.0 - mip_gap) + 1e-9)
+                   if mip_gap < 1.0 else None)
     h_targets, drained, passes = heuristic.best_of(
-        snap, fixed, started + share * time_limit, agg)
+        snap, fixed, started + share * time_limit, agg,
+        restart_share=0.6 if full else 0.9, good_enough=good_enough)
     h_hosts = hosts_before - len(drained)
     lower = min(agg, h_hosts)
     moves_lb = bound.moves_lower_bound(snap, fixed, h_hosts) or 0
