@@ -380,3 +380,59 @@ class AgeAndPruneTest(base.TestCase):
             {'applied', 'not-proposed', 'proposed', 'applying'},
             {store.load_plan(p)[0]['status'] for p in left})
         self.assertEqual(4, len(os.listdir(store.snapshots)))
+
+
+class LiveStateTest(base.TestCase):
+    """What collect refuses before reading any provider."""
+
+    class Nova:
+        def __init__(self, services=(), servers=(), aggregates=()):
+            self.services = list(services)
+            self.servers = list(servers)
+            self.aggregates = list(aggregates)
+
+        def list_compute_services(self):
+            return self.services
+
+        def list_hypervisors(self):
+            return []
+
+        def list_all_servers(self):
+            return self.servers
+
+        def list_aggregates(self):
+            return self.aggregates
+
+        def list_server_groups(self):
+            return []
+
+    def test_a_cell_that_does_not_answer_is_refused(self):
+        from resq_nova.optimizer import collect
+
+        up = {'host': 'h1', 'state': 'up', 'status': 'enabled'}
+        # Nova 2.69+: services of a down cell come back without state.
+        nova = self.Nova([up, {'host': 'h2', 'status': 'UNKNOWN'}])
+        exc = self.assertRaises(collect.IncompleteSnapshot,
+                                collect.collect, None, nova)
+        self.assertIn('compute services of h2', str(exc))
+        self.assertIn('nothing is planned this round', str(exc))
+        nova = self.Nova([up], [{'id': 's1', 'status': 'UNKNOWN'}])
+        exc = self.assertRaises(collect.IncompleteSnapshot,
+                                collect.collect, None, nova)
+        self.assertIn('only part of 1 server(s), e.g. s1', str(exc))
+
+    def test_cells_come_from_aggregates(self):
+        from resq_nova.optimizer import collect
+
+        nova = self.Nova(aggregates=[
+            {'hosts': ['h1', 'h2'], 'metadata': {'resq_nova_cell': 'c1'}},
+            {'hosts': ['h3'], 'metadata': {'resq_nova_cell': 'c2'}},
+            {'hosts': ['h1', 'h3'], 'metadata': {'ssd': 'true'}}])
+        self.assertEqual({'h1': 'c1', 'h2': 'c1', 'h3': 'c2'},
+                         collect.cells_of(nova))
+        nova.aggregates.append({'hosts': ['h2'], 'metadata': {
+            'resq_nova_cell': 'c2'}})
+        exc = self.assertRaises(collect.IncompleteSnapshot,
+                                collect.cells_of, nova)
+        self.assertIn('host h2 is in aggregates naming cells c1 and c2',
+                      str(exc))
