@@ -358,10 +358,23 @@ class Kernel(resctrl_writer.Syscalls):
         super().write_file(dir_fd, name, text, append, where)
 
 
-def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS):
+def real_memory(sysfs_root='/sys'):
+    """``(small-page MB, huge-page MB)`` of this machine's NUMA nodes."""
+    from resq_agent import discovery
+
+    nodes = discovery.read_sysfs_numa_memory(sysfs_root)
+    return (sum(m for m, _ in nodes.values()),
+            sum(h for _, h in nodes.values()))
+
+
+def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS,
+                memory_mb=None, hugepages_mb=None):
     """The L3 part of ``devices/system/cpu``, and the NUMA cells.
 
     :param domains: ``{L3 cache id: CPUs sharing it}``.
+    :param memory_mb: small-page memory of each cell (its ``meminfo``);
+        with ``hugepages_mb``, 2 MiB huge pages of each cell. ``None``
+        writes no memory (the agent then reports none).
     """
     every = sorted(c for cpus in domains.values() for c in cpus)
     _write(root, 'devices/system/cpu/online', format_cpus(every) + '\n')
@@ -370,6 +383,14 @@ def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS):
     for cache_id, cpus in sorted(domains.items()):
         _write(root, 'devices/system/node/node%d/cpulist' % cache_id,
                format_cpus(cpus) + '\n')
+        if memory_mb is not None:
+            huge = hugepages_mb or 0
+            _write(root, 'devices/system/node/node%d/meminfo' % cache_id,
+                   'Node %d MemTotal:       %d kB\n'
+                   % (cache_id, (memory_mb + huge) * 1024))
+            _write(root, 'devices/system/node/node%d/hugepages/'
+                   'hugepages-2048kB/nr_hugepages' % cache_id,
+                   '%d\n' % (huge // 2))
     for cache_id, cpus in sorted(domains.items()):
         for cpu in cpus:
             base = 'devices/system/cpu/cpu%d/cache/index3' % cpu
@@ -412,6 +433,12 @@ def _parser():
     p.add_argument('--cpus',
                    help='CPUs of the fake caches, e.g. 0-7 (default: this '
                         'host\'s online CPUs)')
+    p.add_argument('--memory-mb', type=int,
+                   help='small-page memory of each NUMA cell, MB (default: '
+                        'this machine\'s, shared among the cells)')
+    p.add_argument('--hugepages-mb', type=int,
+                   help='2 MiB huge pages of each NUMA cell, MB (default: '
+                        'this machine\'s, shared among the cells)')
     p.add_argument('--replace', action='store_true',
                    help='rebuild trees that exist (drops the groups in them)')
     return p
@@ -425,6 +452,11 @@ def main(argv=None, out=None):
         if args.way_kib < 1:
             raise InvalidTree('--way-kib must be at least 1, got %d'
                               % args.way_kib)
+        for name in ('memory_mb', 'hugepages_mb'):
+            if (getattr(args, name) or 0) < 0:
+                raise InvalidTree('--%s must not be negative, got %d'
+                                  % (name.replace('_', '-'),
+                                     getattr(args, name)))
         cpus = parse_cpus(args.cpus) if args.cpus else online_cpus()
         layout = split_cpus(cpus, args.domains)
         check(args.ways, tuple(layout), args.min_cbm_bits, args.num_closids)
@@ -438,13 +470,22 @@ def main(argv=None, out=None):
     if args.replace:
         for root in (args.resctrl_root, args.sysfs_root):
             shutil.rmtree(root, ignore_errors=True)
-    build_sysfs(args.sysfs_root, layout, args.way_kib, args.ways)
+    memory, huge = args.memory_mb, args.hugepages_mb
+    if memory is None or huge is None:
+        real = real_memory()
+        cells = max(len(layout), 1)
+        memory = real[0] // cells if memory is None else memory
+        huge = real[1] // cells if huge is None else huge
+    build_sysfs(args.sysfs_root, layout, args.way_kib, args.ways,
+                memory, huge)
     build_resctrl(args.resctrl_root, args.ways, tuple(layout),
                   args.min_cbm_bits, args.num_closids, cpus=cpus)
     print('Fake resctrl tree in %s (%d cache domain(s) of %d ways of %d KiB, '
-          '%d classes of service, CPUs %s); CPU cache topology in %s' % (
+          '%d classes of service, CPUs %s); CPU cache topology and NUMA '
+          'cells (%d MB and %d MB of huge pages each) in %s' % (
               args.resctrl_root, len(layout), args.ways, args.way_kib,
-              args.num_closids, format_cpus(cpus), args.sysfs_root),
+              args.num_closids, format_cpus(cpus), memory, huge,
+              args.sysfs_root),
           file=out)
     return 0
 

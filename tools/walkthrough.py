@@ -167,7 +167,11 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
 
     # -- the cloud ----------------------------------------------------------
     def _start_host(self, hostname):
-        """One socket of 8 cores (0-5 dedicated), 2 MiB pages."""
+        """One socket of 8 cores (0-5 dedicated), 8 + 8 GiB of memory.
+
+        8 GiB in 4 KiB pages and 8 GiB in 2 MiB pages, which the fake trees
+        tell the agent too.
+        """
         mempages = {0: fakelibvirt.create_mempages(
             [(4, 2 * 1024 * 1024), (2048, 4096)])}
         info = fakelibvirt.HostInfo(cpu_nodes=1, cpu_sockets=1, cpu_cores=8,
@@ -250,7 +254,8 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
         for host in HOSTS:
             root = os.path.join(self.work, host)
             argv = ['--resctrl-root', root + '/resctrl', '--sysfs-root',
-                    root + '/sys', '--cpus', '0-7']
+                    root + '/sys', '--cpus', '0-7', '--memory-mb', '8192',
+                    '--hugepages-mb', '8192']
             self.record('03-fake-resctrl-%s.txt' % host,
                         'python -m resq_agent.fake_resctrl %s'
                         % ' '.join(argv), fake_resctrl.main, argv)

@@ -41,6 +41,21 @@ class FakeResctrlTest(base.TestCase):
         for name in ('llc_occupancy', 'mbm_total_bytes', 'mbm_local_bytes'):
             self.assertEqual('0\n', self.read('mon_data', 'mon_L3_01', name))
 
+    def test_numa_memory_of_the_cells(self):
+        rc, out, err = self.main('--cpus', '0-7', '--domains', '2',
+                                 '--memory-mb', '4096', '--hugepages-mb',
+                                 '2048')
+        self.assertEqual(0, rc, err)
+        self.assertIn('(4096 MB and 2048 MB of huge pages each)', out)
+        topo = discovery.discover(self.resctrl, self.sysfs)
+        self.assertEqual([(4096, 2048)] * 2,
+                         [(d.memory_mb, d.hugepages_mb)
+                          for d in topo.domains])
+        rc, out, err = self.main('--cpus', '0-7', '--replace',
+                                 '--hugepages-mb', '-2')
+        self.assertEqual(2, rc)
+        self.assertIn('--hugepages-mb must not be negative', err)
+
     def read(self, *parts):
         with open(os.path.join(self.resctrl, *parts)) as f:
             return f.read()
