@@ -83,8 +83,17 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
         if key[0] in keep and hosts[key[0]].accepts:
             buckets[free[key][1]][key] = None
 
+    # Best fit, but a domain left with fewer ways than the smallest
+    # instance has is room lost: such fits come last.
+    smallest = min((i.ways for i in snap.instances), default=1)
+
+    def levels(need):
+        tight = range(need + 1, need + smallest)
+        return ([need] + [w for w in range(need + smallest, max_ways + 1)]
+                + [w for w in tight if w <= max_ways])
+
     def place(inst, exclude):
-        for ways in range(inst.ways, max_ways + 1):
+        for ways in levels(inst.ways):
             for key in buckets.get(ways, ()):
                 name = key[0]
                 if name == exclude or free[key][0] < inst.cores:
