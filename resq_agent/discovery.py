@@ -252,7 +252,7 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
         info = tree.info()
         ids = tree.domains()
         foreign = [g for g in tree.groups()
-                   if not resctrl.GROUP_RE.match(g)
+                   if not resctrl.GROUP_RE.fullmatch(g)
                    or g.startswith(resctrl.PROFILER_PREFIX)]
     except (exception.ResctrlError, OSError, ValueError) as exc:
         reason = str(getattr(exc, 'message', exc))

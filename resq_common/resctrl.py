@@ -26,11 +26,42 @@ from resq_common import exception
 
 DEFAULT_ROOT = '/sys/fs/resctrl'
 GROUP_PREFIX = 'resq-'
-GROUP_RE = re.compile(r'^resq-[a-z0-9][a-z0-9_.-]{0,62}$')
+# Matched whole (fullmatch): "$" would also accept a trailing newline.
+GROUP_RE = re.compile(r'resq-[a-z0-9][a-z0-9_.-]{0,62}')
 # The profiler's groups: resq-nova's, but never the agent's. The agent
 # removes the resq- groups no instance owns, so a profiling run on a
 # compute host needs a name the agent leaves alone.
 PROFILER_PREFIX = 'resq-profiler'
+
+
+class Owner:
+    """Which ``resq-`` groups one privileged context may touch."""
+
+    def __init__(self, name, prefix, excluded=None):
+        self.name = name
+        self.prefix = prefix
+        self.excluded = excluded
+
+    def owns(self, group):
+        return (group.startswith(self.prefix)
+                and not (self.excluded and group.startswith(self.excluded)))
+
+    def check(self, group):
+        """:raises ResctrlError: ``group`` is not this owner's."""
+        check_group_name(group)
+        if not self.owns(group):
+            raise exception.ResctrlError(
+                reason='resctrl group %s is not %s\'s (its groups are %s*%s); '
+                'refusing to touch it' % (
+                    group, self.name, self.prefix,
+                    ' except %s*' % self.excluded if self.excluded else ''))
+        return group
+
+
+# The agent's groups (instances, the on-demand lease) and the profiler's:
+# neither privileged context touches the other's.
+AGENT = Owner('resq-agent', GROUP_PREFIX, PROFILER_PREFIX)
+PROFILER = Owner('resq-profiler', PROFILER_PREFIX)
 REQUIRED_INFO = ('cbm_mask', 'min_cbm_bits', 'num_closids')
 # Files the kernel creates in a new group; a copied tree lacks them.
 GROUP_FILES = ('schemata', 'cpus_list', 'tasks')
@@ -42,7 +73,7 @@ L3_MON_INFO = ('info', 'L3_MON', 'num_rmids')
 
 def check_group_name(name):
     """Reject any group name that resq-nova does not own."""
-    if not isinstance(name, str) or not GROUP_RE.match(name):
+    if not isinstance(name, str) or not GROUP_RE.fullmatch(name):
         raise exception.ResctrlError(
             reason='resctrl group name %r is not one of ours: names must '
             'start with %r and use lower-case letters, digits, ".", "_" '
@@ -192,7 +223,7 @@ class Resctrl:
 
     def owned_groups(self):
         """The agent's groups: ``resq-`` ones but the profiler's."""
-        return [g for g in self.groups() if GROUP_RE.match(g)
+        return [g for g in self.groups() if GROUP_RE.fullmatch(g)
                 and not g.startswith(PROFILER_PREFIX)]
 
     def read_schemata(self, name):

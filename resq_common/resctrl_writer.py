@@ -88,8 +88,9 @@ class Syscalls:
     @staticmethod
     def write_file(dir_fd, name, text, append, where):
         """Write ``text`` to file ``name`` in one ``write(2)``."""
+        # No O_TRUNC: nothing is cut before the checks below pass.
         flags = (os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-                 | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC))
+                 | os.O_CREAT | (os.O_APPEND if append else 0))
         try:
             fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
         except OSError as exc:
@@ -98,9 +99,19 @@ class Syscalls:
                         'to write it' % (name, where))
             raise
         with os.fdopen(fd, 'w', encoding='ascii') as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
                 _refuse('%s %s is not a regular file; refusing to write it'
                         % (name, where))
+            if st.st_nlink != 1:
+                # A hard link to a file elsewhere (possible in a tree that
+                # is not a mounted resctrl, whose files have one link).
+                _refuse('%s %s has %d links; refusing to write through a '
+                        'hard link' % (name, where, st.st_nlink))
+            if not append and st.st_size:
+                # resctrl's files read back what the kernel holds and take
+                # a write at offset 0 whole; a plain file is emptied first.
+                os.ftruncate(fd, 0)
             # One write: the kernel applies it whole or rejects it.
             f.write(text)
 
@@ -170,8 +181,14 @@ class Writer:
     Use it as a context manager: the root is opened and checked on entry.
     """
 
-    def __init__(self, root, require_mount=True):
+    def __init__(self, root, require_mount=True, owner=None):
+        """A writer of the tree at ``root``.
+
+        :param owner: a :class:`resq_common.resctrl.Owner`: the only
+            groups this writer creates, writes, assigns to and removes.
+        """
         self.root = os.path.abspath(root)
+        self.owner = owner
         # False only for a tree built by resq_agent.fake_resctrl (devstack
         # on hosts without Intel RDT), as its configuration says.
         self.require_mount = require_mount
@@ -250,9 +267,14 @@ class Writer:
         return masks, info
 
     # -- low-level -----------------------------------------------------
+    def _check(self, group):
+        if self.owner is not None:
+            return self.owner.check(group)
+        return resctrl.check_group_name(group)
+
     @contextlib.contextmanager
     def _group_fd(self, group):
-        resctrl.check_group_name(group)
+        self._check(group)
         try:
             fd = os.open(group, _DIR_FLAGS, dir_fd=self.tree.fd)
         except OSError as exc:
@@ -283,7 +305,7 @@ class Writer:
 
     # -- operations ----------------------------------------------------
     def create_group(self, group):
-        resctrl.check_group_name(group)
+        self._check(group)
         try:
             SYSCALLS.mkdir(group, self.tree.fd)
         except FileExistsError:
@@ -467,7 +489,7 @@ class Writer:
 
         A copied tree keeps them, so there they are removed first.
         """
-        resctrl.check_group_name(group)
+        self._check(group)
         try:
             SYSCALLS.rmdir(group, self.tree.fd)
             return True

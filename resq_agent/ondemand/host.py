@@ -311,7 +311,7 @@ class OnDemandHost:
             if not group.startswith(prefix):
                 continue
             for mon in tree.mon_groups(group):
-                if not resctrl.GROUP_RE.match(mon):
+                if not resctrl.GROUP_RE.fullmatch(mon):
                     continue     # not the agent's: left alone
                 try:
                     cpus = tree.read_mon_cpus(group, mon)

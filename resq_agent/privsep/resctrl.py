@@ -16,15 +16,16 @@ path or a root: the privileged side reads the root from its own
 configuration (``[resq_agent] resctrl_root`` of the agent's configuration
 files), and :class:`resq_common.resctrl_writer.Writer` checks it is a
 resctrl mount, reaches files below it without following symbolic links and
-validates every value. So the daemon can only ever write a schemata,
-cpus_list or tasks file of a ``resq-`` group, or the default group's L3
-line, and create or remove a ``resq-`` monitoring group inside one of the
-agent's control groups (never the profiler's ``resq-profiler*`` ones).
+validates every value. So the daemon can only ever write a schemata or
+cpus_list file of the agent's own ``resq-`` groups (never the profiler's
+``resq-profiler*`` ones: :data:`resq_common.resctrl.AGENT`), or the
+default group's L3 line, and create or remove a ``resq-`` monitoring group
+inside one of the agent's control groups. It moves no task: the agent
+assigns CPUs, never processes, so the context has no such call.
 """
 
 from resq_agent.conf import agent as agent_conf
 from resq_agent import privsep
-from resq_common import exception
 from resq_common import resctrl
 from resq_common import resctrl_writer
 
@@ -39,7 +40,8 @@ def _writer():
     conf = privsep.resctrl_pctxt.config
     conf.register_opt(agent_conf.RESCTRL_FAKE_OPT, group=agent_conf.GROUP)
     return resctrl_writer.Writer(
-        _root(), require_mount=not conf[agent_conf.GROUP].resctrl_fake)
+        _root(), require_mount=not conf[agent_conf.GROUP].resctrl_fake,
+        owner=resctrl.AGENT)
 
 
 @privsep.resctrl_pctxt.entrypoint
@@ -70,13 +72,6 @@ def assign_cpus(group, cpus):
 
 
 @privsep.resctrl_pctxt.entrypoint
-def assign_task(group, pid):
-    """Move process ``pid`` into the group."""
-    with _writer() as w:
-        w.assign_task(group, pid)
-
-
-@privsep.resctrl_pctxt.entrypoint
 def remove_group(group):
     """Remove the group (idempotent); its tasks fall back to the default."""
     with _writer() as w:
@@ -95,16 +90,6 @@ def write_default_l3_masks(masks):
         w.write_default_l3_masks(masks)
 
 
-def _agents(group):
-    """Refuse control groups the agent does not own (the profiler's)."""
-    resctrl.check_group_name(group)
-    if group.startswith(resctrl.PROFILER_PREFIX):
-        raise exception.ResctrlError(
-            reason='resctrl group %s belongs to resq-profiler; the agent '
-            'never changes it' % group)
-    return group
-
-
 @privsep.resctrl_pctxt.entrypoint
 def create_mon_group(group, mon, cpus):
     """Create monitoring group ``mon`` in the agent's group ``group``.
@@ -112,11 +97,11 @@ def create_mon_group(group, mon, cpus):
     It counts ``cpus``, a subset of the group's CPUs (idempotent).
     """
     with _writer() as w:
-        return w.create_mon_group(_agents(group), mon, cpus)
+        return w.create_mon_group(group, mon, cpus)
 
 
 @privsep.resctrl_pctxt.entrypoint
 def remove_mon_group(group, mon):
     """Remove monitoring group ``mon`` of ``group`` (idempotent)."""
     with _writer() as w:
-        return w.remove_mon_group(_agents(group), mon)
+        return w.remove_mon_group(group, mon)

@@ -17,6 +17,7 @@ profiler's own configuration files, checked and walked without following
 symbolic links by :class:`resq_common.resctrl_writer.Writer`.
 """
 
+from resq_common import resctrl
 from resq_common import resctrl_writer
 from resq_profiler.conf import profiler as profiler_conf
 from resq_profiler import privsep
@@ -26,7 +27,8 @@ def _writer():
     conf = privsep.resctrl_pctxt.config
     conf.register_opt(profiler_conf.RESCTRL_ROOT_OPT,
                       group=profiler_conf.GROUP)
-    return resctrl_writer.Writer(conf[profiler_conf.GROUP].resctrl_root)
+    return resctrl_writer.Writer(conf[profiler_conf.GROUP].resctrl_root,
+                                 owner=resctrl.PROFILER)
 
 
 @privsep.resctrl_pctxt.entrypoint

@@ -86,7 +86,7 @@ class MonGroupWriterTest(base.TestCase):
         before = snapshot(self.root)
         for group, mon, what in (
                 ('other-app', 'resq-nf-a', 'is not one of ours'),
-                ('resq-profiler-x', 'resq-nf-a', 'belongs to resq-profiler'),
+                ('resq-profiler-x', 'resq-nf-a', "is not resq-agent's"),
                 ('resq-od0-0', 'nf-a', 'is not one of ours'),
                 ('resq-od0-0', '../resq-x', 'is not one of ours'),
                 ('resq-od0-1', 'resq-nf-a', 'does not exist')):

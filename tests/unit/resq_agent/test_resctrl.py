@@ -72,18 +72,13 @@ class ResctrlWriteTest(base.TestCase):
         mod.create_group('resq-vm1')  # idempotent
         mod.write_l3_masks('resq-vm1', {0: 0xf0, 1: 0x3})
         mod.assign_cpus('resq-vm1', [3, 2, 3])
-        mod.assign_task('resq-vm1', 1234)
+        # The agent assigns CPUs, never processes: no such call.
+        self.assertFalse(hasattr(mod, 'assign_task'))
         tr = resctrl.Resctrl(self.root)
         self.assertEqual({'L3': {0: 0xf0, 1: 0x3}},
                          tr.read_schemata('resq-vm1'))
         self.assertEqual('2,3', tr.read_cpus('resq-vm1'))
-        self.assertEqual([1234], tr.read_tasks('resq-vm1'))
         self.assertEqual(['resq-vm1'], tr.owned_groups())
-        # A profiling run on the same host: resq-nova's group, not the
-        # agent's to remove.
-        mod.create_group('resq-profiler')
-        self.assertEqual(['resq-vm1'], tr.owned_groups())
-        self.assertTrue(mod.remove_group('resq-profiler'))
         self.assertTrue(mod.remove_group('resq-vm1'))
         self.assertFalse(mod.remove_group('resq-vm1'))
         self.assertEqual(['other-app', 'resq'], tr.groups())
@@ -107,9 +102,6 @@ class ResctrlWriteTest(base.TestCase):
         for bad in ({}, {0: '3'}, {'0': 3}, {0: True}, [(0, 3)]):
             self.assertRaises(exception.ResctrlError, mod.write_l3_masks,
                               'resq-vm2', bad)
-        for pid in (0, -5, '12', 1.0, True, 1 << 30):
-            self.assertRaises(exception.ResctrlError, mod.assign_task,
-                              'resq-vm2', pid)
         for cpus in ([-1], ['1'], '1,2', [1.5], [100000]):
             self.assertRaises(exception.ResctrlError, mod.assign_cpus,
                               'resq-vm2', cpus)
@@ -130,6 +122,45 @@ class ResctrlWriteTest(base.TestCase):
         self.assertFalse(os.path.exists(os.path.join(elsewhere.root,
                                                      'resq-x')))
 
+    def test_the_profilers_groups_are_not_the_agents(self):
+        # A profiling run on the same host: resq-nova's group, not the
+        # agent's to create, write, assign or remove.
+        os.mkdir(os.path.join(self.root, 'resq-profiler-run'))
+        for fn, args in ((self.mod.create_group, ('resq-profiler',)),
+                         (self.mod.write_l3_masks, ('resq-profiler-run',
+                                                    {0: 0x3})),
+                         (self.mod.assign_cpus, ('resq-profiler-run', [1])),
+                         (self.mod.remove_group, ('resq-profiler-run',)),
+                         (self.mod.create_mon_group, ('resq-profiler-run',
+                                                      'resq-m', [1])),
+                         (self.mod.remove_mon_group, ('resq-profiler-run',
+                                                      'resq-m'))):
+            exc = self.assertRaises(exception.ResctrlError, fn, *args)
+            self.assertIn("is not resq-agent's", str(exc))
+        self.assertFalse(os.path.exists(os.path.join(self.root,
+                                                     'resq-profiler')))
+        self.assertTrue(os.path.isdir(os.path.join(self.root,
+                                                   'resq-profiler-run')))
+
+    def test_names_are_matched_whole(self):
+        for name in ('resq-vm1\n', 'resq-vm1\nother', 'resq-VM', 'resq-'):
+            exc = self.assertRaises(exception.ResctrlError,
+                                    self.mod.create_group, name)
+            self.assertIn('not one of ours', str(exc))
+
+    def test_hard_linked_file_is_refused(self):
+        victim = self._victim()
+        self.mod.create_group('resq-h')
+        path = os.path.join(self.root, 'resq-h', 'schemata')
+        if os.path.exists(path):
+            os.unlink(path)
+        os.link(os.path.join(victim, 'schemata'), path)
+        exc = self.assertRaises(exception.ResctrlError,
+                                self.mod.write_l3_masks, 'resq-h', {0: 0x3})
+        self.assertIn('2 links; refusing to write through a hard link',
+                      str(exc))
+        self._assert_untouched(victim)
+
     def _victim(self):
         """A directory outside the tree that looks like a group."""
         victim = os.path.join(self.tmp, 'victim')
@@ -149,8 +180,7 @@ class ResctrlWriteTest(base.TestCase):
     def test_symlinked_group_is_refused(self):
         victim = self._victim()
         os.symlink(victim, os.path.join(self.root, 'resq-x'))
-        calls = ((self.mod.assign_task, ('resq-x', 4242)),
-                 (self.mod.write_l3_masks, ('resq-x', {0: 0x3})),
+        calls = ((self.mod.write_l3_masks, ('resq-x', {0: 0x3})),
                  (self.mod.assign_cpus, ('resq-x', [1])),
                  (self.mod.create_group, ('resq-x',)),
                  (self.mod.remove_group, ('resq-x',)))
@@ -168,8 +198,7 @@ class ResctrlWriteTest(base.TestCase):
             if os.path.exists(path):
                 os.unlink(path)
             os.symlink(os.path.join(victim, name), path)
-        for fn, args in ((self.mod.assign_task, ('resq-y', 4242)),
-                         (self.mod.write_l3_masks, ('resq-y', {0: 0x3})),
+        for fn, args in ((self.mod.write_l3_masks, ('resq-y', {0: 0x3})),
                          (self.mod.assign_cpus, ('resq-y', [1]))):
             exc = self.assertRaises(exception.ResctrlError, fn, *args)
             self.assertIn('symbolic link', str(exc))
