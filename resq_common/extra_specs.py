@@ -41,7 +41,7 @@ TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
 TRAIT_ONDEMAND_PREFIX = 'CUSTOM_RESQ_ONDEMAND_WAYS_'
 RESERVED = 'reserved'
 ON_DEMAND = 'on-demand'
-_NUMBER = r'(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)'
+_NUMBER = r'(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})'
 _RESOURCE_KEY = re.compile(r'^resources(?P<suffix>[A-Za-z0-9_-]*):'
                            r'(?P<rc>[A-Z0-9_]+)$')
 _TRAIT_KEY = re.compile(r'^trait(?P<suffix>[A-Za-z0-9_-]*):'
@@ -101,6 +101,23 @@ SPECS = {s.key: s for s in (
 )}
 
 
+# Integers in extra specs: ASCII digits only (int() also takes Unicode
+# digits, "_" and surrounding blanks), and few enough of them that no
+# value needs more than a glance (int() refuses 4,300 digits with a bare
+# ValueError).
+_INT = r'[0-9]{1,9}'
+
+
+def _count(key, value):
+    """A resource amount of an extra spec, parsed strictly."""
+    text = str(value).strip()
+    if not text.isascii() or not re.fullmatch(_INT, text):
+        raise InvalidResQSpec("extra spec '%s' must be a whole number of at "
+                              "most 9 ASCII digits, got '%s'"
+                              % (key, text[:40]))
+    return int(text)
+
+
 def check_value(key, value):
     """Validate one ``resq:`` key and value; return the parsed value.
 
@@ -113,7 +130,7 @@ def check_value(key, value):
             % (key, ', '.join(sorted(SPECS))))
     value = str(value).strip()
     bad = InvalidResQSpec("extra spec '%s' has invalid value '%s'; allowed: "
-                          "%s" % (key, value, spec.allowed))
+                          "%s" % (key, value[:40], spec.allowed))
     if spec.kind == 'enum':
         if value not in spec.enum:
             raise bad
@@ -123,7 +140,7 @@ def check_value(key, value):
             raise bad
         return value
     if spec.kind == 'int':
-        if not re.fullmatch(r'[0-9]+', value):
+        if not re.fullmatch(_INT, value):
             raise bad
         number = int(value)
         if not spec.minimum <= number <= spec.maximum:
@@ -188,16 +205,10 @@ def parse(extra_specs, vcpus=0):
         m = _RESOURCE_KEY.match(key)
         if m and m.group('rc') == RC_ONDEMAND_CORE:
             od_suffix = m.group('suffix')
-            if not re.fullmatch(r'[0-9]+', str(value).strip()):
-                raise InvalidResQSpec("extra spec '%s' must be an integer, "
-                                      "got '%s'" % (key, value))
-            od_cores = int(value)
+            od_cores = _count(key, value)
             continue
         if m and m.group('rc') == RC_RESQ_CORE:
-            if not re.fullmatch(r'[0-9]+', str(value).strip()):
-                raise InvalidResQSpec("extra spec '%s' must be an integer, "
-                                      "got '%s'" % (key, value))
-            res_cores = (m.group('suffix'), int(value))
+            res_cores = (m.group('suffix'), _count(key, value))
             continue
         if not m or m.group('rc') not in (RC_LLC_WAY, RC_LLC_CLOS):
             continue
@@ -208,11 +219,7 @@ def parse(extra_specs, vcpus=0):
                 'from the same cache domain; found %r and %r'
                 % (suffix, m.group('suffix')))
         suffix = m.group('suffix')
-        try:
-            amount = int(value)
-        except ValueError:
-            raise InvalidResQSpec("extra spec '%s' must be an integer, got "
-                                  "'%s'" % (key, value))
+        amount = _count(key, value)
         if m.group('rc') == RC_LLC_WAY:
             ways = amount
         else:

@@ -27,6 +27,7 @@ import bisect
 import dataclasses
 import hashlib
 import json
+import math
 import re
 
 from resq_common import jsonutils
@@ -70,6 +71,28 @@ class Piece:
         return self.slope * ways + self.intercept
 
 
+# A profile holds two curves of a few dozen points: 1 MiB is far more than
+# one needs, and caps what a reader takes in.
+MAX_PROFILE_BYTES = 1024 * 1024
+
+
+def _non_finite(value, path=''):
+    """The JSON path of the first NaN or infinite number, or ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path or '(document)'
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _non_finite(item, '%s.%s' % (path, key) if path else key)
+            if found:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for n, item in enumerate(value):
+            found = _non_finite(item, '%s[%d]' % (path, n))
+            if found:
+                return found
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class Profile:
     """An NF profile (see the module docstring for the curves)."""
@@ -110,6 +133,11 @@ class Profile:
         :raises resq_profiler.exception.InvalidProfile: naming ``source``
             and the JSON path of the first offending field.
         """
+        where = _non_finite(doc)
+        if where is not None:
+            raise exception.InvalidProfile(
+                source, where, 'is not a finite number (NaN and infinity '
+                'would make any target look reachable); measure again')
         schema.validate(doc, source)
         thr = tuple((float(w), float(t))
                     for w, t in doc['throughput']['points'])
@@ -139,7 +167,7 @@ class Profile:
     @classmethod
     def from_json(cls, text, source='<memory>'):
         try:
-            doc = jsonutils.loads(text)
+            doc = jsonutils.loads(text, max_bytes=MAX_PROFILE_BYTES)
         except ValueError as exc:
             raise exception.InvalidProfile(
                 source, '(document)', 'not JSON: %s' % exc)

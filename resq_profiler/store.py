@@ -23,6 +23,7 @@ import os
 from oslo_log import log as logging
 
 from resq_common import fileutils
+from resq_common import jsonutils
 from resq_profiler import exception
 from resq_profiler import profile as profile_mod
 
@@ -42,11 +43,12 @@ def load_file(path):
     :raises resq_profiler.exception.InvalidProfile: naming the file.
     """
     try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
+        text = jsonutils.read_text(path, profile_mod.MAX_PROFILE_BYTES)
     except OSError as exc:
         raise exception.InvalidProfile(path, '(document)',
                                        'cannot be read: %s' % exc.strerror)
+    except ValueError as exc:
+        raise exception.InvalidProfile(path, '(document)', str(exc))
     return profile_mod.Profile.from_json(text, source=path)
 
 

@@ -16,6 +16,7 @@ from urllib import parse
 
 import jsonschema
 
+from resq_common import jsonutils
 from resq_nova.api import errors
 
 
@@ -42,7 +43,8 @@ def extract_json(req, schema, max_bytes):
             'the request body is longer than [api] max_request_body_size '
             '(%d bytes); send a smaller document' % max_bytes)
     try:
-        body = json.loads(raw.decode('utf-8'), parse_constant=_no_constant)
+        body = json.loads(raw.decode('utf-8'), parse_constant=_no_constant,
+                          parse_float=jsonutils.finite_float)
     except (ValueError, UnicodeDecodeError) as exc:
         raise errors.BadRequest('the body is not valid JSON (%s); send a '
                                 'JSON document with Content-Type '

@@ -41,10 +41,10 @@ group's ``id``. A capacity that is absent is not limited.
 
 import collections
 import dataclasses
-import json
 import re
 
 from resq_common import exception
+from resq_common import jsonutils
 
 HARD_POLICIES = ('affinity', 'anti-affinity')
 RC_RE = re.compile(r'[A-Z0-9_]{1,255}')
@@ -209,17 +209,18 @@ def load(path):
     :raises SnapshotError: naming the file and what is wrong in it.
     """
     try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
+        text = jsonutils.read_text(path)
     except OSError as exc:
         raise SnapshotError(source=path, reason='cannot be read (%s)'
                             % exc.strerror)
+    except ValueError as exc:
+        raise SnapshotError(source=path, reason=str(exc))
     return loads(text, path)
 
 
 def loads(text, source='<memory>'):
     try:
-        doc = json.loads(text)
+        doc = jsonutils.loads(text)
     except ValueError as exc:
         raise SnapshotError(source=source, reason='is not JSON (%s)' % exc)
     except RecursionError:

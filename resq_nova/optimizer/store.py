@@ -25,6 +25,7 @@ import threading
 
 from resq_common import exception
 from resq_common import fileutils
+from resq_common import jsonutils
 from resq_nova.optimizer import coordination
 
 ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
@@ -104,8 +105,7 @@ class Store:
     def load_plan(self, ref):
         path = self.plan_path(ref)
         try:
-            with open(path, encoding='utf-8') as f:
-                return json.load(f), path
+            return jsonutils.loads(jsonutils.read_text(path)), path
         except ValueError as exc:
             raise StoreError(path=path, reason='is not a plan (not JSON: '
                              '%s)' % exc)

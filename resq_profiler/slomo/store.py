@@ -21,6 +21,7 @@ import os
 from oslo_log import log as logging
 
 from resq_common import fileutils
+from resq_common import jsonutils
 from resq_profiler import exception
 from resq_profiler import profile as profile_mod
 from resq_profiler.slomo import document
@@ -70,11 +71,10 @@ class ModelStore:
         """
         path = self.path(profile_id)
         try:
-            with open(path, encoding='utf-8') as f:
-                text = f.read()
+            text = jsonutils.read_text(path, 16 * 1024 * 1024)
         except FileNotFoundError:
             raise document.InvalidModel(path, 'no such file; train one')
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError) as exc:
             raise document.InvalidModel(path, 'cannot be read: %s' % exc)
         model = document.parse(text, source=path, platform=platform)
         if model.profile_id != profile_id:

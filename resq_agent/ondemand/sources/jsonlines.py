@@ -29,10 +29,10 @@ a failure of the source, reported with the line number, never skipped in
 silence.
 """
 
-import json
 import os
 
 from resq_agent.ondemand import latency
+from resq_common import jsonutils
 
 MAX_READ = 1 << 20
 
@@ -86,7 +86,7 @@ class JsonLinesSource(latency.LatencySource):
             if not raw.strip():
                 continue
             try:
-                doc = json.loads(raw)
+                doc = jsonutils.loads(raw.decode('utf-8'))
                 out.append(latency.Sample(doc['time'], doc['latency_us'],
                                           doc.get('load'), doc.get('mpps')))
             except (ValueError, KeyError, TypeError, AttributeError) as exc:

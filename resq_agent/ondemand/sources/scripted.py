@@ -21,10 +21,10 @@ negative or ``NaN`` on purpose: the checks must catch them. For tests and
 for hosts without real NFs (devstack), never for production.
 """
 
-import json
 import time
 
 from resq_agent.ondemand import latency
+from resq_common import jsonutils
 
 
 class ScriptedSource(latency.LatencySource):
@@ -38,8 +38,7 @@ class ScriptedSource(latency.LatencySource):
             if not path:
                 raise ValueError('the scripted latency source needs '
                                  '[resq_agent] ondemand_latency_script')
-            with open(path) as f:
-                script = json.load(f)
+            script = jsonutils.loads(jsonutils.read_text(path, 1024 * 1024))
         self.script = {k.lower(): (v if isinstance(v, list) else [v])
                        for k, v in script.items()}
         self.clock = clock

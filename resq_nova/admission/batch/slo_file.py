@@ -26,11 +26,11 @@ field, and says how to fix it.
 """
 
 import dataclasses
-import json
 import numbers
 
 import yaml
 
+from resq_common import jsonutils
 from resq_profiler import exception
 from resq_profiler import profile as profile_mod
 
@@ -38,6 +38,9 @@ REQUIRED = ('name', 'profile', 'throughput_mpps', 'latency_p95_us')
 OPTIONAL = ('chain', 'packet_bytes', 'max_instances')
 EXAMPLE = ('- name: fw\n  profile: <profile id>\n  throughput_mpps: 10\n'
            '  latency_p95_us: 25\n  chain: <chain name, optional>')
+
+# An SLO file names a few hundred terms at most.
+MAX_BYTES = 4 * 1024 * 1024
 
 
 class InvalidSLOFile(exception.ResQException):
@@ -65,8 +68,9 @@ def load(path):
     :raises InvalidSLOFile: naming the file, term, field and the fix.
     """
     try:
-        with open(path, encoding='utf-8') as f:
-            text = f.read()
+        text = jsonutils.read_text(path, MAX_BYTES)
+    except ValueError as exc:
+        raise InvalidSLOFile(path=path, reason=str(exc))
     except OSError as exc:
         raise InvalidSLOFile(path=path, reason='cannot be read (%s); give '
                              'the path of a YAML or JSON file' % exc.strerror)
@@ -76,8 +80,11 @@ def load(path):
 def parse(text, path='<text>'):
     """:func:`load` for text already read; ``path`` names it in errors."""
     try:
+        if len(text) > MAX_BYTES:
+            raise ValueError('more than the %d characters an SLO file may '
+                             'have' % MAX_BYTES)
         if path.endswith('.json'):
-            doc = json.loads(text)
+            doc = jsonutils.loads(text, max_bytes=MAX_BYTES)
         else:
             # YAML is a superset of JSON: other names read either.
             doc = yaml.safe_load(text)

@@ -35,7 +35,7 @@ class ParseTest(base.TestCase):
                 ('resources_X:CUSTOM_RESQ_CORE', '2', 2,
                  'in the LLC request group'),
                 ('resources_LLC:CUSTOM_RESQ_CORE', 'two', 2,
-                 'must be an integer')):
+                 'must be a whole number')):
             exc = self.assertRaises(extra_specs.InvalidResQSpec,
                                     extra_specs.parse,
                                     dict(GOOD, **{key: value}), vcpus)
@@ -250,3 +250,31 @@ class CacheDomainTest(base.TestCase):
         # Fewer ids than domains: no partition can be offered at all.
         self.assertEqual({}, cache_domain.CacheDomain(
             0, 20, num_closids=2, domains_on_host=2).inventory())
+
+
+class StrictIntegerTest(base.TestCase):
+    """Counts and integer keys: ASCII digits, bounded, or a clear error."""
+
+    def test_counts_are_parsed_strictly(self):
+        base_specs = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
+                      'resources_LLC:CUSTOM_LLC_CLOS': '1'}
+        for bad in ('\u0661\u0662', '1_0', '1' * 20, ' 1 2', '0x3', '-2'):
+            specs = dict(base_specs,
+                         **{'resources_LLC:CUSTOM_LLC_WAY': bad})
+            exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                    extra_specs.parse, specs)
+            self.assertIn('must be a whole number of at most 9 ASCII '
+                          'digits', str(exc))
+        specs = dict(base_specs, **{'resources_LLC:CUSTOM_LLC_WAY': ' 4 '})
+        self.assertEqual(4, extra_specs.parse(specs).ways)
+
+    def test_thousands_of_digits_are_a_clear_error(self):
+        exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                extra_specs.check_value, 'resq:packet_bytes',
+                                '9' * 5000)
+        self.assertIn("extra spec 'resq:packet_bytes' has invalid value",
+                      str(exc))
+        self.assertLess(len(str(exc)), 300)
+        self.assertRaises(extra_specs.InvalidResQSpec,
+                          extra_specs.check_value, 'resq:throughput_mpps',
+                          '9' * 400)

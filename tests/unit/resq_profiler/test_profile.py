@@ -89,6 +89,35 @@ class ProfileValidationTest(base.TestCase):
         self.assertIn(field, str(exc))
         return exc
 
+    def test_non_finite_numbers_are_refused(self):
+        # An infinite point would make admission accept any target.
+        for value in (float('nan'), float('inf'), -float('inf')):
+            exc = self.assertInvalid(
+                make_doc(**{'throughput.points': [[1, 3.0], [2, value]]}),
+                'throughput.points[1][1]')
+            self.assertIn('is not a finite number', str(exc))
+        self.assertInvalid(
+            make_doc(**{'measurement.max_interpolation_error_pct':
+                        float('nan')}),
+            'measurement.max_interpolation_error_pct')
+        import json
+        text = json.dumps(make_doc())
+        for bad in ('NaN', 'Infinity', '1e400'):
+            doc_text = text.replace('5.5]', '%s]' % bad)
+            exc = self.assertRaises(exception.InvalidProfile,
+                                    profile_mod.Profile.from_json, doc_text)
+            self.assertIn('not JSON', str(exc))
+
+    def test_documents_past_the_size_cap_are_refused(self):
+        import json
+        doc = make_doc()
+        doc['nf']['padding'] = 'x' * profile_mod.MAX_PROFILE_BYTES
+        exc = self.assertRaises(exception.InvalidProfile,
+                                profile_mod.Profile.from_json,
+                                json.dumps(doc))
+        self.assertIn('more than the %d it may have'
+                      % profile_mod.MAX_PROFILE_BYTES, str(exc))
+
     def test_missing_and_wrong_fields(self):
         self.assertInvalid(make_doc(**{'nf.name': KeyError}), 'nf')
         self.assertInvalid(make_doc(**{'traffic.packet_bytes': 'big'}),
