@@ -97,7 +97,14 @@ class AgentManager:
         # _lock guards the state and is never held across a remote call.
         self._pass_lock = threading.Lock()
         self._lock = threading.RLock()
-        self._queue = queue.Queue()
+        # Bounded: a flood of events (forged notifications, a storm of
+        # libvirt events) is dropped and counted, and a reconcile repairs
+        # what the dropped events would have; never a thread per event.
+        self._queue = queue.Queue(maxsize=max(
+            getattr(conf.resq_agent, 'event_queue_size', 1024), 1))
+        self.events_dropped = 0
+        self._reconcile_wanted = threading.Event()
+        self._rechecks = {}       # uuid -> when to look again
         self._worker = None
         self._watcher = None
         self._known = {}          # uuid -> virt.Instance (running)
@@ -193,12 +200,31 @@ class AgentManager:
 
     # -- events ------------------------------------------------------------
     def instance_changed(self, instance_uuid, event_type=None):
-        """Queue a re-check of one instance; returns at once."""
-        self._queue.put((str(instance_uuid).lower(), event_type))
+        """Queue a re-check of one instance; returns at once.
+
+        With the queue full the event is dropped and counted
+        (``events_dropped`` in the status) and a full reconcile is asked
+        for, which looks at every instance anyway.
+        """
+        try:
+            self._queue.put_nowait((str(instance_uuid).lower(), event_type))
+        except queue.Full:
+            self.events_dropped += 1
+            if not self._reconcile_wanted.is_set():
+                LOG.warning('Instance events arrive faster than the agent '
+                            'handles them (%d queued); dropping them and '
+                            'reconciling every instance instead (%d dropped '
+                            'so far)', self._queue.maxsize,
+                            self.events_dropped)
+            self._reconcile_wanted.set()
 
     def request_reconcile(self):
-        """Queue a full reconcile (libvirt came back); returns at once."""
-        self._queue.put((_RECONCILE, None))
+        """Ask for a full reconcile (libvirt came back); returns at once."""
+        self._reconcile_wanted.set()
+        try:
+            self._queue.put_nowait((_RECONCILE, None))
+        except queue.Full:
+            pass    # the worker sees the flag when it takes the next one
 
     def start(self, watch_libvirt=True):
         if self._worker is None:
@@ -218,7 +244,7 @@ class AgentManager:
             self._watcher.stop()
             self._watcher = None
         if self._worker is not None:
-            self._queue.put((_STOP, None))
+            self._queue.put((_STOP, None))      # waits for room: stop is sure
             self._worker.join()
             self._worker = None
 
@@ -226,19 +252,45 @@ class AgentManager:
         """Block until every queued event has been handled (tests)."""
         self._queue.join()
 
+    def _recheck_later(self, uuid):
+        if len(self._rechecks) >= self._queue.maxsize:
+            self.events_dropped += 1
+            self._reconcile_wanted.set()
+            return
+        self._rechecks.setdefault(uuid, time.monotonic() + RECHECK_DELAY_S)
+
+    def _next(self):
+        """The next queued item, or a recheck that is due (``None``)."""
+        while True:
+            now = time.monotonic()
+            due = [u for u, t in self._rechecks.items() if t <= now]
+            if due:
+                for uuid in due:
+                    del self._rechecks[uuid]
+                return [(uuid, RECHECK) for uuid in due], False
+            wait = (min(self._rechecks.values()) - now
+                    if self._rechecks else None)
+            try:
+                return [self._queue.get(timeout=wait)], True
+            except queue.Empty:
+                continue
+
     def _work(self):
         while True:
-            item = self._queue.get()
-            batch = [item]
+            batch, from_queue = self._next()
+            taken = len(batch) if from_queue else 0
             # Coalesce a burst (a host reboot) into one layout.
             while not self._queue.empty():
                 batch.append(self._queue.get())
+                taken += 1
             try:
                 events = {}
                 for uuid, event in batch:
                     if uuid is not _STOP and uuid is not _RECONCILE:
                         events.setdefault(uuid, []).append(event)
-                if any(u is _RECONCILE for u, _ in batch):
+                if self._reconcile_wanted.is_set() or any(
+                        u is _RECONCILE for u, _ in batch):
+                    self._reconcile_wanted.clear()
                     self.reconcile()
                 elif events:
                     self._handle(events)
@@ -246,7 +298,7 @@ class AgentManager:
                 LOG.exception('Handling instance events %s failed; the '
                               'next reconcile repairs it', batch)
             finally:
-                for _ in batch:
+                for _ in range(taken):
                     self._queue.task_done()
             if any(u is _STOP for u, _ in batch):
                 return
@@ -270,11 +322,8 @@ class AgentManager:
                         kinds) & STARTING and RECHECK not in kinds:
                     # The event can overtake the state change it
                     # announces: look once more a moment later.
-                    timer = threading.Timer(
-                        RECHECK_DELAY_S, self.instance_changed,
-                        (uuid, RECHECK))
-                    timer.daemon = True
-                    timer.start()
+                    # (The worker does it: no thread per event.)
+                    self._recheck_later(uuid)
                 if seen[uuid] is _UNREAD:
                     del seen[uuid]
             # A start or a migration may come with a new allocation: ask
@@ -646,6 +695,7 @@ class AgentManager:
                              r.domain_id, 'ways': r.ways, 'reason': r.reason}
                             for r in self._refused],
                 'errors': list(self._errors),
+                'events_dropped': self.events_dropped,
                 'ondemand': (self.ondemand.status()
                              if self.ondemand is not None else None),
             }

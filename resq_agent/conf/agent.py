@@ -60,6 +60,14 @@ ALL_OPTS = [
                     'after libvirtd restarted). When the subscription comes '
                     'back the agent reconciles at once, as events may have '
                     'been missed.'),
+    cfg.IntOpt('event_queue_size',
+               default=1024, min=16,
+               help='Instance events (Nova notifications, libvirt domain '
+                    'events) the agent queues for its one worker. Past '
+                    'this many the events are dropped, counted '
+                    '(events_dropped in resq-agent status) and replaced by '
+                    'a full reconcile, so a flood costs neither memory nor '
+                    'threads.'),
     cfg.IntOpt('privsep_timeout',
                default=30, min=1,
                help='Seconds one privileged call (one resctrl write, one '

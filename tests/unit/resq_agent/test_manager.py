@@ -6,6 +6,7 @@ functional tests cover Placement's allocations.
 """
 
 import os
+import threading
 import time
 from unittest import mock
 
@@ -289,6 +290,52 @@ class EventTest(ManagerTestBase):
         with mock.patch.object(mgr.hypervisor, 'instance', late):
             mgr.instance_changed(A, 'started')
             self.wait_for(lambda: A in self.masks())
+
+    def test_a_flood_is_dropped_counted_and_reconciled(self):
+        self.flags('resq_agent', event_queue_size=16)
+        mgr = self.make()
+        threads = threading.active_count()
+        self.doms.add(A, (1,), ways=2)
+        # 2,000 forged events for unknown instances, the worker not
+        # started yet: 16 queue, the rest are dropped and counted.
+        for n in range(2000):
+            mgr.instance_changed('00000000-0000-0000-0000-%012d' % n,
+                                 'instance.create.end')
+        self.assertEqual(threads, threading.active_count())
+        self.assertEqual(1984, mgr.events_dropped)
+        self.assertEqual(1984, mgr.status()['events_dropped'])
+        self.assertIn('Instance events arrive faster than the agent '
+                      'handles them (16 queued)', self.logs.output)
+        self.assertEqual(1, self.logs.output.count('arrive faster'))
+        calls = []
+        real = mgr.reconcile
+
+        def reconcile():
+            calls.append(1)
+            return real()
+
+        with mock.patch.object(mgr, 'reconcile', reconcile):
+            mgr.start(watch_libvirt=False)
+            self.addCleanup(mgr.stop)
+            mgr.wait_idle()
+        # One reconcile instead of the dropped events; it found A.
+        self.assertEqual([1], calls)
+        self.assertIn(A, self.masks())
+        self.assertEqual(threads + 1, threading.active_count())
+
+    def test_rechecks_take_no_thread(self):
+        mgr = self.make()
+        mgr.start(watch_libvirt=False)
+        self.addCleanup(mgr.stop)
+        threads = threading.active_count()
+        with mock.patch.object(mgr.hypervisor, 'instance',
+                               lambda uuid: None):
+            for n in range(200):
+                mgr.instance_changed('00000000-0000-0000-0000-%012d' % n,
+                                     'started')
+            mgr.wait_idle()
+            self.assertEqual(threads, threading.active_count())
+            self.assertLessEqual(len(mgr._rechecks), 200)
 
     def wait_for(self, predicate, timeout=30):
         deadline = time.monotonic() + timeout
