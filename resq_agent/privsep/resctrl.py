@@ -24,8 +24,11 @@ inside one of the agent's control groups. It moves no task: the agent
 assigns CPUs, never processes, so the context has no such call.
 """
 
+import os
+
 from resq_agent.conf import agent as agent_conf
 from resq_agent import privsep
+from resq_common import exception
 from resq_common import resctrl
 from resq_common import resctrl_writer
 
@@ -39,9 +42,36 @@ def _root():
 def _writer():
     conf = privsep.resctrl_pctxt.config
     conf.register_opt(agent_conf.RESCTRL_FAKE_OPT, group=agent_conf.GROUP)
-    return resctrl_writer.Writer(
-        _root(), require_mount=not conf[agent_conf.GROUP].resctrl_fake,
-        owner=resctrl.AGENT)
+    fake = conf[agent_conf.GROUP].resctrl_fake
+    if fake and os.geteuid() == 0:
+        _fake_from_root(conf)
+    return resctrl_writer.Writer(_root(), require_mount=not fake,
+                                 owner=resctrl.AGENT)
+
+
+def _fake_from_root(conf):
+    """Honour ``resctrl_fake`` only from root's own configuration.
+
+    As root, a fake tree (no mount check) is allowed only when every
+    configuration file the daemon read, and its directory, belong to root
+    and no one else can write them: the agent's user cannot turn the check
+    off from a file of its own.
+    """
+    from resq_agent.cmd import privsep_helper
+
+    files = list(conf.config_file or ())
+    if not files:
+        raise exception.ResctrlError(
+            reason='[resq_agent] resctrl_fake is set but not from a '
+            'configuration file; the privileged side checks the resctrl '
+            'mount unless root\'s own file says the tree is fake')
+    for path in files:
+        try:
+            privsep_helper.check_config(os.path.abspath(path))
+        except privsep_helper.Refused as exc:
+            raise exception.ResctrlError(
+                reason='[resq_agent] resctrl_fake is honoured only from '
+                'root\'s configuration: %s' % exc)
 
 
 @privsep.resctrl_pctxt.entrypoint

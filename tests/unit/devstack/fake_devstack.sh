@@ -212,5 +212,17 @@ function sudo {
     _fake_record sudo "$@"
     # Tests run as any user: ownership changes are only recorded.
     [[ "$1" == chown ]] && return 0
+    if [[ "$1" == install ]]; then
+        shift
+        local args=()
+        while [[ $# -gt 0 ]]; do
+            case "$1" in
+                -o|-g) shift 2 ;;
+                *) args+=("$1"); shift ;;
+            esac
+        done
+        install "${args[@]}"
+        return
+    fi
     "$@"
 }

@@ -9,7 +9,6 @@ example profile is made by the real ``resq-profiler``. ``resq-admit`` needs
 Nova and Placement, so a stub prints a plan the real admission code made.
 """
 
-import fnmatch
 import json
 import os
 import pwd
@@ -96,6 +95,7 @@ class Devstack(fixtures.Fixture):
         self.conf_dir = d('etc/resq')
         self.data_dir = d('data', 'resq')
         self.sudoers = d('sudoers.d', 'resq-nova')
+        self.privsep_conf = d('privsep', 'resq-agent-privsep.conf')
         self.plan_file = d('plan.json')
         # The interpreter resq-nova is installed for, as devstack's venv.
         self._script('python3', '#!/bin/sh\nexec %s "$@"\n' % sys.executable)
@@ -127,6 +127,7 @@ cat %(plan)s
             'RESQ_DIR': REPO,
             'RESQ_CONF_DIR': self.conf_dir,
             'RESQ_SUDOERS_FILE': self.sudoers,
+            'RESQ_PRIVSEP_CONF': self.privsep_conf,
             'RESQ_FAKE_RESCTRL': 'True',
             'KEYSTONE_SERVICE_URI': 'http://10.0.0.5/identity',
             'ADMIN_PASSWORD': 'secretadmin',
@@ -329,18 +330,29 @@ class PluginTest(base.TestCase):
             agent['resq_agent'])
         self.assertEqual(['rabbit://stackrabbit:secret@127.0.0.1:5672/'],
                          agent['DEFAULT']['transport_url'])
-        helper = os.path.join(self.ds.bin, 'privsep-helper')
+        helper = os.path.join(self.ds.bin, 'resq-privsep-helper')
         for group in ('resq_privsep_resctrl', 'resq_privsep_pqos'):
             self.assertEqual(['sudo %s' % helper],
                              agent[group]['helper_command'])
-        # The sudoers rule allows exactly the agent's two daemons, started
-        # with its configuration file.
+        # The sudoers rule allows exactly the helper, which takes no
+        # configuration from the agent's user (its arguments are checked
+        # by the helper itself).
         rules = self.ds.read(self.ds.sudoers).splitlines()
-        self.assertEqual([
-            '%s ALL=(root) NOPASSWD: %s --config-file %s --privsep_context '
-            'resq_agent.privsep.%s --privsep_sock_path *'
-            % (_user(), helper, path, ctx)
-            for ctx in ('resctrl_pctxt', 'pqos_pctxt')], rules)
+        self.assertEqual(['%s ALL=(root) NOPASSWD: %s' % (_user(), helper)],
+                         rules)
+        # Root's configuration of the privileged side: root's, in a
+        # root-owned directory; the fake tree is allowed there only.
+        privsep = parse_ini(self.ds.privsep_conf)
+        self.assertEqual({
+            'resctrl_root': [os.path.join(self.ds.data_dir, 'resctrl')],
+            'resctrl_fake': ['True']}, privsep['resq_agent'])
+        installs = [c for c in self.ds.calls('sudo')
+                    if c.startswith('install ')]
+        self.assertIn('install -d -o root -g root -m 0755 %s'
+                      % os.path.dirname(self.ds.privsep_conf), installs)
+        self.assertTrue(any(c.startswith('install -o root -g root -m 0644 ')
+                            and c.endswith(' ' + self.ds.privsep_conf)
+                            for c in installs), installs)
         self.assertEqual(0o440, stat.S_IMODE(os.stat(self.ds.sudoers).st_mode))
         sudo = self.ds.calls('sudo')
         self.assertTrue(any(c.startswith('chown root:root ') for c in sudo))
@@ -354,30 +366,28 @@ class PluginTest(base.TestCase):
                          conf.resq_agent.resctrl_root)
 
     def test_sudoers_rule_allows_the_agents_privsep_command(self):
-        """The command the agent runs is the one the sudoers rule allows."""
-        try:
-            from resq_common import privsep as common_privsep  # noqa: F401
-        except ImportError:
-            self.skipTest('the agent reads [resq_privsep_*] from its own '
-                          'configuration only with resq_common.privsep')
+        """The agent's command is the one sudoers allows.
+
+        And the helper accepts what oslo.privsep appends to it.
+        """
         from resq_agent.cmd import agent
+        from resq_agent.cmd import privsep_helper
         import resq_agent.privsep
         self.ds.run(POST_CONFIG)
         path = os.path.join(self.ds.conf_dir, 'resq-agent.conf')
-        rules = [line.split('NOPASSWD: ', 1)[1] for line in
-                 self.ds.read(self.ds.sudoers).splitlines()]
+        (rule,) = [line.split('NOPASSWD: ', 1)[1] for line in
+                   self.ds.read(self.ds.sudoers).splitlines()]
         contexts = (resq_agent.privsep.resctrl_pctxt,
                     resq_agent.privsep.pqos_pctxt)
         for ctx in contexts:
             self.addCleanup(ctx.use_conf, ctx.config)
         agent._parse_config(['--config-file', path, 'inspect'])
         for ctx in contexts:
-            cmd = ctx.helper_command('/tmp/privsep-x/sock')
-            self.assertEqual('sudo', cmd[0])
-            # sudoers matches "*" against the rest of the command line.
-            self.assertEqual(1, sum(fnmatch.fnmatchcase(' '.join(cmd[1:]),
-                                                        rule)
-                                    for rule in rules), cmd)
+            cmd = ctx.helper_command('/tmp/privsep-x/privsep.sock')
+            self.assertEqual(['sudo', rule], cmd[:2])
+            self.assertEqual(
+                (ctx.pypath, '/tmp/privsep-x/privsep.sock'),
+                privsep_helper.parse(cmd[2:]))
 
     def test_fake_resctrl_tree_is_what_discovery_accepts(self):
         self.ds.run(POST_CONFIG)

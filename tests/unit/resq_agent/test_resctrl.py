@@ -230,14 +230,59 @@ class ResctrlWriteTest(base.TestCase):
             self.mod.create_group('resq-x')
         self.assertTrue(os.path.isdir(os.path.join(self.root, 'resq-x')))
 
-    def test_fake_tree_when_the_configuration_says_so(self):
-        # devstack on a host without RDT: [resq_agent] resctrl_fake lets
-        # the privileged side write the fake tree, with the check on.
+    def fake_conf(self, mode=0o644, dir_mode=0o755):
+        """A configuration of the privileged side, from a file."""
+        from oslo_config import cfg
+
+        from resq_agent.conf import agent as agent_conf
+
+        confdir = os.path.join(self.tmp, 'privsep-%o-%o' % (mode, dir_mode))
+        os.mkdir(confdir)
+        path = os.path.join(confdir, 'resq-agent-privsep.conf')
+        with open(path, 'w') as f:
+            f.write('[resq_agent]\nresctrl_root = %s\nresctrl_fake = true\n'
+                    % self.root)
+        os.chmod(path, mode)
+        os.chmod(confdir, dir_mode)
+        conf = cfg.ConfigOpts()
+        conf.register_opt(agent_conf.RESCTRL_ROOT_OPT, group='resq_agent')
+        conf(['--config-file', path], project='resq',
+             default_config_files=[])
+        ctx = resq_agent.privsep.resctrl_pctxt
+        self.addCleanup(ctx.use_conf, ctx.use_conf(conf))
+        return path
+
+    def test_fake_tree_when_roots_configuration_says_so(self):
+        # devstack on a host without RDT: [resq_agent] resctrl_fake in
+        # root's own file lets the privileged side write the fake tree.
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_common.resctrl_writer.CHECK_FS_MAGIC', True))
+        self.fake_conf()
+        self.mod.create_group('resq-y')
+        self.assertTrue(os.path.isdir(os.path.join(self.root, 'resq-y')))
+
+    def test_fake_tree_from_a_file_others_can_write_is_refused(self):
+        if os.geteuid() != 0:
+            self.skipTest('the ownership rule applies to root only')
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_common.resctrl_writer.CHECK_FS_MAGIC', True))
+        for mode, dir_mode in ((0o666, 0o755), (0o644, 0o777)):
+            self.fake_conf(mode, dir_mode)
+            exc = self.assertRaises(exception.ResctrlError,
+                                    self.mod.create_group, 'resq-z')
+            self.assertIn('resctrl_fake is honoured only from root\'s '
+                          'configuration', str(exc))
+        self.assertFalse(os.path.exists(os.path.join(self.root, 'resq-z')))
+
+    def test_fake_tree_without_a_file_is_refused(self):
+        if os.geteuid() != 0:
+            self.skipTest('the ownership rule applies to root only')
         self.useFixture(fixtures.MonkeyPatch(
             'resq_common.resctrl_writer.CHECK_FS_MAGIC', True))
         self.flags('resq_agent', resctrl_fake=True)
-        self.mod.create_group('resq-y')
-        self.assertTrue(os.path.isdir(os.path.join(self.root, 'resq-y')))
+        exc = self.assertRaises(exception.ResctrlError,
+                                self.mod.create_group, 'resq-y')
+        self.assertIn('not from a configuration file', str(exc))
 
     def test_root_that_is_not_resctrl(self):
         self.flags('resq_agent', resctrl_root=self.tmp)
