@@ -101,10 +101,8 @@ class ResQClient:
                                   **(headers or {}))}
         if body is not None:
             kwargs['json'] = body
-        try:
-            resp = self._adapter.request(url, method, **kwargs)
-        except clients.UNREACHABLE as exc:
-            raise ResQAPIUnavailable(method=method, url=url, reason=exc)
+        resp = clients.call(self._adapter, url, method, ResQAPIUnavailable,
+                            **kwargs)
         if resp.status_code in ok:
             return resp
         reason = '%s %s' % (resp.status_code, _errors(resp))

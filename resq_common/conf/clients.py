@@ -19,6 +19,9 @@ the ``resq.clients`` namespace of oslo-config-generator, whichever program
 reads them.
 """
 
+import concurrent.futures
+import threading
+
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -38,11 +41,11 @@ UNREACHABLE = (ks_exc.ConnectionError, ks_exc.EndpointNotFound,
 # the answer): a service that accepts connections and never answers must
 # not stop the agent's or the scheduler's work.
 DEFAULT_TIMEOUT = 30
-_TIMEOUT_HELP = ('Seconds to wait for a connection to the service and for '
-                 'each part of its answer before giving up on the request '
-                 '(default %d). A service that accepts connections and '
-                 'never answers then costs at most this long; the agent '
-                 'keeps enforcing the last allocations it read meanwhile.'
+_TIMEOUT_HELP = ('Seconds one request to the service may take in all: '
+                 'connecting, and its whole answer (default %d). A service '
+                 'that accepts connections and never answers, or trickles '
+                 'its answer, then costs at most this long; the agent keeps '
+                 'enforcing the last allocations it read meanwhile.'
                  % DEFAULT_TIMEOUT)
 
 
@@ -113,18 +116,64 @@ def noauth_adapter(endpoint, service_type, headers=None,
         raise_exc=False)
 
 
+# Remote calls run on a few threads of their own so each one has a total
+# deadline: keystoneauth's timeout applies to each read, and a service that
+# trickles a byte now and then would hold the caller (and its locks) for
+# good. A call past its deadline leaves its thread to finish on its own;
+# the pool being bounded, a hung service costs at most this many threads.
+REMOTE_WORKERS = 8
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def _executor():
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=REMOTE_WORKERS, thread_name_prefix='resq-remote')
+        return _pool
+
+
+def total_deadline(adapter):
+    """Seconds one request to ``adapter``'s service may take in all."""
+    session = getattr(adapter, 'session', None)
+    return (getattr(adapter, 'timeout', None)
+            or getattr(session, 'timeout', None) or DEFAULT_TIMEOUT)
+
+
+def call(adapter, url, method, unreachable, **kwargs):
+    """``adapter.request`` with a total deadline (see REMOTE_WORKERS).
+
+    :raises unreachable: no whole answer within the deadline, or keystone
+        could not reach the service.
+    """
+    deadline = total_deadline(adapter)
+    future = _executor().submit(adapter.request, url, method, **kwargs)
+    try:
+        return future.result(timeout=float(deadline))
+    except concurrent.futures.TimeoutError:
+        future.cancel()         # still queued behind hung calls: dropped
+        raise unreachable(method=method, url=url, reason='timed out: no '
+                          'complete answer within %gs (a total deadline, '
+                          'not per read)' % deadline)
+    except UNREACHABLE as exc:
+        raise unreachable(method=method, url=url, reason=exc)
+
+
 def request(adapter, method, url, microversion, body=None,
             unreachable=None):
     """Send one JSON request; the response, whatever its status.
 
+    The whole request (connect, send, every byte of the answer) has the
+    adapter's timeout as its deadline.
+
     :param unreachable: exception class raised, with ``method``, ``url``
-        and ``reason``, when the service could not be reached.
+        and ``reason``, when the service could not be reached or did not
+        answer in time.
     """
     kwargs = {'microversion': microversion,
               'headers': {'accept': 'application/json'}}
     if body is not None:
         kwargs['json'] = body
-    try:
-        return adapter.request(url, method, **kwargs)
-    except UNREACHABLE as exc:
-        raise unreachable(method=method, url=url, reason=exc)
+    return call(adapter, url, method, unreachable, **kwargs)
