@@ -9,7 +9,10 @@ in-process (real allocations):
   layout, 200 resctrl groups written, 200 persistent cachetunes defined);
 * ``event_to_applied_s``: with those 200 enforced, the time from starting
   one more instance (libvirt's lifecycle event) to its group's schemata
-  being written (median of 10; the max is reported too).
+  being written (median of 10; the max is reported too);
+* ``hung_dependency_status_s``: ``resq-agent status`` (the real command,
+  its default deadlines) while libvirt, OVSDB and Placement all accept
+  connections and never answer; it must answer, naming the three.
 
 Real CPUs have 16 classes of service and about 20 ways, so no real host
 runs 200 partitioned instances; the tree here has 2 x 128 ways and 256
@@ -18,7 +21,11 @@ does all the work it would do for each.
 """
 
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 
@@ -38,6 +45,7 @@ from resq_common import cbm
 from resq_common.clients import placement as placement_client
 from resq_common import resctrl
 from resq_common import resctrl_writer
+from tests.fixtures import hung as hung_fixture
 from tests.fixtures import libvirt as libvirt_fixture
 from tests.fixtures import resctrl as resctrl_fixture
 from tests.fixtures import sysfs as sysfs_fixture
@@ -85,6 +93,43 @@ def _wait_group(root, consumer, cpu, ways, deadline_s=30):
             raise RuntimeError('instance %s was never enforced: %s'
                                % (consumer, state))
         time.sleep(0.0005)
+
+
+def hung_status():
+    """Seconds ``resq-agent status`` takes while its dependencies hang."""
+    with tempfile.TemporaryDirectory(dir='/tmp') as tmp:
+        sysfs = sysfs_fixture.SysfsTree(domains={0: (0, 1), 1: (2, 3)})
+        tree = resctrl_fixture.ResctrlTree(domains=(0, 1))
+        libvirtd = hung_fixture.HungUnixSocket(os.path.join(tmp, 'lv.sock'))
+        ovsdb = hung_fixture.HungUnixSocket(os.path.join(tmp, 'db.sock'))
+        placement = hung_fixture.HungService()
+        fixtures_ = [sysfs, tree, libvirtd, ovsdb, placement]
+        for fx in fixtures_:
+            fx.setUp()
+        try:
+            conf_file = os.path.join(tmp, 'agent.conf')
+            with open(conf_file, 'w') as f:
+                f.write('[resq_agent]\nresctrl_root = %s\nsysfs_root = %s\n'
+                        'libvirt_uri = qemu+unix:///system?socket=%s\n'
+                        'ovsdb_connection = unix:%s\n[placement]\n'
+                        'endpoint_override = %s\n' % (
+                            tree.root, sysfs.root, libvirtd.path,
+                            ovsdb.path, placement.endpoint))
+            started = time.monotonic()
+            proc = subprocess.run(
+                [sys.executable, '-m', 'resq_agent.cmd.agent',
+                 '--config-file', conf_file, 'status'],
+                capture_output=True, text=True, timeout=300)
+            took = time.monotonic() - started
+        finally:
+            for fx in reversed(fixtures_):
+                fx.cleanUp()
+    if proc.returncode:
+        raise RuntimeError('resq-agent status failed: %s' % proc.stderr)
+    deps = json.loads(proc.stdout)['dependencies']
+    states = {name: deps.get(name, {}).get('state')
+              for name in ('libvirt', 'ovsdb', 'placement')}
+    return took, states
 
 
 def main(argv):
@@ -153,6 +198,9 @@ def main(argv):
             except libvirt.libvirtError:
                 pass
     event_s = statistics.median(latencies)
+    print('... resq-agent status with libvirt, OVSDB and Placement hung',
+          flush=True)
+    hung_s, hung_states = hung_status()
     print()
     print('resq-agent on 2 cache domains x %d ways, %d instances, '
           'Placement in-process, libvirt test:///default'
@@ -164,7 +212,13 @@ def main(argv):
                                  % EVENTS, event_s, '< 1'))
     print('%-34s %10.4f %10s' % ('event -> partition (max)',
                                  max(latencies), ''))
+    print('%-34s %10.1f %10s' % ('status, 3 dependencies hung', hung_s,
+                                 '< 35'))
+    print('   states reported: %s' % ', '.join(
+        '%s %s' % kv for kv in sorted(hung_states.items())))
     figures = {'benchmark': 'agent',
+               'hung_dependency_status_s': round(hung_s, 1),
+               'hung_dependency_states': hung_states,
                'reconcile_200_s': round(reconcile_s, 3),
                'event_to_applied_s': round(event_s, 4),
                'event_to_applied_max_s': round(max(latencies), 4),

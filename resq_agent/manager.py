@@ -40,6 +40,7 @@ from resq_agent.ondemand import host as ondemand_host
 from resq_agent import virt
 from resq_common.clients import placement as placement_client
 from resq_common.clients import resq as resq_client
+from resq_common import deadline
 
 LOG = logging.getLogger(__name__)
 _STOP = object()
@@ -167,7 +168,7 @@ class AgentManager:
         from resq_agent import pqos
         opts = conf.resq_agent
         topology = discovery.discover_from_conf(conf)
-        hyp = virt.Hypervisor(opts.libvirt_uri)
+        hyp = virt.Hypervisor(opts.libvirt_uri, opts.libvirt_timeout)
         try:
             discovery.cross_check(topology, hyp.capabilities())
         except Exception as exc:
@@ -236,7 +237,8 @@ class AgentManager:
             self._watcher = virt.EventWatcher(
                 self.hypervisor.uri, self.instance_changed,
                 on_reconnect=self.request_reconcile,
-                retry_interval=self.conf.resq_agent.libvirt_retry_interval)
+                retry_interval=self.conf.resq_agent.libvirt_retry_interval,
+                timeout=self.conf.resq_agent.libvirt_timeout)
             self._watcher.start()
 
     def stop(self):
@@ -617,7 +619,6 @@ class AgentManager:
                     self.enforcer, enforcer_mod.ResctrlEnforcer) else None)
                 result.errors.extend(self.ondemand.sync_monitoring(tree))
             self._layout = lay
-            self._sync_libvirt(lay)
         elif enforce and not self.topology.resctrl_available:
             LOG.info('No CAT on this host (%s); %d ResQ instance(s) run '
                      'unpartitioned', self.topology.reason, len(requests))
@@ -631,9 +632,14 @@ class AgentManager:
                 'errors': result.errors}, lay
 
     def _run_hooks(self, lay):
-        """Post-apply hooks (DMA sizing: OVSDB, Nova), outside the lock."""
+        """libvirt definitions, then post-apply hooks, outside the lock.
+
+        The hooks are DMA sizing (OVSDB, Nova); a hung dependency holds
+        neither the status nor the enforcement.
+        """
         if not self.shapes:
             return
+        self._sync_libvirt(lay)
         for hook in self.post_apply_hooks:
             try:
                 hook(self.topology, list(lay.assignments))
@@ -645,23 +651,30 @@ class AgentManager:
 
         libvirt would create its own resctrl group from one when the domain
         starts again; the agent's group is the partition. Checked once per
-        instance (local libvirt, not a remote call).
+        instance, each check bounded by ``[resq_agent] libvirt_timeout``;
+        once libvirt hangs the rest wait for the next pass.
         """
-        for a in lay.assignments:
-            if a.instance_uuid in self._synced:
-                continue
+        wanted = {a.instance_uuid for a in lay.assignments}
+        with self._lock:
+            for uuid in set(self._synced) - wanted:
+                del self._synced[uuid]
+            todo = sorted(wanted - set(self._synced))
+        for uuid in todo:
             try:
-                if self.hypervisor.drop_cachetune(a.instance_uuid):
+                if self.hypervisor.drop_cachetune(uuid):
                     LOG.info('Removed <cachetune> from the libvirt '
                              'definition of %s: the agent\'s resctrl group '
-                             'is its partition', a.instance_uuid)
-                self._synced[a.instance_uuid] = True
+                             'is its partition', uuid)
+            except deadline.DependencyHung as exc:
+                LOG.warning('Cannot check the libvirt definitions for a '
+                            '<cachetune>: %s', exc)
+                return
             except Exception as exc:
                 LOG.warning('Cannot remove the <cachetune> of %s from its '
-                            'libvirt definition: %s', a.instance_uuid, exc)
-        for uuid in set(self._synced) - {a.instance_uuid
-                                         for a in lay.assignments}:
-            del self._synced[uuid]
+                            'libvirt definition: %s', uuid, exc)
+                continue
+            with self._lock:
+                self._synced[uuid] = True
 
     # -- status --------------------------------------------------------------
     def status(self):
@@ -696,6 +709,9 @@ class AgentManager:
                             for r in self._refused],
                 'errors': list(self._errors),
                 'events_dropped': self.events_dropped,
+                # Each dependency's last outcome: ok, failed or hung
+                # (with since when and what), None if not asked yet.
+                'dependencies': deadline.health(),
                 'ondemand': (self.ondemand.status()
                              if self.ondemand is not None else None),
             }

@@ -36,6 +36,7 @@ from oslo_log import log as logging
 from ovsdbapp.backend.ovs_idl import connection
 from ovsdbapp.schema.open_vswitch import impl_idl
 
+from resq_common import deadline
 from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)
@@ -117,6 +118,10 @@ class OvsPorts:
         self.timeout = timeout
         self._api = None
         self._lock = threading.Lock()
+        # python-ovs's first connection has no timeout of its own (it
+        # waits for the schema for good): every OVSDB call, connecting
+        # included, runs on this dependency's worker with a deadline.
+        self.dependency = deadline.Dependency('ovsdb', timeout)
 
     @classmethod
     def from_conf(cls, conf):
@@ -126,24 +131,50 @@ class OvsPorts:
             return None
         return cls(opts.ovsdb_connection, opts.ovsdb_timeout)
 
+    def _bounded(self, fn, *args):
+        try:
+            return self.dependency.call(fn, *args)
+        except OvsUnavailable:
+            raise
+        except Exception as exc:
+            raise OvsUnavailable(connection=self.connection_string,
+                                 reason=exc or type(exc).__name__)
+
+    def _open(self):
+        idl = connection.OvsdbIdl.from_server(self.connection_string,
+                                              'Open_vSwitch')
+        return NoWaitOvsdbIdl(connection.Connection(idl,
+                                                    timeout=self.timeout))
+
     def _connect(self):
         with self._lock:
+            if self._api is not None:
+                return self._api
+        api = self._bounded(self._open)
+        with self._lock:
             if self._api is None:
-                try:
-                    idl = connection.OvsdbIdl.from_server(
-                        self.connection_string, 'Open_vSwitch')
-                    self._api = NoWaitOvsdbIdl(
-                        connection.Connection(idl, timeout=self.timeout))
-                except Exception as exc:
-                    raise OvsUnavailable(connection=self.connection_string,
-                                         reason=exc)
-            return self._api
+                self._api = api
+                return api
+        # Another thread connected meanwhile: keep one connection.
+        api.ovsdb_connection.stop()
+        return self._api
 
     def close(self):
         with self._lock:
-            if self._api is not None:
-                self._api.ovsdb_connection.stop()
-                self._api = None
+            api, self._api = self._api, None
+        if api is not None:
+            api.ovsdb_connection.stop()
+
+    def ping(self):
+        """Connect and read; raises :class:`OvsUnavailable` otherwise."""
+        self._interfaces(NIC_TYPES)
+
+    @staticmethod
+    def _transact(api, commands):
+        with api.transaction(check_error=True) as txn:
+            for cmd in commands:
+                txn.add(cmd)
+        return [cmd.result for cmd in commands]
 
     def _run(self, *commands):
         """Execute commands in one transaction; reads return their results.
@@ -151,15 +182,7 @@ class OvsPorts:
         An established connection reconnects by itself when ovsdb-server
         comes back; only a failed first connection is retried from scratch.
         """
-        api = self._connect()
-        try:
-            with api.transaction(check_error=True) as txn:
-                for cmd in commands:
-                    txn.add(cmd)
-            return [cmd.result for cmd in commands]
-        except Exception as exc:
-            raise OvsUnavailable(connection=self.connection_string,
-                                 reason=exc or type(exc).__name__)
+        return self._bounded(self._transact, self._connect(), commands)
 
     def _interfaces(self, types):
         api = self._connect()

@@ -35,6 +35,7 @@ from oslo_log import log as logging
 from oslo_utils import uuidutils
 
 from resq_agent import discovery
+from resq_common import deadline
 from resq_common import extra_specs as specs_mod
 
 LOG = logging.getLogger(__name__)
@@ -160,6 +161,12 @@ class SharesUnsupported(Exception):
                          'no CPU weight (cpu_shares) to set' % uuid)
 
 
+def _message(exc):
+    if isinstance(exc, libvirt.libvirtError):
+        return exc.get_error_message()
+    return str(exc)
+
+
 def _uuid_of(dom):
     try:
         return dom.UUIDString().lower()
@@ -167,13 +174,24 @@ def _uuid_of(dom):
         return None
 
 
-class Hypervisor:
-    """The local libvirt, reconnecting when the connection drops."""
+DEFAULT_TIMEOUT = 20
 
-    def __init__(self, uri):
+
+class Hypervisor:
+    """The local libvirt, reconnecting when the connection drops.
+
+    Every public method runs whole (connecting included) on the libvirt
+    worker of a :class:`resq_common.deadline.Dependency`: a libvirtd that
+    accepts connections and never answers costs a caller ``timeout``
+    seconds once (:class:`resq_common.deadline.DependencyHung`), and
+    nothing at all while that call still hangs.
+    """
+
+    def __init__(self, uri, timeout=DEFAULT_TIMEOUT):
         self.uri = uri
         self._conn = None
         self._lock = threading.Lock()
+        self.dependency = deadline.Dependency('libvirt', timeout)
 
     def _connection(self):
         with self._lock:
@@ -181,13 +199,40 @@ class Hypervisor:
                 self._conn = libvirt.open(self.uri)
             return self._conn
 
+    def _bounded(self, fn, *args):
+        return self.dependency.call(fn, *args)
+
     def hostname(self):
-        return self._connection().getHostname()
+        return self._bounded(lambda: self._connection().getHostname())
 
     def capabilities(self):
-        return self._connection().getCapabilities()
+        return self._bounded(lambda: self._connection().getCapabilities())
+
+    def ping(self):
+        """libvirt's version; raises when libvirt does not answer."""
+        return self._bounded(lambda: self._connection().getLibVersion())
 
     def instances(self, unreadable=None):
+        """Every running Nova instance (see :meth:`_instances`)."""
+        return self._bounded(self._instances, unreadable)
+
+    def instance(self, uuid):
+        """The instance if it runs (see :meth:`_instance`)."""
+        return self._bounded(self._instance, uuid)
+
+    def drop_cachetune(self, uuid, attempts=3):
+        """See :meth:`_drop_cachetune`."""
+        return self._bounded(self._drop_cachetune, uuid, attempts)
+
+    def cpu_shares(self, uuid):
+        """See :meth:`_cpu_shares`."""
+        return self._bounded(self._cpu_shares, uuid)
+
+    def set_cpu_shares(self, uuid, shares):
+        """See :meth:`_set_cpu_shares`."""
+        return self._bounded(self._set_cpu_shares, uuid, shares)
+
+    def _instances(self, unreadable=None):
         """Every running Nova instance.
 
         A domain that goes away between the listing and the read is left
@@ -223,7 +268,7 @@ class Hypervisor:
                 result.append(inst)
         return result
 
-    def instance(self, uuid):
+    def _instance(self, uuid):
         """The instance if it runs, else None (also for a malformed UUID).
 
         :raises libvirt.libvirtError: when libvirt cannot be asked.
@@ -240,7 +285,7 @@ class Hypervisor:
                 return None
             raise
 
-    def drop_cachetune(self, uuid, attempts=3):
+    def _drop_cachetune(self, uuid, attempts=3):
         """Remove ``<cachetune>`` from the persistent definition.
 
         The agent is the one owner of an instance's partition (its
@@ -276,7 +321,7 @@ class Hypervisor:
                            'reconcile' % uuid)
 
     # -- CPU shares (NFVnice) ----------------------------------------------
-    def cpu_shares(self, uuid):
+    def _cpu_shares(self, uuid):
         """``(domain id, parameter, value)`` of a running domain's weight.
 
         QEMU and LXC call the cgroup CPU weight ``cpu_shares``; drivers
@@ -302,7 +347,7 @@ class Hypervisor:
                 return dom.ID(), name, params[name]
         return None
 
-    def set_cpu_shares(self, uuid, shares):
+    def _set_cpu_shares(self, uuid, shares):
         """Set a running domain's CPU weight now (not its definition).
 
         The definition's ``<cputune><shares>`` is Nova's (flavor
@@ -316,7 +361,7 @@ class Hypervisor:
         :raises SharesUnsupported: when the domain has no CPU weight.
         :raises libvirt.libvirtError: when libvirt refuses the value.
         """
-        found = self.cpu_shares(uuid)
+        found = self._cpu_shares(uuid)
         if found is None:
             raise SharesUnsupported(uuid=uuid)
         _, name, _ = found
@@ -351,8 +396,11 @@ class EventWatcher:
     _loop_lock = threading.Lock()
 
     def __init__(self, uri, callback, on_reconnect=None, retry_interval=10,
-                 check_interval=5):
+                 check_interval=5, timeout=DEFAULT_TIMEOUT):
         self.uri = uri
+        # Its own worker: a hung subscription never holds the agent's
+        # libvirt calls (nor they it).
+        self.dependency = deadline.Dependency('libvirt-events', timeout)
         self.callback = callback
         self.on_reconnect = on_reconnect
         self.retry_interval = retry_interval
@@ -414,13 +462,13 @@ class EventWatcher:
 
     def _try_subscribe(self, log_failure):
         try:
-            self._subscribe()
-        except libvirt.libvirtError as exc:
+            self.dependency.call(self._subscribe)
+        except (libvirt.libvirtError, deadline.DependencyHung) as exc:
             if log_failure:
                 LOG.warning('Cannot watch libvirt events on %s (%s); '
                             'retrying every %s s, the periodic reconcile '
                             'enforces meanwhile', self.uri,
-                            exc.get_error_message(), self.retry_interval)
+                            _message(exc), self.retry_interval)
             return False
         LOG.info('Watching libvirt (%s) domain lifecycle events', self.uri)
         self.connected.set()
@@ -449,14 +497,15 @@ class EventWatcher:
         for call in (lambda: conn.domainEventDeregisterAny(self._cb_id),
                      conn.unregisterCloseCallback, conn.close):
             try:
-                call()
-            except libvirt.libvirtError:
+                self.dependency.call(call)
+            except (libvirt.libvirtError, deadline.DependencyHung):
                 pass
 
     def _alive(self):
+        conn = self._conn
         try:
-            return bool(self._conn.isAlive())
-        except libvirt.libvirtError:
+            return bool(self.dependency.call(conn.isAlive))
+        except (libvirt.libvirtError, deadline.DependencyHung):
             return False
 
     def _supervise(self, subscribed):

@@ -10,6 +10,7 @@ from oslotest import base as oslotest_base
 
 from resq_agent import conf as agent_conf
 from resq_agent import privsep
+from resq_common import deadline
 from resq_nova import conf as nova_conf
 from resq_profiler import conf as prof_conf
 from resq_profiler import privsep as prof_privsep
@@ -57,6 +58,9 @@ class TestCase(oslotest_base.BaseTestCase):
         self.conf_fixture = self.useFixture(config_fixture.Config(conf))
         self.conf = conf
         self.tmp = self.useFixture(fixtures.TempDir()).path
+        # Each test sees only the dependencies it used.
+        deadline.reset()
+        self.addCleanup(deadline.reset)
 
     def flags(self, group, **kw):
         for key, value in kw.items():

@@ -47,9 +47,19 @@ def _reconcile(conf):
 
 
 def _status(conf):
+    # Every dependency is asked at once, each within its own deadline, so
+    # a status while libvirt, OVSDB and Placement all hang costs the
+    # longest deadline, and says which hang.
+    from resq_agent import health
+    from resq_common import deadline
+    probes = health.start(conf)
     mgr = _manager(conf)
     mgr.reconcile(enforce=False)
-    _print(mgr.status())
+    doc = mgr.status()
+    for probe in probes:
+        probe.join()
+    doc['dependencies'] = deadline.health()
+    _print(doc)
     return 0
 
 

@@ -53,6 +53,14 @@ ALL_OPTS = [
                help='libvirt connection URI of the hypervisor Nova uses on '
                     'this host (the same as nova.conf [libvirt] '
                     'connection_uri).'),
+    cfg.IntOpt('libvirt_timeout',
+               default=20, min=1,
+               help='Seconds one call to libvirt (connecting included) may '
+                    'take. A libvirtd that accepts connections and never '
+                    'answers then costs the agent this long once: until '
+                    'the hung call returns, further libvirt calls fail at '
+                    'once, the agent keeps the partitions it enforces, '
+                    'and resq-agent status names libvirt as hung.'),
     cfg.IntOpt('libvirt_retry_interval',
                default=10, min=1,
                help='Seconds between attempts to subscribe to libvirt\'s '

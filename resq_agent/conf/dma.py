@@ -65,8 +65,12 @@ DMA_OPTS = [
                     'port rings.'),
     cfg.IntOpt('ovsdb_timeout',
                default=10, min=1,
-               help='Seconds to wait for an OVSDB transaction before the '
-                    'agent gives up and retries at the next reconcile.'),
+               help='Seconds one OVSDB operation may take in all, the '
+                    'first connection included, before the agent gives up '
+                    'and retries at the next reconcile. An ovsdb-server '
+                    'that never answers costs this long once; until the '
+                    'hung call returns, OVSDB calls fail at once and '
+                    'resq-agent status names ovsdb as hung.'),
     cfg.BoolOpt('publish_guest_budget',
                 default=True,
                 help='Write each ResQ instance\'s mbuf budget into its Nova '

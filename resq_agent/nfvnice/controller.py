@@ -75,7 +75,8 @@ class Controller:
 
     @classmethod
     def from_conf(cls, conf, hypervisor=None):
-        hyp = hypervisor or virt.Hypervisor(conf.resq_agent.libvirt_uri)
+        hyp = hypervisor or virt.Hypervisor(
+            conf.resq_agent.libvirt_uri, conf.resq_agent.libvirt_timeout)
         return cls(conf, hyp, ovs.OvsPorts.from_conf(conf))
 
     # -- one pass ------------------------------------------------------------

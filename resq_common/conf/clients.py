@@ -27,6 +27,7 @@ from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 
+from resq_common import deadline as deadline_mod
 from resq_profiler import exception
 
 PLACEMENT = 'placement'
@@ -130,8 +131,7 @@ def _executor():
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=REMOTE_WORKERS, thread_name_prefix='resq-remote')
+            _pool = deadline_mod.DaemonPool(REMOTE_WORKERS, 'resq-remote')
         return _pool
 
 
@@ -149,16 +149,27 @@ def call(adapter, url, method, unreachable, **kwargs):
         could not reach the service.
     """
     deadline = total_deadline(adapter)
+    seen = deadline_mod.outcomes(getattr(adapter, 'service_type', None)
+                                 or 'remote')
     future = _executor().submit(adapter.request, url, method, **kwargs)
     try:
-        return future.result(timeout=float(deadline))
+        resp = future.result(timeout=float(deadline))
     except concurrent.futures.TimeoutError:
         future.cancel()         # still queued behind hung calls: dropped
+        seen.record(deadline_mod.HUNG, 'no complete answer to %s %s within '
+                    '%gs' % (method, url, deadline))
         raise unreachable(method=method, url=url, reason='timed out: no '
                           'complete answer within %gs (a total deadline, '
                           'not per read)' % deadline)
     except UNREACHABLE as exc:
+        seen.record(deadline_mod.FAILED, '%s %s: %s' % (method, url, exc))
         raise unreachable(method=method, url=url, reason=exc)
+    if resp.status_code >= 500:
+        seen.record(deadline_mod.FAILED, '%s %s: HTTP %d' % (
+            method, url, resp.status_code))
+    else:
+        seen.record(deadline_mod.OK)
+    return resp
 
 
 def request(adapter, method, url, microversion, body=None,

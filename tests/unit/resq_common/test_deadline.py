@@ -1,0 +1,67 @@
+"""A dependency's calls: a total deadline, one deadline per hang."""
+
+import threading
+
+from resq_common import deadline
+from tests import base
+
+
+class DependencyTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dep = deadline.Dependency('thing', 0.3)
+
+    def test_an_answer_is_returned_and_recorded(self):
+        self.assertEqual(5, self.dep.call(lambda a, b: a + b, 2, b=3))
+        self.assertEqual('ok', deadline.health()['thing']['state'])
+
+    def test_a_failure_is_raised_and_recorded(self):
+        def boom():
+            raise ValueError('no such domain')
+        self.assertRaises(ValueError, self.dep.call, boom)
+        health = deadline.health()['thing']
+        self.assertEqual(('failed', 'no such domain'),
+                         (health['state'], health['detail']))
+
+    def test_a_hang_costs_one_deadline_then_calls_fail_at_once(self):
+        release = threading.Event()
+        self.addCleanup(release.set)
+        exc = self.assertRaises(deadline.DependencyHung, self.dep.call,
+                                release.wait)
+        self.assertIn('thing did not answer within 0.3s', str(exc))
+        health = deadline.health()['thing']
+        self.assertEqual('hung', health['state'])
+        self.assertIsNotNone(health['since'])
+        # While the hung call holds the worker, nothing else is queued
+        # behind it: the next call is refused without running.
+        ran = []
+        exc = self.assertRaises(deadline.DependencyHung, self.dep.call,
+                                ran.append, 1)
+        self.assertIn('hung since', str(exc))
+        self.assertEqual([], ran)
+        # Once the hung call returns, the dependency works again.
+        release.set()
+        for _ in range(100):
+            try:
+                self.dep.call(ran.append, 1)
+                break
+            except deadline.DependencyHung:
+                threading.Event().wait(0.05)
+        self.assertEqual([1], ran)
+        self.assertEqual('ok', deadline.health()['thing']['state'])
+
+    def test_workers_are_daemons(self):
+        # A hung call must never keep a command from exiting.
+        names = []
+        self.dep.call(lambda: names.append(
+            threading.current_thread().daemon))
+        self.assertEqual([True], names)
+
+    def test_outcomes_of_calls_bounded_elsewhere(self):
+        seen = deadline.outcomes('placement')
+        self.assertIs(seen, deadline.outcomes('placement'))
+        self.assertEqual({'state': None, 'since': None, 'detail': None},
+                         deadline.health()['placement'])
+        seen.record(deadline.HUNG, 'no complete answer within 2s')
+        self.assertEqual('hung', deadline.health()['placement']['state'])
