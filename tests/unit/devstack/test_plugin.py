@@ -216,7 +216,10 @@ class PluginTest(base.TestCase):
         self.assertEqual(['nova.scheduler.filters.all_filters',
                           'resq_nova.nova.scheduler.filters.ResQFilter'],
                          sched['available_filters'])
-        self.assertEqual(DEVSTACK_FILTERS + ['ResQFilter'],
+        # devstack's list lacks NUMATopologyFilter, which pinned ResQ
+        # instances need: it is added next to ResQFilter.
+        self.assertEqual(DEVSTACK_FILTERS + ['NUMATopologyFilter',
+                                             'ResQFilter'],
                          sched['enabled_filters'][0].split(','))
         self.assertEqual(['nova.scheduler.weights.all_weighers,'
                           'resq_nova.nova.scheduler.weights.ResQWeigher'],
@@ -256,8 +259,28 @@ class PluginTest(base.TestCase):
         self.assertEqual('ComputeFilter,ComputeCapabilitiesFilter,'
                          'ImagePropertiesFilter,'
                          'ServerGroupAntiAffinityFilter,'
-                         'ServerGroupAffinityFilter,ResQFilter',
+                         'ServerGroupAffinityFilter,NUMATopologyFilter,'
+                         'ResQFilter',
                          sched['enabled_filters'][0])
+
+    def test_numa_filter_is_added_once_and_kept_where_it_is(self):
+        # Already enabled (anywhere in the list): left alone, not doubled.
+        ds = self.useFixture(Devstack(nova_conf=(
+            '[filter_scheduler]\n'
+            'available_filters = my.filters.Mine\n'
+            'enabled_filters = NUMATopologyFilter,ComputeFilter,Mine\n')))
+        ds.run(POST_CONFIG)
+        ds.run(POST_CONFIG)
+        sched = parse_ini(ds.nova_conf)['filter_scheduler']
+        self.assertEqual(['NUMATopologyFilter,ComputeFilter,Mine,'
+                          'ResQFilter'], sched['enabled_filters'])
+        # An operator's available_filters without Nova's all_filters gets
+        # the NUMA filter by its path, once.
+        self.assertEqual(
+            ['my.filters.Mine',
+             'resq_nova.nova.scheduler.filters.ResQFilter',
+             'nova.scheduler.filters.numa_topology_filter.'
+             'NUMATopologyFilter'], sched['available_filters'])
 
     def test_operator_filters_and_weighers_are_kept(self):
         ds = self.useFixture(Devstack(nova_conf=(
@@ -272,7 +295,8 @@ class PluginTest(base.TestCase):
                           'my.filters.Mine',
                           'resq_nova.nova.scheduler.filters.ResQFilter'],
                          sched['available_filters'])
-        self.assertEqual(['ComputeFilter,Mine,ResQFilter'],
+        self.assertEqual(['ComputeFilter,Mine,NUMATopologyFilter,'
+                          'ResQFilter'],
                          sched['enabled_filters'])
         self.assertEqual(['my.weights.Heavy,'
                           'resq_nova.nova.scheduler.weights.ResQWeigher'],
