@@ -10,6 +10,12 @@ in-process (real allocations):
 * ``event_to_applied_s``: with those 200 enforced, the time from starting
   one more instance (libvirt's lifecycle event) to its group's schemata
   being written (median of 10; the max is reported too);
+* ``partitions_per_domain``: on a 2-domain host with 16 classes of
+  service (the fake kernel, which refuses a 17th group), how many
+  instances the agent partitions in each domain when each asks for one
+  (the fewest over the two domains), and ``clos_offered_per_domain``,
+  the classes Placement is offered per domain (target 15; 7 when a class
+  served one instance);
 * ``hung_dependency_status_s``: ``resq-agent status`` (the real command,
   its default deadlines) while libvirt, OVSDB and Placement all accept
   connections and never answer; it must answer, naming the three.
@@ -20,6 +26,7 @@ classes of service so that every instance gets a partition and the agent
 does all the work it would do for each.
 """
 
+import collections
 import json
 import os
 import statistics
@@ -93,6 +100,46 @@ def _wait_group(root, consumer, cpu, ways, deadline_s=30):
             raise RuntimeError('instance %s was never enforced: %s'
                                % (consumer, state))
         time.sleep(0.0005)
+
+
+def partitions_per_domain(conf):
+    """``(partitions enforced in the fuller domain's worst, offered)``."""
+    cpus = {0: tuple(range(0, 20)), 1: tuple(range(20, 40))}
+    fixtures_ = [sysfs_fixture.SysfsTree(domains=cpus, ways=20),
+                 resctrl_fixture.ResctrlTree(ways=20, domains=(0, 1),
+                                             num_closids=16, foreign=(),
+                                             kernel=True),
+                 libvirt_fixture.NovaDomains()]
+    for fx in fixtures_:
+        fx.setUp()
+    sysfs, tree, doms = fixtures_
+    conf.set_override('resctrl_root', tree.root, 'resq_agent')
+    try:
+        for d in (0, 1):
+            for n in range(16):
+                doms.add(str(uuid.UUID(int=(d << 16) + n + 1)),
+                         (cpus[d][n],), ways=1)
+        topo = discovery.discover(tree.root, sysfs.root)
+        mgr = manager.AgentManager(
+            conf, topo, enforcer.ResctrlEnforcer(tree.root),
+            virt.Hypervisor(libvirt_fixture.URI))
+        summary = mgr.reconcile()
+        assert not summary['errors'], summary['errors'][:3]
+        per_domain = collections.Counter(
+            i['domain_id'] for i in mgr.status()['instances'])
+        groups = [g for g in resctrl.Resctrl(tree.root).groups()]
+        assert len(groups) <= 15, groups
+        offered = min(
+            c.inventory()['CUSTOM_LLC_CLOS']['total'] - 1
+            for c in inventory.Inventory(None, 'cn1', 1).cache_domains(
+                topo))
+    finally:
+        for fx in reversed(fixtures_):
+            try:
+                fx.cleanUp()
+            except libvirt.libvirtError:
+                pass
+    return min(per_domain[0], per_domain[1]), offered
 
 
 def hung_status():
@@ -198,6 +245,9 @@ def main(argv):
             except libvirt.libvirtError:
                 pass
     event_s = statistics.median(latencies)
+    print('... partitions per domain, 2 domains, 16 classes', flush=True)
+    conf.clear_override('resctrl_root', 'resq_agent')
+    partitions, offered = partitions_per_domain(conf)
     print('... resq-agent status with libvirt, OVSDB and Placement hung',
           flush=True)
     hung_s, hung_states = hung_status()
@@ -212,11 +262,17 @@ def main(argv):
                                  % EVENTS, event_s, '< 1'))
     print('%-34s %10.4f %10s' % ('event -> partition (max)',
                                  max(latencies), ''))
+    print('%-34s %10d %10s' % ('partitions per domain (16 CLOS)',
+                               partitions, '15'))
+    print('%-34s %10d %10s' % ('CUSTOM_LLC_CLOS offered per domain',
+                               offered, '15'))
     print('%-34s %10.1f %10s' % ('status, 3 dependencies hung', hung_s,
                                  '< 35'))
     print('   states reported: %s' % ', '.join(
         '%s %s' % kv for kv in sorted(hung_states.items())))
     figures = {'benchmark': 'agent',
+               'partitions_per_domain': partitions,
+               'clos_offered_per_domain': offered,
                'hung_dependency_status_s': round(hung_s, 1),
                'hung_dependency_states': hung_states,
                'reconcile_200_s': round(reconcile_s, 3),

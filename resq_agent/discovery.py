@@ -67,6 +67,15 @@ class CacheDomainInfo:
     # when sysfs does not say for every one of them.
     memory_mb: int = None
     hugepages_mb: int = None
+    # Whether the kernel takes masks with gaps (info/L3/sparse_masks, or
+    # an AMD CPU, which always does); the agent writes contiguous masks
+    # either way.
+    sparse_masks: bool = False
+    # 'intel', 'amd', 'hygon', '' when unknown.
+    vendor: str = ''
+    # Ways of this domain exclusive to, or pseudo-locked by, groups that
+    # are not the agent's: in no mask the agent writes.
+    foreign_mask: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +85,11 @@ class HostTopology:
     reason: str = ''
     cdp: bool = False
     mba: bool = False
+    vendor: str = ''
+    sparse_masks: bool = False
+    # The kernel's group limit: the smallest num_closids of all allocation
+    # resources (0 without resctrl).
+    closid_limit: int = 0
 
     def domain(self, domain_id):
         for dom in self.domains:
@@ -138,6 +152,52 @@ def io_mask(cbm_mask, shareable_bits, ddio_ways):
     if not ddio_ways:
         return 0
     return cbm.make(ways - ddio_ways, ddio_ways)
+
+
+# The x86 vendor number in a CPU's modalias ("cpu:type:x86,ven0002fam...",
+# the kernel's X86_VENDOR_* numbers).
+MODALIAS_RE = re.compile(r'cpu:type:x86,ven([0-9A-Fa-f]{4})fam')
+X86_VENDORS = {0: 'intel', 2: 'amd', 9: 'hygon'}
+# Vendors whose caches have no DDIO: DMA writes allocate into no fixed
+# ways, so there are no I/O ways to keep instances out of unless the
+# kernel reports shareable_bits.
+NO_DDIO = ('amd', 'hygon')
+
+
+def read_cpu_vendor(sysfs_root):
+    """``'intel'``, ``'amd'``, ``'hygon'``, ``'other'`` or ``''``.
+
+    From the first CPU's ``devices/system/cpu/cpu<N>/modalias``; ``''``
+    when sysfs has none (not x86, or a tree without it).
+    """
+    pattern = os.path.join(sysfs_root, 'devices', 'system', 'cpu',
+                           'cpu[0-9]*', 'modalias')
+    for path in sorted(glob.glob(pattern)):
+        try:
+            m = MODALIAS_RE.match(_read(path))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        if m:
+            return X86_VENDORS.get(int(m.group(1), 16), 'other')
+    return ''
+
+
+def largest_run(mask):
+    """The longest run of adjacent set bits of ``mask``, lowest on a tie.
+
+    ``0xff00f`` -> ``0xff000``; ``0xf0f`` -> ``0xf``; ``0`` -> ``0``.
+    """
+    best, pos = 0, 0
+    while mask >> pos:
+        if not (mask >> pos) & 1:
+            pos += 1
+            continue
+        start = pos
+        while (mask >> pos) & 1:
+            pos += 1
+        if pos - start > cbm.bits(best):
+            best = cbm.make(start, pos - start)
+    return best
 
 
 def read_sysfs_numa(sysfs_root):
@@ -228,7 +288,10 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     """The host's L3 cache domains.
 
     Never raises for a host without CAT: the topology then says why in
-    ``reason`` and its domains carry ``cat=False`` (no inventory).
+    ``reason`` and its domains carry ``cat=False`` (no inventory). Every
+    kernel rule that limits what ``mkdir`` or a schemata write accepts is
+    applied here (see ``doc/source/admin/resctrl-kernel-rules.rst``), so
+    Placement is only offered ways and classes of service the kernel takes.
 
     :param quiet: log at DEBUG only (the agent's rediscovery on every
         reconcile, which logs changes itself).
@@ -247,16 +310,10 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
                  'its cores and ways from one cache domain', node,
                  ', '.join(str(c) for c in sorted(caches)))
     tree = resctrl.Resctrl(resctrl_root)
-    reason = None
     try:
-        info = tree.info()
-        ids = tree.domains()
-        foreign = [g for g in tree.groups()
-                   if not resctrl.GROUP_RE.fullmatch(g)
-                   or g.startswith(resctrl.PROFILER_PREFIX)]
+        rules = _kernel_rules(tree, sysfs_root, warn, info_log)
     except (exception.ResctrlError, OSError, ValueError) as exc:
         reason = str(getattr(exc, 'message', exc))
-    if reason is not None:
         warn('No L3 cache allocation on this host, reporting no LLC '
              'inventory and enforcing nothing: %s', reason)
         doms = tuple(CacheDomainInfo(
@@ -270,19 +327,18 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
             **_cells_memory(numa_cells_of(d['cpus'], numa), memory))
             for cid, d in sorted(sysfs.items()))
         return HostTopology(doms, False, reason)
-    mba = os.path.isdir(os.path.join(tree.root, 'info', 'MB'))
+    info = rules['info']
     ways = cbm.bits(info['cbm_mask'])
-    # Every resource group holds a class of service, ours or not (libvirt's
-    # cachetune groups, other tools'): the others are not ours to give.
-    num_closids = max(info['num_closids'] - len(foreign), 0)
-    if foreign:
-        warn('resctrl groups the agent does not own hold %d of the %d '
-             'classes of service: %s; %d remain for the default group and '
-             'ResQ instances', len(foreign), info['num_closids'],
-             ', '.join(sorted(foreign)), num_closids)
     iom = io_mask(info['cbm_mask'], info['shareable_bits'], ddio_ways)
+    if rules['vendor'] in NO_DDIO and not info['shareable_bits']:
+        if ddio_ways:
+            info_log('%s CPUs have no DDIO and the kernel reports no '
+                     'shareable_bits: no I/O ways are kept out of '
+                     'instances ([resq_agent] ddio_ways = %d is ignored)',
+                     rules['vendor'].upper(), ddio_ways)
+        iom = 0
     doms = []
-    for cid in ids:
+    for cid in rules['ids']:
         sys_dom = sysfs.get(cid)
         if sys_dom is None:
             warn('resctrl has L3 cache domain %d but sysfs (%s) does not '
@@ -294,19 +350,156 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
             info_log('L3 cache %d is %d-way associative, CAT controls %d '
                      'ways; a way is 1/%d of the cache', cid,
                      sys_dom['ways_of_associativity'], ways, ways)
+        foreign = rules['reserved'].get(cid, 0) & info['cbm_mask']
+        usable = _usable_ways(cid, info, foreign, warn)
         doms.append(CacheDomainInfo(
             id=cid, cpus=sys_dom['cpus'], ways=ways,
             way_size_bytes=sys_dom['size_bytes'] // ways,
-            cbm_mask=info['cbm_mask'], min_cbm_bits=info['min_cbm_bits'],
-            num_closids=num_closids, io_ways=cbm.bits(iom),
+            cbm_mask=usable, min_cbm_bits=info['min_cbm_bits'],
+            num_closids=rules['num_closids'] if usable else 0,
+            io_ways=cbm.bits(iom & usable),
             shareable_bits=info['shareable_bits'], cdp=info['cdp'],
-            mba=mba, size_bytes=sys_dom['size_bytes'], io_mask=iom,
+            mba=rules['mba'], size_bytes=sys_dom['size_bytes'],
+            io_mask=iom & usable, cat=bool(usable),
             numa_cells=numa_cells_of(sys_dom['cpus'], numa),
+            sparse_masks=rules['sparse'], vendor=rules['vendor'],
+            foreign_mask=foreign,
             **_cells_memory(numa_cells_of(sys_dom['cpus'], numa), memory)))
-    for cid in sorted(set(sysfs) - set(ids)):
+    for cid in sorted(set(sysfs) - set(rules['ids'])):
         warn('sysfs has L3 cache %d but resctrl does not; it gets no '
              'inventory', cid)
-    return HostTopology(tuple(doms), True, cdp=info['cdp'], mba=mba)
+    return HostTopology(tuple(doms), True, cdp=info['cdp'],
+                        mba=rules['mba'], vendor=rules['vendor'],
+                        sparse_masks=rules['sparse'],
+                        closid_limit=rules['closid_limit'])
+
+
+def _usable_ways(cid, info, foreign, warn):
+    """The contiguous ways of domain ``cid`` no foreign group holds.
+
+    0 (the domain gets no inventory) when fewer than ``min_cbm_bits``
+    remain.
+    """
+    usable = largest_run(info['cbm_mask'] & ~foreign)
+    if foreign:
+        warn('L3 cache domain %d: ways %s are exclusive to or pseudo-locked '
+             'by resctrl groups the agent does not own; the agent uses '
+             'only ways %s (%d of %d)', cid, cbm.fmt(foreign),
+             cbm.fmt(usable), cbm.bits(usable), cbm.bits(info['cbm_mask']))
+    if cbm.bits(usable) < max(info['min_cbm_bits'], 1):
+        warn('L3 cache domain %d has no run of %d adjacent ways outside '
+             'the exclusive and pseudo-locked groups of others (%s); it '
+             'gets no inventory until they release ways', cid,
+             max(info['min_cbm_bits'], 1), cbm.fmt(foreign))
+        return 0
+    return usable
+
+
+def _kernel_rules(tree, sysfs_root, warn, info_log):
+    """What the kernel lets the agent create and write.
+
+    :returns: ``{'info', 'ids', 'num_closids', 'closid_limit', 'reserved'
+        ({domain: ways others hold exclusively}), 'sparse', 'vendor',
+        'mba'}``.
+    :raises exception.ResctrlError, OSError, ValueError: no usable
+        resctrl tree.
+    """
+    info = tree.info()
+    ids = tree.domains()
+    modes = {g: tree.group_mode(g) for g in tree.groups()
+             if not resctrl.GROUP_RE.fullmatch(g)
+             or g.startswith(resctrl.PROFILER_PREFIX)}
+    vendor = read_cpu_vendor(sysfs_root)
+    if not vendor and info['min_cbm_bits'] == 0:
+        # Only AMD lets a mask be empty (min_cbm_bits 0); Intel needs 1
+        # or 2 ways.
+        vendor = 'amd'
+    sparse = tree.sparse_masks()
+    if sparse is None:
+        # Kernels before the sparse_masks file took masks with gaps on
+        # AMD only.
+        sparse = vendor in NO_DDIO
+    closid_limit, num_closids = _class_budget(tree, info, modes, warn,
+                                              info_log)
+    return {'info': info, 'ids': ids, 'num_closids': num_closids,
+            'closid_limit': closid_limit,
+            'reserved': _foreign_ways(tree, ids, modes, warn),
+            'sparse': sparse, 'vendor': vendor,
+            'mba': os.path.isdir(os.path.join(tree.root, 'info', 'MB'))}
+
+
+def _class_budget(tree, info, modes, warn, info_log):
+    """``(kernel group limit, classes the agent may use)``.
+
+    The kernel makes at most the smallest ``num_closids`` of all
+    allocation resources groups, the default group included. A foreign
+    group holds one of them unless it is a finished pseudo-locked region
+    (the kernel frees its class). Every control group also takes an RMID,
+    as does every monitoring group, so RMIDs can be the tighter limit.
+    """
+    limits = tree.closid_limits() or {'L3': info['num_closids']}
+    limit = min(limits.values())
+    l3 = info['num_closids']
+    if limit < l3:
+        warn('The kernel makes at most %d resctrl groups (the default group '
+             'included): the smallest num_closids of the allocation '
+             'resources %s, although L3 alone has %d', limit, ', '.join(
+                 '%s=%d' % kv for kv in sorted(limits.items())), l3)
+    holders = sorted(g for g, m in modes.items() if m != resctrl.MODE_LOCKED)
+    for g, m in sorted(modes.items()):
+        if m == resctrl.MODE_LOCKED:
+            info_log('resctrl group %s is a pseudo-locked region: it holds '
+                     'ways but no class of service', g)
+    num_closids = max(limit - len(holders), 0)
+    if holders:
+        warn('resctrl groups the agent does not own hold %d of the %d '
+             'classes of service: %s; %d remain for the default group and '
+             'ResQ instances', len(holders), limit, ', '.join(holders),
+             num_closids)
+    rmids = tree.rmid_limits()
+    if rmids:
+        # Groups in pseudo-lock set-up or locked give their RMID back.
+        used = len(tree.mon_groups_of_root()) + sum(
+            1 + len(tree.mon_groups_of(g)) for g, m in modes.items()
+            if m not in (resctrl.MODE_LOCKED, resctrl.MODE_LOCKSETUP))
+        room = max(min(rmids.values()) - used, 0)
+        if room < num_closids:
+            warn('Only %d RMIDs are left for the default group and ResQ\'s '
+                 'groups (num_rmids %s, %d held by groups the agent does not '
+                 'own): every resctrl group needs one, so %d classes of '
+                 'service are offered instead of %d', room, ', '.join(
+                     '%s=%d' % kv for kv in sorted(rmids.items())), used,
+                 room, num_closids)
+            num_closids = room
+    return limit, num_closids
+
+
+def _foreign_ways(tree, ids, modes, warn):
+    """``{domain: ways exclusive to or pseudo-locked by other groups}``.
+
+    From ``info/L3/bit_usage`` (``E`` and ``P``) and, for kernels without
+    it or regions it does not show, the masks of foreign groups whose
+    ``mode`` is ``exclusive`` or ``pseudo-locked``.
+    """
+    reserved = {}
+    try:
+        usage = tree.bit_usage() or {}
+    except (OSError, ValueError) as exc:
+        warn('Ignoring unreadable %s/info/%s/bit_usage (%s); the foreign '
+             'groups\' modes say which ways are exclusive', tree.root,
+             tree.l3_info_dir, exc)
+        usage = {}
+    for dom, chars in usage.items():
+        reserved[dom] = resctrl.usage_mask(chars, resctrl.NOT_SHAREABLE)
+    for group, mode in sorted(modes.items()):
+        if mode not in (resctrl.MODE_EXCLUSIVE, resctrl.MODE_LOCKED):
+            continue
+        for kind, masks in tree.group_schemata(group).items():
+            if kind not in resctrl.L3_KINDS:
+                continue
+            for dom, mask in masks.items():
+                reserved[dom] = reserved.get(dom, 0) | mask
+    return {d: m for d, m in reserved.items() if m and d in ids}
 
 
 def discover_from_conf(conf, quiet=False):
@@ -410,8 +603,10 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
         ``cpu_dedicated_set``); the domain's cores are those of its CPUs in
         the set, all of them when it is not given.
 
-    :param domains_on_host: cache domains of the host; classes of service
-        are host-wide, so each domain is offered its share of them.
+    :param domains_on_host: cache domains sharing the host's classes of
+        service, each offered its share of them: 1 when a class serves
+        one instance in every domain (the resctrl backend), the host's
+        domain count when a class serves one instance (libpqos).
     :param lease_ways: ways leased to on-demand NFs; reported as reserved.
     :param lease_classes: classes of service of the on-demand lease (host
         wide); not offered to reserved instances.
@@ -441,12 +636,17 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
                   if dedicated_cpus else dom.cpus))
 
 
-def describe(topology, default_group_ways, default_io=False):
-    """The JSON document ``resq-agent inspect`` prints."""
+def describe(topology, default_group_ways, default_io=False,
+             shared_classes=True):
+    """The JSON document ``resq-agent inspect`` prints.
+
+    :param shared_classes: a class of service serves an instance in each
+        domain (the resctrl backend), see :func:`cache_domain_of`.
+    """
     doms = []
+    sharing = 1 if shared_classes else len(topology.domains)
     for dom in topology.domains:
-        placement = cache_domain_of(dom, default_group_ways,
-                                    len(topology.domains),
+        placement = cache_domain_of(dom, default_group_ways, sharing,
                                     default_io=default_io)
         doms.append({
             'id': dom.id, 'cpus': list(dom.cpus), 'ways': dom.ways,
@@ -458,11 +658,15 @@ def describe(topology, default_group_ways, default_io=False):
             'cbm_mask': cbm.fmt(dom.cbm_mask),
             'shareable_bits': cbm.fmt(dom.shareable_bits),
             'cdp': dom.cdp, 'mba': dom.mba, 'cat': dom.cat,
+            'sparse_masks': dom.sparse_masks, 'vendor': dom.vendor,
+            'foreign_mask': cbm.fmt(dom.foreign_mask),
             'inventory': placement.inventory(),
             'traits': placement.traits() if dom.cat else [],
         })
     doc = {'cache_domains': doms,
            'resctrl_available': topology.resctrl_available}
+    if topology.resctrl_available:
+        doc['closid_limit'] = topology.closid_limit
     if topology.reason:
         doc['reason'] = topology.reason
     return doc

@@ -11,16 +11,30 @@
 #    under the License.
 """Enforce a layout on resctrl (the default backend).
 
-One resource group per instance, ``resq-<instance uuid>``, holding the
-instance's pinned pCPUs; its schemata has the instance's mask in its own
-cache domain and the default group's mask in the others (a class of service
-spans every domain; no CPU of the group runs there, and the default group's
-ways are the ones nobody owns). Groups without the ``resq-`` prefix are
-never touched; ``resq-`` groups no instance owns are removed.
+Shared classes of service: a resctrl group is one class of service, its
+masks are per cache domain, and each ResQ instance runs in one domain. So
+one group, ``resq-cos<k>``, serves up to one instance in *each* domain
+(:mod:`resq_agent.layout` numbers them): its schemata holds each member's
+mask in the member's domain and the default group's mask in the domains
+where it has no member, its ``cpus_list`` the members' pinned pCPUs. Each
+member's occupancy and bandwidth stay its own through a monitoring group,
+``resq-cos<k>/mon_groups/resq-<instance uuid>``, holding its CPUs (where
+the kernel offers L3 monitoring and RMIDs). An assignment without a class
+(the on-demand lease's classes) gets a group of its own,
+``resq-<id>``, as every instance did in earlier releases. Groups without
+the ``resq-`` prefix are never touched; ``resq-`` groups nobody needs are
+removed.
+
+Which class holds an instance is read back from the tree by its CPUs
+(a CPU is in exactly one group), so a restarted agent finds every
+instance's class and mask again; an instance in a group of its own (an
+earlier release's) keeps its mask and moves into a shared class.
 
 Order of writes, so that a crash between any two leaves a state the next
 pass repairs without leaking: remove stale groups (frees classes of
-service), shrink the default group where it shrinks, write instance groups,
+service) and stale monitoring groups, shrink the default group where it
+shrinks, write each group (CPUs of departing members out first, then the
+masks, then the CPUs of the members), its members' monitoring groups,
 grow the default group. Every write is idempotent and skipped when the
 tree already holds the value.
 """
@@ -33,14 +47,63 @@ from oslo_log import log as logging
 from resq_agent import discovery
 import resq_agent.privsep.resctrl
 from resq_common import cbm
+from resq_common import exception
 from resq_common import resctrl
-from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)
 
 
+CLASS_PREFIX = resctrl.GROUP_PREFIX + 'cos'
+
+
 def group_name(instance_uuid):
+    """An instance's own group, and its monitoring group in a class."""
     return resctrl.GROUP_PREFIX + instance_uuid.lower()
+
+
+def class_group(clos):
+    """The group of shared class of service ``clos``."""
+    return '%s%d' % (CLASS_PREFIX, clos)
+
+
+def clos_of_group(name):
+    """The class number of a ``resq-cos<k>`` group, else None."""
+    tail = name[len(CLASS_PREFIX):]
+    if name.startswith(CLASS_PREFIX) and tail.isdigit() and tail.isascii():
+        return int(tail)
+    return None
+
+
+def group_of(assignment):
+    """The group enforcing a layout assignment."""
+    if assignment.clos is not None:
+        return class_group(assignment.clos)
+    return group_name(assignment.instance_uuid)
+
+
+@dataclasses.dataclass
+class GroupPlan:
+    """What one group must hold: members' masks, CPUs and themselves."""
+
+    name: str
+    masks: dict = dataclasses.field(default_factory=dict)
+    cpus: tuple = ()
+    members: list = dataclasses.field(default_factory=list)
+
+    @property
+    def shared(self):
+        return clos_of_group(self.name) is not None
+
+
+def plans(lay):
+    """``{group name: GroupPlan}`` for a layout."""
+    result = {}
+    for a in lay.assignments:
+        plan = result.setdefault(group_of(a), GroupPlan(group_of(a)))
+        plan.masks[a.domain_id] = a.mask
+        plan.cpus = tuple(sorted(set(plan.cpus) | set(a.cpus)))
+        plan.members.append(a)
+    return result
 
 
 @dataclasses.dataclass
@@ -71,6 +134,10 @@ def _l3(schemata):
     return None
 
 
+def _raise(exc):
+    raise exc
+
+
 class ResctrlEnforcer:
     """Writes layouts into the resctrl tree at ``root``.
 
@@ -80,6 +147,8 @@ class ResctrlEnforcer:
     """
 
     name = 'resctrl'
+    # One group serves an instance in each cache domain (see the module).
+    shares_classes = True
 
     def __init__(self, root):
         self.tree = resctrl.Resctrl(root)
@@ -101,10 +170,39 @@ class ResctrlEnforcer:
             states[name] = state
         return states
 
-    def current_masks(self):
-        """``{instance uuid: {domain: mask}}`` from the tree."""
-        return {s.instance_uuid: s.masks for s in self.groups().values()
-                if s.masks is not None}
+    def current_masks(self, cpus_of=None):
+        """``{instance uuid: {domain: mask}}`` from the tree.
+
+        :param cpus_of: ``{instance uuid: pinned CPUs}``: instances in a
+            shared class are found by their CPUs (else only instances in
+            a group of their own are).
+        """
+        return {u: masks for u, (masks, _) in self.current(
+            cpus_of or {}).items()}
+
+    def current(self, cpus_of):
+        """``{instance uuid: (masks {domain: mask}, shared class)}``.
+
+        The class is None for an instance in a group of its own.
+        """
+        found = {}
+        owner = {}
+        for state in self.groups().values():
+            if state.masks is None:
+                continue
+            clos = clos_of_group(state.name)
+            if clos is None:
+                found[state.instance_uuid] = (state.masks, None)
+                continue
+            for cpu in state.cpus:
+                owner[cpu] = (state.masks, clos)
+        for uuid, cpus in cpus_of.items():
+            homes = {id(owner.get(c)): owner.get(c) for c in cpus}
+            if len(homes) == 1 and None not in homes.values():
+                # Its group of its own (an earlier release's) wins: the
+                # mask it runs with now.
+                found.setdefault(uuid, next(iter(homes.values())))
+        return found
 
     def default_masks(self):
         return _l3(resctrl.parse_schemata(self.tree._read('schemata'))) or {}
@@ -120,12 +218,13 @@ class ResctrlEnforcer:
         result = ApplyResult()
         record = steps.append if steps is not None else (lambda _: None)
         groups = self.groups()
-        wanted = {group_name(a.instance_uuid): a for a in lay.assignments}
+        wanted = plans(lay)
         for name in sorted(set(groups) - set(wanted)):
             if self._do(result, 'remove %s' % name,
                         resq_agent.privsep.resctrl.remove_group, name):
                 result.removed.append(name)
                 record('remove %s' % name)
+        monitored = self._stale_mon_groups(result, wanted, record)
         current_default = self.default_masks()
         final_default = {d: lay.default_masks.get(d, current_default.get(d))
                          for d in domain_ids}
@@ -135,38 +234,111 @@ class ResctrlEnforcer:
             interim[d] = new if old is None or new & ~old == 0 else old
         if interim != current_default:
             self._write_default(result, interim, record, 'shrink')
-        for name, assign in sorted(wanted.items()):
-            self._write_group(result, groups.get(name), name, assign,
-                              final_default, record)
+        for name, plan in sorted(wanted.items()):
+            if self._write_group(result, groups.get(name), plan,
+                                 final_default, record):
+                self._monitor_members(result, plan, monitored, record)
         if final_default != interim:
             self._write_default(result, final_default, record, 'grow')
         return result
 
-    def _write_group(self, result, state, name, assign, defaults, record):
+    def _write_group(self, result, state, plan, defaults, record):
+        """Write one group; True when its masks and CPUs are in place."""
+        name = plan.name
         masks = dict(defaults)
-        masks[assign.domain_id] = assign.mask
+        masks.update(plan.masks)
         mod = resq_agent.privsep.resctrl
         if state is None:
             if not self._do(result, 'create %s' % name, mod.create_group,
                             name):
-                return
+                return False
             record('create %s' % name)
             state = GroupState(name)
+        cpus = tuple(sorted(plan.cpus))
+        have = tuple(sorted(state.cpus))
+        staying = tuple(c for c in have if c in cpus)
+        if state.masks != masks and staying != have:
+            # Departing members' CPUs go back to the default group before
+            # the masks change under them.
+            if not self._do(result, 'cpus %s' % name, mod.assign_cpus,
+                            name, list(staying)):
+                return False
+            record('cpus %s (departed)' % name)
+            have = staying
         if state.masks != masks:
             if not self._do(result, 'schemata %s' % name,
                             mod.write_l3_masks, name, masks):
-                return
+                return False
             record('schemata %s' % name)
             result.written.append(name)
-            LOG.info('Instance %s: cache domain %d mask %s (%d ways)%s',
-                     assign.instance_uuid, assign.domain_id,
-                     cbm.fmt(assign.mask), assign.ways,
-                     ', moved to remove fragmentation' if assign.moved
-                     else '')
-        if tuple(sorted(state.cpus)) != tuple(sorted(assign.cpus)):
-            if self._do(result, 'cpus %s' % name, mod.assign_cpus,
-                        name, list(assign.cpus)):
-                record('cpus %s' % name)
+            for a in plan.members:
+                if (state.masks or {}).get(a.domain_id) == a.mask:
+                    continue
+                LOG.info('Instance %s: cache domain %d mask %s (%d ways) '
+                         'in resctrl group %s%s', a.instance_uuid,
+                         a.domain_id, cbm.fmt(a.mask), a.ways, name,
+                         ', moved to remove fragmentation' if a.moved
+                         else '')
+        if have != cpus:
+            if not self._do(result, 'cpus %s' % name, mod.assign_cpus,
+                            name, list(cpus)):
+                return False
+            record('cpus %s' % name)
+        return True
+
+    def _stale_mon_groups(self, result, wanted, record):
+        """Remove members' monitoring groups no member needs any more.
+
+        :returns: ``{(group, mon): cpus}`` of those that stay, or None
+            when the kernel offers no L3 monitoring.
+        """
+        if not self.tree.has_monitoring():
+            return None
+        keep = {(n, group_name(a.instance_uuid)): tuple(sorted(a.cpus))
+                for n, p in wanted.items() if p.shared for a in p.members}
+        found = {}
+        for name in self.tree.owned_groups():
+            if clos_of_group(name) is None:
+                continue
+            for mon in self.tree.mon_groups(name):
+                if not resctrl.GROUP_RE.fullmatch(mon):
+                    continue          # not the agent's: left alone
+                if (name, mon) in keep:
+                    try:
+                        found[(name, mon)] = tuple(sorted(
+                            self.tree.read_mon_cpus(name, mon)))
+                    except (OSError, ValueError, exception.ResctrlError):
+                        found[(name, mon)] = None
+                    continue
+                if self._do(result, 'remove monitoring group %s/%s' % (
+                        name, mon), resq_agent.privsep.resctrl
+                        .remove_mon_group, name, mon):
+                    record('remove mon %s/%s' % (name, mon))
+        return found
+
+    def _monitor_members(self, result, plan, monitored, record):
+        """Each member of a shared class: a monitoring group of its own.
+
+        Without monitoring (no L3_MON, no RMID left) the partition stands;
+        only that instance's occupancy and bandwidth are unknown.
+        """
+        if monitored is None or not plan.shared:
+            return
+        for a in plan.members:
+            mon = group_name(a.instance_uuid)
+            cpus = tuple(sorted(a.cpus))
+            if monitored.get((plan.name, mon)) == cpus:
+                continue
+            try:
+                resq_agent.privsep.resctrl.create_mon_group(
+                    plan.name, mon, list(cpus))
+                record('mon %s/%s' % (plan.name, mon))
+            except exception.MonitoringUnavailable as exc:
+                LOG.warning('Instance %s is partitioned but not monitored: '
+                            '%s', a.instance_uuid, exc.message)
+            except Exception as exc:
+                self._do(result, 'monitoring group %s/%s' % (plan.name, mon),
+                         _raise, exc)
 
     def _write_default(self, result, masks, record, why):
         if self._do(result, '%s default group' % why,

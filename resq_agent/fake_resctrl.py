@@ -116,14 +116,20 @@ def _write(root, rel, text):
         f.write(text)
 
 
-def check(ways, domains, min_cbm_bits, num_closids, max_ways=MAX_WAYS):
-    """Refuse what no CAT platform has, naming the value to change."""
+def check(ways, domains, min_cbm_bits, num_closids, max_ways=MAX_WAYS,
+          min_floor=1):
+    """Refuse what no CAT platform has, naming the value to change.
+
+    :param min_floor: the smallest ``min_cbm_bits`` allowed: 0 only for a
+        platform that takes sparse masks (AMD, whose kernel accepts an
+        empty mask).
+    """
     if not 1 <= ways <= max_ways:
         raise InvalidTree('ways must be between 1 and %d, got %d'
                           % (max_ways, ways))
-    if not 1 <= min_cbm_bits <= ways:
-        raise InvalidTree('min_cbm_bits must be between 1 and the %d ways, '
-                          'got %d' % (ways, min_cbm_bits))
+    if not min_floor <= min_cbm_bits <= ways:
+        raise InvalidTree('min_cbm_bits must be between %d and the %d ways, '
+                          'got %d' % (min_floor, ways, min_cbm_bits))
     if num_closids < 1:
         raise InvalidTree('num_closids must be at least 1, got %d'
                           % num_closids)
@@ -135,7 +141,8 @@ def check(ways, domains, min_cbm_bits, num_closids, max_ways=MAX_WAYS):
 def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
                   num_closids=16, shareable_bits=0, cdp=False, foreign=(),
                   cpus=(), num_rmids=224, max_ways=MAX_WAYS,
-                  monitoring=True):
+                  monitoring=True, resources=None, sparse_masks=None,
+                  bit_usage=False, groups=None):
     """Lay out a mounted resctrl file system under ``root``.
 
     ``max_ways`` may be raised beyond real platforms' for scale tests (the
@@ -151,34 +158,193 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
     :param monitoring: lay out L3 monitoring (``info/L3_MON``,
         ``mon_data`` and ``mon_groups`` in every group); False for a
         platform with CAT but without CMT/MBM.
+    :param resources: other allocation resources, ``{'MB': num_closids,
+        'L2': ..., 'SMBA': ...}``: their ``info/`` and schemata lines (the
+        L2 line uses the L3 domain ids, an 8-way mask).
+    :param sparse_masks: None writes no ``sparse_masks`` file (an older
+        kernel), else ``info/L3*/sparse_masks`` says it.
+    :param bit_usage: write ``info/L3*/bit_usage`` (:class:`Kernel` keeps
+        it up to date).
+    :param groups: foreign groups with a ``mode``: ``{name: {'mode':
+        'exclusive' | 'pseudo-locked' | 'shareable', 'masks': {domain:
+        mask}}}``. Giving it (even ``{}``) also writes every group's
+        ``mode`` file, as kernels since 4.19 have. The default group and
+        ``foreign`` groups keep out of exclusive and pseudo-locked ways, as
+        the kernel requires before a group can be made exclusive.
     :returns: the text of the default group's ``schemata``.
     :raises InvalidTree: for a shape no CAT platform has.
     """
     domains = tuple(domains)
-    check(ways, domains, min_cbm_bits, num_closids, max_ways)
-    full = _mask(ways)
+    check(ways, domains, min_cbm_bits, num_closids, max_ways,
+          min_floor=0 if sparse_masks else 1)
+    full = (1 << ways) - 1
     kinds = ('L3CODE', 'L3DATA') if cdp else ('L3',)
     for kind in kinds:
-        _write(root, 'info/%s/cbm_mask' % kind, full + '\n')
+        _write(root, 'info/%s/cbm_mask' % kind, _mask(ways) + '\n')
         _write(root, 'info/%s/min_cbm_bits' % kind, '%d\n' % min_cbm_bits)
         _write(root, 'info/%s/num_closids' % kind, '%d\n' % num_closids)
         _write(root, 'info/%s/shareable_bits' % kind,
                format(shareable_bits, 'x') + '\n')
+        if sparse_masks is not None:
+            _write(root, 'info/%s/sparse_masks' % kind,
+                   '%d\n' % bool(sparse_masks))
+    others = _other_resources(root, resources or {}, domains)
     if monitoring:
         _write(root, 'info/L3_MON/num_rmids', '%d\n' % num_rmids)
         _write(root, 'info/L3_MON/mon_features',
                'llc_occupancy\nmbm_total_bytes\nmbm_local_bytes\n')
+    groups = None if groups is None else dict(groups)
+    taken = {}
+    for name, spec in sorted((groups or {}).items()):
+        if spec.get('mode') not in (resctrl.MODE_EXCLUSIVE,
+                                    resctrl.MODE_LOCKED):
+            continue
+        if spec['mode'] == resctrl.MODE_EXCLUSIVE and set(
+                spec['masks']) != set(domains):
+            raise InvalidTree('exclusive group %s needs a mask in every '
+                              'cache domain %s' % (name, list(domains)))
+        for d, m in spec['masks'].items():
+            taken[d] = taken.get(d, 0) | m
+    shared = {d: _first_run(full & ~taken.get(d, 0)) for d in domains}
+    if not all(shared.values()):
+        raise InvalidTree('exclusive and pseudo-locked groups leave no way '
+                          'for the default group in some cache domain')
     schemata = ''.join('%s:%s\n' % (kind, ';'.join(
-        '%d=%s' % (d, full) for d in domains)) for kind in kinds)
+        '%d=%x' % (d, shared[d]) for d in domains)) for kind in kinds)
+    schemata += others
     for group in ('',) + tuple(foreign):
-        _write(root, os.path.join(group, 'schemata'), schemata)
-        _write(root, os.path.join(group, 'tasks'),
-               '1\n' if not group else '4242\n')
-        _write(root, os.path.join(group, 'cpus_list'),
-               format_cpus(cpus) + '\n' if cpus and not group else '')
-        if monitoring:
-            _mon_files(os.path.join(root, group), domains)
+        _lay_group(root, group, schemata, cpus if not group else (),
+                   domains if monitoring else None,
+                   None if groups is None else resctrl.MODE_SHAREABLE)
+    for name, spec in sorted((groups or {}).items()):
+        mode = spec.get('mode', resctrl.MODE_SHAREABLE)
+        masks = dict(shared)
+        masks.update(spec.get('masks', {}))
+        if mode == resctrl.MODE_LOCKED:
+            # A region locks one domain; its schemata shows that one.
+            (d, m), = spec['masks'].items()
+            text = '%s:%d=%x\n' % (kinds[-1], d, m)
+        else:
+            text = ''.join('%s:%s\n' % (kind, ';'.join(
+                '%d=%x' % (d, masks[d]) for d in domains))
+                for kind in kinds) + others
+        locked = mode in (resctrl.MODE_LOCKED, resctrl.MODE_LOCKSETUP)
+        _lay_group(root, name, text, (),
+                   domains if monitoring and not locked else None, mode)
+    if bit_usage:
+        write_bit_usage(root)
     return schemata
+
+
+def _first_run(mask):
+    """The lowest run of adjacent set bits of ``mask``."""
+    low = mask & -mask
+    # Adding the lowest bit carries through the run to the way above it.
+    return ((mask + low) & ~mask) - low if mask else 0
+
+
+def _other_resources(root, resources, domains):
+    """``info/`` of MB, SMBA, L2; their default schemata lines."""
+    lines = ''
+    for name, closids in sorted(resources.items()):
+        _write(root, 'info/%s/num_closids' % name, '%d\n' % closids)
+        if name.startswith('L2'):
+            for fname, value in (('cbm_mask', 'ff'), ('min_cbm_bits', '1'),
+                                 ('shareable_bits', '0')):
+                _write(root, 'info/%s/%s' % (name, fname), value + '\n')
+            value = 'ff'
+        else:
+            for fname, value in (('min_bandwidth', '10'),
+                                 ('bandwidth_gran', '10'),
+                                 ('delay_linear', '1')):
+                _write(root, 'info/%s/%s' % (name, fname), value + '\n')
+            value = '100'
+        lines += '%s:%s\n' % (name, ';'.join('%d=%s' % (d, value)
+                                             for d in domains))
+    return lines
+
+
+def _lay_group(root, group, schemata, cpus, mon_domains, mode):
+    _write(root, os.path.join(group, 'schemata'), schemata)
+    _write(root, os.path.join(group, 'tasks'), '1\n' if not group
+           else '4242\n')
+    _write(root, os.path.join(group, 'cpus_list'),
+           format_cpus(cpus) + '\n' if cpus else '')
+    if mode is not None:
+        _write(root, os.path.join(group, 'mode'), mode + '\n')
+    if mon_domains is not None:
+        _mon_files(os.path.join(root, group), mon_domains)
+
+
+def _l3_kind_dirs(root):
+    return [k for k in resctrl.L3_KINDS
+            if os.path.isdir(os.path.join(root, 'info', k))]
+
+
+def _read_text(*parts):
+    try:
+        with open(os.path.join(*parts), encoding='ascii') as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def group_mode(group_path):
+    """A group's ``mode`` (``shareable`` without the file)."""
+    text = _read_text(group_path, 'mode')
+    return text.strip() if text else resctrl.MODE_SHAREABLE
+
+
+def l3_masks(group_path):
+    """``{domain: mask}``: the union of a group's L3 (or CDP) lines."""
+    text = _read_text(group_path, 'schemata') or ''
+    masks = {}
+    for kind, doms in resctrl.parse_schemata(text).items():
+        if kind in resctrl.L3_KINDS:
+            for d, m in doms.items():
+                masks[d] = masks.get(d, 0) | m
+    return masks
+
+
+def bit_usage_text(root):
+    """``info/L3/bit_usage`` as the kernel would show the tree."""
+    kind = _l3_kind_dirs(root)[0]
+    full = int(_read_text(root, 'info', kind, 'cbm_mask'), 16)
+    hw = int(_read_text(root, 'info', kind, 'shareable_bits') or '0', 16)
+    paths = [root] + [os.path.join(root, n) for n in sorted(os.listdir(root))
+                      if n not in ('info', 'mon_groups', 'mon_data')
+                      and os.path.isdir(os.path.join(root, n))]
+    by_mode = {}
+    for path in paths:
+        mode = group_mode(path)
+        for d, m in l3_masks(path).items():
+            by_mode.setdefault(d, {}).setdefault(mode, 0)
+            by_mode[d][mode] |= m
+    items = []
+    for d in sorted(l3_masks(root)):
+        modes = by_mode.get(d, {})
+        used = 0
+        for m in modes.values():
+            used |= m
+        chars = []
+        for bit in reversed(range(full.bit_length())):
+            b = 1 << bit
+            if b & modes.get(resctrl.MODE_LOCKED, 0):
+                chars.append('P')
+            elif b & modes.get(resctrl.MODE_EXCLUSIVE, 0):
+                chars.append('E')
+            elif b & used:
+                chars.append('X' if b & hw else 'S')
+            else:
+                chars.append('H' if b & hw else '0')
+        items.append('%d=%s' % (d, ''.join(chars)))
+    return ';'.join(items) + '\n'
+
+
+def write_bit_usage(root):
+    text = bit_usage_text(root)
+    for kind in _l3_kind_dirs(root):
+        _write(root, 'info/%s/bit_usage' % kind, text)
 
 
 MON_FILES = ('llc_occupancy', 'mbm_total_bytes', 'mbm_local_bytes')
@@ -211,9 +377,21 @@ class Kernel(resctrl_writer.Syscalls):
       control group (``EINVAL`` and ``info/last_cmd_status`` otherwise), a
       CPU moves from the sibling monitoring group that had it; a control
       group's CPUs leave every other control group, and CPUs it drops leave
-      its monitoring groups.
+      its monitoring groups;
+    * classes of service run out at the smallest ``num_closids`` of all
+      allocation resources (L3, L3CODE/L3DATA, L2, MB, SMBA); a
+      pseudo-locked group holds none, nor an RMID;
+    * a new group's masks leave out the ways of exclusive and
+      pseudo-locked groups (``ENOSPC`` when fewer than ``min_cbm_bits``
+      remain);
+    * a ``schemata`` write changes only the lines and domains it names and
+      is refused whole (``EINVAL``, ``info/last_cmd_status``) for an
+      unknown resource or domain, a mask out of range, with gaps when
+      ``sparse_masks`` is not 1, shorter than ``min_cbm_bits``, over a
+      pseudo-locked region or an exclusive group's ways;
+    * ``info/L3*/bit_usage``, when the tree has it, follows every change.
 
-    RMIDs in limbo and task moves are not modelled.
+    RMIDs in limbo, task moves and writes to ``mode`` are not modelled.
     """
 
     def __init__(self, root):
@@ -250,7 +428,47 @@ class Kernel(resctrl_writer.Syscalls):
 
     def rmids_in_use(self):
         return sum(1 + len(self.mon_groups(g))
-                   for g in [self.root] + self.ctrl_groups())
+                   for g in [self.root] + self.ctrl_groups()
+                   if group_mode(g) not in (resctrl.MODE_LOCKED,
+                                            resctrl.MODE_LOCKSETUP))
+
+    def closids_in_use(self):
+        return 1 + sum(1 for g in self.ctrl_groups()
+                       if group_mode(g) != resctrl.MODE_LOCKED)
+
+    def closid_limit(self):
+        """The smallest num_closids of the allocation resources."""
+        limits = [self._int_info(name, 'num_closids')
+                  for name in os.listdir(os.path.join(self.root, 'info'))
+                  if not name.endswith('_MON')]
+        limits = [n for n in limits if n is not None]
+        return min(limits) if limits else None
+
+    def _cache_info(self, resource):
+        """``(cbm_mask, min_cbm_bits, sparse)`` of a cache resource."""
+        full = int(self._read(self.root, 'info', resource,
+                              'cbm_mask').strip(), 16)
+        sparse = _read_text(self.root, 'info', resource, 'sparse_masks')
+        return (full, self._int_info(resource, 'min_cbm_bits') or 0,
+                (sparse or '').strip() == '1')
+
+    def _held_elsewhere(self, group, domain, modes):
+        """Ways of ``domain`` held by other groups in one of ``modes``."""
+        held = 0
+        for other in [self.root] + self.ctrl_groups():
+            if other != group and group_mode(other) in modes:
+                held |= l3_masks(other).get(domain, 0)
+        return held
+
+    def _refresh(self):
+        if any(os.path.isfile(os.path.join(self.root, 'info', k,
+                                           'bit_usage'))
+               for k in _l3_kind_dirs(self.root)):
+            write_bit_usage(self.root)
+
+    def _refuse(self, status, path, err=errno.EINVAL):
+        self._status(status)
+        raise OSError(err, os.strerror(err), path)
 
     def _cpus(self, group):
         try:
@@ -286,29 +504,53 @@ class Kernel(resctrl_writer.Syscalls):
         if parent != self.root and not is_mon:
             raise PermissionError(errno.EPERM, os.strerror(errno.EPERM),
                                   path)
+        schemata = None
         if not is_mon:
-            closids = self._int_info('L3', 'num_closids') or self._int_info(
-                'L3CODE', 'num_closids')
-            if closids is not None and 1 + len(self.ctrl_groups()) >= closids:
-                self._status('Out of CLOSIDs')
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+            closids = self.closid_limit()
+            if closids is not None and self.closids_in_use() >= closids:
+                self._refuse('Out of CLOSIDs', path, errno.ENOSPC)
+            schemata = self._new_schemata(path)
         if monitoring is not None and self.rmids_in_use() >= monitoring:
-            self._status('Out of RMIDs')
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+            self._refuse('Out of RMIDs', path, errno.ENOSPC)
         os.mkdir(path, 0o755)
         for fname in ('cpus_list', 'tasks'):
             _write(path, fname, '\n' if fname == 'cpus_list' else '')
-        if not is_mon:
-            info = 'L3' if os.path.isdir(os.path.join(
-                self.root, 'info', 'L3')) else 'L3CODE'
-            full = self._read(self.root, 'info', info, 'cbm_mask').strip()
-            kinds = ('L3',) if info == 'L3' else ('L3CODE', 'L3DATA')
-            _write(path, 'schemata', ''.join('%s:%s\n' % (kind, ';'.join(
-                '%d=%s' % (d, full) for d in self._domains()))
-                for kind in kinds))
+        if schemata is not None:
+            _write(path, 'schemata', schemata)
+            if os.path.isfile(os.path.join(self.root, 'mode')):
+                _write(path, 'mode', resctrl.MODE_SHAREABLE + '\n')
         if monitoring is not None:
             _mon_files(path, self._domains(), mon_groups=not is_mon)
+        self._refresh()
         self._status('ok')
+
+    def _new_schemata(self, path):
+        """A new group's schemata, as the kernel makes it.
+
+        Every way no exclusive or pseudo-locked group holds (their lowest
+        run without sparse masks), and the default group's values of the
+        other resources.
+
+        :raises OSError: ``ENOSPC`` when a domain has too few such ways.
+        """
+        lines = []
+        for line in self._read(self.root, 'schemata').splitlines():
+            kind = line.partition(':')[0].strip()
+            if kind not in resctrl.L3_KINDS:
+                lines.append(line.strip())
+                continue
+            full, min_bits, sparse = self._cache_info(kind)
+            items = []
+            for d in self._domains():
+                free = full & ~self._held_elsewhere(
+                    path, d, (resctrl.MODE_EXCLUSIVE, resctrl.MODE_LOCKED))
+                mask = free if sparse else _first_run(free)
+                if bin(mask).count('1') < max(min_bits, 1):
+                    self._refuse('No space on %s:%d' % (kind, d), path,
+                                 errno.ENOSPC)
+                items.append('%d=%x' % (d, mask))
+            lines.append('%s:%s' % (kind, ';'.join(items)))
+        return '\n'.join(lines) + '\n'
 
     def rmdir(self, name, dir_fd):
         parent = self._path(dir_fd)
@@ -323,9 +565,17 @@ class Kernel(resctrl_writer.Syscalls):
             raise NotADirectoryError(errno.ENOTDIR,
                                      os.strerror(errno.ENOTDIR), path)
         shutil.rmtree(path)
+        self._refresh()
 
     def write_file(self, dir_fd, name, text, append, where):
         group = self._path(dir_fd)
+        if name == 'schemata' and (group == self.root
+                                   or group in self.ctrl_groups()):
+            text = self._schemata_update(group, text)
+            super().write_file(dir_fd, name, text, False, where)
+            self._refresh()
+            self._status('ok')
+            return
         if name == 'cpus_list':
             try:
                 cpus = set(parse_cpus(text))
@@ -357,6 +607,79 @@ class Kernel(resctrl_writer.Syscalls):
             self._status('ok')
         super().write_file(dir_fd, name, text, append, where)
 
+    # -- schemata writes --------------------------------------------------
+    def _schemata_update(self, group, text):
+        """The group's schemata with ``text``'s values in.
+
+        :raises OSError: ``EINVAL`` naming the first thing the kernel
+            would refuse; nothing is changed then.
+        """
+        path = os.path.join(group, 'schemata')
+        if group_mode(group) == resctrl.MODE_LOCKED:
+            self._refuse('Resource group is pseudo-locked', path)
+        current = []
+        for line in self._read(group, 'schemata').splitlines():
+            kind, _, rest = line.partition(':')
+            if kind.strip():
+                current.append((kind.strip(), dict(
+                    item.strip().split('=', 1) for item in rest.split(';')
+                    if '=' in item)))
+        values = dict(current)
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            kind, sep, rest = line.partition(':')
+            kind = kind.strip()
+            if not sep or kind not in values:
+                self._refuse('Unknown or unsupported resource name '
+                             "'%s'" % kind, path)
+            for item in rest.split(';'):
+                if not item.strip():
+                    continue
+                dom, sep, value = item.partition('=')
+                dom, value = dom.strip(), value.strip()
+                if not sep or not dom.isdigit():
+                    self._refuse("Missing '=' or non-numeric domain", path)
+                if dom not in values[kind]:
+                    self._refuse('Unknown domain %s of %s' % (dom, kind),
+                                 path)
+                if kind in resctrl.CACHE_RESOURCES:
+                    self._check_cbm(group, kind, int(dom), value, path)
+                values[kind][dom] = value
+        return ''.join('%s:%s\n' % (kind, ';'.join(
+            '%s=%s' % kv for kv in doms.items())) for kind, doms in current)
+
+    def _check_cbm(self, group, kind, dom, value, path):
+        """The kernel's checks of one cache mask (cbm_validate, parse_cbm).
+
+        :raises OSError: ``EINVAL``, the reason in last_cmd_status.
+        """
+        full, min_bits, sparse = self._cache_info(kind)
+        try:
+            mask = int(value, 16)
+        except ValueError:
+            self._refuse('Non-hex character in the mask %s' % value, path)
+        if (min_bits > 0 and mask == 0) or mask > full:
+            self._refuse('Mask out of range', path)
+        run = _first_run(mask)
+        if not sparse and mask != run:
+            self._refuse('The mask %x has non-consecutive 1-bits' % mask,
+                         path)
+        if bin(run).count('1') < min_bits:
+            self._refuse('Need at least %d bits in the mask' % min_bits,
+                         path)
+        if kind not in resctrl.L3_KINDS:
+            return
+        if mask & self._held_elsewhere(group, dom, (resctrl.MODE_LOCKED,)):
+            self._refuse('CBM overlaps with pseudo-locked region', path)
+        if mask & self._held_elsewhere(group, dom,
+                                       (resctrl.MODE_EXCLUSIVE,)):
+            self._refuse('Overlaps with exclusive group', path)
+        if group_mode(group) == resctrl.MODE_EXCLUSIVE and (
+                mask & self._held_elsewhere(group, dom, (
+                    resctrl.MODE_SHAREABLE, resctrl.MODE_LOCKSETUP))):
+            self._refuse('Overlaps with other group', path)
+
 
 def real_memory(sysfs_root='/sys'):
     """``(small-page MB, huge-page MB)`` of this machine's NUMA nodes."""
@@ -367,17 +690,30 @@ def real_memory(sysfs_root='/sys'):
             sum(h for _, h in nodes.values()))
 
 
+# x86 vendor numbers of a CPU's modalias (the kernel's X86_VENDOR_*), and
+# a family of each.
+VENDORS = {'intel': (0, 6), 'amd': (2, 0x19), 'hygon': (9, 0x18)}
+
+
 def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS,
-                memory_mb=None, hugepages_mb=None):
+                memory_mb=None, hugepages_mb=None, vendor=None):
     """The L3 part of ``devices/system/cpu``, and the NUMA cells.
 
     :param domains: ``{L3 cache id: CPUs sharing it}``.
     :param memory_mb: small-page memory of each cell (its ``meminfo``);
         with ``hugepages_mb``, 2 MiB huge pages of each cell. ``None``
         writes no memory (the agent then reports none).
+    :param vendor: ``'intel'``, ``'amd'`` or ``'hygon'``: every CPU's
+        ``modalias`` names it as the kernel does; None writes none.
     """
     every = sorted(c for cpus in domains.values() for c in cpus)
     _write(root, 'devices/system/cpu/online', format_cpus(every) + '\n')
+    if vendor is not None:
+        number, family = VENDORS[vendor]
+        for cpu in every:
+            _write(root, 'devices/system/cpu/cpu%d/modalias' % cpu,
+                   'cpu:type:x86,ven%04Xfam%04Xmod0001:feature:,0000,0001\n'
+                   % (number, family))
     # One NUMA cell per cache, numbered as the caches (a Xeon without
     # sub-NUMA clustering).
     for cache_id, cpus in sorted(domains.items()):

@@ -54,7 +54,15 @@ class Inventory:
 
     def __init__(self, client, hostname, default_group_ways,
                  dedicated_cpus=None, default_io=False, lease_ways=0,
-                 lease_classes=0, lease_cores=0):
+                 lease_classes=0, lease_cores=0, shared_classes=True):
+        """See :meth:`from_conf`.
+
+        :param shared_classes: a class of service serves one instance in
+            each cache domain (the resctrl backend), so every domain is
+            offered all of them; else (libpqos, a class per instance) each
+            domain gets its share of the host's.
+        """
+        self.shared_classes = shared_classes
         self.client = client
         self.lease_cores = lease_cores
         self.lease_ways = lease_ways
@@ -74,7 +82,8 @@ class Inventory:
                    else None, conf.resq_agent.default_group_io_ways,
                    conf.resq_agent.ondemand_ways,
                    conf.resq_agent.ondemand_classes,
-                   conf.resq_agent.ondemand_cores)
+                   conf.resq_agent.ondemand_cores,
+                   shared_classes=conf.resq_agent.backend == 'resctrl')
 
     def compute_uuid(self):
         if self._compute_uuid is None:
@@ -84,8 +93,9 @@ class Inventory:
 
     def cache_domains(self, topology):
         """The Placement view of each domain of ``topology``; no I/O."""
+        sharing = 1 if self.shared_classes else len(topology.domains)
         return [discovery.cache_domain_of(d, self.default_group_ways,
-                                          len(topology.domains),
+                                          sharing,
                                           self.dedicated_cpus,
                                           self.default_io,
                                           self.lease_ways,

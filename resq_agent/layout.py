@@ -29,9 +29,15 @@ How a domain's ways are split (ways numbered from bit 0 of ``cbm_mask``):
   mask contiguous), always at least ``default_ways`` of them. The
   region's size minus ``default_ways`` is :attr:`DomainShape.capacity`:
   exactly what Placement is offered;
-* every instance group is one class of service in *every* domain (CLOS are
-  global in resctrl), so at most ``num_closids - 1`` instance groups per
-  host: one CLOS stays with the default group.
+* a class of service is host-wide but its masks are per domain, and an
+  instance is pinned to one domain. With ``shared`` (the resctrl backend)
+  one class serves at most one instance in *each* domain: its mask in a
+  domain is that instance's ways, so every domain holds up to
+  ``num_closids - 1`` partitions (one class stays with the default group)
+  instead of that many per host. An instance keeps its class while it
+  runs; a new one takes the lowest class free in its domain. Without
+  ``shared`` (libpqos, which keeps a class per instance) each instance is
+  a class of its own, ``num_closids - 1`` per host.
 
 Running instances keep their masks when they still fit; new instances go
 first-fit into the gaps; only when a request fits in the free ways but not
@@ -134,6 +140,8 @@ class Request:
     cpus: tuple = ()
     packet_bytes: int = None
     current_mask: int = None
+    # The shared class it is in now (see the module), if any.
+    current_clos: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +153,9 @@ class Assignment:
     cpus: tuple = ()
     packet_bytes: int = None
     moved: bool = False
+    # The shared class of service (1 .. num_closids - 1) serving it; None
+    # when it has a class of its own.
+    clos: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,7 +179,7 @@ class Layout:
         return None
 
 
-def compute(shapes, requests, num_closids):
+def compute(shapes, requests, num_closids, shared=False):
     """Lay out ``requests`` over the domains ``shapes``.
 
     :param shapes: list of :class:`DomainShape`.
@@ -176,6 +187,8 @@ def compute(shapes, requests, num_closids):
         ones win when there is not room for all.
     :param num_closids: the platform's classes of service (one is kept for
         the default group).
+    :param shared: one class serves one instance per domain (see the
+        module); else one class per instance.
     :returns: a :class:`Layout`.
     """
     by_id = {s.id: s for s in shapes}
@@ -183,7 +196,7 @@ def compute(shapes, requests, num_closids):
     # an over-commit never evicts something that runs protected.
     ordered = ([r for r in requests if r.current_mask is not None]
                + [r for r in requests if r.current_mask is None])
-    free_groups = max(num_closids - 1, 0)
+    classes = _Classes(num_closids, shared)
     used = collections.Counter()
     accepted = collections.defaultdict(list)
     refused = []
@@ -199,9 +212,8 @@ def compute(shapes, requests, num_closids):
         elif req.ways < max(shape.min_cbm_bits, 1):
             reason = ('%d ways is below the platform minimum of %d '
                       '(min_cbm_bits)' % (req.ways, shape.min_cbm_bits))
-        elif free_groups <= 0:
-            reason = ('no class of service left: all %d are in use, one '
-                      'kept for the default group' % num_closids)
+        elif not classes.free(shape.id):
+            reason = classes.exhausted(shape.id)
         elif used[shape.id] + req.ways > shape.capacity:
             reason = ('needs %d ways but only %d of the %d instance ways of '
                       'cache domain %d are free (%d I/O and %d default-'
@@ -214,7 +226,7 @@ def compute(shapes, requests, num_closids):
             refused.append(Refusal(req.instance_uuid, req.domain_id,
                                    req.ways, reason))
             continue
-        free_groups -= 1
+        classes.take(shape.id)
         used[shape.id] += req.ways
         accepted[shape.id].append(req)
     assignments = []
@@ -223,15 +235,65 @@ def compute(shapes, requests, num_closids):
         placed = _place(shape, accepted.get(shape.id, []))
         end = max((start + req.ways for start, req in placed), default=0)
         defaults[shape.id] = shape.default_mask(end)
+        clos_of = classes.number(shape.id, [r for _, r in placed])
         for start, req in placed:
             mask = shape.mask_at(start, req.ways)
             assignments.append(Assignment(
                 req.instance_uuid, shape.id, req.ways, mask,
                 tuple(req.cpus), req.packet_bytes,
                 moved=(req.current_mask is not None
-                       and req.current_mask != mask)))
+                       and req.current_mask != mask),
+                clos=clos_of.get(req.instance_uuid)))
     assignments.sort(key=lambda a: (a.domain_id, a.mask))
     return Layout(assignments, refused, defaults)
+
+
+class _Classes:
+    """Classes of service left, per domain (shared) or per host."""
+
+    def __init__(self, num_closids, shared):
+        self.num_closids = num_closids
+        self.shared = shared
+        self.usable = max(num_closids - 1, 0)
+        self.used = collections.Counter()
+
+    def _key(self, domain_id):
+        return domain_id if self.shared else None
+
+    def free(self, domain_id):
+        return self.used[self._key(domain_id)] < self.usable
+
+    def take(self, domain_id):
+        self.used[self._key(domain_id)] += 1
+
+    def exhausted(self, domain_id):
+        if self.shared:
+            return ('no class of service left in cache domain %d: its '
+                    'instances hold all %d (a class serves one instance '
+                    'per domain; one is kept for the default group)'
+                    % (domain_id, self.usable))
+        return ('no class of service left: all %d are in use, one kept '
+                'for the default group' % self.num_closids)
+
+    def number(self, domain_id, reqs):
+        """``{uuid: class}`` of one domain's accepted requests (shared).
+
+        A running instance keeps its class when no other of the domain
+        claims it first; the others take the lowest free ones.
+        """
+        if not self.shared:
+            return {}
+        result, taken = {}, set()
+        for req in sorted(reqs, key=lambda r: r.instance_uuid):
+            k = req.current_clos
+            if k is not None and 1 <= k <= self.usable and k not in taken:
+                result[req.instance_uuid] = k
+                taken.add(k)
+        free = (k for k in range(1, self.usable + 1) if k not in taken)
+        for req in sorted(reqs, key=lambda r: r.instance_uuid):
+            if req.instance_uuid not in result:
+                result[req.instance_uuid] = next(free)
+        return result
 
 
 def _place(shape, reqs):

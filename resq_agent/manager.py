@@ -60,6 +60,14 @@ def _summary(topology):
                      for d in topology.domains if d.cat) or 'no domains'
 
 
+def _monitored(assignment):
+    """``(group, monitoring group or None)`` holding an instance's data."""
+    if assignment.clos is None:
+        return enforcer_mod.group_name(assignment.instance_uuid), None
+    return (enforcer_mod.group_of(assignment),
+            enforcer_mod.group_name(assignment.instance_uuid))
+
+
 class AgentManager:
     """Enforces cache partitions for the Nova instances of this host."""
 
@@ -92,6 +100,9 @@ class AgentManager:
         self.misplaced_hooks = list(misplaced_hooks)
         self._misplaced = {}      # uuid -> reason, reported
         self.monitor = monitor
+        # One class of service serves an instance in each cache domain
+        # (resctrl); libpqos keeps a class per instance.
+        self.shared_classes = getattr(enforcer, 'shares_classes', False)
         self._discover = discover
         self._set_topology(topology)
         # _pass_lock serialises passes (which call Placement and libvirt);
@@ -119,6 +130,7 @@ class AgentManager:
         self._reported = False
         self.last_reconcile = None
         self.placement_reachable = None
+        self.enforcement_errors = 0    # failed writes, ever (metrics)
 
     def _set_topology(self, topology):
         self.topology = topology
@@ -562,7 +574,8 @@ class AgentManager:
 
     def _enforce(self, enforce=True):
         """Lay out and write; ``(summary, layout)``. Makes no remote call."""
-        current = self.enforcer.current_masks() if self.shapes else {}
+        current = self.enforcer.current(
+            {u: i.cpus for u, i in self._known.items()}) if self.shapes else {}
         requests, refused = [], []
         for inst in sorted(self._known.values(), key=lambda i: i.uuid):
             alloc = self._allocation(inst)
@@ -590,10 +603,12 @@ class AgentManager:
                 refused.append(layout.Refusal(inst.uuid, domain_id, ways,
                                               reason))
                 continue
+            masks, clos = current.get(inst.uuid) or ({}, None)
             requests.append(layout.Request(
                 inst.uuid, domain_id, ways, inst.cpus, inst.packet_bytes,
-                (current.get(inst.uuid) or {}).get(domain_id)))
-        lay = layout.compute(self.shapes, requests, self.num_closids)
+                masks.get(domain_id), clos))
+        lay = layout.compute(self.shapes, requests, self.num_closids,
+                             shared=self.shared_classes)
         refused.extend(lay.refused)
         enforced = lay
         if enforce and self.ondemand is not None and self.shapes:
@@ -625,6 +640,7 @@ class AgentManager:
         else:
             self._layout = lay
         self._errors = result.errors
+        self.enforcement_errors += len(result.errors)
         return {'instances': len(lay.assignments),
                 'refused': [dict(uuid=r.instance_uuid, reason=r.reason)
                             for r in refused],
@@ -676,6 +692,17 @@ class AgentManager:
             with self._lock:
                 self._synced[uuid] = True
 
+    def terms(self):
+        """``{uuid: {spec: value}}``: each running instance's SLO term.
+
+        The ``resq:`` extra specs of its flavor (class, profile, targets).
+        """
+        with self._lock:
+            return {u: {k[len('resq:'):]: v
+                        for k, v in i.extra_specs.items()
+                        if k.startswith('resq:')}
+                    for u, i in self._known.items()}
+
     # -- status --------------------------------------------------------------
     def status(self):
         """What is enforced and measured, JSON-able."""
@@ -687,13 +714,15 @@ class AgentManager:
                          'ways': a.ways, 'mask': '%x' % a.mask,
                          'cpus': list(a.cpus),
                          'packet_bytes': a.packet_bytes}
+                if a.clos is not None:
+                    entry['clos'] = a.clos
                 if self.monitor is not None:
-                    entry.update(self.monitor.sample(
-                        enforcer_mod.group_name(a.instance_uuid)))
+                    entry.update(self.monitor.sample(*_monitored(a)))
                 instances.append(entry)
             if self.monitor is not None:
-                self.monitor.forget({enforcer_mod.group_name(
-                    a.instance_uuid) for a in lay.assignments})
+                self.monitor.forget({_monitored(a)[0] if a.clos is None
+                                     else _monitored(a)
+                                     for a in lay.assignments})
             return {
                 'backend': self.enforcer.name,
                 'resctrl_available': self.topology.resctrl_available,

@@ -129,6 +129,10 @@ class PqosEnforcer:
     def current_masks(self):
         return {s.instance_uuid: s.masks for s in self.groups().values()}
 
+    def current(self, cpus_of=None):
+        """``{instance uuid: (masks, None)}``: a class per instance."""
+        return {u: (m, None) for u, m in self.current_masks().items()}
+
     def default_masks(self):
         _, domains = self.classes.load()
         masks, _ = self._read(domains)

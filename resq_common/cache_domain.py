@@ -23,9 +23,11 @@ provider, owned by the resq agent:
   ``min_cbm_bits``;
 * ``CUSTOM_LLC_CLOS``: classes of service, one reserved for the default
   group, so Placement never hands out more partitions than CAT can enforce.
-  A class of service is host-wide (a resctrl group has a mask on every
-  domain and the agent gives each instance a group of its own), so a host
-  with ``n`` domains offers each domain ``(num_closids - 1) // n`` of them;
+  A class of service is host-wide but has a mask per domain, and with the
+  resctrl backend one class serves one instance in each domain, so every
+  domain offers ``num_closids - 1`` (less the on-demand lease's classes).
+  With libpqos a class serves one instance, so a host with ``n`` domains
+  offers each ``(num_closids - 1) // n`` of them (``domains_on_host``);
 * traits ``CUSTOM_CAT_L3`` (CAT-capable), ``CUSTOM_RESQ_L3_<id>`` and the
   platform traits ``CUSTOM_RESQ_LLC_WAYS_<n>`` and
   ``CUSTOM_RESQ_LLC_WAY_KIB_<k>`` (the domain's way count and way size).

@@ -129,6 +129,56 @@ def parse_schemata(text):
     return result
 
 
+# The characters of info/<resource>/bit_usage (Documentation/arch/x86/
+# resctrl.rst): "0" unused, "H" used by hardware only (shareable_bits in no
+# group), "X" shareable bits a group uses too, "S" used by groups that
+# share, "E" used by one exclusive group, "P" pseudo-locked. Ways marked E
+# or P cannot go into any other group's mask.
+BIT_USAGE_CHARS = frozenset('0HXSEP')
+NOT_SHAREABLE = frozenset('EP')
+# The values of a group's "mode" file.
+MODE_SHAREABLE = 'shareable'
+MODE_EXCLUSIVE = 'exclusive'
+MODE_LOCKSETUP = 'pseudo-locksetup'
+MODE_LOCKED = 'pseudo-locked'
+GROUP_MODES = (MODE_SHAREABLE, MODE_EXCLUSIVE, MODE_LOCKSETUP, MODE_LOCKED)
+# Resources whose schemata values are cache bit masks.
+CACHE_RESOURCES = ('L3', 'L3CODE', 'L3DATA', 'L2', 'L2CODE', 'L2DATA')
+L3_KINDS = ('L3', 'L3CODE', 'L3DATA')
+
+
+def parse_bit_usage(text):
+    """``"0=SSEE;1=SSSS"`` -> ``{0: "SSEE", 1: "SSSS"}``.
+
+    The leftmost character is the highest way (the kernel prints from bit
+    ``cbm_len - 1`` down to bit 0).
+
+    :raises ValueError: for anything but ``<id>=<legend characters>``.
+    """
+    result = {}
+    for item in text.replace('\n', ';').split(';'):
+        item = item.strip()
+        if not item:
+            continue
+        dom, sep, chars = item.partition('=')
+        chars = chars.strip().upper()
+        if not sep or not dom.strip().isdigit() or not chars or (
+                set(chars) - BIT_USAGE_CHARS):
+            raise ValueError('%r is not a bit_usage entry such as '
+                             '0=SSSSEE00' % item)
+        result[int(dom)] = chars
+    return result
+
+
+def usage_mask(chars, legend):
+    """The ways of one domain's bit_usage marked with one of ``legend``."""
+    mask = 0
+    for pos, char in enumerate(reversed(chars)):
+        if char in legend:
+            mask |= 1 << pos
+    return mask
+
+
 def format_schemata(resources):
     lines = []
     for resource, domains in resources.items():
@@ -211,6 +261,76 @@ class Resctrl:
         raise exception.ResctrlError(
             reason='%s/schemata has no L3 line; is L3 CAT enabled?'
             % self.root)
+
+    # -- rules that limit what mkdir and schemata writes accept ----------
+    def _info_dirs(self):
+        try:
+            names = os.listdir(os.path.join(self.root, 'info'))
+        except OSError:
+            return []
+        return sorted(n for n in names if self._isdir('info', n))
+
+    def closid_limits(self):
+        """``{resource: num_closids}`` of every allocation resource.
+
+        The kernel makes at most the smallest of them groups (the default
+        group included); with CDP the L3CODE and L3DATA counts are already
+        halved.
+        """
+        limits = {}
+        for name in self._info_dirs():
+            if name.endswith('_MON') or not self._isfile(
+                    'info', name, 'num_closids'):
+                continue
+            limits[name] = int(self._read('info', name, 'num_closids'))
+        return limits
+
+    def rmid_limits(self):
+        """``{monitoring resource: num_rmids}`` (L3_MON and any other)."""
+        limits = {}
+        for name in self._info_dirs():
+            if name.endswith('_MON') and self._isfile('info', name,
+                                                      'num_rmids'):
+                limits[name] = int(self._read('info', name, 'num_rmids'))
+        return limits
+
+    def sparse_masks(self):
+        """``info/L3/sparse_masks``: True, False, or None when absent."""
+        d = self.l3_info_dir
+        if not self._isfile('info', d, 'sparse_masks'):
+            return None
+        return self._read('info', d, 'sparse_masks') == '1'
+
+    def bit_usage(self):
+        """``{domain: legend}`` from ``info/L3/bit_usage``, or None."""
+        d = self.l3_info_dir
+        if not self._isfile('info', d, 'bit_usage'):
+            return None
+        return parse_bit_usage(self._read('info', d, 'bit_usage'))
+
+    @staticmethod
+    def _any_group(name):
+        if (not isinstance(name, str) or not name or '/' in name
+                or name in ('.', '..') or name in _NOT_GROUPS):
+            raise exception.ResctrlError(
+                reason='%r is not a resctrl group directory name' % (name,))
+        return name
+
+    def group_mode(self, name):
+        """The ``mode`` of any group, ours or not.
+
+        ``shareable`` when the group has no mode file (a kernel without
+        one shares everything).
+        """
+        if self._isfile(self._any_group(name), 'mode'):
+            return self._read(name, 'mode')
+        return MODE_SHAREABLE
+
+    def group_schemata(self, name):
+        """The parsed schemata of any group (ours or not); {} if none."""
+        if not self._isfile(self._any_group(name), 'schemata'):
+            return {}
+        return parse_schemata(self._read(name, 'schemata'))
 
     def group_path(self, name):
         return os.path.join(self.root, check_group_name(name))

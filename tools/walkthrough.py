@@ -323,9 +323,9 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
                     agent_cmd.main, agent + ['reconcile'])
         self.record('14-agent-status.txt', shown + ' status',
                     agent_cmd.main, agent + ['status'])
-        fw0 = [s for s in self.api.get_servers() if s['name'] == 'fw-0'][0]
-        group = os.path.join(self.work, busy, 'resctrl',
-                             'resq-%s' % fw0['id'])
+        # The first class of service: a group serving one instance in
+        # each cache domain (which instances: status says, by "clos").
+        group = os.path.join(self.work, busy, 'resctrl', 'resq-cos1')
         if os.path.isdir(group):
             with open(os.path.join(group, 'schemata')) as f:
                 self.outputs['15-schemata.txt'] = self._shown(

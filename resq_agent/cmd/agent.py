@@ -32,7 +32,8 @@ def _inspect(conf):
                           'resq_agent')
     topology = discovery.discover_from_conf(conf)
     _print(discovery.describe(topology, conf.resq_agent.default_group_ways,
-                              conf.resq_agent.default_group_io_ways))
+                              conf.resq_agent.default_group_io_ways,
+                              conf.resq_agent.backend == 'resctrl'))
     return 0
 
 

@@ -36,8 +36,10 @@ class AgentLeaseInventoryTest(base.TestCase):
             self.assertEqual((20, 9), (got['CUSTOM_LLC_WAY']['total'],
                                        got['CUSTOM_LLC_WAY']['reserved']))
             self.assertEqual(3, got['CUSTOM_RESQ_ONDEMAND_CORE']['total'])
-            # 16 classes: 1 default, 4 leased, 11 over two domains.
-            self.assertEqual(5 + 1, got['CUSTOM_LLC_CLOS']['total'])
+            # 16 classes, one held by the tree's foreign group: 1
+            # default, 4 leased, 10 in each domain (a class serves one
+            # reserved instance in every domain).
+            self.assertEqual(10 + 1, got['CUSTOM_LLC_CLOS']['total'])
             self.assertIn('CUSTOM_RESQ_ONDEMAND_WAYS_6',
                           client.get_traits(rp))
         # Without a lease nothing of it is reported.

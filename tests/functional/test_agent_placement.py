@@ -51,6 +51,11 @@ class AgentPlacementTest(base.TestCase):
         self.doms = self.useFixture(libvirt_fixture.NovaDomains())
         self.inv = inventory.Inventory(self.client, 'cn1', 1)
 
+    def l3(self, uuid):
+        """The masks of the group enforcing an instance (by its CPUs)."""
+        return resctrl_fixture.instance_l3(self.tree.root, uuid,
+                                           self.doms.cpus[uuid])
+
     def nova_inventory(self, inv):
         self.client.set_inventories(self.root, inv)
 
@@ -114,8 +119,8 @@ class AgentPlacementTest(base.TestCase):
         summary = mgr.reconcile()
         self.assertEqual([], summary['refused'])
         rt = resctrl.Resctrl(self.tree.root)
-        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
-        self.assertEqual(3, cbm.bits(rt.read_schemata('resq-' + B)['L3'][1]))
+        self.assertEqual(5, cbm.bits(self.l3(A)[0]))
+        self.assertEqual(3, cbm.bits(self.l3(B)[1]))
         self.assertTrue(mgr.status()['placement_reachable'])
 
         # Placement goes away: nothing is lost, the log says why.
@@ -124,15 +129,17 @@ class AgentPlacementTest(base.TestCase):
             'http://127.0.0.1:9/placement')
         summary = mgr.reconcile()
         self.assertEqual([], summary['removed'])
-        self.assertEqual(sorted(['resq-' + A, 'resq-' + B]),
-                         rt.owned_groups())
+        # A (domain 0) and B (domain 1) share the first class.
+        self.assertEqual(['resq-cos1'], rt.owned_groups())
+        self.assertEqual('1,2,9\n', self.tree.read('resq-cos1',
+                                                   'cpus_list'))
         self.assertIn('Placement is unreachable', self.logs.output)
         self.assertFalse(mgr.status()['placement_reachable'])
         # ... and comes back: the next pass picks up the new allocation.
         self.inv.client = up
         self.allocate(B, 1, 6)
         mgr.reconcile()
-        self.assertEqual(6, cbm.bits(rt.read_schemata('resq-' + B)['L3'][1]))
+        self.assertEqual(6, cbm.bits(self.l3(B)[1]))
 
     def test_hung_placement_blocks_neither_status_nor_enforcement(self):
         mgr = self.make()
@@ -140,8 +147,7 @@ class AgentPlacementTest(base.TestCase):
         self.doms.add(A, (1, 2), ways=2)     # the flavor says 2 ways
         self.allocate(A, 0, 5)               # Placement says 5
         mgr.reconcile()
-        rt = resctrl.Resctrl(self.tree.root)
-        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual(5, cbm.bits(self.l3(A)[0]))
         # Placement now accepts connections and never answers.
         hung = self.useFixture(hung_fixture.HungService())
         self.inv.client = placement_client.PlacementClient.for_endpoint(
@@ -160,7 +166,7 @@ class AgentPlacementTest(base.TestCase):
         self.assertIn('Placement is unreachable',
                       result['placement_error'])
         # The last answer is still enforced, not the flavor's 2 ways.
-        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual(5, cbm.bits(self.l3(A)[0]))
         self.assertEqual([], result['removed'])
         self.assertFalse(mgr.status()['placement_reachable'])
         # One line in the log for the whole pass, without a traceback.
@@ -174,7 +180,7 @@ class AgentPlacementTest(base.TestCase):
             hung2.endpoint, timeout=1)
         summary = mgr.reconcile()
         self.assertIn('timed out', summary['placement_error'])
-        self.assertEqual(5, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual(5, cbm.bits(self.l3(A)[0]))
 
     def llc_total(self, domain_id):
         rp = cache_domain.provider_uuid(self.root, domain_id)
@@ -209,8 +215,9 @@ class AgentPlacementTest(base.TestCase):
         self.assertIn('Cache topology changed', self.logs.output)
         self.allocate(A, 0, 3)
         mgr.reconcile()
-        rt = resctrl.Resctrl(mnt)
-        self.assertEqual(3, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        # A copied tree: no monitoring groups; A is found by its CPUs.
+        self.assertEqual(3, cbm.bits(
+            resctrl_fixture.instance_l3(mnt, A, cpus=(1, 2))[0]))
 
     def test_transiently_malformed_schemata(self):
         path = os.path.join(self.tree.root, 'schemata')
@@ -260,7 +267,7 @@ class AgentPlacementTest(base.TestCase):
         self.allocate(A, 0, 5)
         mgr.reconcile()
         rt = resctrl.Resctrl(self.tree.root)
-        mask = rt.read_schemata('resq-' + A)['L3'][0]
+        mask = self.l3(A)[0]
         self.assertEqual(5, cbm.bits(mask))
         # Live migration in flight, as Nova does it: the source allocation
         # moves to the migration record, the instance's to the destination.
@@ -276,10 +283,10 @@ class AgentPlacementTest(base.TestCase):
         # ways in the domain of its pinned CPUs then).
         summary = mgr.reconcile()
         self.assertEqual([], summary['removed'])
-        self.assertEqual(mask, rt.read_schemata('resq-' + A)['L3'][0])
+        self.assertEqual(mask, self.l3(A)[0])
         restarted = self.make()
         self.assertEqual([], restarted.reconcile()['removed'])
-        self.assertEqual(2, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual(2, cbm.bits(self.l3(A)[0]))
         # The migration ends: the domain stops here, the group goes.
         self.doms.remove(A)
         mgr.reconcile()
@@ -301,7 +308,7 @@ class AgentPlacementTest(base.TestCase):
                 rp: res for rp, res in self.client.get_allocations(A).items()
                 if rp != self.root})
         rt = resctrl.Resctrl(self.tree.root)
-        self.assertEqual(2, cbm.bits(rt.read_schemata('resq-' + A)['L3'][0]))
+        self.assertEqual(2, cbm.bits(self.l3(A)[0]))
         self.assertEqual([], seen)
         # Cache 0 full (17 usable ways taken by B): back in cache 1, the
         # ways cannot follow; not partitioned, and reported once.

@@ -405,7 +405,7 @@ class CacheDomainOfCellTest(ResQNovaTestBase):
         agent_conf.register_opts(conf)
         conf([], project='resq')
         tree = self.useFixture(resctrl_fixture.ResctrlTree(
-            ways=11, domains=(0, 1), num_closids=8))
+            ways=11, domains=(0, 1), num_closids=8, kernel=True))
         sysfs = self.useFixture(sysfs_fixture.SysfsTree(
             domains={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}, ways=11,
             numa={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}))
@@ -427,7 +427,7 @@ class CacheDomainOfCellTest(ResQNovaTestBase):
 
     def test_forced_host_misplaced_then_repaired_by_the_agent(self):
         from resq_common import cbm
-        from resq_common import resctrl
+        from tests.fixtures import resctrl as resctrl_fixture
 
         rps = self.start_resq_compute('host1', sockets=2,
                                       domains=self.domains([(0,), (1,)]))
@@ -477,6 +477,5 @@ class CacheDomainOfCellTest(ResQNovaTestBase):
         self.assertEqual([rps[1]], self.llc_provider(server))
         self.assertEqual({'CUSTOM_LLC_WAY': 3, 'CUSTOM_LLC_CLOS': 1},
                          self.client.get_allocations(server['id'])[rps[1]])
-        mask = resctrl.Resctrl(tree.root).read_schemata(
-            'resq-' + server['id'])['L3'][1]
+        mask = resctrl_fixture.instance_l3(tree.root, server['id'])[1]
         self.assertEqual(3, cbm.bits(mask))

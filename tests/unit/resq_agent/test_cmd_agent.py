@@ -78,8 +78,8 @@ class AgentCommandTest(base.TestCase):
         rc, out, err = self.run_main('reconcile')
         self.assertEqual(0, rc, err)
         self.assertEqual(1, json.loads(out)['instances'])
-        self.assertTrue(os.path.isdir(os.path.join(self.tree.root,
-                                                   'resq-' + A)))
+        # The first shared class of service holds it.
+        self.assertEqual('5,6\n', self.tree.read('resq-cos1', 'cpus_list'))
         rc, out, err = self.run_main('status')
         self.assertEqual(0, rc, err)
         doc = json.loads(out)
@@ -87,6 +87,7 @@ class AgentCommandTest(base.TestCase):
         self.assertEqual((A, 1, 3, [5, 6], 1518), (
             inst['uuid'], inst['domain_id'], inst['ways'], inst['cpus'],
             inst['packet_bytes']))
+        self.assertEqual(1, inst['clos'])
         self.assertFalse(doc['placement_reachable'])
 
     def test_reconcile_against_a_placement_that_never_answers(self):

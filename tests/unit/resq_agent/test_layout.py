@@ -103,6 +103,50 @@ class LayoutTest(base.TestCase):
         self.assertIn('no class of service left: all 4 are in use, one '
                       'kept for the default group', result.refused[0].reason)
 
+    def test_shared_classes_serve_one_instance_per_domain(self):
+        # 2 domains, 16 classes: 15 partitions in each, not 7.
+        shapes = [layout.DomainShape(d, 0xfffff, 1, 0, 1) for d in (0, 1)]
+        reqs = [req('%d-%02d' % (d, n), 1, d)
+                for d in (0, 1) for n in range(16)]
+        result = layout.compute(shapes, reqs, 16, shared=True)
+        self.check_invariants(shapes, result)
+        for d in (0, 1):
+            mine = [a for a in result.assignments if a.domain_id == d]
+            self.assertEqual(15, len(mine))
+            # Each class once per domain, classes 1..15.
+            self.assertEqual(list(range(1, 16)),
+                             sorted(a.clos for a in mine))
+        self.assertEqual(['0-15', '1-15'],
+                         sorted(r.instance_uuid for r in result.refused))
+        self.assertIn('no class of service left in cache domain 0: its '
+                      'instances hold all 15', result.refused[0].reason)
+        # Without sharing (libpqos): 15 in all.
+        alone = layout.compute(shapes, reqs, 16)
+        self.assertEqual(15, len(alone.assignments))
+        self.assertEqual({None}, {a.clos for a in alone.assignments})
+
+    def test_a_running_instance_keeps_its_class(self):
+        shapes = [layout.DomainShape(d, 0xfffff, 1, 0, 1) for d in (0, 1)]
+        first = layout.compute(shapes, [req('b', 2, 0), req('c', 2, 0)],
+                               16, shared=True)
+        clos = {a.instance_uuid: a.clos for a in first.assignments}
+        self.assertEqual({'b': 1, 'c': 2}, clos)
+        # 'a' arrives (sorts first) and 'b' leaves: 'c' keeps class 2,
+        # 'a' takes the class 'b' freed.
+        again = layout.compute(shapes, [
+            layout.Request('c', 0, 2, (1,), current_mask=first.assignment(
+                'c').mask, current_clos=2),
+            req('a', 2, 0)], 16, shared=True)
+        self.assertEqual({'a': 1, 'c': 2}, {a.instance_uuid: a.clos
+                                            for a in again.assignments})
+        self.assertEqual(first.assignment('c').mask,
+                         again.assignment('c').mask)
+        # A class beyond the platform's (the platform shrank) is not kept.
+        fewer = layout.compute(shapes, [
+            layout.Request('c', 0, 2, (1,), current_clos=9)], 4,
+            shared=True)
+        self.assertEqual(1, fewer.assignment('c').clos)
+
     def test_below_min_cbm_bits_and_unknown_domain(self):
         result = layout.compute([S11], [req('a', 1), req('b', 2, 3)], 8)
         reasons = {r.instance_uuid: r.reason for r in result.refused}

@@ -45,7 +45,9 @@ class ManagerTestBase(base.TestCase):
     # The resctrl tree: L3 monitoring, RMIDs, the fake kernel's rules.
     monitoring = True
     num_rmids = 224
-    kernel = False
+    # The fake kernel's rules (CPUs in one group, RMIDs, classes, and
+    # monitoring groups where instances share a class).
+    kernel = True
 
     def setUp(self):
         super().setUp()
@@ -68,11 +70,31 @@ class ManagerTestBase(base.TestCase):
             virt.Hypervisor(libvirt_fixture.URI),
             monitor=monitor.Monitor(self.tree.root, 0), **kw)
 
-    def masks(self):
-        result = {}
+    def groups_of(self):
+        """``{instance uuid: resctrl group}`` as the tree says.
+
+        An instance in a shared class (``resq-cos<k>``) is found by its
+        monitoring group there, one in a group of its own by the group's
+        name.
+        """
+        found = {}
         for g in self.rt.owned_groups():
+            if not g.startswith('resq-cos'):
+                found[g[5:]] = g
+                continue
+            for mon in self.rt.mon_groups(g):
+                found[mon[5:]] = g
+        return found
+
+    def group(self, uuid):
+        return self.groups_of()[uuid]
+
+    def masks(self):
+        """``{instance uuid: {domain: mask}}`` of the group holding each."""
+        result = {}
+        for uuid, g in self.groups_of().items():
             try:
-                result[g[5:]] = self.rt.read_schemata(g)['L3']
+                result[uuid] = self.rt.read_schemata(g)['L3']
             except (FileNotFoundError, KeyError):
                 # Being written by the worker right now (a copied tree has
                 # no schemata until the first write, then a partial one).
@@ -96,7 +118,15 @@ class ReconcileTest(ManagerTestBase):
         masks = self.masks()
         self.assertEqual(4, cbm.bits(masks[A][0]))
         self.assertEqual(6, cbm.bits(masks[B][1]))
-        self.assertEqual('1,2', self.rt.read_cpus('resq-' + A))
+        # One class of service serves both: A's ways in domain 0, B's in
+        # domain 1; each is monitored on its own.
+        self.assertEqual(['other-app', 'resq-cos1'], self.rt.groups())
+        self.assertEqual((1, 2, 9), resctrl.parse_cpu_list(
+            self.rt.read_cpus('resq-cos1')))
+        self.assertEqual((1, 2), tuple(
+            self.rt.read_mon_cpus('resq-cos1', 'resq-' + A)))
+        self.assertEqual((9,), tuple(
+            self.rt.read_mon_cpus('resq-cos1', 'resq-' + B)))
         self.assertEqual(0, self.default()[0] & masks[A][0])
         self.assertEqual(0, self.default()[1] & masks[B][1])
         self.assertEqual(self.tree.default_schemata,
@@ -119,8 +149,10 @@ class ReconcileTest(ManagerTestBase):
         mgr.reconcile()
         self.doms.remove(A)
         summary = mgr.reconcile()
-        self.assertEqual(['resq-' + A], summary['removed'])
+        # Both in domain 0: a class each; A's goes with it.
+        self.assertEqual(['resq-cos1'], summary['removed'])
         self.assertEqual([B], list(self.masks()))
+        self.assertEqual('resq-cos2', self.group(B))
         self.assertIn('other-app', self.rt.groups())
 
     def test_bad_instances_are_refused_with_a_reason(self):
@@ -142,8 +174,8 @@ class ReconcileTest(ManagerTestBase):
         os.mkdir(os.path.join(self.tree.root, 'resq-' + A))
         self.doms.add(A, (1,), ways=3)
         self.make().reconcile()
-        self.assertEqual(sorted(['other-app', 'resq-' + A]),
-                         self.rt.groups())
+        # The half-made group of A's own is removed; A is in a class.
+        self.assertEqual(['other-app', 'resq-cos1'], self.rt.groups())
         self.assertEqual(3, cbm.bits(self.masks()[A][0]))
 
     def test_no_resctrl(self):
@@ -168,7 +200,8 @@ class ReconcileTest(ManagerTestBase):
         self.doms.add('bbbbbbbb-0000-0000-0000-00000000000d', (3,), ways=5)
         mod = resq_agent.privsep.resctrl
         names = ('create_group', 'write_l3_masks', 'assign_cpus',
-                 'remove_group', 'write_default_l3_masks')
+                 'remove_group', 'write_default_l3_masks',
+                 'create_mon_group', 'remove_mon_group')
         crashed_at = 0
         for n in range(1, 30):
             calls = []
@@ -205,8 +238,11 @@ class ReconcileTest(ManagerTestBase):
                 self.assertEqual(0, used0 & masks[uuid][0])
                 used0 |= masks[uuid][0]
         self.assertEqual(0, used0 & self.default()[0])
-        self.assertEqual(['other-app'] + sorted('resq-' + u for u in masks),
+        # Two in domain 0, one in domain 1: two classes serve all three.
+        self.assertEqual(['other-app', 'resq-cos1', 'resq-cos2'],
                          self.rt.groups())
+        self.assertEqual(0, masks[A][0] & masks[
+            'bbbbbbbb-0000-0000-0000-00000000000d'][0])
 
 
 class SingleSocket11WayTest(ManagerTestBase):
@@ -249,7 +285,8 @@ class OneOwnerTest(ManagerTestBase):
         dom.create()
         mgr.reconcile()
         self.assertEqual(mask, self.masks()[A][0])
-        self.assertEqual('1,2', self.rt.read_cpus('resq-' + A))
+        self.assertEqual((1, 2), tuple(self.rt.read_mon_cpus(
+            self.group(A), 'resq-' + A)))
         self.assertEqual([], virt.cachetune_of(self.doms.xml(A)))
 
 
@@ -356,9 +393,10 @@ class MonitorTest(ManagerTestBase):
         mgr = self.make()
         mgr.monitor = monitor.Monitor(self.tree.root, 0, clock=clock)
         mgr.reconcile()
-        base_dir = os.path.join(self.tree.root, 'resq-' + A, 'mon_data',
-                                'mon_L3_00')
-        os.makedirs(base_dir)
+        # Its own counters: its monitoring group in its class's group.
+        base_dir = os.path.join(self.tree.root, 'resq-cos1', 'mon_groups',
+                                'resq-' + A, 'mon_data', 'mon_L3_00')
+        os.makedirs(base_dir, exist_ok=True)
 
         def put(occ, total, local):
             for name, value in (('llc_occupancy', occ),
@@ -408,11 +446,6 @@ class ResilienceTest(ManagerTestBase):
 
     def wait_for(self, predicate, timeout=60):
         EventTest.wait_for(self, predicate, timeout)
-
-    def masks(self):
-        return {u: m for u, m in
-                enforcer.ResctrlEnforcer(self.tree.root)
-                .current_masks().items()}
 
     def _listing(self, mgr, wrap):
         """Make mgr's libvirt listing hand out wrapped domains."""
@@ -493,13 +526,14 @@ class ResilienceTest(ManagerTestBase):
         self.assertNotIn('Handling instance events', self.logs.output)
 
     def test_privsep_timeout_on_one_group(self):
+        # Both in domain 0: a class each (A's is the first).
         self.doms.add(A, (1,), ways=2)
-        self.doms.add(B, (9,), ways=3)
+        self.doms.add(B, (2,), ways=3)
         mod = resq_agent.privsep.resctrl
         real = mod.write_l3_masks
 
         def slow(group, masks):
-            if group == 'resq-' + A:
+            if group == 'resq-cos1':
                 raise comm.PrivsepTimeout('Timeout while executing a '
                                           'command, timeout: 30')
             return real(group, masks)
@@ -508,8 +542,8 @@ class ResilienceTest(ManagerTestBase):
             summary = self.make().reconcile()
         self.assertEqual([B], [u for u, m in self.masks().items() if m])
         self.assertEqual(1, len(summary['errors']))
-        self.assertIn('schemata resq-%s: privileged call failed: '
-                      'PrivsepTimeout' % A, summary['errors'][0])
+        self.assertIn('schemata resq-cos1: privileged call failed: '
+                      'PrivsepTimeout', summary['errors'][0])
         # The next pass repairs it.
         self.assertEqual([], self.make().reconcile()['errors'])
         self.assertEqual(2, cbm.bits(self.masks()[A][0]))
