@@ -10,6 +10,8 @@ in-process (real allocations):
 * ``event_to_applied_s``: with those 200 enforced, the time from starting
   one more instance (libvirt's lifecycle event) to its group's schemata
   being written (median of 10; the max is reported too);
+* ``metrics_scrape_ms``: one rendering of the agent's Prometheus
+  ``/metrics`` with those 200 instances (median of 20; target < 50);
 * ``partitions_per_domain``: on a 2-domain host with 16 classes of
   service (the fake kernel, which refuses a 17th group), how many
   instances the agent partitions in each domain when each asks for one
@@ -45,11 +47,14 @@ from resq_agent import discovery
 from resq_agent import enforcer
 from resq_agent import inventory
 from resq_agent import manager
+from resq_agent import metrics as agent_metrics
+from resq_agent import monitor
 from resq_agent import privsep
 from resq_agent import virt
 from resq_common import cache_domain
 from resq_common import cbm
 from resq_common.clients import placement as placement_client
+from resq_common import metrics
 from resq_common import resctrl
 from resq_common import resctrl_writer
 from tests.fixtures import hung as hung_fixture
@@ -72,34 +77,73 @@ def _allocate(client, root, consumer, domain_id, ways):
     assert resp.status_code == 204, resp.text
 
 
-def _in_effect(tree, group, cpu, ways):
-    """The partition is really in effect: mask and CPU list written."""
-    try:
-        l3 = tree.read_schemata(group).get('L3', {})
-        return (any(cbm.bits(m) == ways for m in l3.values())
-                and tree.read_cpus(group) == str(cpu))
-    except (OSError, ValueError):
-        return False
+def _in_effect(tree, domain, cpu, ways):
+    """Whether the partition is really in effect.
+
+    The group holding the CPU (a CPU is in one group) has a mask of that
+    many ways in its domain.
+    """
+    for group in tree.owned_groups():
+        try:
+            if cpu not in resctrl.parse_cpu_list(tree.read_cpus(group)):
+                continue
+            mask = tree.read_schemata(group).get('L3', {}).get(domain)
+            return mask is not None and cbm.bits(mask) == ways
+        except (OSError, ValueError):
+            return False
+    return False
 
 
-def _wait_group(root, consumer, cpu, ways, deadline_s=30):
-    """Wait until the instance's schemata and cpus_list hold its values.
+def _wait_group(root, consumer, domain, cpu, ways, deadline_s=30):
+    """Wait until the instance's CPU is in a group with its mask.
 
-    Not until the group's schemata file exists: in a copied tree the file
+    Not until a group's schemata file exists: in a copied tree the file
     is created empty by the first write, before the mask and the CPUs.
     """
     tree = resctrl.Resctrl(root)
-    group = 'resq-' + consumer
     end = time.monotonic() + deadline_s
-    while not _in_effect(tree, group, cpu, ways):
+    while not _in_effect(tree, domain, cpu, ways):
         if time.monotonic() > end:
-            try:
-                state = (tree.read_schemata(group), tree.read_cpus(group))
-            except OSError as exc:
-                state = exc
-            raise RuntimeError('instance %s was never enforced: %s'
-                               % (consumer, state))
+            raise RuntimeError('instance %s (CPU %d) was never enforced'
+                               % (consumer, cpu))
         time.sleep(0.0005)
+
+
+def _counters(root, mgr):
+    """CMT/MBM counters where the kernel keeps them, for each instance.
+
+    A copied tree has no monitoring groups: they are laid out here, with
+    every domain's three counters, as a real host's are read.
+    """
+    for a in mgr.status()['instances']:
+        mon = os.path.join(root, 'resq-cos%d' % a['clos'], 'mon_groups',
+                           'resq-' + a['uuid'], 'mon_data')
+        for d in CPUS:
+            path = os.path.join(mon, 'mon_L3_%02d' % d)
+            os.makedirs(path, exist_ok=True)
+            for name in ('llc_occupancy', 'mbm_total_bytes',
+                         'mbm_local_bytes'):
+                with open(os.path.join(path, name), 'w') as f:
+                    f.write('%d\n' % (1 << 20))
+
+
+def scrape_ms(mgr, root, times=20):
+    """Median milliseconds of one /metrics rendering of ``mgr``.
+
+    With its monitor reading every instance's counters, as the running
+    agent's does.
+    """
+    _counters(root, mgr)
+    mgr.monitor = monitor.Monitor(root, 0)
+    collector = agent_metrics.AgentCollector(mgr)
+    took = []
+    for _ in range(times):
+        t0 = time.monotonic()
+        text = metrics.render(collector)
+        took.append((time.monotonic() - t0) * 1000)
+    assert 'resq_instance_llc_occupancy_bytes{' in text, text[:2000]
+    mgr.monitor = None
+    return statistics.median(took)
 
 
 def partitions_per_domain(conf):
@@ -225,6 +269,7 @@ def main(argv):
 
         mgr = make()
         mgr.reconcile()
+        scrape = scrape_ms(mgr, tree.root)
         mgr.start(watch_libvirt=True)
         latencies = []
         for i in range(EVENTS):
@@ -235,7 +280,7 @@ def main(argv):
             doms.uuids.append(consumer)
             t0 = time.monotonic()
             dom.create()
-            _wait_group(tree.root, consumer, CPUS[1][110 + i], 1)
+            _wait_group(tree.root, consumer, 1, CPUS[1][110 + i], 1)
             latencies.append(time.monotonic() - t0)
         mgr.stop()
     finally:
@@ -262,6 +307,8 @@ def main(argv):
                                  % EVENTS, event_s, '< 1'))
     print('%-34s %10.4f %10s' % ('event -> partition (max)',
                                  max(latencies), ''))
+    print('%-34s %10.1f %10s' % ('/metrics scrape, 200 instances (ms)',
+                                 scrape, '< 50'))
     print('%-34s %10d %10s' % ('partitions per domain (16 CLOS)',
                                partitions, '15'))
     print('%-34s %10d %10s' % ('CUSTOM_LLC_CLOS offered per domain',
@@ -271,6 +318,7 @@ def main(argv):
     print('   states reported: %s' % ', '.join(
         '%s %s' % kv for kv in sorted(hung_states.items())))
     figures = {'benchmark': 'agent',
+               'metrics_scrape_ms': round(scrape, 2),
                'partitions_per_domain': partitions,
                'clos_offered_per_domain': offered,
                'hung_dependency_status_s': round(hung_s, 1),

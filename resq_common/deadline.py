@@ -102,6 +102,7 @@ class Dependency:
         self.state = None
         self.since = None
         self.detail = None
+        self.failures = 0         # outcomes other than ok, ever
         register(self)
 
     def call(self, fn, *args, **kwargs):
@@ -146,11 +147,14 @@ class Dependency:
                 self.since = time.time()
             self.state = state
             self.detail = detail
+            if state != OK:
+                self.failures += 1
 
     def health(self):
         with self._lock:
             return {'state': self.state, 'since': self.since,
-                    'detail': self.detail}
+                    'detail': self.detail,
+                    'failures': self.failures}
 
 
 class Outcomes:
@@ -164,6 +168,7 @@ class Outcomes:
         self.name = name
         self._lock = threading.Lock()
         self.state = self.since = self.detail = None
+        self.failures = 0
 
     record = Dependency.record
     health = Dependency.health

@@ -76,6 +76,11 @@ def _run(conf):
     # service does one too); then libvirt events and the service.
     mgr.reconcile()
     mgr.start()
+    if conf.resq_agent.metrics_listen:
+        from resq_agent import metrics as agent_metrics
+        from resq_common import metrics
+        metrics.serve(conf.resq_agent.metrics_listen,
+                      agent_metrics.AgentCollector(mgr))
     svc.start()
     if mgr.host_report is not None and conf.resq_agent.host_report_interval:
         svc.run_every('resq-agent-host-report',

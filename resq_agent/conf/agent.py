@@ -15,6 +15,7 @@ from oslo_config import cfg
 
 from resq_common.clients import placement as placement_client
 from resq_common.conf import clients
+from resq_common.conf import metrics as metrics_conf
 
 GROUP = 'resq_agent'
 
@@ -53,6 +54,7 @@ ALL_OPTS = [
                help='libvirt connection URI of the hypervisor Nova uses on '
                     'this host (the same as nova.conf [libvirt] '
                     'connection_uri).'),
+    metrics_conf.listen_opt(9477),
     cfg.IntOpt('libvirt_timeout',
                default=20, min=1,
                help='Seconds one call to libvirt (connecting included) may '

@@ -94,6 +94,10 @@ class OnDemandHost:
         self._mon = {}
         self._fallback = None    # why some NFs have no monitoring group
         self._figures_of = {}    # uuid -> what the last pass measured
+        # uuid -> (latency us, target us) last read, and how many passes
+        # found the NF violating its target (metrics).
+        self.latency_of = {}
+        self.violations = collections.Counter()
         self._warned = None
         self.sharing = None
         if opts.ondemand_slomo_dir:
@@ -163,6 +167,7 @@ class OnDemandHost:
                 failed[n.uuid] = exc.message
                 continue
             occ, bw = figures.get(n.uuid, (0.0, 0.0))
+            self.latency_of[n.uuid] = (s.latency_us, n.target_us)
             readings[n.uuid] = model.Reading(s.latency_us, occ, bw, s.load,
                                              s.mpps)
         return readings, failed
@@ -226,6 +231,10 @@ class OnDemandHost:
         classes = []
         by_dom, refused = self.nfs(instances, topology)
         present = {n.uuid for nfs in by_dom.values() for n in nfs}
+        for gone in set(self.latency_of) - present:
+            del self.latency_of[gone]
+        for gone in set(self.violations) - present:
+            del self.violations[gone]
         now = self.clock()
         self._figures_of = {}
         groups, wanted_mon = {}, {}
@@ -248,6 +257,7 @@ class OnDemandHost:
             d = self._scheduler(shape.id).update(le, nfs, readings, now,
                                                  failed)
             self.decisions[shape.id] = d
+            self.violations.update(d.violating)
             self._log(shape.id, d)
             cpus = {n.uuid: n.cpus for n in nfs}
             for i, (mask, cls) in enumerate(d.masks):

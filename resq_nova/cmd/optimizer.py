@@ -176,6 +176,11 @@ def _run(conf):
     from resq_nova.optimizer import service
 
     opt = _optimizer(conf)
+    if conf.resq_optimizer.metrics_listen:
+        from resq_common import metrics
+        from resq_nova.optimizer import metrics as opt_metrics
+        metrics.serve(conf.resq_optimizer.metrics_listen,
+                      opt_metrics.OptimizerCollector(opt))
     svc = service.make_service(conf, opt)
     from oslo_service import service as os_service
 

@@ -13,6 +13,8 @@
 
 from oslo_config import cfg
 
+from resq_common.conf import metrics as metrics_conf
+
 GROUP = 'resq_optimizer'
 
 ALL_OPTS = [
@@ -118,6 +120,7 @@ ALL_OPTS = [
                help='Plans and snapshots older than this many days are '
                     'pruned after each round, whatever keep_plans says '
                     '(plans being applied excepted).'),
+    metrics_conf.listen_opt(9478),
     cfg.IntOpt('interval',
                default=600, min=10,
                help='Seconds between two plans of "resq-optimizer run".'),

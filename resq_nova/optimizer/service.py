@@ -19,6 +19,8 @@ interval`` seconds under oslo.service, proposing by default and applying
 only when ``[resq_optimizer] apply`` is set.
 """
 
+import collections
+
 from oslo_log import log as logging
 
 from resq_common.clients import compute as compute_mod
@@ -50,10 +52,30 @@ class Optimizer:
         self.notifier = notifier
         # resq-api's client: where the agents report misplaced servers.
         self.isolation = isolation or getattr(self.store, 'client', None)
+        # What /metrics shows (resq_nova.optimizer.metrics): plans by
+        # outcome, hosts freed and moves made, and the last round's solve.
+        self.figures = collections.Counter()
+        self.last_plan = None
 
     def _notify(self, event, plan):
+        self._count(event, plan)
         if self.notifier is not None:
             self.notifier.send(event, plan)
+
+    def _count(self, event, plan):
+        if event == notifier_mod.PROPOSED:
+            self.last_plan = plan
+            self.figures['proposed' if plan.get('proposed')
+                         else 'not_proposed'] += 1
+        elif event == notifier_mod.APPLIED:
+            self.figures['applied'] += 1
+            self.figures['hosts_freed'] += len(plan.get('freed_hosts', ()))
+        else:
+            self.figures['failed'] += 1
+        if event != notifier_mod.PROPOSED:
+            self.figures['moves_done'] += sum(
+                1 for a in plan.get('actions', ())
+                if a.get('outcome') == execute.DONE)
 
     def plan(self, state_file=None, min_hosts_freed=None):
         """Make, store and announce one plan.

@@ -19,10 +19,13 @@ from nova import context as nova_context
 from nova import objects
 from nova.tests.fixtures import libvirt as fakelibvirt
 from oslo_config import cfg
+from prometheus_client import parser as prom_parser
 
+from resq_common import metrics
 from resq_nova import conf as nova_conf
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
+from resq_nova.optimizer import metrics as opt_metrics
 from resq_nova.optimizer import service
 from resq_nova.optimizer import snapshot as snap_mod
 from tests.fixtures import resq_api
@@ -73,6 +76,14 @@ class OptimizerTestBase(test_nova_scheduler.ResQNovaTestBase):
             params['destination_xml'],
             'fake-createXML-doesnt-care-about-flags')
         domain.complete_job()
+
+    def scrape(self):
+        """``{(name, sorted labels): value}`` of the optimizer's /metrics."""
+        text = metrics.render(opt_metrics.OptimizerCollector(
+            self.optimizer))
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for f in prom_parser.text_string_to_metric_families(text)
+                for s in f.samples}
 
     def boot(self, host, ways, vcpus=1, group=None, name=None,
              memory_mb=512):
@@ -160,6 +171,21 @@ class PlanAndApplyTest(OptimizerTestBase):
             self.assertEqual({0}, set(usages.values()), usages)
             self.assertEqual(0, self.llc_usage(self.rps[host]))
         self.assertEqual(7, self.llc_usage(self.rps[kept]))
+        # /metrics: one plan proposed and applied, two hosts freed by two
+        # live migrations, the last round's figures.
+        got = self.scrape()
+        self.assertEqual(1, got[('resq_optimizer_plans_total',
+                                 (('outcome', 'proposed'),))])
+        self.assertEqual(1, got[('resq_optimizer_plans_total',
+                                 (('outcome', 'applied'),))])
+        self.assertEqual(0, got[('resq_optimizer_plans_total',
+                                 (('outcome', 'failed'),))])
+        self.assertEqual(2, got[('resq_optimizer_hosts_freed_total', ())])
+        self.assertEqual(2, got[('resq_optimizer_moves_done_total', ())])
+        self.assertEqual(1, got[('resq_optimizer_last_hosts_used', ())])
+        self.assertEqual(0.0, got[('resq_optimizer_last_gap_ratio', ())])
+        self.assertEqual(1, got[('resq_dependency_up',
+                                 (('dependency', 'placement'),))])
         # Stored with its outcomes; applying it again is refused.
         stored, _ = self.optimizer.store.load_plan(plan['id'])
         self.assertEqual(execute.APPLIED, stored['status'])
@@ -222,6 +248,13 @@ class PlanAndApplyTest(OptimizerTestBase):
         self.assertEqual([first['uuid']], [u for u, _ in self.migrations])
         for server in servers:
             self.assertEqual(1, len(self.llc_of(server['id'])))
+        got = self.scrape()
+        self.assertEqual(1, got[('resq_optimizer_plans_total',
+                                 (('outcome', 'failed'),))])
+        self.assertEqual(0, got[('resq_optimizer_plans_total',
+                                 (('outcome', 'applied'),))])
+        self.assertEqual(0, got[('resq_optimizer_hosts_freed_total', ())])
+        self.assertEqual(0, got[('resq_optimizer_moves_done_total', ())])
 
     def test_plan_whose_state_changed_is_refused_before_any_move(self):
         self.boot('host1', ways=3, name='a')

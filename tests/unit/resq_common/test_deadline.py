@@ -61,7 +61,11 @@ class DependencyTest(base.TestCase):
     def test_outcomes_of_calls_bounded_elsewhere(self):
         seen = deadline.outcomes('placement')
         self.assertIs(seen, deadline.outcomes('placement'))
-        self.assertEqual({'state': None, 'since': None, 'detail': None},
-                         deadline.health()['placement'])
+        self.assertEqual({'state': None, 'since': None, 'detail': None,
+                          'failures': 0}, deadline.health()['placement'])
         seen.record(deadline.HUNG, 'no complete answer within 2s')
-        self.assertEqual('hung', deadline.health()['placement']['state'])
+        seen.record(deadline.OK)
+        seen.record(deadline.FAILED, 'connection refused')
+        health = deadline.health()['placement']
+        self.assertEqual(('failed', 2), (health['state'],
+                                         health['failures']))

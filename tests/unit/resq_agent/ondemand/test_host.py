@@ -129,6 +129,17 @@ class OnDemandHostTest(test_manager.ManagerTestBase):
         self.clock.now += 11
         mgr.reconcile()
         self.assertEqual([], self.od.take_escalations())
+        # What /metrics shows: each NF's last latency against its target,
+        # and the passes that found X over it (Y never was).
+        self.assertEqual(90, self.od.latency_of[X][0])
+        self.assertEqual(20, self.od.latency_of[Y][0])
+        self.assertGreaterEqual(self.od.violations[X], 2)
+        self.assertEqual(0, self.od.violations[Y])
+        # A gone NF's series go with it.
+        self.doms.remove(Y)
+        self.clock.now += 11
+        mgr.reconcile()
+        self.assertNotIn(Y, self.od.latency_of)
 
     def test_reserved_arrival_shrinks_the_lease(self):
         self.doms.add(A, (1,), ways=4)
