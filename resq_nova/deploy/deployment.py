@@ -101,10 +101,6 @@ class HostGate:
         return cls(compute.list_compute_services(),
                    compute.list_hypervisors())
 
-    def without(self, body, roots):
-        """``body`` (allocation candidates) without the trees of ``roots``."""
-        return admission.without_roots(body, roots)
-
     def enable(self, compute, hosts):
         """Enable freed ``hosts``; ``[{'host', 'outcome', 'detail'}]``.
 
@@ -151,12 +147,13 @@ def plan(placement, term, options, discount=greedy.DEFAULT_DISCOUNT,
     else:
         try:
             result = admission.make_plan(
-                term, gate.without(body, gate.blocked | set(gate.freed)),
+                term, admission.without_roots(
+                    body, gate.blocked | set(gate.freed)),
                 options, discount)
         except greedy.AdmissionRefused:
             if not gate.freed:
                 raise
-            result = admission.make_plan(term, gate.without(
+            result = admission.make_plan(term, admission.without_roots(
                 body, gate.blocked), options, discount)
             enable = sorted({gate.freed[i.host] for i in result.instances
                              if i.host in gate.freed})

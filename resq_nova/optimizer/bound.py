@@ -105,8 +105,7 @@ def pools(snap, fixed):
     movable instances on hosts that accept nothing hold (they may stay, no
     more may come).
     """
-    forced = {h.name for h in snap.hosts if h.other_load}
-    forced.update(i.host for i in snap.instances if i.uuid in fixed)
+    forced = snap.forced_open(fixed)
     by_pool = collections.defaultdict(list)
     for h in snap.hosts:
         if h.name not in forced:
@@ -374,8 +373,7 @@ def moves_lower_bound(snap, fixed, hosts_after):
     close = len(in_use) - hosts_after
     if close <= 0:
         return 0
-    forced = {h.name for h in snap.hosts if h.other_load}
-    forced.update(i.host for i in snap.instances if i.uuid in fixed)
+    forced = snap.forced_open(fixed)
     counts = collections.Counter(i.host for i in snap.instances)
     closable = sorted(counts[name] for name in in_use - forced)
     if len(closable) < close:

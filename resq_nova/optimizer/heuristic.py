@@ -121,10 +121,9 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
         keep.difference_update(only)
         for key in (k for n in only for k in keys_of[n]):
             buckets[free[key][1]].pop(key, None)
+    forced = snap.forced_open(fixed)
     candidates = sorted(
-        (n for n in (in_use if only is None else only)
-         if not hosts[n].other_load
-         and not any(i.uuid in fixed for i in on_host[n])),
+        (n for n in (in_use if only is None else only) if n not in forced),
         key=lambda n: (movable_load(n) + CAPACITY_WEIGHT * capacity[n]
                        + (rng.uniform(0, noise) if rng else 0), n))
     for name in candidates:

@@ -155,6 +155,15 @@ class Snapshot:
                 return inst
         return None
 
+    def forced_open(self, fixed=()):
+        """Hosts no plan can empty: other load, or an instance in ``fixed``.
+
+        :param fixed: uuids of instances that stay where they are.
+        """
+        forced = {h.name for h in self.hosts if h.other_load}
+        forced.update(i.host for i in self.instances if i.uuid in fixed)
+        return forced
+
     def hosts_in_use(self):
         """Hosts holding any instance, ResQ or not."""
         used = {i.host for i in self.instances}

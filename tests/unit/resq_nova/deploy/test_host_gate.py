@@ -1,6 +1,7 @@
 """Which disabled hosts admission counts, and what enabling one does."""
 
 from resq_common.clients import compute as compute_mod
+from resq_nova.admission import reserved as admission
 from resq_nova.deploy import deployment
 from tests import base
 
@@ -40,7 +41,7 @@ class HostGateTest(base.TestCase):
         body = {'provider_summaries': {
             'rp-1': {}, 'rp-3': {}, 'llc-3': {'root_provider_uuid': 'rp-3'},
             'llc-1': {'root_provider_uuid': 'rp-1'}}}
-        self.assertEqual({'rp-1', 'llc-1'}, set(g.without(
+        self.assertEqual({'rp-1', 'llc-1'}, set(admission.without_roots(
             body, g.blocked)['provider_summaries']))
 
     def test_enable_stops_at_the_first_refusal(self):
