@@ -1,0 +1,19 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""Tests of the Watcher strategy plugin (``tox -e watcher``).
+
+Watcher's unit test package picks oslo.service's threading backend when it
+is imported; it is imported here, before anything else of these tests
+(Placement's fixture among them) can make oslo.service pick its default.
+"""
+
+import watcher.tests.unit  # noqa: F401
