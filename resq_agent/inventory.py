@@ -94,12 +94,16 @@ class Inventory:
     def cache_domains(self, topology):
         """The Placement view of each domain of ``topology``; no I/O."""
         sharing = 1 if self.shared_classes else len(topology.domains)
+        # Each leasing domain's on-demand scheduler may hold lease_classes
+        # groups, each a host-wide class of service.
+        leased = self.lease_classes * sum(1 for d in topology.domains
+                                          if d.cat)
         return [discovery.cache_domain_of(d, self.default_group_ways,
                                           sharing,
                                           self.dedicated_cpus,
                                           self.default_io,
                                           self.lease_ways,
-                                          self.lease_classes,
+                                          leased,
                                           self.lease_cores)
                 for d in topology.domains]
 

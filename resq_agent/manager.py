@@ -142,9 +142,12 @@ class AgentManager:
         self.num_closids = min((d.num_closids for d in topology.domains
                                 if d.cat), default=0)
         if opts.ondemand_ways:
-            # The lease's classes are not the reserved instances' either.
+            # The leases' classes are not the reserved instances' either:
+            # each leasing domain's scheduler may use ondemand_classes
+            # groups of its own, and every group is a host-wide class.
             self.num_closids = max(
-                self.num_closids - opts.ondemand_classes, 0)
+                self.num_closids - opts.ondemand_classes * len(self.shapes),
+                0)
 
     def _rediscover(self):
         """Take up a topology that appeared or changed since the last pass.

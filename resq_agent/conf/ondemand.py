@@ -46,10 +46,12 @@ ALL_OPTS = [
     cfg.IntOpt('ondemand_classes',
                default=4, min=1,
                help='Classes of service the local scheduler may use for '
-                    'on-demand NFs on this host. They come out of the '
+                    'on-demand NFs in each cache domain. Each is a resctrl '
+                    'group, a host-wide class, so a host with n cache '
+                    'domains keeps n times this many out of the '
                     'platform\'s num_closids, which reserved instances '
-                    'need too (one each). When more NFs need a class of '
-                    'their own, they are grouped (min-cost flow).'),
+                    'need too. When more NFs need a class of their own, '
+                    'they are grouped (min-cost flow).'),
     cfg.StrOpt('ondemand_policy',
                default='resq',
                choices=[('resq', 'ResQ §5.3.2: one shared class, then on '

@@ -37,9 +37,10 @@ class AgentLeaseInventoryTest(base.TestCase):
                                        got['CUSTOM_LLC_WAY']['reserved']))
             self.assertEqual(3, got['CUSTOM_RESQ_ONDEMAND_CORE']['total'])
             # 16 classes, one held by the tree's foreign group: 1
-            # default, 4 leased, 10 in each domain (a class serves one
+            # default, 4 leased in each of the two domains (each a
+            # host-wide group), 6 in each domain (a class serves one
             # reserved instance in every domain).
-            self.assertEqual(10 + 1, got['CUSTOM_LLC_CLOS']['total'])
+            self.assertEqual(6 + 1, got['CUSTOM_LLC_CLOS']['total'])
             self.assertIn('CUSTOM_RESQ_ONDEMAND_WAYS_6',
                           client.get_traits(rp))
         # Without a lease nothing of it is reported.

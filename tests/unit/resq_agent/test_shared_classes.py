@@ -123,3 +123,20 @@ class DepartureOrderTest(test_manager.ManagerTestBase):
         # The departed member's monitoring group went with it.
         self.assertEqual(['resq-b', 'resq-c'],
                          self.rt.mon_groups('resq-cos1'))
+
+
+class LeaseClassesTest(test_manager.ManagerTestBase):
+    """Each leasing domain's on-demand classes are host-wide groups."""
+
+    def test_reserved_instances_get_what_the_leases_leave(self):
+        from resq_agent import inventory
+        self.flags('resq_agent', ondemand_ways=4, ondemand_classes=3)
+        mgr = self.make()
+        # 16 classes, the tree's foreign group one: 15; two domains each
+        # leasing 3: 9 left, one of them the default group's.
+        self.assertEqual(15 - 2 * 3, mgr.num_closids)
+        doms = inventory.Inventory(None, 'cn1', 1, lease_ways=4,
+                                   lease_classes=3).cache_domains(
+            mgr.topology)
+        self.assertEqual({8 + 1}, {d.inventory()['CUSTOM_LLC_CLOS']['total']
+                                   for d in doms})
