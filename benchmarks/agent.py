@@ -29,6 +29,7 @@ does all the work it would do for each.
 """
 
 import collections
+import contextlib
 import json
 import os
 import statistics
@@ -66,6 +67,23 @@ WAYS = 128
 INSTANCES = 200
 EVENTS = 10
 CPUS = {0: tuple(range(0, 128)), 1: tuple(range(128, 256))}
+
+
+@contextlib.contextmanager
+def _fixtures(*fixtures_):
+    """Set the fixtures up, yield them, clean them up in reverse."""
+    done = []
+    try:
+        for fx in fixtures_:
+            fx.setUp()
+            done.append(fx)
+        yield fixtures_
+    finally:
+        for fx in reversed(done):
+            try:
+                fx.cleanUp()
+            except libvirt.libvirtError:
+                pass
 
 
 def _allocate(client, root, consumer, domain_id, ways):
@@ -149,16 +167,12 @@ def scrape_ms(mgr, root, times=20):
 def partitions_per_domain(conf):
     """``(partitions enforced in the fuller domain's worst, offered)``."""
     cpus = {0: tuple(range(0, 20)), 1: tuple(range(20, 40))}
-    fixtures_ = [sysfs_fixture.SysfsTree(domains=cpus, ways=20),
-                 resctrl_fixture.ResctrlTree(ways=20, domains=(0, 1),
-                                             num_closids=16, foreign=(),
-                                             kernel=True),
-                 libvirt_fixture.NovaDomains()]
-    for fx in fixtures_:
-        fx.setUp()
-    sysfs, tree, doms = fixtures_
-    conf.set_override('resctrl_root', tree.root, 'resq_agent')
-    try:
+    with _fixtures(sysfs_fixture.SysfsTree(domains=cpus, ways=20),
+                   resctrl_fixture.ResctrlTree(ways=20, domains=(0, 1),
+                                               num_closids=16, foreign=(),
+                                               kernel=True),
+                   libvirt_fixture.NovaDomains()) as (sysfs, tree, doms):
+        conf.set_override('resctrl_root', tree.root, 'resq_agent')
         for d in (0, 1):
             for n in range(16):
                 doms.add(str(uuid.UUID(int=(d << 16) + n + 1)),
@@ -177,12 +191,6 @@ def partitions_per_domain(conf):
             c.inventory()['CUSTOM_LLC_CLOS']['total'] - 1
             for c in inventory.Inventory(None, 'cn1', 1).cache_domains(
                 topo))
-    finally:
-        for fx in reversed(fixtures_):
-            try:
-                fx.cleanUp()
-            except libvirt.libvirtError:
-                pass
     return min(per_domain[0], per_domain[1]), offered
 
 
@@ -194,10 +202,7 @@ def hung_status():
         libvirtd = hung_fixture.HungUnixSocket(os.path.join(tmp, 'lv.sock'))
         ovsdb = hung_fixture.HungUnixSocket(os.path.join(tmp, 'db.sock'))
         placement = hung_fixture.HungService()
-        fixtures_ = [sysfs, tree, libvirtd, ovsdb, placement]
-        for fx in fixtures_:
-            fx.setUp()
-        try:
+        with _fixtures(sysfs, tree, libvirtd, ovsdb, placement):
             conf_file = os.path.join(tmp, 'agent.conf')
             with open(conf_file, 'w') as f:
                 f.write('[resq_agent]\nresctrl_root = %s\nsysfs_root = %s\n'
@@ -212,9 +217,6 @@ def hung_status():
                  '--config-file', conf_file, 'status'],
                 capture_output=True, text=True, timeout=300)
             took = time.monotonic() - started
-        finally:
-            for fx in reversed(fixtures_):
-                fx.cleanUp()
     if proc.returncode:
         raise RuntimeError('resq-agent status failed: %s' % proc.stderr)
     deps = json.loads(proc.stdout)['dependencies']
@@ -230,17 +232,14 @@ def main(argv):
     conf([], project='resq')
     privsep.resctrl_pctxt.use_conf(conf)
     resctrl_writer.CHECK_FS_MAGIC = False
-    fixtures_ = [sysfs_fixture.SysfsTree(domains=CPUS, ways=WAYS,
-                                         size='%dK' % (WAYS * 1536)),
-                 resctrl_fixture.ResctrlTree(ways=WAYS, domains=(0, 1),
-                                             num_closids=256),
-                 placement_fixture.PlacementFixture(),
-                 libvirt_fixture.NovaDomains()]
-    for fx in fixtures_:
-        fx.setUp()
-    sysfs, tree, placement, doms = fixtures_
-    conf.set_override('resctrl_root', tree.root, 'resq_agent')
-    try:
+    with _fixtures(sysfs_fixture.SysfsTree(domains=CPUS, ways=WAYS,
+                                           size='%dK' % (WAYS * 1536)),
+                   resctrl_fixture.ResctrlTree(ways=WAYS, domains=(0, 1),
+                                               num_closids=256),
+                   placement_fixture.PlacementFixture(),
+                   libvirt_fixture.NovaDomains()) as (sysfs, tree, placement,
+                                                      doms):
+        conf.set_override('resctrl_root', tree.root, 'resq_agent')
         client = placement_client.PlacementClient.for_endpoint(
             placement.endpoint)
         root = client.ensure_provider(str(uuid.uuid4()), 'cn1')['uuid']
@@ -283,12 +282,6 @@ def main(argv):
             _wait_group(tree.root, consumer, 1, CPUS[1][110 + i], 1)
             latencies.append(time.monotonic() - t0)
         mgr.stop()
-    finally:
-        for fx in reversed(fixtures_):
-            try:
-                fx.cleanUp()
-            except libvirt.libvirtError:
-                pass
     event_s = statistics.median(latencies)
     print('... partitions per domain, 2 domains, 16 classes', flush=True)
     conf.clear_override('resctrl_root', 'resq_agent')

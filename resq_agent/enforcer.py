@@ -134,10 +134,6 @@ def _l3(schemata):
     return None
 
 
-def _raise(exc):
-    raise exc
-
-
 class ResctrlEnforcer:
     """Writes layouts into the resctrl tree at ``root``.
 
@@ -186,7 +182,8 @@ class ResctrlEnforcer:
         The class is None for an instance in a group of its own.
         """
         found = {}
-        owner = {}
+        masks_of = {}             # shared class -> its masks
+        owner = {}                # CPU -> the shared class holding it
         for state in self.groups().values():
             if state.masks is None:
                 continue
@@ -194,14 +191,15 @@ class ResctrlEnforcer:
             if clos is None:
                 found[state.instance_uuid] = (state.masks, None)
                 continue
-            for cpu in state.cpus:
-                owner[cpu] = (state.masks, clos)
+            masks_of[clos] = state.masks
+            owner.update(dict.fromkeys(state.cpus, clos))
         for uuid, cpus in cpus_of.items():
-            homes = {id(owner.get(c)): owner.get(c) for c in cpus}
-            if len(homes) == 1 and None not in homes.values():
+            homes = {owner.get(c) for c in cpus}
+            if len(homes) == 1 and None not in homes:
+                clos = homes.pop()
                 # Its group of its own (an earlier release's) wins: the
                 # mask it runs with now.
-                found.setdefault(uuid, next(iter(homes.values())))
+                found.setdefault(uuid, (masks_of[clos], clos))
         return found
 
     def default_masks(self):
@@ -337,8 +335,8 @@ class ResctrlEnforcer:
                 LOG.warning('Instance %s is partitioned but not monitored: '
                             '%s', a.instance_uuid, exc.message)
             except Exception as exc:
-                self._do(result, 'monitoring group %s/%s' % (plan.name, mon),
-                         _raise, exc)
+                self._failed(result, 'monitoring group %s/%s' % (
+                    plan.name, mon), exc)
 
     def _write_default(self, result, masks, record, why):
         if self._do(result, '%s default group' % why,
@@ -353,16 +351,22 @@ class ResctrlEnforcer:
         try:
             fn(*args)
             return True
-        except exception.ResctrlError as exc:
+        except Exception as exc:
+            self._failed(result, what, exc)
+            return False
+
+    def _failed(self, result, what, exc):
+        """Log and list a failed privileged call: it costs only itself."""
+        if isinstance(exc, exception.ResctrlError):
             msg = '%s: %s' % (what, exc.message)
-        except OSError as exc:
+        elif isinstance(exc, OSError):
             if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
                 msg = ('%s: resctrl at %s is not writable (%s); mount it '
                        'read-write and run the agent as root (through its '
                        'privsep daemon)' % (what, self.root, exc.strerror))
             else:
                 msg = '%s: %s' % (what, exc)
-        except Exception as exc:
+        else:
             # The privsep daemon timing out (oslo_privsep.comm.
             # PrivsepTimeout), dying or answering garbage costs this one
             # write, not the pass.
@@ -371,4 +375,3 @@ class ResctrlEnforcer:
         LOG.error('Cannot %s; other instances are not affected, the next '
                   'reconcile retries', msg)
         result.errors.append(msg)
-        return False

@@ -723,8 +723,7 @@ class AgentManager:
                     entry.update(self.monitor.sample(*_monitored(a)))
                 instances.append(entry)
             if self.monitor is not None:
-                self.monitor.forget({_monitored(a)[0] if a.clos is None
-                                     else _monitored(a)
+                self.monitor.forget({self.monitor.key(*_monitored(a))
                                      for a in lay.assignments})
             return {
                 'backend': self.enforcer.name,

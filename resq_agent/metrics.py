@@ -19,6 +19,8 @@ per on-demand NF its latency against its target and its violations;
 failed enforcement writes, dropped events and each remote dependency.
 """
 
+import collections
+
 from resq_common import metrics
 
 
@@ -65,22 +67,21 @@ class AgentCollector:
         clos_used = metrics.gauge('resq_clos_used', 'Classes of service '
                                   'held by the domain\'s instances.',
                                   ['domain'])
-        holding = {}
+        holding = collections.Counter()
+        count = collections.Counter()
         for inst in status['instances']:
-            d = inst['domain_id']
-            holding[d] = holding.get(d, 0) + inst['ways']
-        count = {}
-        for inst in status['instances']:
-            count[inst['domain_id']] = count.get(inst['domain_id'], 0) + 1
-        usable = max(m.num_closids - 1, 0) if m.shared_classes else 0
+            holding[inst['domain_id']] += inst['ways']
+            count[inst['domain_id']] += 1
+        # One class stays with the default group.
+        usable = max(m.num_closids - 1, 0)
         for shape in m.shapes:
             label = [str(shape.id)]
             ways.add_metric(label, shape.ways)
             offered.add_metric(label, shape.capacity)
-            used.add_metric(label, holding.get(shape.id, 0))
+            used.add_metric(label, holding[shape.id])
             leased.add_metric(label, shape.lease_ways)
-            clos.add_metric(label, usable or max(m.num_closids - 1, 0))
-            clos_used.add_metric(label, count.get(shape.id, 0))
+            clos.add_metric(label, usable)
+            clos_used.add_metric(label, count[shape.id])
         return [ways, offered, used, leased, clos, clos_used]
 
     def _instances(self, status, terms):

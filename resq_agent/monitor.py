@@ -84,7 +84,7 @@ class Monitor:
         """
         now = self.clock()
         counters = self.read(group, mon)
-        key = group if mon is None else (group, mon)
+        key = self.key(group, mon)
         last = self._last.get(key)
         if last is not None and (now - last[0] < self.min_interval_s
                                  or now <= last[0]):
@@ -115,6 +115,11 @@ class Monitor:
                 k + '_per_s': r for k, r in rates.get(d, {}).items()})
                 for d, v in counters.items()},
         }
+
+    @staticmethod
+    def key(group, mon=None):
+        """How a group's (or its monitoring group's) history is kept."""
+        return group if mon is None else (group, mon)
 
     def forget(self, keep):
         """Drop the history of groups not in ``keep``.

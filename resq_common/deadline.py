@@ -85,7 +85,39 @@ class DaemonPool:
                 future.set_result(result)
 
 
-class Dependency:
+class Outcomes:
+    """A dependency's last outcome: state, since when, detail, failures.
+
+    On its own, for calls bounded elsewhere: Placement, Nova and resq-api
+    requests run with keystoneauth under
+    :func:`resq_common.conf.clients.call`'s own deadline.
+    """
+
+    def __init__(self, name):
+        self.name = name
+        self._lock = threading.Lock()
+        self.state = None
+        self.since = None
+        self.detail = None
+        self.failures = 0         # outcomes other than ok, ever
+
+    def record(self, state, detail=None):
+        """Note an outcome; ``since`` changes only with the state."""
+        with self._lock:
+            if state != self.state:
+                self.since = time.time()
+            self.state = state
+            self.detail = detail
+            if state != OK:
+                self.failures += 1
+
+    def health(self):
+        with self._lock:
+            return {'state': self.state, 'since': self.since,
+                    'detail': self.detail, 'failures': self.failures}
+
+
+class Dependency(Outcomes):
     """One dependency's calls, each bounded by ``deadline`` seconds.
 
     :param name: how status and errors call it (``libvirt``, ``ovsdb``).
@@ -94,15 +126,10 @@ class Dependency:
     """
 
     def __init__(self, name, deadline, workers=1):
-        self.name = name
+        super().__init__(name)
         self.deadline = float(deadline)
         self._pool = DaemonPool(workers, 'resq-%s' % name)
-        self._lock = threading.Lock()
         self._hung = None             # the future that did not finish
-        self.state = None
-        self.since = None
-        self.detail = None
-        self.failures = 0         # outcomes other than ok, ever
         register(self)
 
     def call(self, fn, *args, **kwargs):
@@ -139,39 +166,6 @@ class Dependency:
         with self._lock:
             if self._hung is future:
                 self._hung = None
-
-    def record(self, state, detail=None):
-        """Note an outcome; ``since`` changes only with the state."""
-        with self._lock:
-            if state != self.state:
-                self.since = time.time()
-            self.state = state
-            self.detail = detail
-            if state != OK:
-                self.failures += 1
-
-    def health(self):
-        with self._lock:
-            return {'state': self.state, 'since': self.since,
-                    'detail': self.detail,
-                    'failures': self.failures}
-
-
-class Outcomes:
-    """A dependency whose calls are bounded elsewhere; outcomes only.
-
-    Placement, Nova and resq-api requests run with keystoneauth under
-    :func:`resq_common.conf.clients.call`'s own deadline.
-    """
-
-    def __init__(self, name):
-        self.name = name
-        self._lock = threading.Lock()
-        self.state = self.since = self.detail = None
-        self.failures = 0
-
-    record = Dependency.record
-    health = Dependency.health
 
 
 def register(dep):

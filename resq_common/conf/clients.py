@@ -20,7 +20,6 @@ reads them.
 """
 
 import concurrent.futures
-import threading
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
@@ -123,16 +122,7 @@ def noauth_adapter(endpoint, service_type, headers=None,
 # good. A call past its deadline leaves its thread to finish on its own;
 # the pool being bounded, a hung service costs at most this many threads.
 REMOTE_WORKERS = 8
-_pool = None
-_pool_lock = threading.Lock()
-
-
-def _executor():
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = deadline_mod.DaemonPool(REMOTE_WORKERS, 'resq-remote')
-        return _pool
+_pool = deadline_mod.DaemonPool(REMOTE_WORKERS, 'resq-remote')
 
 
 def total_deadline(adapter):
@@ -151,7 +141,7 @@ def call(adapter, url, method, unreachable, **kwargs):
     deadline = total_deadline(adapter)
     seen = deadline_mod.outcomes(getattr(adapter, 'service_type', None)
                                  or 'remote')
-    future = _executor().submit(adapter.request, url, method, **kwargs)
+    future = _pool.submit(adapter.request, url, method, **kwargs)
     try:
         resp = future.result(timeout=float(deadline))
     except concurrent.futures.TimeoutError:

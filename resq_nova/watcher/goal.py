@@ -30,6 +30,8 @@ from watcher.decision_engine.goal import base
 from resq_nova.watcher import efficacy
 
 NAME = 'resq_cache_consolidation'
+# The goal's and the strategy's name in Watcher's dashboard and CLI.
+DISPLAY_NAME = 'ResQ cache-aware consolidation'
 
 
 class CacheConsolidation(base.Goal):
@@ -47,11 +49,11 @@ class CacheConsolidation(base.Goal):
 
     @classmethod
     def get_display_name(cls):
-        return 'ResQ cache-aware consolidation'
+        return DISPLAY_NAME
 
     @classmethod
     def get_translatable_display_name(cls):
-        return 'ResQ cache-aware consolidation'
+        return DISPLAY_NAME
 
     @classmethod
     def get_efficacy_specification(cls):

@@ -68,11 +68,11 @@ class CacheConsolidation(base.BaseStrategy):
 
     @classmethod
     def get_display_name(cls):
-        return 'ResQ cache-aware consolidation'
+        return goal.DISPLAY_NAME
 
     @classmethod
     def get_translatable_display_name(cls):
-        return 'ResQ cache-aware consolidation'
+        return goal.DISPLAY_NAME
 
     @classmethod
     def get_goal_name(cls):
