@@ -152,7 +152,11 @@ def call(adapter, url, method, unreachable, **kwargs):
                           'complete answer within %gs (a total deadline, '
                           'not per read)' % deadline)
     except UNREACHABLE as exc:
-        seen.record(deadline_mod.FAILED, '%s %s: %s' % (method, url, exc))
+        # keystoneauth's own (per-read) timeout can fire a moment before
+        # the total deadline: no answer in time either way, a hang.
+        seen.record(deadline_mod.HUNG if isinstance(
+            exc, ks_exc.ConnectTimeout) else deadline_mod.FAILED,
+            '%s %s: %s' % (method, url, exc))
         raise unreachable(method=method, url=url, reason=exc)
     if resp.status_code >= 500:
         seen.record(deadline_mod.FAILED, '%s %s: HTTP %d' % (

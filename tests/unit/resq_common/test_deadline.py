@@ -69,3 +69,30 @@ class DependencyTest(base.TestCase):
         health = deadline.health()['placement']
         self.assertEqual(('failed', 2), (health['state'],
                                          health['failures']))
+
+
+class ClientOutcomesTest(base.TestCase):
+    """What a request's failure says of its service."""
+
+    def test_keystoneauths_own_timeout_is_a_hang(self):
+        from keystoneauth1 import exceptions as ks_exc
+
+        from resq_common.clients import placement as placement_client
+        from resq_common.conf import clients
+
+        class Adapter:
+            service_type = 'placement'
+            timeout = 5
+
+            def __init__(self, exc):
+                self.exc = exc
+
+            def request(self, url, method, **kwargs):
+                raise self.exc
+
+        for exc, state in ((ks_exc.ConnectTimeout('read timed out'), 'hung'),
+                           (ks_exc.ConnectFailure('refused'), 'failed')):
+            self.assertRaises(placement_client.PlacementUnavailable,
+                              clients.call, Adapter(exc), '/', 'GET',
+                              placement_client.PlacementUnavailable)
+            self.assertEqual(state, deadline.health()['placement']['state'])
