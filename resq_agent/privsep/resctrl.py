@@ -52,10 +52,12 @@ def _writer():
 def _fake_from_root(conf):
     """Honour ``resctrl_fake`` only from root's own configuration.
 
-    As root, a fake tree (no mount check) is allowed only when every
-    configuration file the daemon read, and its directory, belong to root
-    and no one else can write them: the agent's user cannot turn the check
-    off from a file of its own.
+    As root, a fake tree (no mount check) is allowed only when the daemon
+    read its configuration through ``resq-privsep-helper`` (which reads
+    root's file once, through root-owned directories only), or when every
+    configuration file it read, and every directory from ``/`` to it,
+    belong to root and no one else can write them: the agent's user cannot
+    turn the check off from a file of its own.
     """
     from resq_agent.cmd import privsep_helper
 
@@ -65,6 +67,8 @@ def _fake_from_root(conf):
             reason='[resq_agent] resctrl_fake is set but not from a '
             'configuration file; the privileged side checks the resctrl '
             'mount unless root\'s own file says the tree is fake')
+    if files == [privsep_helper.verified_config()]:
+        return
     for path in files:
         try:
             privsep_helper.check_config(os.path.abspath(path))

@@ -114,3 +114,60 @@ class PrivsepMonGroupTest(base.TestCase):
         self.assertTrue(mod.remove_mon_group('resq-od0-0', 'resq-a'))
         self.assertFalse(mod.remove_mon_group('resq-od0-0', 'resq-a'))
         self.assertEqual([], os.listdir(mon))
+
+
+class PrivsepThroughHelperTest(base.TestCase):
+    """The agent's daemon started through ``resq-privsep-helper``.
+
+    Its ``main``, with root's file at a test path, as devstack and the
+    docs set it up, less ``sudo``: the daemon runs on root's file, read
+    once from memory, whatever the agent's own file says.
+    """
+
+    def setUp(self):
+        super().setUp()
+        if os.geteuid() != 0:
+            self.skipTest('root\'s file is root\'s only when the tests '
+                          'run as root')
+        self.tree = self.useFixture(resctrl_fixture.ResctrlTree())
+        confdir = os.path.join(self.tmp, 'privsep')
+        os.mkdir(confdir, 0o755)
+        self.root_conf = os.path.join(confdir, 'resq-agent-privsep.conf')
+        with open(self.root_conf, 'w') as f:
+            f.write('[resq_agent]\nresctrl_root = %s\nresctrl_fake = true\n'
+                    '\n[resq_privsep_resctrl]\ncapabilities =\n'
+                    'thread_pool_size = 1\n' % self.tree.root)
+        helper = ('%s -c "import sys; from resq_agent.cmd import '
+                  'privsep_helper as h; sys.exit(h.main(config_file=%r))"'
+                  % (sys.executable, self.root_conf))
+        # The agent's own file points elsewhere and claims a fake tree:
+        # neither reaches the daemon.
+        self.conf_file = os.path.join(self.tmp, 'resq-agent.conf')
+        with open(self.conf_file, 'w') as f:
+            f.write('[resq_agent]\nresctrl_root = /nonexistent\n'
+                    'resctrl_fake = true\n\n'
+                    '[resq_privsep_resctrl]\nhelper_command = %s\n'
+                    'capabilities =\nthread_pool_size = 1\n' % helper)
+        ctx = resq_agent.privsep.resctrl_pctxt
+        self.addCleanup(ctx.use_conf, ctx.config)
+        self.addCleanup(ctx.stop)
+        agent._parse_config(['--config-file', self.conf_file, 'inspect'])
+        self.mod = resq_agent.privsep.resctrl
+
+    def test_the_daemon_runs_on_roots_file(self):
+        self.assertEqual(self.tree.root, self.mod.resctrl_root())
+        # resctrl_fake came from root's file (through the helper's memory
+        # file), so the plain tree is written.
+        self.mod.create_group('resq-x')
+        self.assertTrue(os.path.isdir(os.path.join(self.tree.root,
+                                                   'resq-x')))
+
+    def test_a_file_the_agent_could_swap_starts_no_daemon(self):
+        os.chown(self.tmp, 65534, 65534)
+        self.addCleanup(os.chown, self.tmp, 0, 0)
+        from oslo_privsep import daemon
+
+        self.assertRaises(daemon.FailedToDropPrivileges,
+                          self.mod.resctrl_root)
+        self.assertFalse(os.path.exists(os.path.join(self.tree.root,
+                                                     'resq-x')))

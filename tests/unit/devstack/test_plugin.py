@@ -307,8 +307,13 @@ class PluginTest(base.TestCase):
         self.assertEqual(
             ['resq-agent.conf', 'resq-nova.conf', 'resq-optimizer.conf',
              'resq-profiler.conf'], sorted(os.listdir(self.ds.conf_dir)))
+        sudo = self.ds.calls('sudo')
         self.assertIn('install -d -o %s -m 755 %s'
-                      % (_user(), self.ds.conf_dir), self.ds.calls('sudo'))
+                      % (_user(), self.ds.conf_dir), sudo)
+        # Root's again once its files are written: the privsep helper
+        # refuses root's file beneath a directory the stack user owns.
+        self.assertEqual(['chown root:root %s' % self.ds.conf_dir,
+                          'chmod 0755 %s' % self.ds.conf_dir], sudo[-2:])
         creds = {'auth_type': ['password'],
                  'auth_url': ['http://10.0.0.5/identity'],
                  'username': ['admin'], 'password': ['secretadmin'],
