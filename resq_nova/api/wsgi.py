@@ -16,6 +16,7 @@ The configuration files are ``$RESQ_API_CONFIG`` (comma-separated) or
 """
 
 import os
+import threading
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -48,11 +49,31 @@ def init_application(conf=None):
     return deploy.deploy(conf)
 
 
-def __getattr__(name):
-    # Built on first use, so importing the module (the docs, the sample
-    # generator) reads no configuration.
-    if name == 'application':
-        app = init_application()
-        globals()['application'] = app
-        return app
-    raise AttributeError(name)
+class _Application:
+    """The WSGI application, built on its first request.
+
+    A module attribute of its own, as WSGI servers look it up: uwsgi's
+    ``module = resq_nova.api.wsgi:application`` reads the module's
+    dictionary, which a module ``__getattr__`` never reaches. Importing
+    the module (the docs, the sample generator) still reads no
+    configuration; each server process (uwsgi's ``lazy-apps``) builds its
+    own application once, and a failed build is retried on the next
+    request rather than cached.
+    """
+
+    def __init__(self, init=None):
+        self._init = init or init_application
+        self._app = None
+        self._lock = threading.Lock()
+
+    def __call__(self, environ, start_response):
+        app = self._app
+        if app is None:
+            with self._lock:
+                if self._app is None:
+                    self._app = self._init()
+                app = self._app
+        return app(environ, start_response)
+
+
+application = _Application()

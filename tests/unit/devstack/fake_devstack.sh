@@ -188,15 +188,59 @@ function create_service_user { _fake_record create_service_user "$@"; }
 function get_or_create_service { _fake_record get_or_create_service "$@"; echo svc-id; }
 function get_or_create_endpoint { _fake_record get_or_create_endpoint "$@"; echo ep-id; }
 function remove_uwsgi_config { _fake_record remove_uwsgi_config "$@"; }
+# As devstack's lib/keystone writes them (2026).
+function configure_keystoneauth {
+    local conf_file=$1 admin_user=$2 section=$3
+    iniset $conf_file $section auth_type password
+    iniset $conf_file $section interface public
+    iniset $conf_file $section auth_url $KEYSTONE_SERVICE_URI
+    iniset $conf_file $section username $admin_user
+    iniset $conf_file $section password $SERVICE_PASSWORD
+    iniset $conf_file $section user_domain_name "$SERVICE_DOMAIN_NAME"
+    iniset $conf_file $section project_name $SERVICE_PROJECT_NAME
+    iniset $conf_file $section project_domain_name "$SERVICE_DOMAIN_NAME"
+}
 function configure_keystone_authtoken_middleware {
     _fake_record configure_keystone_authtoken_middleware "$@"
-    iniset $1 keystone_authtoken auth_type password
-    iniset $1 keystone_authtoken username $2
+    local conf_file=$1 admin_user=$2 section=${3:-keystone_authtoken}
+    configure_keystoneauth $conf_file $admin_user $section
+    iniset $conf_file $section www_authenticate_uri $KEYSTONE_SERVICE_URI
+    iniset $conf_file $section cafile "$SSL_BUNDLE_FILE"
+    iniset $conf_file $section memcached_servers "$MEMCACHE_SERVERS"
+    if [[ -n "$4" ]]; then
+        iniset $conf_file $section service_type $4
+    fi
 }
+# As devstack's lib/apache writes it (2026): a module path when it looks
+# like one, else a WSGI file; a unix socket Apache proxies $3 to, unless
+# $4 names an address to serve HTTP on. Apache itself is only recorded.
 function write_uwsgi_config {
     _fake_record write_uwsgi_config "$@"
-    iniset $1 uwsgi module $2
-    iniset $1 uwsgi mount "$3=$2"
+    local conf=$1 wsgi=$2 url=$3 http=$4 name=$5
+    [[ -z "$name" ]] && name=$(basename $wsgi)
+    rm -rf $conf
+    if [[ "$wsgi" =~ ^[a-zA-Z0-9_.]+:[a-zA-Z0-9_]+$ ]]; then
+        iniset "$conf" uwsgi module "$wsgi"
+    else
+        iniset "$conf" uwsgi wsgi-file "$wsgi"
+    fi
+    iniset "$conf" uwsgi processes ${API_WORKERS:-2}
+    iniset "$conf" uwsgi master true
+    iniset "$conf" uwsgi die-on-term true
+    iniset "$conf" uwsgi exit-on-reload false
+    iniset "$conf" uwsgi enable-threads true
+    iniset "$conf" uwsgi plugins http,python3
+    iniset "$conf" uwsgi thunder-lock true
+    iniset "$conf" uwsgi buffer-size 65535
+    iniset "$conf" uwsgi add-header "Connection: close"
+    iniset "$conf" uwsgi lazy-apps true
+    if [[ -n "$http" ]]; then
+        iniset "$conf" uwsgi http $http
+    else
+        iniset "$conf" uwsgi socket "${FAKE_UWSGI_SOCKET_DIR:-/var/run/uwsgi}/$name.socket"
+        iniset "$conf" uwsgi chmod-socket 666
+        _fake_record apache_proxy "$url" "$name"
+    fi
 }
 function sleep { _fake_record sleep "$@"; }
 
