@@ -25,6 +25,8 @@ What both share is here: the listen option's parser, the HTTP server
 and the dependency metrics of :mod:`resq_common.deadline`.
 """
 
+import socket
+
 from oslo_log import log as logging
 import prometheus_client
 from prometheus_client import core
@@ -57,6 +59,35 @@ def parse_listen(value):
         raise InvalidListen(value=value,
                             reason='the port must be 0 to 65535')
     return host, int(port)
+
+
+class CannotListen(exception.ResQException):
+    msg_fmt = ('metrics_listen %(value)r cannot be listened on: '
+               '%(reason)s; pick a free port of an address of this host, '
+               'or leave it empty')
+
+
+def check_listen(value):
+    """Parse ``value`` and bind it once, closing it at once.
+
+    For a service whose worker process serves the metrics: its parent
+    checks the address before forking, so a malformed or taken one stops
+    the service with one line instead of failing in every worker.
+
+    :raises InvalidListen: a malformed address.
+    :raises CannotListen: the address cannot be bound (in use, not of this
+        host).
+    """
+    host, port = parse_listen(value)
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                    flags=socket.AI_PASSIVE)[0][0]
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            # As the HTTP server binds (http.server allows reuse).
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        raise CannotListen(value=value, reason=exc.strerror or exc)
 
 
 def serve(listen, collector):

@@ -15,6 +15,8 @@
 (to the newest revision by default); ``db version`` prints the revision the
 database is at. Run ``db sync`` before starting new API workers: the
 migrations only add, so the old workers keep running meanwhile.
+``db prune [--keep N] [--days D]`` deletes finished plans and unused
+snapshots that are older than D days or past the newest N (from cron).
 """
 
 import sys
@@ -41,10 +43,10 @@ def _prune(conf):
     from resq_nova.api import context as context_mod
     from resq_nova.api.objects import plan as plan_obj
 
+    # One transaction: plan_obj.prune is a writer of its own.
     ctx = context_mod.RequestContext(is_admin=True)
-    with db_api.context_manager.writer.using(ctx):
-        plans, snaps = plan_obj.prune(ctx, conf.command.keep,
-                                      conf.command.days * 86400)
+    plans, snaps = plan_obj.prune(ctx, conf.command.keep,
+                                  conf.command.days * 86400)
     print('pruned %d plan(s) and %d snapshot(s)' % (plans, snaps))
 
 

@@ -168,6 +168,11 @@ def _enable_freed(conf):
 
 
 def _run(conf):
+    if conf.resq_optimizer.metrics_listen:
+        # Served by the worker oslo.service forks, which plans (see
+        # make_service); a wrong or taken address stops us here, at once.
+        from resq_common import metrics
+        metrics.check_listen(conf.resq_optimizer.metrics_listen)
     # oslo.service's threading backend, chosen before anything imports
     # oslo.messaging (which would select the eventlet one).
     from oslo_service import backend
@@ -176,11 +181,6 @@ def _run(conf):
     from resq_nova.optimizer import service
 
     opt = _optimizer(conf)
-    if conf.resq_optimizer.metrics_listen:
-        from resq_common import metrics
-        from resq_nova.optimizer import metrics as opt_metrics
-        metrics.serve(conf.resq_optimizer.metrics_listen,
-                      opt_metrics.OptimizerCollector(opt))
     svc = service.make_service(conf, opt)
     from oslo_service import service as os_service
 

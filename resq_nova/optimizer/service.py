@@ -328,21 +328,49 @@ class Optimizer:
         return None
 
 
+def serve_metrics(conf, optimizer):
+    """Serve ``optimizer``'s figures on ``[resq_optimizer] metrics_listen``.
+
+    Called in the process that plans: oslo.service's launcher forks the
+    worker that runs the rounds, and a server started before the fork
+    would show the parent's optimizer, which never plans. An address that
+    cannot be bound is logged, and the rounds go on without metrics (the
+    parent checked it before forking: see ``resq-optimizer run``).
+
+    :returns: the HTTP server, or None.
+    """
+    from resq_common import metrics
+    from resq_nova.optimizer import metrics as opt_metrics
+
+    listen = conf.resq_optimizer.metrics_listen
+    try:
+        return metrics.serve(listen, opt_metrics.OptimizerCollector(
+            optimizer))
+    except (OSError, exception.ResQException) as exc:
+        LOG.error('Prometheus metrics are not served: [resq_optimizer] '
+                  'metrics_listen %r: %s', listen, exc)
+        return None
+
+
 def make_service(conf, optimizer):
     """An oslo.service service running ``optimizer.tick`` periodically.
 
-    It also serves the agents' on-demand escalations on ``[resq_optimizer]
-    rpc_topic`` (:mod:`resq_nova.optimizer.ondemand`) when the optimizer
-    has a Placement client, booting scale-out instances with its compute
-    client as ``[resq_optimizer] ondemand_scale_out`` says.
+    It serves the optimizer's Prometheus metrics from the process that
+    runs the rounds (oslo.service's worker), and the agents' on-demand
+    escalations on ``[resq_optimizer] rpc_topic``
+    (:mod:`resq_nova.optimizer.ondemand`) when the optimizer has a
+    Placement client, booting scale-out instances with its compute client
+    as ``[resq_optimizer] ondemand_scale_out`` says.
     """
     from oslo_service import service
 
     class OptimizerService(service.Service):
         rpc_server = None
+        metrics_server = None
 
         def start(self):
             super().start()
+            self.metrics_server = serve_metrics(conf, optimizer)
             self.tg.add_timer(conf.resq_optimizer.interval, optimizer.tick,
                               initial_delay=0)
             if optimizer.placement is not None:
@@ -364,6 +392,10 @@ def make_service(conf, optimizer):
                 self.rpc_server.wait()
                 self.transport.cleanup()
                 self.rpc_server = None
+            if self.metrics_server is not None:
+                self.metrics_server.shutdown()
+                self.metrics_server.server_close()
+                self.metrics_server = None
             super().stop(graceful)
 
     return OptimizerService()

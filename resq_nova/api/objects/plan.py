@@ -232,7 +232,6 @@ def set_result(ctx, plan_id, state, result):
                  'only a plan being applied gets a result')
 
 
-@db_api.context_manager.writer
 def _naive(when):
     """A database time as naive UTC (how util.now() gives it)."""
     if when is not None and when.tzinfo is not None:
@@ -240,6 +239,7 @@ def _naive(when):
     return when
 
 
+@db_api.context_manager.writer
 def prune(ctx, keep, max_age_seconds):
     """Delete finished plans and unused snapshots that are old or many.
 
@@ -250,7 +250,8 @@ def prune(ctx, keep, max_age_seconds):
     """
     cutoff = util.now() - datetime.timedelta(seconds=max_age_seconds)
     kept = set(ctx.session.execute(
-        sa.select(models.Plan.id).order_by(models.Plan.created_at.desc())
+        sa.select(models.Plan.id)
+        .order_by(models.Plan.created_at.desc(), models.Plan.id)
         .limit(keep)).scalars())
     doomed = [p for p, created in ctx.session.execute(
         sa.select(models.Plan.id, models.Plan.created_at)
@@ -265,7 +266,8 @@ def prune(ctx, keep, max_age_seconds):
         sa.select(models.Plan.snapshot_id)).scalars())
     kept_snaps = set(ctx.session.execute(
         sa.select(models.Snapshot.id)
-        .order_by(models.Snapshot.created_at.desc()).limit(keep)).scalars())
+        .order_by(models.Snapshot.created_at.desc(), models.Snapshot.id)
+        .limit(keep)).scalars())
     snaps = [s for s, created in ctx.session.execute(
         sa.select(models.Snapshot.id, models.Snapshot.created_at)).all()
         if s not in in_use and (s not in kept_snaps

@@ -6,6 +6,8 @@ import socket
 import subprocess
 import sys
 import textwrap
+from unittest import mock
+import urllib.request
 
 import fixtures
 
@@ -187,3 +189,70 @@ class ServiceTest(base.TestCase):
         self.conf = os.path.join(self.dir, 'opt.conf')
         with open(self.conf, 'w') as f:
             f.write('[resq_optimizer]\nstate_dir = %s/state\n' % self.dir)
+
+
+class MetricsListenTest(base.TestCase):
+    """Where ``run`` serves /metrics: checked first, served by the worker."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.taken = socket.socket()
+        self.taken.bind(('127.0.0.1', 0))
+        self.taken.listen(1)
+        self.addCleanup(self.taken.close)
+        self.taken_at = '127.0.0.1:%d' % self.taken.getsockname()[1]
+
+    def test_check_listen(self):
+        from resq_common import metrics
+
+        metrics.check_listen('127.0.0.1:0')
+        exc = self.assertRaises(metrics.CannotListen, metrics.check_listen,
+                                self.taken_at)
+        self.assertIn('%r cannot be listened on: Address already in use'
+                      % self.taken_at, str(exc))
+        self.assertRaises(metrics.InvalidListen, metrics.check_listen,
+                          '9477')
+
+    def test_run_stops_at_once_on_a_taken_address(self):
+        conf = os.path.join(self.dir, 'opt.conf')
+        with open(conf, 'w') as f:
+            f.write('[resq_optimizer]\nstate_dir = %s/state\n'
+                    'metrics_listen = %s\n' % (self.dir, self.taken_at))
+        err = io.StringIO()
+        with mock.patch.object(cmd, '_optimizer') as optimizer, \
+                contextlib.redirect_stderr(err):
+            self.assertEqual(1, cmd.main(['--config-file', conf, 'run']))
+        self.assertFalse(optimizer.called)
+        self.assertIn('ERROR: metrics_listen %r cannot be listened on'
+                      % self.taken_at, err.getvalue())
+        self.assertNotIn('Traceback', err.getvalue())
+
+    def test_serve_metrics_serves_the_optimizer_it_is_given(self):
+        from resq_nova.optimizer import service
+        from tests.unit.resq_agent import test_metrics
+
+        conf = mock.Mock()
+        conf.resq_optimizer.metrics_listen = '127.0.0.1:0'
+        server = service.serve_metrics(conf, test_metrics.FakeOptimizer())
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        with urllib.request.urlopen('http://127.0.0.1:%d/metrics'
+                                    % server.server_address[1],
+                                    timeout=10) as resp:
+            text = resp.read().decode()
+        self.assertIn('resq_optimizer_plans_total{outcome="proposed"} 2.0',
+                      text)
+        conf.resq_optimizer.metrics_listen = ''
+        self.assertIsNone(service.serve_metrics(conf, None))
+
+    def test_serve_metrics_logs_an_address_it_cannot_bind(self):
+        from resq_nova.optimizer import service
+
+        conf = mock.Mock()
+        conf.resq_optimizer.metrics_listen = self.taken_at
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='resq_nova.optimizer.service'))
+        self.assertIsNone(service.serve_metrics(conf, None))
+        self.assertIn('Prometheus metrics are not served: [resq_optimizer] '
+                      'metrics_listen %r' % self.taken_at, logs.output)
