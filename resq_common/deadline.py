@@ -23,6 +23,11 @@ returns at last, the dependency is usable again.
 Every dependency's last outcome is kept in a process-wide registry, which
 the agent's status shows (:func:`health`): which one hangs, since when,
 and what failed last.
+
+Each remote service (Placement, Nova, resq-api) has a bounded pool of its
+own (:func:`capacity`): a service that hangs holds its own workers only,
+and once every one of them holds a hung call, further calls to it fail at
+once while the other services' calls go on.
 """
 
 import concurrent.futures
@@ -37,6 +42,7 @@ FAILED = 'failed'
 HUNG = 'hung'
 
 _registry = {}
+_capacities = {}
 _registry_lock = threading.Lock()
 
 
@@ -44,6 +50,13 @@ class DependencyHung(exception.ResQException):
     msg_fmt = ('%(name)s did not answer within %(seconds)gs%(detail)s; '
                'what needs it waits for the next attempt, the rest of the '
                'agent goes on')
+
+
+class Saturated(exception.ResQException):
+    msg_fmt = ('%(name)s: %(stuck)d calls hang past their deadline, the '
+               'oldest since %(since)s, holding all %(workers)d of its '
+               'workers; this one was not sent, calls to other services '
+               'go on')
 
 
 class DaemonPool:
@@ -72,9 +85,22 @@ class DaemonPool:
         self._queue.put((future, fn, args, kwargs))
         return future
 
+    def shutdown(self):
+        """Let every worker end once it is idle (a hung one: when it returns).
+
+        Calls still queued are run first; nothing should be submitted after.
+        """
+        with self._start_lock:
+            if self._started:
+                for _ in self._threads:
+                    self._queue.put(None)
+
     def _work(self):
         while True:
-            future, fn, args, kwargs = self._queue.get()
+            item = self._queue.get()
+            if item is None:
+                return
+            future, fn, args, kwargs = item
             if not future.set_running_or_notify_cancel():
                 continue
             try:
@@ -83,6 +109,70 @@ class DaemonPool:
                 future.set_exception(exc)
             else:
                 future.set_result(result)
+
+
+class Capacity:
+    """Calls to one dependency on a bounded pool of its own.
+
+    A call the caller gave up on at its deadline (:meth:`abandon`) keeps
+    its worker until it returns (until its socket gives up, for a remote
+    call): it costs this dependency a worker and no other dependency
+    anything. While every worker holds such a call, :meth:`submit` refuses
+    at once rather than queue a call no worker will take.
+
+    :param name: the dependency, as errors name it (``placement``).
+    :param workers: calls that may run at once.
+    """
+
+    def __init__(self, name, workers):
+        self.name = name
+        self.workers = workers
+        self._pool = DaemonPool(workers, 'resq-%s' % name)
+        self._lock = threading.Lock()
+        self._stuck = {}              # abandoned future -> when
+
+    def submit(self, fn, *args, **kwargs):
+        """A future of ``fn(*args, **kwargs)`` run on one of the workers.
+
+        :raises Saturated: every worker holds an abandoned call.
+        """
+        with self._lock:
+            stuck = len(self._stuck)
+            oldest = min(self._stuck.values(), default=None)
+        if stuck >= self.workers:
+            raise Saturated(name=self.name, stuck=stuck,
+                            workers=self.workers, since=time.strftime(
+                                '%H:%M:%S', time.localtime(oldest)))
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def abandon(self, future):
+        """The caller stopped waiting for ``future``.
+
+        Still queued, it is dropped; running, it holds its worker, and
+        counts as stuck, until it returns.
+        """
+        if future.cancel():
+            return
+        with self._lock:
+            self._stuck[future] = time.time()
+        future.add_done_callback(self._returned)
+
+    def stuck(self):
+        """How many abandoned calls still hold a worker."""
+        with self._lock:
+            return len(self._stuck)
+
+    def since(self):
+        """When the oldest call still stuck was abandoned, or None."""
+        with self._lock:
+            return min(self._stuck.values(), default=None)
+
+    def shutdown(self):
+        self._pool.shutdown()
+
+    def _returned(self, future):
+        with self._lock:
+            self._stuck.pop(future, None)
 
 
 class Outcomes:
@@ -128,32 +218,28 @@ class Dependency(Outcomes):
     def __init__(self, name, deadline, workers=1):
         super().__init__(name)
         self.deadline = float(deadline)
-        self._pool = DaemonPool(workers, 'resq-%s' % name)
-        self._hung = None             # the future that did not finish
+        self._capacity = Capacity(name, workers)
         register(self)
 
     def call(self, fn, *args, **kwargs):
         """``fn(*args, **kwargs)`` on the dependency's worker.
 
-        :raises DependencyHung: no answer within the deadline, or an
-            earlier call still hangs.
+        :raises DependencyHung: no answer within the deadline, or earlier
+            calls still hang on every worker.
         :raises: whatever ``fn`` raised.
         """
-        with self._lock:
-            hung = self._hung
-        if hung is not None and not hung.done():
+        try:
+            future = self._capacity.submit(fn, *args, **kwargs)
+        except Saturated:
             raise DependencyHung(
                 name=self.name, seconds=self.deadline,
                 detail=' (hung since %s)' % time.strftime(
-                    '%H:%M:%S', time.localtime(self.since)))
-        future = self._pool.submit(fn, *args, **kwargs)
+                    '%H:%M:%S', time.localtime(self._capacity.since())))
         try:
             result = future.result(timeout=self.deadline)
         except concurrent.futures.TimeoutError:
-            with self._lock:
-                self._hung = future
             self.record(HUNG, 'no answer within %gs' % self.deadline)
-            future.add_done_callback(self._returned)
+            self._capacity.abandon(future)
             raise DependencyHung(name=self.name, seconds=self.deadline,
                                  detail='')
         except Exception as exc:
@@ -161,11 +247,6 @@ class Dependency(Outcomes):
             raise
         self.record(OK)
         return result
-
-    def _returned(self, future):
-        with self._lock:
-            if self._hung is future:
-                self._hung = None
 
 
 def register(dep):
@@ -188,6 +269,20 @@ def outcomes(name):
         return dep
 
 
+def capacity(name, workers):
+    """The bounded pool of calls to the remote service ``name``.
+
+    Made at its first use with ``workers`` workers (their threads start at
+    the first call); later uses get the same pool, whatever ``workers``
+    they give.
+    """
+    with _registry_lock:
+        cap = _capacities.get(name)
+        if cap is None:
+            cap = _capacities[name] = Capacity(name, workers)
+        return cap
+
+
 def health():
     """``{name: {'state', 'since', 'detail'}}`` of every dependency used.
 
@@ -199,6 +294,14 @@ def health():
 
 
 def reset():
-    """Forget every dependency (tests; a new process starts empty)."""
+    """Forget every dependency (tests; a new process starts empty).
+
+    The remote services' pools are shut down: their idle workers end, a
+    hung one when its call returns.
+    """
     with _registry_lock:
         _registry.clear()
+        capacities = list(_capacities.values())
+        _capacities.clear()
+    for cap in capacities:
+        cap.shutdown()

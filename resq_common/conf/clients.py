@@ -14,7 +14,9 @@
 ``[nova]`` (``resq-admit``, the agent's guest metadata) and
 ``[resq_api]`` (every program that reads or writes the service's state:
 profiles, SLO terms, plans, isolation status) take the usual
-keystoneauth session, auth and adapter options. They are listed once, in
+keystoneauth session, auth and adapter options, and ``request_workers``:
+how many requests to that service may be under way at once, on a pool of
+its own (see :func:`call`). They are listed once, in
 the ``resq.clients`` namespace of oslo-config-generator, whichever program
 reads them.
 """
@@ -25,6 +27,7 @@ from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
+from oslo_config import cfg
 
 from resq_common import deadline as deadline_mod
 from resq_profiler import exception
@@ -49,6 +52,18 @@ _TIMEOUT_HELP = ('Seconds one request to the service may take in all: '
                  % DEFAULT_TIMEOUT)
 
 
+# Requests to one service that may be under way at once, each on a worker
+# thread of its own so it has a total deadline (see call()).
+REMOTE_WORKERS = 8
+_WORKERS_HELP = ('Requests to this service that may be under way at once, '
+                 'each on a worker thread of its own (default %d). A '
+                 'request still running at its timeout keeps its worker '
+                 'until the connection gives up; while every worker holds '
+                 'one, further requests to this service fail at once, and '
+                 'requests to the other services are not affected.'
+                 % REMOTE_WORKERS)
+
+
 class MissingCredentials(exception.ResQException):
     msg_fmt = ('[%(group)s] %(reason)s; set auth_type and its options '
                '(auth_url, credentials) or endpoint_override so %(service)s '
@@ -61,6 +76,12 @@ def register_opts(conf, group):
     ks_loading.register_auth_conf_options(conf, group)
     ks_loading.register_adapter_conf_options(conf, group)
     conf.set_default('timeout', DEFAULT_TIMEOUT, group=group)
+    conf.register_opts(_own_options(), group=group)
+
+
+def _own_options():
+    return [cfg.IntOpt('request_workers', default=REMOTE_WORKERS, min=1,
+                       help=_WORKERS_HELP)]
 
 
 def _options():
@@ -69,7 +90,8 @@ def _options():
         if opt.dest == 'timeout':
             opt.default = DEFAULT_TIMEOUT
             opt.help = _TIMEOUT_HELP
-    return (session + ks_loading.get_auth_common_conf_options()
+    return (session + _own_options()
+            + ks_loading.get_auth_common_conf_options()
             + ks_loading.get_adapter_conf_options(include_deprecated=False))
 
 
@@ -101,9 +123,12 @@ def load_adapter(conf, group, service_type, strict=True):
     timeout = conf[group].timeout or DEFAULT_TIMEOUT
     session = ks_loading.load_session_from_conf_options(
         conf, group, auth=auth, timeout=timeout)
-    return ks_loading.load_adapter_from_conf_options(
+    adapter = ks_loading.load_adapter_from_conf_options(
         conf, group, session=session, service_type=service_type,
         raise_exc=False)
+    # The service's pool takes its size from the first adapter loaded.
+    deadline_mod.capacity(_service(adapter), conf[group].request_workers)
+    return adapter
 
 
 def noauth_adapter(endpoint, service_type, headers=None,
@@ -119,10 +144,13 @@ def noauth_adapter(endpoint, service_type, headers=None,
 # Remote calls run on a few threads of their own so each one has a total
 # deadline: keystoneauth's timeout applies to each read, and a service that
 # trickles a byte now and then would hold the caller (and its locks) for
-# good. A call past its deadline leaves its thread to finish on its own;
-# the pool being bounded, a hung service costs at most this many threads.
-REMOTE_WORKERS = 8
-_pool = deadline_mod.DaemonPool(REMOTE_WORKERS, 'resq-remote')
+# good. A call past its deadline leaves its thread to finish on its own.
+# Each service has its pool (deadline.capacity), bounded by its
+# request_workers: a hung service costs at most that many threads, and
+# none of another service's.
+def _service(adapter):
+    """The service ``adapter`` calls: its pool and its outcomes."""
+    return getattr(adapter, 'service_type', None) or 'remote'
 
 
 def total_deadline(adapter):
@@ -133,19 +161,27 @@ def total_deadline(adapter):
 
 
 def call(adapter, url, method, unreachable, **kwargs):
-    """``adapter.request`` with a total deadline (see REMOTE_WORKERS).
+    """``adapter.request`` with a total deadline, on its service's pool.
 
-    :raises unreachable: no whole answer within the deadline, or keystone
-        could not reach the service.
+    :raises unreachable: no whole answer within the deadline, keystone
+        could not reach the service, or every worker of the service's pool
+        still holds a call that did not answer in time (then the request
+        is not sent).
     """
     deadline = total_deadline(adapter)
-    seen = deadline_mod.outcomes(getattr(adapter, 'service_type', None)
-                                 or 'remote')
-    future = _pool.submit(adapter.request, url, method, **kwargs)
+    service = _service(adapter)
+    seen = deadline_mod.outcomes(service)
+    capacity = deadline_mod.capacity(service, REMOTE_WORKERS)
+    try:
+        future = capacity.submit(adapter.request, url, method, **kwargs)
+    except deadline_mod.Saturated as exc:
+        raise unreachable(method=method, url=url, reason=exc)
     try:
         resp = future.result(timeout=float(deadline))
     except concurrent.futures.TimeoutError:
-        future.cancel()         # still queued behind hung calls: dropped
+        # Still queued behind other calls: dropped; running: it keeps its
+        # worker, of this service's pool only, until its socket gives up.
+        capacity.abandon(future)
         seen.record(deadline_mod.HUNG, 'no complete answer to %s %s within '
                     '%gs' % (method, url, deadline))
         raise unreachable(method=method, url=url, reason='timed out: no '
