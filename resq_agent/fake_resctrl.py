@@ -23,7 +23,9 @@ not check writes the way the kernel does, and the agent enforces the
 kernel's rules itself; tests that want the kernel's side as well (a
 ``mkdir`` making the group's files, CPUs moving between groups, a
 monitoring group's CPUs a subset of its parent's, the RMID and class of
-service limits) put :class:`Kernel` in front of the tree.
+service limits) put :class:`Kernel` in front of the tree, and programs
+that are not ours see it mounted through FUSE
+(:mod:`resq_agent.fake_resctrl_fuse`).
 
 Run it as ``python -m resq_agent.fake_resctrl --help``.
 """
@@ -376,8 +378,10 @@ class Kernel(resctrl_writer.Syscalls):
     * ``cpus_list`` of a monitoring group takes only CPUs of its parent
       control group (``EINVAL`` and ``info/last_cmd_status`` otherwise), a
       CPU moves from the sibling monitoring group that had it; a control
-      group's CPUs leave every other control group, and CPUs it drops leave
-      its monitoring groups;
+      group's CPUs leave every other control group and the default group,
+      CPUs it drops leave its monitoring groups and return to the default
+      group (as do a removed group's), and the default group cannot drop
+      any;
     * classes of service run out at the smallest ``num_closids`` of all
       allocation resources (L3, L3CODE/L3DATA, L2, MB, SMBA); a
       pseudo-locked group holds none, nor an RMID;
@@ -483,6 +487,10 @@ class Kernel(resctrl_writer.Syscalls):
     def _status(self, text):
         _write(self.root, 'info/last_cmd_status', text + '\n')
 
+    def set_status(self, text):
+        """Write ``info/last_cmd_status`` (``text``, one line)."""
+        self._status(text)
+
     def _domains(self):
         for line in self._read(self.root, 'schemata').splitlines():
             if line.startswith(('L3:', 'L3CODE:')):
@@ -558,12 +566,19 @@ class Kernel(resctrl_writer.Syscalls):
         if not os.path.lexists(path):
             raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT),
                                     path)
-        if parent != self.root and os.path.basename(parent) != 'mon_groups':
+        if (parent != self.root and os.path.basename(parent) != 'mon_groups'
+                or parent == self.root and name in ('info', 'mon_data',
+                                                    'mon_groups')):
             raise PermissionError(errno.EPERM, os.strerror(errno.EPERM),
                                   path)
         if not os.path.isdir(path) or os.path.islink(path):
             raise NotADirectoryError(errno.ENOTDIR,
                                      os.strerror(errno.ENOTDIR), path)
+        if parent == self.root:
+            # Its CPUs return to the default group.
+            freed = self._cpus(path)
+            if freed:
+                self._set_cpus(self.root, self._cpus(self.root) | freed)
         shutil.rmtree(path)
         self._refresh()
 
@@ -577,35 +592,49 @@ class Kernel(resctrl_writer.Syscalls):
             self._status('ok')
             return
         if name == 'cpus_list':
-            try:
-                cpus = set(parse_cpus(text))
-            except InvalidTree:
-                self._status('Bad CPU list/mask')
-                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL),
-                              os.path.join(group, name))
-            parent = os.path.dirname(group)
-            if os.path.basename(parent) == 'mon_groups':
-                ctrl = os.path.dirname(parent)
-                if ctrl != self.root and not cpus <= self._cpus(ctrl):
-                    self._status("Can only assign subset of parent's cpus")
-                    raise OSError(errno.EINVAL, os.strerror(errno.EINVAL),
-                                  os.path.join(group, name))
-                for sibling in self.mon_groups(ctrl):
-                    if sibling != group and self._cpus(sibling) & cpus:
-                        self._set_cpus(sibling, self._cpus(sibling) - cpus)
-            else:
-                dropped = self._cpus(group) - cpus
-                for mon in self.mon_groups(group):
-                    if self._cpus(mon) & dropped:
-                        self._set_cpus(mon, self._cpus(mon) - dropped)
-                for other in self.ctrl_groups():
-                    if other == group:
-                        continue
-                    for g in [other] + self.mon_groups(other):
-                        if self._cpus(g) & cpus:
-                            self._set_cpus(g, self._cpus(g) - cpus)
-            self._status('ok')
+            # The kernel keeps a CPU mask and reads it back as a list.
+            text = format_cpus(self._move_cpus(group, text)) + '\n'
         super().write_file(dir_fd, name, text, append, where)
+
+    def _move_cpus(self, group, text):
+        """The kernel's side of a ``cpus_list`` write to ``group``.
+
+        :returns: the group's new CPUs.
+        :raises OSError: ``EINVAL`` (and ``info/last_cmd_status``) for
+            what the kernel refuses; nothing is changed then.
+        """
+        path = os.path.join(group, 'cpus_list')
+        try:
+            cpus = set(parse_cpus(text))
+        except InvalidTree:
+            self._refuse('Bad CPU list/mask', path)
+        parent = os.path.dirname(group)
+        if os.path.basename(parent) == 'mon_groups':
+            ctrl = os.path.dirname(parent)
+            if ctrl != self.root and not cpus <= self._cpus(ctrl):
+                self._refuse("Can only assign subset of parent's cpus", path)
+            for sibling in self.mon_groups(ctrl):
+                if sibling != group and self._cpus(sibling) & cpus:
+                    self._set_cpus(sibling, self._cpus(sibling) - cpus)
+            self._status('ok')
+            return cpus
+        dropped = self._cpus(group) - cpus
+        if group == self.root and dropped:
+            self._refuse("Can't drop CPUs from default group", path)
+        for mon in self.mon_groups(group):
+            if self._cpus(mon) & dropped:
+                self._set_cpus(mon, self._cpus(mon) - dropped)
+        if dropped:
+            # CPUs a control group gives up return to the default group.
+            self._set_cpus(self.root, self._cpus(self.root) | dropped)
+        for other in [self.root] + self.ctrl_groups():
+            if other == group:
+                continue
+            for g in [other] + self.mon_groups(other):
+                if self._cpus(g) & cpus:
+                    self._set_cpus(g, self._cpus(g) - cpus)
+        self._status('ok')
+        return cpus
 
     # -- schemata writes --------------------------------------------------
     def _schemata_update(self, group, text):
@@ -743,6 +772,53 @@ def has_rdt(resctrl_root='/sys/fs/resctrl'):
     return os.path.isdir(os.path.join(resctrl_root, 'info', 'L3'))
 
 
+def add_tree_options(parser):
+    """Add the options that shape the fake cache to ``parser``.
+
+    ``python -m resq_agent.fake_resctrl`` and
+    ``python -m resq_agent.fake_resctrl_fuse`` take the same ones;
+    :func:`tree_layout` reads them back.
+    """
+    parser.add_argument('--ways', type=int, default=DEFAULT_WAYS,
+                        help='LLC ways (bits of info/L3/cbm_mask); default '
+                             '%(default)s')
+    parser.add_argument('--domains', type=int, default=1,
+                        help='L3 cache domains; the CPUs are split among '
+                             'them; default %(default)s')
+    parser.add_argument('--num-closids', type=int, default=16,
+                        help='classes of service; default %(default)s')
+    parser.add_argument('--num-rmids', type=int, default=224,
+                        help='RMIDs (info/L3_MON/num_rmids); default '
+                             '%(default)s')
+    parser.add_argument('--min-cbm-bits', type=int, default=1,
+                        help='smallest mask; default %(default)s')
+    parser.add_argument('--cpus',
+                        help='CPUs of the fake caches, e.g. 0-7 (default: '
+                             'this host\'s online CPUs)')
+    return parser
+
+
+def tree_layout(args):
+    """``(CPUs, {domain id: CPUs})`` that :func:`add_tree_options` asks.
+
+    :raises InvalidTree: for a shape no CAT platform has.
+    """
+    cpus = parse_cpus(args.cpus) if args.cpus else online_cpus()
+    layout = split_cpus(cpus, args.domains)
+    check(args.ways, tuple(layout), args.min_cbm_bits, args.num_closids)
+    if args.num_rmids < 1:
+        raise InvalidTree('num_rmids must be at least 1, got %d'
+                          % args.num_rmids)
+    return cpus, layout
+
+
+def build_from_args(root, args, cpus, layout):
+    """:func:`build_resctrl` in ``root`` as the tree options say."""
+    return build_resctrl(root, args.ways, tuple(layout), args.min_cbm_bits,
+                         args.num_closids, cpus=cpus,
+                         num_rmids=args.num_rmids)
+
+
 def _parser():
     p = argparse.ArgumentParser(
         prog='python -m resq_agent.fake_resctrl',
@@ -753,22 +829,10 @@ def _parser():
                    help='directory for the resctrl tree')
     p.add_argument('--sysfs-root', required=True,
                    help='directory for the CPU cache topology')
-    p.add_argument('--ways', type=int, default=DEFAULT_WAYS,
-                   help='LLC ways (bits of info/L3/cbm_mask); default '
-                        '%(default)s')
+    add_tree_options(p)
     p.add_argument('--way-kib', type=int, default=DEFAULT_WAY_KIB,
                    help='size of one way in KiB; default %(default)s, the '
                         'model driver\'s platform, so its profiles match')
-    p.add_argument('--domains', type=int, default=1,
-                   help='L3 cache domains; the CPUs are split among them; '
-                        'default %(default)s')
-    p.add_argument('--num-closids', type=int, default=16,
-                   help='classes of service; default %(default)s')
-    p.add_argument('--min-cbm-bits', type=int, default=1,
-                   help='smallest mask; default %(default)s')
-    p.add_argument('--cpus',
-                   help='CPUs of the fake caches, e.g. 0-7 (default: this '
-                        'host\'s online CPUs)')
     p.add_argument('--memory-mb', type=int,
                    help='small-page memory of each NUMA cell, MB (default: '
                         'this machine\'s, shared among the cells)')
@@ -793,9 +857,7 @@ def main(argv=None, out=None):
                 raise InvalidTree('--%s must not be negative, got %d'
                                   % (name.replace('_', '-'),
                                      getattr(args, name)))
-        cpus = parse_cpus(args.cpus) if args.cpus else online_cpus()
-        layout = split_cpus(cpus, args.domains)
-        check(args.ways, tuple(layout), args.min_cbm_bits, args.num_closids)
+        cpus, layout = tree_layout(args)
     except InvalidTree as exc:
         print('ERROR: %s' % exc, file=sys.stderr)
         return 2
@@ -814,8 +876,7 @@ def main(argv=None, out=None):
         huge = real[1] // cells if huge is None else huge
     build_sysfs(args.sysfs_root, layout, args.way_kib, args.ways,
                 memory, huge)
-    build_resctrl(args.resctrl_root, args.ways, tuple(layout),
-                  args.min_cbm_bits, args.num_closids, cpus=cpus)
+    build_from_args(args.resctrl_root, args, cpus, layout)
     print('Fake resctrl tree in %s (%d cache domain(s) of %d ways of %d KiB, '
           '%d classes of service, CPUs %s); CPU cache topology and NUMA '
           'cells (%d MB and %d MB of huge pages each) in %s' % (

@@ -78,7 +78,8 @@ class OnDemandHostTest(test_manager.ManagerTestBase):
         lease = od['od0-0'][0]
         # Lent: every way after A's 4 up to the default way and DDIO.
         self.assertEqual(cbm.make(4, 13), lease)
-        self.assertEqual('3,4', self.rt.read_cpus('resq-od0-0'))
+        # The kernel reads a CPU list back in its range form.
+        self.assertEqual('3-4', self.rt.read_cpus('resq-od0-0'))
         self.assertEqual(0, lease & self.masks()[A][0])
         self.assertEqual(0, lease & self.default()[0])
         self.assertEqual(self.tree.default_schemata,
