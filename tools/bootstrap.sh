@@ -18,6 +18,16 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
+# libvirtd and QEMU for tests/host, without what they recommend.
+missing=$(bindep -b host || true)
+if [ -n "$missing" ]; then
+    echo "Installing Debian packages (no recommends): $missing"
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+        --no-install-recommends $missing >/dev/null
+fi
+
 # The agent's messaging tests use the RabbitMQ broker on 127.0.0.1:5672
 # (guest/guest); start it when the machine has it stopped.
 if ! (echo > /dev/tcp/127.0.0.1/5672) 2>/dev/null; then

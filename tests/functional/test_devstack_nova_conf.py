@@ -59,8 +59,8 @@ class DevstackNovaConfTest(base.TestCase):
         self.assertIsNotNone(block, 'no [filter_scheduler] block in nova.rst')
         path = os.path.join(self.tmp, 'nova.conf')
         with open(path, 'w') as f:
-            f.write('\n'.join(line[4:] for line in
-                               block.group(0).strip('\n').splitlines()))
+            lines = block.group(0).strip('\n').splitlines()
+            f.write('\n'.join(line[4:] for line in lines))
         self.assert_scheduler_loads_resq(_nova_conf(path).filter_scheduler)
 
     def test_nova_loads_the_plugin_filters_and_weighers(self):

@@ -1,0 +1,136 @@
+"""The agent on a compute host that looks like a CAT host, with real guests.
+
+libvirtd runs in a private mount namespace over the FUSE resctrl file
+system and the fake cache's sysfs (:mod:`resq_agent.fake_host`); guests are
+real QEMU processes (KVM where ``/dev/kvm`` opens). The agent is the real
+AgentManager on libvirt's lifecycle events, writing through the mount, so
+every ``mkdir`` and mask passes the fake kernel's rules as it would pass
+the kernel's. Nothing here knows the file system is not the kernel's.
+"""
+
+import os
+import time
+import xml.etree.ElementTree as ET
+
+import fixtures
+
+from resq_agent import discovery
+from resq_agent import enforcer
+from resq_agent import manager
+from resq_agent import monitor
+from resq_agent import virt
+from resq_common import cbm
+from resq_common import resctrl
+from tests import base
+from tests.fixtures import compute_host
+
+
+class FakeHostTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.host = self.useFixture(compute_host.ComputeHost())
+        if self.host.accel != 'kvm':
+            self.addDetail('accel', fixtures.content.text_content(
+                'no /dev/kvm here: the guests run on QEMU TCG'))
+        self.root = self.host.paths.resctrl
+        self.useFixture(base.PrivsepInProcess(self.conf))
+        self.flags('resq_agent', resctrl_root=self.root,
+                   sysfs_root=self.host.paths.sysfs, state_dir=self.tmp)
+        self.logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
+        self.rt = resctrl.Resctrl(self.root)
+
+    def make(self):
+        topo = discovery.discover(self.root, self.host.paths.sysfs)
+        return manager.AgentManager(
+            self.conf, topo, enforcer.ResctrlEnforcer(self.root),
+            virt.Hypervisor(self.host.uri),
+            monitor=monitor.Monitor(self.root, 0))
+
+    def wait_for(self, predicate, what, seconds=60):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.2)
+        self.fail('%s never happened:\n%s' % (what, self.logs.output))
+
+    def group_of(self, uid):
+        for g in self.rt.owned_groups():
+            if g == 'resq-' + uid:
+                return g
+            if g.startswith('resq-cos') and 'resq-' + uid in (
+                    self.rt.mon_groups(g)):
+                return g
+        return None
+
+    def read(self, *parts):
+        with open(os.path.join(self.root, *parts)) as f:
+            return f.read()
+
+    def test_libvirt_sees_a_cat_host(self):
+        caps = ET.fromstring(self.host.conn.getCapabilities())
+        bank = caps.find('./host/cache/bank')
+        self.assertEqual(('3', 'both', '0-1'), (
+            bank.get('level'), bank.get('type'), bank.get('cpus')))
+        control = bank.find('control')
+        self.assertEqual(str(self.host.num_closids), control.get('maxAllocs'))
+        # 20 ways of 2304 KiB, as the fake cache's sysfs and cbm_mask say.
+        self.assertEqual(('2304', 'KiB'),
+                         (control.get('granularity'), control.get('unit')))
+        self.assertEqual(('45', 'MiB'), (bank.get('size'), bank.get('unit')))
+        self.assertIsNotNone(caps.find('./host/cache/monitor'))
+
+    def test_a_guest_is_partitioned_then_released(self):
+        mgr = self.make()
+        mgr.reconcile()
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        uid, dom = self.host.boot((1,), ways=4, packet_bytes=64)
+        self.assertTrue(dom.isActive())
+        self.wait_for(lambda: self.group_of(uid), 'the guest\'s group')
+        group = self.group_of(uid)
+        mask = resctrl.parse_schemata(self.read(group, 'schemata'))['L3'][0]
+        self.assertEqual(4, cbm.bits(mask))
+        self.assertEqual('1\n', self.read(group, 'cpus_list'))
+        # The kernel's side moved CPU 1 out of the default group, and the
+        # default group no longer shares the guest's ways.
+        self.assertEqual('0\n', self.read('cpus_list'))
+        default = resctrl.parse_schemata(self.read('schemata'))['L3'][0]
+        self.assertEqual(0, default & mask)
+        # The guest is a real QEMU process, still running.
+        self.assertEqual(1, dom.info()[0])
+        dom.destroy()
+        self.wait_for(lambda: self.group_of(uid) is None,
+                      'the release of the guest\'s ways')
+        self.assertEqual('0-1\n', self.read('cpus_list'))
+
+    def test_a_restarted_agent_adopts_running_guests_and_writes_nothing(self):
+        mgr = self.make()
+        mgr.start(watch_libvirt=True)
+        uid, _dom = self.host.boot((1,), ways=6)
+        self.wait_for(lambda: self.group_of(uid), 'the guest\'s group')
+        mgr.stop()
+        group = self.group_of(uid)
+        backing = self.host.paths.backing
+        before = {name: os.stat(os.path.join(backing, group, name)).st_mtime_ns
+                  for name in ('schemata', 'cpus_list')}
+        before['root'] = os.stat(os.path.join(backing, 'schemata')).st_mtime_ns
+        summary = self.make().reconcile()
+        self.assertEqual([], summary['written'], summary)
+        after = {name: os.stat(os.path.join(backing, group, name)).st_mtime_ns
+                 for name in ('schemata', 'cpus_list')}
+        after['root'] = os.stat(os.path.join(backing, 'schemata')).st_mtime_ns
+        self.assertEqual(before, after)
+        self.assertEqual(group, self.group_of(uid))
+
+    def test_a_guest_without_resq_specs_is_untouched(self):
+        mgr = self.make()
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        plain, _ = self.host.boot((0,), pinned=False)
+        uid, _ = self.host.boot((1,), ways=2)
+        self.wait_for(lambda: self.group_of(uid), 'the ResQ guest\'s group')
+        self.assertIsNone(self.group_of(plain))
+        self.assertEqual(['resq-' + uid] if self.group_of(uid) == (
+            'resq-' + uid) else [self.group_of(uid)], self.rt.owned_groups())
