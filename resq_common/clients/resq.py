@@ -18,6 +18,10 @@ one response check turning the API's error document into exceptions an
 operator can act on. Profiles are cached and revalidated with the ETag the
 API gives (``If-None-Match``), so a scheduler asks at most once per
 ``cache_seconds`` and downloads documents only when they changed.
+
+Every ``list_*`` method returns the whole list: it follows the ``next``
+link of each page (resq-api gives at most ``[api] max_limit`` items a
+page) until a page has none. ``limit`` only sets the size of the pages.
 """
 
 import threading
@@ -116,19 +120,35 @@ class ResQClient:
         return resp.json() if resp.content else None
 
     def _pages(self, url, key, **query):
-        """Every item of a paginated list, following ``marker``."""
-        query = {k: v for k, v in query.items() if v is not None}
-        items = []
-        while True:
-            page = self._json('GET', _with_query(url, query))[key]
-            items.extend(page)
-            if not page or not self._has_next(page, query):
-                return items
-            query['marker'] = page[-1].get('uuid') or page[-1].get('id')
+        """Every item of a list: its first page and every page after."""
+        first = self._json('GET', _with_query(url, query))
+        return self._rest(url, key, first)
 
-    def _has_next(self, page, query):
-        limit = query.get('limit')
-        return limit is not None and len(page) >= int(limit)
+    def _rest(self, url, key, body):
+        """The items of page ``body`` and of the pages its links lead to.
+
+        A ``next`` link's query (``marker``, ``limit`` and the filters) is
+        asked of ``url`` itself, so the pages come from the endpoint this
+        client uses even when resq-api sits behind a proxy or a path
+        prefix it does not know about.
+
+        :raises ResQAPIError: a next link leads back to a page already
+            read (the list would never end).
+        """
+        items = list(body[key])
+        seen = set()
+        while True:
+            query = _next_query(body)
+            if query is None:
+                return items
+            if query in seen:
+                raise ResQAPIError(
+                    method='GET', url=url,
+                    reason='the next link repeats the page ?%s; report '
+                           'this resq-api bug' % query)
+            seen.add(query)
+            body = self._json('GET', '%s?%s' % (url, query))
+            items.extend(body[key])
 
     # -- profiles ------------------------------------------------------------
     def put_profile(self, document, visibility='private', generation=None):
@@ -139,19 +159,29 @@ class ResQClient:
                           ok=(200, 201))
 
     def get_profile_record(self, profile_id):
+        """One profile's record, its document under ``profile``.
+
+        :raises NotFound: no such profile that these credentials can see.
+        """
         return self._json('GET', '/profiles/%s' % _q(profile_id))
 
     def delete_profile(self, profile_id):
         self._call('DELETE', '/profiles/%s' % _q(profile_id), ok=(204,))
 
-    def list_profiles(self):
-        return self._json('GET', '/profiles')['profiles']
+    def list_profiles(self, detail=None, limit=None):
+        """Every visible profile's record (with documents if ``detail``)."""
+        return self._pages('/profiles', 'profiles',
+                           detail='true' if detail else None, limit=limit)
 
     def profile_documents(self):
         """Every visible profile's document by id, from the cache.
 
         Revalidated with the collection's ETag at most once per
-        ``cache_seconds``; a 304 keeps the cached documents.
+        ``cache_seconds``; a 304 keeps the cached documents. The ETag is of
+        the whole collection, so it is asked of the first page only and a
+        200 is followed to the last page; a change while the pages are
+        read makes the kept ETag stale, so the next revalidation reads
+        them all again.
         """
         with self._lock:
             now = time.monotonic()
@@ -163,8 +193,8 @@ class ResQClient:
             resp = self._call('GET', '/profiles?detail=true', ok=(200, 304),
                               headers=headers)
             if resp.status_code == 200:
-                self._profiles = {p['id']: p['profile']
-                                  for p in resp.json()['profiles']}
+                self._profiles = {p['id']: p['profile'] for p in self._rest(
+                    '/profiles', 'profiles', resp.json())}
                 self._profiles_etag = resp.headers.get('etag')
             self._profiles_checked = now
             return dict(self._profiles)
@@ -181,6 +211,7 @@ class ResQClient:
         return self._json('GET', '/slo_terms/%s' % _q(uuid))
 
     def list_terms(self, status=None, all_projects=None, limit=None):
+        """Every SLO term of the project (or all), newest first."""
         return self._pages('/slo_terms', 'slo_terms', status=status,
                            all_projects=all_projects, limit=limit)
 
@@ -200,6 +231,10 @@ class ResQClient:
     def get_snapshot(self, snapshot_id):
         return self._json('GET', '/snapshots/%s' % _q(snapshot_id))
 
+    def list_snapshots(self, limit=None):
+        """Every snapshot's id and time (no documents), newest first."""
+        return self._pages('/snapshots', 'snapshots', limit=limit)
+
     def create_plan(self, plan_id, snapshot_id, document):
         return self._json('POST', '/plans',
                           {'id': plan_id, 'snapshot_id': snapshot_id,
@@ -208,9 +243,9 @@ class ResQClient:
     def get_plan(self, plan_id):
         return self._json('GET', '/plans/%s' % _q(plan_id))
 
-    def list_plans(self, state=None):
-        return self._json('GET', _with_query('/plans', {'state': state}))[
-            'plans']
+    def list_plans(self, state=None, limit=None):
+        """Every plan's record (no documents), newest first."""
+        return self._pages('/plans', 'plans', state=state, limit=limit)
 
     def apply_plan(self, plan_id, applier):
         """Claim the plan for this applier.
@@ -247,16 +282,18 @@ class ResQClient:
         except NotFound:
             return None
 
-    def list_isolation(self, status=None, host=None):
-        return self._json('GET', _with_query(
-            '/isolation', {'status': status, 'host': host}))['isolation']
+    def list_isolation(self, status=None, host=None, limit=None):
+        """Every server's isolation status (of ``status``, on ``host``)."""
+        return self._pages('/isolation', 'isolation', status=status,
+                           host=host, limit=limit)
 
     def report_host(self, hostname, report):
         return self._json('PUT', '/hosts/%s' % _q(hostname), report,
                           ok=(200, 201))
 
-    def list_hosts(self):
-        return self._json('GET', '/hosts')['hosts']
+    def list_hosts(self, limit=None):
+        """Every host an agent reported, by name."""
+        return self._pages('/hosts', 'hosts', limit=limit)
 
     def get_host(self, hostname):
         return self._json('GET', '/hosts/%s' % _q(hostname))
@@ -265,19 +302,32 @@ class ResQClient:
 class ProfileSource:
     """Profiles from resq-api, read as :class:`ProfileStore` is read.
 
-    ``get`` answers from the client's ETag-revalidated cache, so an
-    admission reads each document once.
+    ``get`` and ``exists`` ask for the one profile (``GET
+    /profiles/{id}``), whatever page of the list it would be on, and keep
+    each document read, so an admission reads each document once; ``ids``
+    and ``list`` read every page of the list.
     """
 
     def __init__(self, client):
         self.client = client
         self.directory = 'resq-api'
+        self._documents = {}
+
+    def _document(self, profile_id):
+        """The profile's document, or None when it is not visible."""
+        if profile_id not in self._documents:
+            try:
+                rec = self.client.get_profile_record(profile_id)
+            except NotFound:
+                return None
+            self._documents[profile_id] = rec['profile']
+        return self._documents[profile_id]
 
     def get(self, profile_id):
         from resq_profiler import exception as profiler_exc
         from resq_profiler import profile as profile_mod
 
-        doc = self.client.profile_documents().get(profile_id)
+        doc = self._document(profile_id)
         if doc is None:
             raise profiler_exc.ResQException(
                 'no profile %r in resq-api that this project can use; list '
@@ -287,13 +337,19 @@ class ProfileSource:
                                              '%s' % profile_id)
 
     def exists(self, profile_id):
-        return profile_id in self.client.profile_documents()
+        return self._document(profile_id) is not None
 
     def ids(self):
-        return sorted(self.client.profile_documents())
+        return sorted(p['id'] for p in self.client.list_profiles())
 
     def list(self):
-        return [self.get(pid) for pid in self.ids()]
+        from resq_profiler import profile as profile_mod
+
+        docs = self.client.profile_documents()
+        self._documents.update(docs)
+        return [profile_mod.Profile.from_dict(
+            docs[pid], source='resq-api profile %s' % pid)
+            for pid in sorted(docs)]
 
 
 def term_record(doc, slo, profile_id, throughput_mpps=None,
@@ -314,6 +370,14 @@ def term_record(doc, slo, profile_id, throughput_mpps=None,
 
 def _q(value):
     return parse.quote(str(value), safe='')
+
+
+def _next_query(body):
+    """The query string of the page's ``next`` link, or None at the end."""
+    for link in body.get('links') or ():
+        if link.get('rel') == 'next':
+            return parse.urlsplit(link['href']).query or None
+    return None
 
 
 def _with_query(url, query):

@@ -83,12 +83,16 @@ def limit(params, max_limit):
     return min(int(value), max_limit) if value is not None else max_limit
 
 
-def page_links(req, items, limit_value, key):
-    """``links`` with ``next`` when the page is full."""
+def page_links(req, limit_value, next_marker=None):
+    """``links``: ``self``, and ``next`` when ``next_marker`` is given.
+
+    The next link keeps the request's query, with ``marker`` the last item
+    of this page and ``limit`` the page size.
+    """
     links = [{'rel': 'self', 'href': req.path_qs}]
-    if items and len(items) >= limit_value:
+    if next_marker is not None:
         params = dict(req.GET)
-        params['marker'] = items[-1][key]
+        params['marker'] = next_marker
         params['limit'] = str(limit_value)
         links.append({'rel': 'next',
                       'href': '%s?%s' % (req.path, parse.urlencode(params))})

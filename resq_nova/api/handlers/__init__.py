@@ -15,6 +15,10 @@ import json
 
 import webob
 
+from resq_nova.api import errors
+from resq_nova.api.objects import exception as obj_exc
+from resq_nova.api import util
+
 
 def context(req):
     return req.environ['resq.context']
@@ -38,3 +42,33 @@ def respond(body=None, status=200, headers=None):
 
 def truthy(value):
     return str(value).lower() in ('1', 'true')
+
+
+def page(req, params, fetch, key, what):
+    """One page of a list, and its ``links``; ``next`` when more remain.
+
+    ``fetch(limit, marker)`` returns the items after ``marker`` (the
+    ``key`` of the previous page's last item), at most ``limit`` of them,
+    raising the objects' NotFound when ``marker`` names no item the caller
+    can see. One item more than the page is fetched, so ``next`` is given
+    exactly when another page has items.
+
+    :returns: ``(items, links)``.
+    :raises resq_nova.api.errors.BadRequest: ``marker`` names no item.
+    """
+    limit = util.limit(params, conf(req).api.max_limit)
+    marker = params.get('marker')
+    try:
+        items = fetch(limit + 1, marker)
+    except obj_exc.NotFound:
+        if marker is None:
+            raise
+        raise errors.BadRequest(
+            'marker %s is not a %s that you can see (it may have been '
+            'deleted); list again without marker, or take the marker from '
+            'the next link of the page before' % (marker, what),
+            code='resq.query.marker')
+    if len(items) <= limit:
+        return items, util.page_links(req, limit)
+    items = items[:limit]
+    return items, util.page_links(req, limit, items[-1][key])

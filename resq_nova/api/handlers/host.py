@@ -36,8 +36,7 @@ def list_hosts(req):
     ctx = handlers.context(req)
     ctx.can('resq:hosts:read')
     params = util.query(req, schema.LIST_QUERY)
-    limit = util.limit(params, handlers.conf(req).api.max_limit)
-    items = host_obj.get_list(ctx, limit=limit, marker=params.get('marker'))
-    return handlers.respond({'hosts': items,
-                             'links': util.page_links(req, items, limit,
-                                                      'hostname')})
+    items, links = handlers.page(
+        req, params, lambda limit, marker: host_obj.get_list(
+            ctx, limit=limit, marker=marker), 'hostname', 'host')
+    return handlers.respond({'hosts': items, 'links': links})

@@ -38,10 +38,9 @@ def list_isolation(req):
     ctx = handlers.context(req)
     ctx.can('resq:isolation:read')
     params = util.query(req, schema.LIST_QUERY)
-    limit = util.limit(params, handlers.conf(req).api.max_limit)
-    items = isolation_obj.get_list(ctx, status=params.get('status'),
-                                   host=params.get('host'), limit=limit,
-                                   marker=params.get('marker'))
-    return handlers.respond({'isolation': items,
-                             'links': util.page_links(req, items, limit,
-                                                      'server_uuid')})
+    items, links = handlers.page(
+        req, params, lambda limit, marker: isolation_obj.get_list(
+            ctx, status=params.get('status'), host=params.get('host'),
+            limit=limit, marker=marker),
+        'server_uuid', 'server with an isolation status')
+    return handlers.respond({'isolation': items, 'links': links})

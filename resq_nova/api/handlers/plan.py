@@ -13,11 +13,8 @@
 
 from resq_nova.api import handlers
 from resq_nova.api.objects import plan as plan_obj
-from resq_nova.api.schemas import common
 from resq_nova.api.schemas import plan as schema
 from resq_nova.api import util
-
-LIMIT_QUERY = common.query({'limit': common.LIMIT})
 
 
 def _body(req, body_schema):
@@ -37,9 +34,11 @@ def create_snapshot(req):
 def list_snapshots(req):
     ctx = handlers.context(req)
     ctx.can('resq:plans:read')
-    params = util.query(req, LIMIT_QUERY)
-    return handlers.respond({'snapshots': plan_obj.list_snapshots(
-        ctx, util.limit(params, handlers.conf(req).api.max_limit))})
+    params = util.query(req, schema.SNAPSHOT_LIST_QUERY)
+    items, links = handlers.page(
+        req, params, lambda limit, marker: plan_obj.list_snapshots(
+            ctx, limit=limit, marker=marker), 'id', 'snapshot')
+    return handlers.respond({'snapshots': items, 'links': links})
 
 
 def show_snapshot(req):
@@ -68,9 +67,11 @@ def list_plans(req):
     ctx = handlers.context(req)
     ctx.can('resq:plans:read')
     params = util.query(req, schema.LIST_QUERY)
-    return handlers.respond({'plans': plan_obj.get_list(
-        ctx, state=params.get('state'),
-        limit=util.limit(params, handlers.conf(req).api.max_limit))})
+    items, links = handlers.page(
+        req, params, lambda limit, marker: plan_obj.get_list(
+            ctx, state=params.get('state'), limit=limit, marker=marker),
+        'id', 'plan')
+    return handlers.respond({'plans': items, 'links': links})
 
 
 def show_plan(req):

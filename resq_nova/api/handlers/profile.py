@@ -37,14 +37,13 @@ def list_profiles(req):
     tag = '"%s"' % profile_obj.etag(ctx, scope)
     if util.etag_matches(req, tag):
         return handlers.respond(status=304, headers={'ETag': tag})
-    limit = util.limit(params, handlers.conf(req).api.max_limit)
-    items = profile_obj.get_list(ctx, scope,
-                                 detail=handlers.truthy(params.get('detail')),
-                                 limit=limit, marker=params.get('marker'))
-    return handlers.respond(
-        {'profiles': items, 'links': util.page_links(req, items, limit,
-                                                     'id')},
-        headers={'ETag': tag})
+    detail = handlers.truthy(params.get('detail'))
+    items, links = handlers.page(
+        req, params, lambda limit, marker: profile_obj.get_list(
+            ctx, scope, detail=detail, limit=limit, marker=marker),
+        'id', 'profile')
+    return handlers.respond({'profiles': items, 'links': links},
+                            headers={'ETag': tag})
 
 
 def show_profile(req):

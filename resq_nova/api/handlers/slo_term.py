@@ -33,12 +33,11 @@ def list_terms(req):
     if handlers.truthy(params.get('all_projects')) or 'project_id' in params:
         ctx.can('resq:slo_terms:list_all')
         project = params.get('project_id')
-    limit = util.limit(params, handlers.conf(req).api.max_limit)
-    items = term_obj.get_list(ctx, project, status=params.get('status'),
-                              limit=limit, marker=params.get('marker'))
-    return handlers.respond({'slo_terms': items,
-                             'links': util.page_links(req, items, limit,
-                                                      'uuid')})
+    items, links = handlers.page(
+        req, params, lambda limit, marker: term_obj.get_list(
+            ctx, project, status=params.get('status'), limit=limit,
+            marker=marker), 'uuid', 'SLO term')
+    return handlers.respond({'slo_terms': items, 'links': links})
 
 
 def show_term(req):

@@ -49,8 +49,13 @@ def get(ctx, hostname):
 
 @db_api.context_manager.reader
 def get_list(ctx, limit=None, marker=None):
+    """Hosts by name; ``marker`` is the last hostname of a page.
+
+    :raises HostNotFound: no host ``marker``.
+    """
     query = sa.select(models.Host)
     if marker is not None:
+        get(ctx, marker)
         query = query.where(models.Host.hostname > marker)
     query = query.order_by(models.Host.hostname)
     if limit is not None:

@@ -51,12 +51,17 @@ def get(ctx, server_uuid):
 
 @db_api.context_manager.reader
 def get_list(ctx, status=None, host=None, limit=None, marker=None):
+    """Statuses by server uuid; ``marker`` is the last uuid of a page.
+
+    :raises IsolationNotFound: no status of server ``marker``.
+    """
     query = sa.select(models.Isolation)
     if status is not None:
         query = query.where(models.Isolation.status == status)
     if host is not None:
         query = query.where(models.Isolation.host == host)
     if marker is not None:
+        get(ctx, marker)
         query = query.where(models.Isolation.server_uuid > marker)
     query = query.order_by(models.Isolation.server_uuid)
     if limit is not None:

@@ -59,6 +59,13 @@ def _record(ctx, row, detail=True):
     return rec
 
 
+def _after(model, last):
+    # Past ``last`` in the order (created_at descending, id ascending).
+    return sa.or_(model.created_at < last.created_at,
+                  sa.and_(model.created_at == last.created_at,
+                          model.id > last.id))
+
+
 def _row(ctx, plan_id):
     row = ctx.session.get(models.Plan, plan_id)
     if row is None:
@@ -88,9 +95,18 @@ def get_snapshot(ctx, snapshot_id):
 
 
 @db_api.context_manager.reader
-def list_snapshots(ctx, limit=None):
+def list_snapshots(ctx, limit=None, marker=None):
+    """Snapshots newest first; ``marker`` is the last id of a page.
+
+    :raises SnapshotNotFound: no snapshot ``marker``.
+    """
     query = sa.select(models.Snapshot.id, models.Snapshot.created_at)\
         .order_by(models.Snapshot.created_at.desc(), models.Snapshot.id)
+    if marker is not None:
+        last = ctx.session.get(models.Snapshot, marker)
+        if last is None:
+            raise exception.SnapshotNotFound(id=marker)
+        query = query.where(_after(models.Snapshot, last))
     if limit is not None:
         query = query.limit(limit)
     return [{'id': i, 'created_at': util.iso(c)}
@@ -135,10 +151,16 @@ def get(ctx, plan_id):
 
 
 @db_api.context_manager.reader
-def get_list(ctx, state=None, limit=None):
+def get_list(ctx, state=None, limit=None, marker=None):
+    """Plans newest first; ``marker`` is the last id of a page.
+
+    :raises PlanNotFound: no plan ``marker``.
+    """
     query = sa.select(models.Plan)
     if state is not None:
         query = query.where(models.Plan.state == state)
+    if marker is not None:
+        query = query.where(_after(models.Plan, _row(ctx, marker)))
     query = query.order_by(models.Plan.created_at.desc(), models.Plan.id)
     if limit is not None:
         query = query.limit(limit)

@@ -108,9 +108,13 @@ def get(ctx, profile_id, project_id=None):
 
 @db_api.context_manager.reader
 def get_list(ctx, project_id=None, detail=False, limit=None, marker=None):
-    """Visible profiles by id; ``marker`` is the last id of a page."""
+    """Visible profiles by id; ``marker`` is the last id of a page.
+
+    :raises ProfileNotFound: ``marker`` is not a visible profile.
+    """
     query = _visible(sa.select(models.Profile), project_id)
     if marker is not None:
+        get(ctx, marker, project_id)
         query = query.where(models.Profile.id > marker)
     query = query.order_by(models.Profile.id)
     if limit is not None:

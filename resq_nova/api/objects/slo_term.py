@@ -72,7 +72,10 @@ def get(ctx, uuid, project_id=None):
 
 @db_api.context_manager.reader
 def get_list(ctx, project_id=None, status=None, limit=None, marker=None):
-    """Terms newest first; ``marker`` is the last uuid of a page."""
+    """Terms newest first; ``marker`` is the last uuid of a page.
+
+    :raises SloTermNotFound: ``marker`` is no term of ``project_id``.
+    """
     query = sa.select(models.SloTerm)
     if project_id is not None:
         query = query.where(models.SloTerm.project_id == project_id)

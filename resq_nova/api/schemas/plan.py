@@ -69,4 +69,6 @@ LIST_QUERY = common.query({
     'state': {'type': 'string', 'enum': [
         'proposed', 'applying', 'applied', 'failed', 'cancelled',
         'superseded']},
-    'limit': common.LIMIT})
+    'limit': common.LIMIT, 'marker': common.ID})
+SNAPSHOT_LIST_QUERY = common.query({'limit': common.LIMIT,
+                                    'marker': common.ID})

@@ -31,11 +31,12 @@ def plan_doc(n=2):
 
 class APITestBase(base.TestCase):
     backend = 'sqlite'
+    max_limit = None     # [api] max_limit, when not its default
 
     def setUp(self):
         super().setUp()
-        self.api = self.useFixture(resq_api.ResQAPI(self.backend,
-                                                    self.skipTest))
+        self.api = self.useFixture(resq_api.ResQAPI(
+            self.backend, self.skipTest, max_limit=self.max_limit))
         self.admin = self.api.client('admin')
         self.member_a = self.api.client('member_a')
         self.member_b = self.api.client('member_b')
