@@ -216,7 +216,17 @@ def _scheduler_ratio():
     return json.loads(last)['overhead_ratio']
 
 
+def _bursts():
+    from benchmarks import api_bursts
+
+    results, missing = api_bursts.run()
+    return api_bursts.report(results, missing)
+
+
 def main(argv):
+    if argv[:1] == ['bursts']:
+        print(json.dumps(_bursts(), sort_keys=True))
+        return 0
     results = {'sqlite': measure('sqlite:////tmp/resq-bench-%s.sqlite'
                                  % uuid.uuid4().hex[:8])}
     fix, url, why = _mariadb()
@@ -227,6 +237,7 @@ def main(argv):
             fix.cleanUp()
     over, claimed = admit_race()
     ratio = _scheduler_ratio()
+    bursts = _bursts()
     print('resq-api in-process: %d profiles, %d terms stored'
           % (PROFILES, TERMS))
     print('%-10s %14s %14s %16s' % ('backend', 'GET profile p50',
@@ -249,5 +260,6 @@ def main(argv):
     if 'mariadb' in results:
         figures.update({'mariadb_' + k: v
                         for k, v in results['mariadb'].items()})
+    figures.update(bursts)
     print(json.dumps(figures, sort_keys=True))
     return 0
