@@ -31,12 +31,20 @@ DEFAULT_CONNECTION = 'sqlite:////var/lib/resq/resq.sqlite'
 context_manager = enginefacade.transaction_context()
 _reset = None
 
+
+def _sqlite_busy(exc):
+    # SQLite refuses at once ("database is locked") the writer that would
+    # deadlock: it read, and another transaction holds the write lock.
+    return isinstance(exc, db_exc.DBError) and \
+        'database is locked' in str(exc)
+
+
 # Placement's: InnoDB ends one transaction of a deadlock (MariaDB's
-# REPEATABLE READ takes gap locks), PostgreSQL one of a serialization
-# failure; the whole transaction runs again, up to five times, after a
-# growing, random wait.
-retry_on_deadlock = oslo_db_api.wrap_db_retry(max_retries=5,
-                                              retry_on_deadlock=True)
+# REPEATABLE READ takes gap locks), PostgreSQL one of a deadlock between
+# row locks; the whole transaction runs again, up to five times, after a
+# growing, random wait. SQLite's refusal likewise.
+retry_on_deadlock = oslo_db_api.wrap_db_retry(
+    max_retries=5, retry_on_deadlock=True, exception_checker=_sqlite_busy)
 
 # Check-then-insert: two requests found no row and both inserted; the
 # database refused the second insert (a primary key). Run it once more, at
