@@ -65,10 +65,16 @@ class DatabaseRulesTest(base.TestCase):
         self.assertEqual({202: 1, 409: CLIENTS - 1},
                          burst.statuses(outcomes))
 
-    def test_claims_of_one_plan(self):
-        rec = self.api.client('service').create_plan(
-            'solo', None, test_api.plan_doc(1))
-        self.assertEqual('proposed', rec['state'])
+    def test_one_plan_created_once_and_claimed_once(self):
+        outcomes = self.burst([('POST', '/plans', {
+            'id': 'solo', 'snapshot_id': None,
+            'plan': test_api.plan_doc(1)})] * CLIENTS, persona='service')
+        self.assertEqual({201: 1, 409: CLIENTS - 1},
+                         burst.statuses(outcomes))
+        self.assertIn('plan solo already exists', [
+            o.body['errors'][0]['detail'] for o in outcomes
+            if o.status == 409][0])
+        self.assertEqual({'solo': 'proposed'}, self.plan_states())
         outcomes = self.burst([('POST', '/plans/solo/apply',
                                 {'applier': 'a%d' % n})
                                for n in range(CLIENTS)])
