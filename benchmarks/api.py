@@ -216,16 +216,12 @@ def _scheduler_ratio():
     return json.loads(last)['overhead_ratio']
 
 
-def _bursts():
+def main(argv):
     from benchmarks import api_bursts
 
-    results, missing = api_bursts.run()
-    return api_bursts.report(results, missing)
-
-
-def main(argv):
     if argv[:1] == ['bursts']:
-        print(json.dumps(_bursts(), sort_keys=True))
+        print(json.dumps(api_bursts.report(*api_bursts.run()),
+                         sort_keys=True))
         return 0
     results = {'sqlite': measure('sqlite:////tmp/resq-bench-%s.sqlite'
                                  % uuid.uuid4().hex[:8])}
@@ -237,7 +233,7 @@ def main(argv):
             fix.cleanUp()
     over, claimed = admit_race()
     ratio = _scheduler_ratio()
-    bursts = _bursts()
+    bursts = api_bursts.run()
     print('resq-api in-process: %d profiles, %d terms stored'
           % (PROFILES, TERMS))
     print('%-10s %14s %14s %16s' % ('backend', 'GET profile p50',
@@ -252,6 +248,7 @@ def main(argv):
           'over-committed (target 0)' % (claimed, over))
     print('scheduler overhead ratio %.3f (target <= 1.10; the plugins read '
           'no profiles)' % ratio)
+    bursts = api_bursts.report(*bursts)
     figures = dict(results['sqlite'])
     figures.update({'backend': 'sqlite', 'profiles': PROFILES,
                     'terms': TERMS, 'concurrent_admit_overcommit': over,
