@@ -217,6 +217,12 @@ def _scheduler_ratio():
 
 
 def main(argv):
+    from benchmarks import api_bursts
+
+    if argv[:1] == ['bursts']:
+        print(json.dumps(api_bursts.report(*api_bursts.run()),
+                         sort_keys=True))
+        return 0
     results = {'sqlite': measure('sqlite:////tmp/resq-bench-%s.sqlite'
                                  % uuid.uuid4().hex[:8])}
     fix, url, why = _mariadb()
@@ -227,6 +233,7 @@ def main(argv):
             fix.cleanUp()
     over, claimed = admit_race()
     ratio = _scheduler_ratio()
+    bursts = api_bursts.run()
     print('resq-api in-process: %d profiles, %d terms stored'
           % (PROFILES, TERMS))
     print('%-10s %14s %14s %16s' % ('backend', 'GET profile p50',
@@ -241,6 +248,7 @@ def main(argv):
           'over-committed (target 0)' % (claimed, over))
     print('scheduler overhead ratio %.3f (target <= 1.10; the plugins read '
           'no profiles)' % ratio)
+    bursts = api_bursts.report(*bursts)
     figures = dict(results['sqlite'])
     figures.update({'backend': 'sqlite', 'profiles': PROFILES,
                     'terms': TERMS, 'concurrent_admit_overcommit': over,
@@ -249,5 +257,6 @@ def main(argv):
     if 'mariadb' in results:
         figures.update({'mariadb_' + k: v
                         for k, v in results['mariadb'].items()})
+    figures.update(bursts)
     print(json.dumps(figures, sort_keys=True))
     return 0

@@ -20,6 +20,7 @@ a traceback).
 """
 
 from keystonemiddleware import auth_token
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from oslo_middleware import cors
 from oslo_middleware import http_proxy_to_wsgi
@@ -63,7 +64,8 @@ class ResQAPI:
             req.environ['resq.context'] = context.RequestContext.from_environ(
                 req.environ, config=self.conf)
             resp = func(req)
-        except (errors.APIError, obj_exc.ObjectError) as exc:
+        except (errors.APIError, obj_exc.ObjectError,
+                db_exc.DBDuplicateEntry) as exc:
             resp = errors.to_response(exc, rid)
         except Exception:
             LOG.exception('%s %s failed unexpectedly', req.method, req.path)

@@ -17,6 +17,7 @@
 
 import json
 
+from oslo_db import exception as db_exc
 import webob
 
 from resq_nova.api.objects import exception as obj_exc
@@ -79,6 +80,19 @@ def from_object_error(exc):
     return cls(str(exc), code=exc.code)
 
 
+def from_duplicate(exc):
+    """A row the database refused as a duplicate, as a 409.
+
+    The objects check before they insert, and a writer that lost the race
+    runs again and answers from its check; this is for a duplicate that
+    is left (``exc.columns`` names the unique key when the driver says).
+    """
+    key = ', '.join(exc.columns or ()) or 'key'
+    return Conflict('a record with the same %s already exists; read it '
+                    'and replace it, or choose another %s' % (key, key),
+                    code='resq.duplicate')
+
+
 def response(status, detail, code, request_id=None, headers=None):
     body = {'errors': [{'status': status,
                         'title': TITLES.get(status, 'Error'),
@@ -95,5 +109,7 @@ def response(status, detail, code, request_id=None, headers=None):
 def to_response(exc, request_id=None):
     if isinstance(exc, obj_exc.ObjectError):
         exc = from_object_error(exc)
+    elif isinstance(exc, db_exc.DBDuplicateEntry):
+        exc = from_duplicate(exc)
     return response(exc.status, exc.detail, exc.code, request_id,
                     exc.headers)

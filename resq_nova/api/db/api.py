@@ -13,11 +13,16 @@
 
 Objects decorate their functions with ``context_manager.reader`` or
 ``.writer``; the request context carries the session (its class is
-decorated with ``enginefacade.transaction_context_provider``).
+decorated with ``enginefacade.transaction_context_provider``). Writers
+use :func:`writer`, which runs the transaction again when the database
+refuses it for a race (a deadlock, or an insert another request made
+first), as Placement does.
 :func:`configure` points the facade at ``[database] connection``; it may
 be called again (tests, the benchmark), each call replacing the last.
 """
 
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
 from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
 
@@ -25,6 +30,42 @@ DEFAULT_CONNECTION = 'sqlite:////var/lib/resq/resq.sqlite'
 
 context_manager = enginefacade.transaction_context()
 _reset = None
+
+
+def _sqlite_busy(exc):
+    # SQLite refuses at once ("database is locked") the writer that would
+    # deadlock: it read, and another transaction holds the write lock.
+    return isinstance(exc, db_exc.DBError) and \
+        'database is locked' in str(exc)
+
+
+# Placement's: InnoDB ends one transaction of a deadlock (MariaDB's
+# REPEATABLE READ takes gap locks), PostgreSQL one of a deadlock between
+# row locks; the whole transaction runs again, up to five times, after a
+# growing, random wait. SQLite's refusal likewise.
+retry_on_deadlock = oslo_db_api.wrap_db_retry(
+    max_retries=5, retry_on_deadlock=True, exception_checker=_sqlite_busy)
+
+# Check-then-insert: two requests found no row and both inserted; the
+# database refused the second insert (a primary key). Run it once more, at
+# once: its check now sees the first one's row, and answers as it would
+# have (200 for a PUT that replaces, 409 for a create).
+retry_on_duplicate = oslo_db_api.wrap_db_retry(
+    max_retries=1, retry_interval=0, inc_retry_interval=False,
+    exception_checker=lambda exc: isinstance(exc, db_exc.DBDuplicateEntry))
+
+
+def writer(func):
+    """A writer transaction, run again when a race made the database refuse.
+
+    The retries wrap the transaction from outside, as Placement's
+    ``wrap_db_retry`` does: each attempt is a transaction of its own, so
+    what a refused attempt wrote is rolled back and its reads are made
+    afresh. A duplicate left after the second attempt propagates as
+    ``DBDuplicateEntry``; the API answers it 409.
+    """
+    return retry_on_deadlock(retry_on_duplicate(
+        context_manager.writer(func)))
 
 
 def register_opts(conf):

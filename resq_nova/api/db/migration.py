@@ -11,8 +11,9 @@
 #    under the License.
 """Schema migrations of resq-api (alembic), run by ``resq-manage db sync``.
 
-Migrations only add (tables, columns, indexes) so they can run before the
-new code is deployed: upgrade the database first, then the API workers.
+Migrations only add (tables, columns, indexes) or widen a column's type,
+so they can run before the new code is deployed: upgrade the database
+first, then the API workers.
 """
 
 import os

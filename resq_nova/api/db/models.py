@@ -14,7 +14,9 @@
 Documents (profiles, snapshots, plans, host reports) are JSON text, as
 their shapes are defined and validated by the code that writes them.
 Strings that are indexed stay at 255 characters so utf8mb4 indexes fit on
-MariaDB.
+MariaDB. Numbers are double precision on every backend (``sa.Double``):
+``sa.Float`` is single precision on MariaDB, where 12.3456789 comes back
+as 12.3457.
 """
 
 import sqlalchemy as sa
@@ -53,8 +55,8 @@ class SloTerm(Base):
     project_id = sa.Column(sa.String(255), nullable=False)
     profile_id = sa.Column(sa.String(255), nullable=False, index=True)
     slo = sa.Column(sa.String(16), nullable=False)
-    throughput_mpps = sa.Column(sa.Float, nullable=False)
-    latency_p95_us = sa.Column(sa.Float, nullable=True)
+    throughput_mpps = sa.Column(sa.Double, nullable=False)
+    latency_p95_us = sa.Column(sa.Double, nullable=True)
     packet_bytes = sa.Column(sa.Integer, nullable=True)
     flavors = sa.Column(sa.Text, nullable=False)
     servers = sa.Column(sa.Text, nullable=False)
@@ -97,6 +99,21 @@ class PlanAction(Base):
     state = sa.Column(sa.String(16), nullable=False)
     detail = sa.Column(sa.Text, nullable=True)
     updated_at = sa.Column(sa.DateTime, nullable=False)
+
+
+class Lock(Base):
+    """A row that writers of a rule over many rows take first.
+
+    Writing the row (its generation goes up by one) holds it until the
+    transaction ends, on every backend: a row lock on MariaDB and
+    PostgreSQL, the database's write lock on SQLite. The writers of the
+    rule so follow one another, each seeing what the last one committed,
+    whatever the isolation level. ``plans``: one plan proposed, the newest.
+    """
+
+    __tablename__ = 'locks'
+    name = sa.Column(sa.String(64), primary_key=True)
+    generation = sa.Column(sa.Integer, nullable=False, default=0)
 
 
 class Isolation(Base):

@@ -25,7 +25,7 @@ def _record(row):
     return rec
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def report(ctx, hostname, values):
     """Store the agent's report; ``(record, created)``."""
     row = ctx.session.get(models.Host, hostname)

@@ -25,7 +25,7 @@ def _record(row):
             'updated_at': util.iso(row.updated_at)}
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def set_status(ctx, server_uuid, values):
     """Create or replace the server's status; ``(record, created)``."""
     row = ctx.session.get(models.Isolation, server_uuid)

@@ -17,6 +17,14 @@ update: of two racing claims exactly one wins), then ``applied``,
 ``failed`` or ``cancelled``. Its actions move from ``pending`` through
 ``ongoing`` to ``succeeded`` or ``failed``, or from ``pending`` to
 ``skipped`` or ``cancelled``.
+
+One plan is proposed, the newest: the database keeps that rule, not a
+read before the write. Every writer that changes a plan's state first
+writes the ``plans`` row of ``locks`` (:func:`_lock`), which holds it
+until the transaction ends, so they follow one another: the next one's
+UPDATE of the proposed plans sees the plan the last one inserted, under
+PostgreSQL's READ COMMITTED as under MariaDB's REPEATABLE READ (whose
+UPDATE reads the latest rows), and SQLite serialises writers anyway.
 """
 
 import datetime
@@ -31,6 +39,7 @@ from resq_nova.api.objects import util
 PROPOSED, APPLYING, APPLIED = 'proposed', 'applying', 'applied'
 FAILED, CANCELLED, SUPERSEDED = 'failed', 'cancelled', 'superseded'
 FINISHED = (APPLIED, FAILED, CANCELLED, SUPERSEDED)
+LOCK = 'plans'
 ACTION_MOVES = {
     'pending': ('ongoing', 'skipped', 'cancelled'),
     'ongoing': ('succeeded', 'failed'),
@@ -66,6 +75,22 @@ def _after(model, last):
                           model.id > last.id))
 
 
+def _lock(ctx):
+    """Hold the plans' lock row until the transaction ends.
+
+    It must be the transaction's first statement: on MariaDB the reads
+    that follow then see what the last holder committed.
+    """
+    done = ctx.session.execute(
+        sa.update(models.Lock).where(models.Lock.name == LOCK)
+        .values(generation=models.Lock.generation + 1))
+    if done.rowcount != 1:
+        # The migration seeds the row; seed it again if it went missing
+        # (two seeding at once: the second is a duplicate, run again).
+        ctx.session.add(models.Lock(name=LOCK, generation=0))
+        ctx.session.flush()
+
+
 def _row(ctx, plan_id):
     row = ctx.session.get(models.Plan, plan_id)
     if row is None:
@@ -74,7 +99,7 @@ def _row(ctx, plan_id):
 
 
 # -- snapshots ----------------------------------------------------------------
-@db_api.context_manager.writer
+@db_api.writer
 def create_snapshot(ctx, snapshot_id, document):
     if ctx.session.get(models.Snapshot, snapshot_id) is not None:
         raise exception.AlreadyExists(what='snapshot %s' % snapshot_id)
@@ -113,7 +138,7 @@ def list_snapshots(ctx, limit=None, marker=None):
             for i, c in ctx.session.execute(query)]
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def delete_snapshot(ctx, snapshot_id):
     if not ctx.session.execute(sa.delete(models.Snapshot).where(
             models.Snapshot.id == snapshot_id)).rowcount:
@@ -121,9 +146,10 @@ def delete_snapshot(ctx, snapshot_id):
 
 
 # -- plans --------------------------------------------------------------------
-@db_api.context_manager.writer
+@db_api.writer
 def create(ctx, plan_id, snapshot_id, document):
     """Store a proposed plan; older proposed plans become superseded."""
+    _lock(ctx)
     if ctx.session.get(models.Plan, plan_id) is not None:
         raise exception.AlreadyExists(what='plan %s' % plan_id)
     now = util.now()
@@ -189,16 +215,18 @@ def _move(ctx, plan_id, from_states, values, reason):
     return _record(ctx, _row(ctx, plan_id))
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def claim(ctx, plan_id, applier):
     """``proposed`` -> ``applying`` for ``applier``; one racer wins."""
+    _lock(ctx)
     return _move(ctx, plan_id, (PROPOSED,),
                  {'state': APPLYING, 'applier': applier},
                  'only a proposed plan can be applied; make a new plan')
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def cancel(ctx, plan_id):
+    _lock(ctx)
     _move(ctx, plan_id, (PROPOSED, APPLYING),
           {'state': CANCELLED, 'result': 'cancelled'},
           'only a proposed or applying plan can be cancelled')
@@ -212,7 +240,7 @@ def cancel(ctx, plan_id):
     return _record(ctx, _row(ctx, plan_id))
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def set_action_state(ctx, plan_id, index, state, detail=None):
     """Move one action on; only the transitions in ACTION_MOVES."""
     plan = _row(ctx, plan_id)
@@ -243,9 +271,10 @@ def set_action_state(ctx, plan_id, index, state, detail=None):
     return _action(ctx.session.get(models.PlanAction, (plan_id, index)))
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def set_result(ctx, plan_id, state, result):
     """``applying`` (or ``cancelled``, keeping it) to its end."""
+    _lock(ctx)
     row = _row(ctx, plan_id)
     if row.state == CANCELLED:
         return _move(ctx, plan_id, (CANCELLED,), {'result': result}, '')
@@ -261,7 +290,7 @@ def _naive(when):
     return when
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def prune(ctx, keep, max_age_seconds):
     """Delete finished plans and unused snapshots that are old or many.
 
@@ -270,6 +299,7 @@ def prune(ctx, keep, max_age_seconds):
     likewise. Proposed and applying plans stay. :returns: ``(plans,
     snapshots)`` deleted.
     """
+    _lock(ctx)
     cutoff = util.now() - datetime.timedelta(seconds=max_age_seconds)
     kept = set(ctx.session.execute(
         sa.select(models.Plan.id)

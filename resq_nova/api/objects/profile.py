@@ -44,7 +44,7 @@ def _record(row, detail=True):
     return rec
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def create_or_replace(ctx, profile_id, document, visibility, project_id,
                       generation=None):
     """Create (``generation`` None) or replace the profile.
@@ -134,7 +134,7 @@ def etag(ctx, project_id=None):
     return digest.hexdigest()[:32]
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def delete(ctx, profile_id, project_id=None):
     """:raises ProfileInUse: while a term that is not released names it."""
     get(ctx, profile_id, project_id)

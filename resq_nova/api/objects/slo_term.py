@@ -46,7 +46,7 @@ def _row(ctx, uuid, project_id):
     return row
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def create(ctx, values):
     """A new term; ``values`` holds every column but the bookkeeping."""
     now = util.now()
@@ -94,7 +94,7 @@ def get_list(ctx, project_id=None, status=None, limit=None, marker=None):
     return [_record(r) for r in ctx.session.execute(query).scalars()]
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def update(ctx, uuid, generation, values, project_id=None):
     """Change status, servers or flavors if the generation is current.
 
@@ -119,7 +119,7 @@ def update(ctx, uuid, generation, values, project_id=None):
     return _record(_row(ctx, uuid, None))
 
 
-@db_api.context_manager.writer
+@db_api.writer
 def delete(ctx, uuid, project_id=None):
     _row(ctx, uuid, project_id)
     ctx.session.execute(sa.delete(models.SloTerm)

@@ -5,12 +5,15 @@ own comparison finds nothing to change), and ``resq-manage`` reports and
 syncs it.
 """
 
+import datetime
 import io
+import struct
 from unittest import mock
 
 from alembic import autogenerate
 from alembic import migration as alembic_migration
 import fixtures
+import sqlalchemy as sa
 
 from resq_nova.api.db import api as db_api
 from resq_nova.api.db import migration
@@ -46,6 +49,37 @@ class MigrationWalkTest(base.TestCase):
         # Walking up again changes nothing.
         migration.upgrade()
         self.assertEqual(revisions[-1], migration.version())
+
+    def test_upgrade_keeps_stored_numbers(self):
+        # A term stored at the first revision, where MariaDB's columns were
+        # single precision: the upgrade to double keeps what was stored
+        # (there, 12.3456789 rounded to single precision), and from then
+        # on a number comes back as sent.
+        sent = 12.3456789
+        single = struct.unpack('f', struct.pack('f', sent))[0]
+        migration.upgrade(migration.revisions()[0])
+        when = datetime.datetime(2026, 1, 1)
+        row = {'name': 't', 'project_id': 'p', 'profile_id': 'fw',
+               'slo': 'reserved', 'latency_p95_us': 80.5, 'flavors': '[]',
+               'servers': '[]', 'status': 'admitted', 'generation': 0,
+               'created_at': when, 'updated_at': when}
+        terms = sa.table('slo_terms', *(sa.column(c) for c in list(row) + [
+            'uuid', 'throughput_mpps']))
+        engine = db_api.get_engine()
+        with engine.begin() as conn:
+            conn.execute(sa.insert(terms).values(
+                uuid='old', throughput_mpps=sent, **row))
+        migration.upgrade()
+        with engine.begin() as conn:
+            conn.execute(sa.insert(terms).values(
+                uuid='new', throughput_mpps=sent, **row))
+            got = dict(conn.execute(sa.select(
+                terms.c.uuid, terms.c.throughput_mpps)).all())
+            lock = conn.execute(sa.text(
+                "SELECT generation FROM locks WHERE name = 'plans'")).all()
+        self.assertIn(got['old'], (sent, single))
+        self.assertEqual(sent, got['new'])
+        self.assertEqual([(0,)], lock)
 
     def test_manage_db_sync_and_version(self):
         conf = self.useFixture(fixtures.TempDir()).join('resq-api.conf')
