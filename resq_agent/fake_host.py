@@ -46,6 +46,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 
 from resq_agent import fake_resctrl
 
@@ -64,6 +65,7 @@ unix_sock_rw_perms = "0770"
 auth_unix_rw = "none"
 auth_unix_ro = "none"
 log_outputs = "3:file:%(log)s"
+host_uuid = "%(host_uuid)s"
 """
 LIBVIRTD = '/usr/sbin/libvirtd'
 FUSE_DEVICE = '/dev/fuse'
@@ -133,6 +135,15 @@ def _write(path, text):
         f.write(text)
 
 
+def _host_uuid(paths):
+    """This host's own UUID (libvirt refuses to migrate to itself)."""
+    path = os.path.join(paths.state, 'host-uuid')
+    if not os.path.exists(path):
+        _write(path, '%s\n' % uuid.uuid4())
+    with open(path) as f:
+        return f.read().strip()
+
+
 def _with_qemu_user(src, dst, line):
     with open(src) as f:
         text = f.read()
@@ -151,7 +162,8 @@ def prepare(paths, args):
         shutil.copytree('/etc/libvirt', etc, dirs_exist_ok=True)
     _write(os.path.join(etc, 'qemu.conf'), QEMU_CONF)
     _write(os.path.join(etc, 'libvirtd.conf'), LIBVIRTD_CONF % {
-        'sock_dir': paths.sock_dir, 'log': paths.log})
+        'sock_dir': paths.sock_dir, 'log': paths.log,
+        'host_uuid': _host_uuid(paths)})
     os.makedirs(paths.sock_dir, exist_ok=True)
     _with_qemu_user('/etc/passwd', paths.passwd,
                     'libvirt-qemu:x:64055:64055:Libvirt Qemu:'

@@ -13,6 +13,7 @@ import time
 import xml.etree.ElementTree as ET
 
 import fixtures
+import libvirt
 
 from resq_agent import discovery
 from resq_agent import enforcer
@@ -134,3 +135,62 @@ class FakeHostTest(base.TestCase):
         self.assertIsNone(self.group_of(plain))
         self.assertEqual(['resq-' + uid] if self.group_of(uid) == (
             'resq-' + uid) else [self.group_of(uid)], self.rt.owned_groups())
+
+
+class LiveMigrationTest(base.TestCase):
+    """Two compute hosts, each its own libvirtd, host UUID and resctrl.
+
+    The guest moves by libvirt's own live migration (QEMU to QEMU over
+    127.0.0.1), as nova-compute's libvirt driver asks for it; each host's
+    agent then finds what it must enforce: the destination partitions the
+    guest, the source releases it. The agents reconcile in turn (one
+    process holds one privileged context, which reads one resctrl root).
+    """
+
+    def setUp(self):
+        super().setUp()
+        self.src = self.useFixture(compute_host.ComputeHost())
+        self.dst = self.useFixture(compute_host.ComputeHost())
+        self.useFixture(base.PrivsepInProcess(self.conf))
+        self.logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
+
+    def reconcile(self, host):
+        self.flags('resq_agent', resctrl_root=host.paths.resctrl,
+                   sysfs_root=host.paths.sysfs, state_dir=host.state)
+        topo = discovery.discover(host.paths.resctrl, host.paths.sysfs)
+        mgr = manager.AgentManager(
+            self.conf, topo, enforcer.ResctrlEnforcer(host.paths.resctrl),
+            virt.Hypervisor(host.uri),
+            monitor=monitor.Monitor(host.paths.resctrl, 0))
+        return mgr.reconcile()
+
+    def groups(self, host):
+        rt = resctrl.Resctrl(host.paths.resctrl)
+        return {g: rt.mon_groups(g) if g.startswith('resq-cos') else []
+                for g in rt.owned_groups()}
+
+    def test_the_partition_moves_with_the_guest(self):
+        uid, dom = self.src.boot((1,), ways=4)
+        self.addCleanup(self.dst._remove, uid)
+        self.reconcile(self.src)
+        [group] = self.groups(self.src)
+        self.assertIn('resq-' + uid, [group] + self.groups(self.src)[group])
+        moved = dom.migrate(
+            self.dst.conn, libvirt.VIR_MIGRATE_LIVE
+            | libvirt.VIR_MIGRATE_PERSIST_DEST
+            | libvirt.VIR_MIGRATE_UNDEFINE_SOURCE,
+            None, 'tcp://127.0.0.1', 0)
+        self.assertTrue(moved.isActive())
+        self.assertEqual([], self.src.conn.listAllDomains())
+        summary = self.reconcile(self.dst)
+        self.assertEqual(1, summary['instances'], summary)
+        [group] = self.groups(self.dst)
+        rt = resctrl.Resctrl(self.dst.paths.resctrl)
+        self.assertEqual(4, cbm.bits(rt.read_schemata(group)['L3'][0]))
+        self.assertEqual((1,), tuple(resctrl.parse_cpu_list(
+            rt.read_cpus(group))))
+        # The source's agent releases what the guest held there.
+        self.reconcile(self.src)
+        self.assertEqual({}, self.groups(self.src))
+        with open(os.path.join(self.src.paths.resctrl, 'cpus_list')) as f:
+            self.assertEqual('0-1\n', f.read())
