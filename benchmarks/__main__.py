@@ -6,6 +6,7 @@ import sys
 BENCHMARKS = {
     'agent': 'benchmarks.agent',
     'api': 'benchmarks.api',
+    'host': 'benchmarks.host',
     'milp': 'benchmarks.milp',
     'nfvnice': 'benchmarks.nfvnice',
     'optimizer': 'benchmarks.optimizer',
