@@ -48,3 +48,44 @@ class MonitoringUnavailable(ResctrlError):
 
 class RmidsExhausted(MonitoringUnavailable):
     """Every RMID (``info/L3_MON/num_rmids``) is in use or in limbo."""
+
+
+# The profile and measurement errors: raised by the profiler, and by the
+# clients and extra-spec parsing here on the floor, which every package
+# may import (resq_profiler.exception re-exports them).
+class UnknownNF(ResQException):
+    msg_fmt = 'Unknown NF %(name)r; the catalog has: %(known)s.'
+
+
+class InvalidProfile(ResQException):
+    """A profile document failed validation.
+
+    ``source`` is the file (or ``<memory>``) and ``field`` the JSON path of
+    the offending value.
+    """
+
+    msg_fmt = 'Invalid profile %(source)s: field %(field)s: %(reason)s'
+
+    def __init__(self, source, field, reason):
+        super().__init__(source=source, field=field, reason=reason)
+        self.source = source
+        self.field = field
+        self.reason = reason
+
+
+class ProfileNotFound(ResQException):
+    msg_fmt = ('No profile %(profile_id)r in the profile store %(store)s; '
+               'list the store with "resq-profiler list" or create it with '
+               '"resq-profiler profile".')
+
+
+class ProfileStoreError(ResQException):
+    msg_fmt = 'Profile store %(store)s: %(reason)s'
+
+
+class TargetUnreachable(ResQException):
+    msg_fmt = '%(reason)s'
+
+
+class MeasurementError(ResQException):
+    msg_fmt = 'Measurement failed: %(reason)s'

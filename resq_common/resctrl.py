@@ -215,7 +215,7 @@ class Resctrl:
     def check(self):
         """Make sure the root looks like a mounted resctrl file system.
 
-        :raises resq_profiler.exception.ResctrlError: naming what is
+        :raises resq_common.exception.ResctrlError: naming what is
             missing and how to fix it.
         """
         hint = ('mount it with "mount -t resctrl resctrl %s" on a host with '

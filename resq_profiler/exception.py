@@ -9,52 +9,20 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Exceptions of the profiler, each with a message an operator can act on."""
+"""Exceptions of the profiler, each with a message an operator can act on.
+
+They live in :mod:`resq_common.exception`, the floor every package may
+import (the clients and extra-spec parsing there raise them too); this
+module names them for the code that reaches them through the profiler.
+"""
 
 from resq_common import exception
 
-
-# The base lives in resq_common, which every package may import; it is
-# re-exported here for the modules that name it through the profiler.
 ResQException = exception.ResQException
-
-
-class UnknownNF(ResQException):
-    msg_fmt = 'Unknown NF %(name)r; the catalog has: %(known)s.'
-
-
-class InvalidProfile(ResQException):
-    """A profile document failed validation.
-
-    ``source`` is the file (or ``<memory>``) and ``field`` the JSON path of
-    the offending value.
-    """
-
-    msg_fmt = 'Invalid profile %(source)s: field %(field)s: %(reason)s'
-
-    def __init__(self, source, field, reason):
-        super().__init__(source=source, field=field, reason=reason)
-        self.source = source
-        self.field = field
-        self.reason = reason
-
-
-class ProfileNotFound(ResQException):
-    msg_fmt = ('No profile %(profile_id)r in the profile store %(store)s; '
-               'list the store with "resq-profiler list" or create it with '
-               '"resq-profiler profile".')
-
-
-class ProfileStoreError(ResQException):
-    msg_fmt = 'Profile store %(store)s: %(reason)s'
-
-
-class TargetUnreachable(ResQException):
-    msg_fmt = '%(reason)s'
-
-
-class MeasurementError(ResQException):
-    msg_fmt = 'Measurement failed: %(reason)s'
-
-
+UnknownNF = exception.UnknownNF
+InvalidProfile = exception.InvalidProfile
+ProfileNotFound = exception.ProfileNotFound
+ProfileStoreError = exception.ProfileStoreError
+TargetUnreachable = exception.TargetUnreachable
+MeasurementError = exception.MeasurementError
 ResctrlError = exception.ResctrlError

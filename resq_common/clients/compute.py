@@ -28,7 +28,7 @@ from urllib import parse
 from keystoneauth1 import exceptions as ks_exc
 
 from resq_common.conf import clients
-from resq_profiler import exception
+from resq_common import exception
 
 MICROVERSION = '2.86'    # extra-spec validation; networks "none" is 2.37
 METADATA_MICROVERSION = '2.1'   # server metadata is in the base v2.1 API

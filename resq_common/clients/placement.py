@@ -22,7 +22,7 @@ from urllib import parse
 from oslo_log import log as logging
 
 from resq_common.conf import clients
-from resq_profiler import exception
+from resq_common import exception
 
 LOG = logging.getLogger(__name__)
 

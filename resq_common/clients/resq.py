@@ -324,7 +324,7 @@ class ProfileSource:
         return self._documents[profile_id]
 
     def get(self, profile_id):
-        from resq_profiler import exception as profiler_exc
+        from resq_common import exception as profiler_exc
         from resq_profiler import profile as profile_mod
 
         doc = self._document(profile_id)

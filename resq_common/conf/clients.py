@@ -30,7 +30,7 @@ from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
 from resq_common import deadline as deadline_mod
-from resq_profiler import exception
+from resq_common import exception
 
 PLACEMENT = 'placement'
 NOVA = 'nova'
