@@ -14,13 +14,17 @@ import xml.etree.ElementTree as ET
 
 import fixtures
 import libvirt
+from prometheus_client import parser
+import requests
 
 from resq_agent import discovery
 from resq_agent import enforcer
 from resq_agent import manager
+from resq_agent import metrics as agent_metrics
 from resq_agent import monitor
 from resq_agent import virt
 from resq_common import cbm
+from resq_common import metrics
 from resq_common import resctrl
 from tests import base
 from tests.fixtures import compute_host
@@ -105,6 +109,40 @@ class FakeHostTest(base.TestCase):
         self.wait_for(lambda: self.group_of(uid) is None,
                       'the release of the guest\'s ways')
         self.assertEqual('0-1\n', self.read('cpus_list'))
+
+    def test_a_guests_cache_occupancy_reaches_the_agents_metrics(self):
+        mgr = self.make()
+        mgr.start(watch_libvirt=True)
+        self.addCleanup(mgr.stop)
+        uid, _dom = self.host.boot((1,), ways=4)
+        self.wait_for(lambda: self.group_of(uid), 'the guest\'s group')
+        group = self.group_of(uid)
+        mon = (os.path.join(group, 'mon_groups', 'resq-' + uid)
+               if group.startswith('resq-cos') else group)
+        # What the kernel would count for the guest's RMID: written into
+        # the backing tree, read by the agent through the mount.
+        counter = os.path.join(self.host.paths.backing, mon, 'mon_data',
+                               'mon_L3_00', 'llc_occupancy')
+        self.assertTrue(os.path.exists(counter), counter)
+        with open(counter, 'w') as f:
+            f.write('7340032\n')
+        server = metrics.serve('127.0.0.1:0', agent_metrics.AgentCollector(
+            mgr))
+        self.addCleanup(server.shutdown)
+        url = 'http://127.0.0.1:%d/metrics' % server.server_address[1]
+
+        def occupancy():
+            mgr.reconcile()
+            for family in parser.text_string_to_metric_families(
+                    requests.get(url, timeout=10).text):
+                for sample in family.samples:
+                    if (sample.name == 'resq_instance_llc_occupancy_bytes'
+                            and sample.labels.get('server_uuid') == uid):
+                        return sample.value
+            return None
+
+        self.wait_for(lambda: occupancy() == 7340032,
+                      'the guest\'s occupancy on /metrics')
 
     def test_a_restarted_agent_adopts_running_guests_and_writes_nothing(self):
         mgr = self.make()
