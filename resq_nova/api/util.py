@@ -29,7 +29,8 @@ def extract_json(req, schema, max_bytes):
     :raises resq_nova.api.errors.TooLarge: over ``max_bytes``.
     :raises resq_nova.api.errors.BadRequest: not JSON, nested too deeply,
         NaN or infinity, a string no database can store (NUL, a lone
-        surrogate), or not what ``schema`` allows.
+        surrogate), an integer beyond 64 bits, or not what ``schema``
+        allows.
     """
     if req.content_length is not None and req.content_length > max_bytes:
         raise errors.TooLarge(
@@ -49,11 +50,10 @@ def extract_json(req, schema, max_bytes):
                                 'JSON document with Content-Type '
                                 'application/json' % exc,
                                 code='resq.body.invalid_json')
-    where = validation.unstorable(body)
-    if where is not None:
-        raise errors.BadRequest('body field %s holds NUL or a lone UTF-16 '
-                                'surrogate, which no text can store; remove '
-                                'it' % where, code='resq.body.invalid')
+    found = validation.unstorable(body)
+    if found is not None:
+        raise errors.BadRequest('body field %s %s; remove or correct it'
+                                % found, code='resq.body.invalid')
     validate(body, schema, 'body')
     return body
 

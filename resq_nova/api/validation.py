@@ -138,25 +138,40 @@ def check_request(req, dispatcher):
     return func
 
 
-def unstorable(value, where='(top)'):
-    """Where in a decoded JSON document a string cannot be stored.
+# The widest integer column (and what JSON readers beyond Python keep).
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 
-    :returns: the dotted path of the first string (or key) holding NUL or
-        a lone surrogate; None when every string is storable.
+
+def _scalar_problem(value):
+    if isinstance(value, str) and UNSTORABLE.search(value):
+        return 'holds NUL or a lone UTF-16 surrogate, which no text can store'
+    if isinstance(value, int) and not isinstance(value, bool) and not (
+            INT64_MIN <= value <= INT64_MAX):
+        return 'is an integer outside the 64-bit range no field exceeds'
+    return None
+
+
+def unstorable(value, where='(top)'):
+    """Where in a decoded JSON document a value cannot be stored, and why.
+
+    Strings (and keys) holding NUL or a lone surrogate, and integers
+    outside 64 bits, are refused wherever they are: no column and no
+    document of resq-api holds them.
+
+    :returns: ``(dotted path, reason)`` of the first such value; None
+        when there is none.
     """
-    if isinstance(value, str):
-        return where if UNSTORABLE.search(value) else None
     if isinstance(value, list):
         items = enumerate(value)
     elif isinstance(value, dict):
         items = value.items()
     else:
-        return None
+        problem = _scalar_problem(value)
+        return (where, problem) if problem else None
     for key, item in items:
         here = '%s.%s' % (where, key) if where != '(top)' else str(key)
-        if isinstance(key, str) and UNSTORABLE.search(key):
-            return here
-        found = unstorable(item, here)
+        problem = _scalar_problem(key)
+        found = (here, problem) if problem else unstorable(item, here)
         if found is not None:
             return found
     return None

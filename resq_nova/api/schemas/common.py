@@ -12,9 +12,10 @@
 """Pieces the schemas share."""
 
 # Integers are bounded by the columns that hold them (sa.Integer: 32 bits
-# on PostgreSQL and MariaDB).
+# on PostgreSQL and MariaDB). A write stores the generation it was given
+# plus one, so that sum must fit too.
 INT32_MAX = 2 ** 31 - 1
-GENERATION = {'type': 'integer', 'minimum': 0, 'maximum': INT32_MAX}
+GENERATION = {'type': 'integer', 'minimum': 0, 'maximum': INT32_MAX - 1}
 # Names fit String(255) and hold no control characters.
 NAME = {'type': 'string', 'minLength': 1, 'maxLength': 255,
         'pattern': r'^[^\x00-\x1f\x7f-\x9f]*\Z'}
