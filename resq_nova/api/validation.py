@@ -191,9 +191,10 @@ def location(req, resp, body_keys):
         return url
     key = body_keys.get(req.path_info.rstrip('/'))
     try:
-        ident = resp.json_body.get(key) if key else None
+        body = resp.json_body if key else None
     except ValueError:
         return None
+    ident = body.get(key) if isinstance(body, dict) else None
     if not isinstance(ident, str):
         return None
     return '%s/%s' % (url, ident)
