@@ -91,6 +91,10 @@ class BadInputTest(test_api.APITestBase):
         doc['nf']['name'] = 'n' * 300
         self.assertError(400, self.raw('PUT', '/profiles/fw-2',
                                        body={'profile': doc}))
+        plan = test_api.plan_doc(1)
+        plan['moves'][0]['name'] = 'v' * 256
+        self.assertError(400, self.raw('POST', '/plans', 'service', body={
+            'id': 'plan-1', 'plan': plan}), 'resq.body.invalid')
         server = str(uuid.uuid4())
         for data in ('{"status": "ok", "host": "h\\u0000"}',
                      '{"status": "ok", "host": "h\\ud800"}'):
