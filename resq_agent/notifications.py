@@ -82,22 +82,66 @@ class NovaInstanceEndpoint:
         self.hosts = {h for h in hosts if h}
 
     def info(self, ctxt, publisher_id, event_type, payload, metadata):
-        data = payload.get('nova_object.data') if isinstance(
-            payload, dict) else None
-        if not isinstance(data, dict) or not data.get('uuid'):
-            LOG.debug('Ignoring %s from %s: not a versioned instance '
-                      'payload', event_type, publisher_id)
+        """Tell the manager of an event of one of this host's instances.
+
+        A malformed payload is logged as one warning naming the field that
+        is wrong and dropped; it never raises, so it cannot take the rest
+        of a batch with it.
+        """
+        try:
+            data = instance_data(payload)
+        except ValueError as exc:
+            LOG.warning('Dropping %s from %s: %s', event_type, publisher_id,
+                        exc)
             return oslo_messaging.NotificationResult.HANDLED
-        if not ({data.get('host'), data.get('node')} & self.hosts):
+        if not ({data['host'], data['node']} & self.hosts):
             return oslo_messaging.NotificationResult.HANDLED
         if not uuidutils.is_uuid_like(data['uuid']):
-            # Dropped alone: it must not take the rest of a batch with it.
             LOG.warning('Ignoring %s from %s: instance uuid %r is not a '
-                        'UUID', event_type, publisher_id, data['uuid'])
+                        'UUID', event_type, publisher_id, data['uuid'][:80])
             return oslo_messaging.NotificationResult.HANDLED
         LOG.debug('%s for instance %s', event_type, data['uuid'])
         self.manager.instance_changed(data['uuid'], event_type)
         return oslo_messaging.NotificationResult.HANDLED
+
+
+# The fields of a versioned instance payload the agent reads: name ->
+# (the types it may have, what they are called in a message).
+INSTANCE_FIELDS = {
+    'uuid': ((str,), 'a string'),
+    'host': ((str, type(None)), 'a string or null'),
+    'node': ((str, type(None)), 'a string or null'),
+}
+
+
+def _kind(value):
+    return 'null' if value is None else type(value).__name__
+
+
+def instance_data(payload):
+    """The agent's fields of a versioned instance payload, type-checked.
+
+    :returns: ``{'uuid', 'host', 'node'}`` (host and node may be None).
+    :raises ValueError: naming the first field that is missing or of the
+        wrong type; one line, without the payload.
+    """
+    if not isinstance(payload, dict):
+        raise ValueError('the payload is a %s, not an object'
+                         % _kind(payload))
+    data = payload.get('nova_object.data')
+    if not isinstance(data, dict):
+        raise ValueError('payload field nova_object.data is %s, not an '
+                         'object (not a versioned notification)'
+                         % ('missing' if data is None else
+                            'a %s' % _kind(data)))
+    if 'uuid' not in data:
+        raise ValueError('payload field nova_object.data.uuid is missing')
+    for name, (types, what) in INSTANCE_FIELDS.items():
+        value = data.get(name)
+        if not isinstance(value, types):
+            raise ValueError('payload field nova_object.data.%s is a %s, '
+                             'not %s' % (name, _kind(value), what))
+    return {name: data.get(name) for name in INSTANCE_FIELDS}
 
 
 def get_nova_listener(conf, transport, manager, host, hosts):

@@ -35,9 +35,12 @@ from resq_nova.api import handler
 from resq_nova.api import microversion
 from resq_nova.api.objects import exception as obj_exc
 from resq_nova.api import policy
+from resq_nova.api import validation
 from resq_nova.conf import api as api_conf
 
 LOG = logging.getLogger(__name__)
+# The collections a POST creates in -> the field naming what it created.
+CREATED_KEYS = {'/snapshots': 'id', '/plans': 'id', '/slo_terms': 'uuid'}
 
 
 def register_opts(conf):
@@ -58,7 +61,7 @@ class ResQAPI:
         version = None
         try:
             version = microversion.extract(req.headers)
-            func = self.dispatcher.find(req)
+            func = validation.check_request(req, self.dispatcher)
             req.environ['resq.conf'] = self.conf
             req.environ['resq.version'] = version
             req.environ['resq.context'] = context.RequestContext.from_environ(
@@ -72,6 +75,10 @@ class ResQAPI:
             resp = errors.response(
                 500, 'resq-api failed unexpectedly; its log has the details '
                 'under request id %s' % rid, 'resq.internal', rid)
+        if resp.status_int == 201 and 'Location' not in resp.headers:
+            url = validation.location(req, resp, CREATED_KEYS)
+            if url:
+                resp.headers['Location'] = url
         for key, value in microversion.headers(
                 version or microversion.MIN_VERSION).items():
             resp.headers[key] = value

@@ -25,7 +25,7 @@ from resq_nova.api.objects import exception as obj_exc
 TITLES = {400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found',
           405: 'Method Not Allowed', 406: 'Not Acceptable',
           409: 'Conflict', 413: 'Request Entity Too Large',
-          500: 'Internal Server Error'}
+          415: 'Unsupported Media Type', 500: 'Internal Server Error'}
 
 
 class APIError(Exception):
@@ -72,6 +72,11 @@ class Conflict(APIError):
 class TooLarge(APIError):
     status = 413
     code = 'resq.too_large'
+
+
+class UnsupportedMediaType(APIError):
+    status = 415
+    code = 'resq.content_type'
 
 
 def from_object_error(exc):

@@ -11,25 +11,26 @@
 #    under the License.
 """Request bodies and query strings against their schemas; pages; ETags."""
 
-import json
 from urllib import parse
 
 import jsonschema
 
 from resq_common import jsonutils
 from resq_nova.api import errors
-
-
-def _no_constant(name):
-    raise ValueError('%s is not a finite number' % name)
+from resq_nova.api import validation
 
 
 def extract_json(req, schema, max_bytes):
     """The request's JSON body, validated; what is wrong named if not.
 
+    Parsed by :func:`resq_common.jsonutils.loads`, which refuses documents
+    nested deeper than it allows before decoding them.
+
     :raises resq_nova.api.errors.TooLarge: over ``max_bytes``.
-    :raises resq_nova.api.errors.BadRequest: not JSON, NaN or infinity,
-        or not what ``schema`` allows.
+    :raises resq_nova.api.errors.BadRequest: not JSON, nested too deeply,
+        NaN or infinity, a string no database can store (NUL, a lone
+        surrogate), an integer beyond 64 bits, or not what ``schema``
+        allows.
     """
     if req.content_length is not None and req.content_length > max_bytes:
         raise errors.TooLarge(
@@ -43,13 +44,16 @@ def extract_json(req, schema, max_bytes):
             'the request body is longer than [api] max_request_body_size '
             '(%d bytes); send a smaller document' % max_bytes)
     try:
-        body = json.loads(raw.decode('utf-8'), parse_constant=_no_constant,
-                          parse_float=jsonutils.finite_float)
+        body = jsonutils.loads(raw.decode('utf-8'), max_bytes=max_bytes)
     except (ValueError, UnicodeDecodeError) as exc:
         raise errors.BadRequest('the body is not valid JSON (%s); send a '
                                 'JSON document with Content-Type '
                                 'application/json' % exc,
                                 code='resq.body.invalid_json')
+    found = validation.unstorable(body)
+    if found is not None:
+        raise errors.BadRequest('body field %s %s; remove or correct it'
+                                % found, code='resq.body.invalid')
     validate(body, schema, 'body')
     return body
 
@@ -64,16 +68,31 @@ def validate(value, schema, where):
                                 code='resq.%s.invalid' % where)
 
 
+def _query_error(detail):
+    return errors.BadRequest(detail, code='resq.query.invalid')
+
+
 def query(req, schema):
-    """The query string as a dict of single values, validated."""
+    """The query string as a dict of single values, validated.
+
+    :raises resq_nova.api.errors.BadRequest: not UTF-8, a control
+        character, a parameter given twice, or not what ``schema`` allows.
+    """
+    try:
+        pairs = list(req.GET.items())
+    except UnicodeDecodeError:
+        raise _query_error('the query string is not UTF-8 text; '
+                           'percent-encode the UTF-8 bytes of each value')
     params = {}
-    for key in req.GET:
-        values = req.GET.getall(key)
-        if len(values) > 1:
-            raise errors.BadRequest('query parameter %s is given %d times; '
-                                    'give it once' % (key, len(values)),
-                                    code='resq.query.invalid')
-        params[key] = values[0]
+    for key, value in pairs:
+        found = validation.CONTROL.search(key + value)
+        if found:
+            raise _query_error('query parameter %r holds control character '
+                               'U+%04X' % (key, ord(found.group())))
+        if key in params:
+            raise _query_error('query parameter %s is given %d times; give '
+                               'it once' % (key, len(req.GET.getall(key))))
+        params[key] = value
     validate(params, schema, 'query')
     return params
 

@@ -152,3 +152,26 @@ class UwsgiTest(base.TestCase):
                                 timeout=30)
             self.assertEqual(200, resp.status_code, resp.text)
             self.assertEqual('fw-uwsgi', resp.json()['profile']['id'])
+
+    def test_bad_input_is_a_400_from_a_real_worker(self):
+        """What once answered 500 or dropped the connection: 400s.
+
+        A path that is not UTF-8 raised out of the application, and the
+        worker dropped the connection instead of answering.
+        """
+        _set(self.api_conf, 'api', auth_strategy='noauth2')
+        url = self.start()
+        headers = {'X-Auth-Token': 'admin',
+                   'Content-Type': 'application/json'}
+        for method, path, data in (
+                ('GET', '/profiles/%FF%FE', None),
+                ('GET', '/profiles/fw%00-1', None),
+                ('GET', '/profiles/' + 'a' * 300, None),
+                ('PUT', '/profiles/fw-1',
+                 '{"profile": %s1%s}' % ('[' * 50000, ']' * 50000))):
+            resp = requests.request(method, url + path, headers=headers,
+                                    data=data, timeout=30)
+            self.assertEqual(400, resp.status_code, resp.text)
+            self.assertEqual(400, resp.json()['errors'][0]['status'])
+        resp = requests.get(url + '/profiles', headers=headers, timeout=30)
+        self.assertEqual(200, resp.status_code, resp.text)

@@ -21,7 +21,10 @@ SNAPSHOT_POST = {
 }
 MOVE = {
     'type': 'object',
-    'properties': {'uuid': common.UUID, 'name': {'type': ['string', 'null']},
+    'properties': {'uuid': common.UUID,
+                   # A server name: plan_actions.name is String(255).
+                   'name': {'type': ['string', 'null'], 'maxLength': 255,
+                            'pattern': r'^[^\x00]*\Z'},
                    'from_host': common.NAME, 'to_host': common.NAME},
     'required': ['uuid', 'from_host', 'to_host'],
 }

@@ -13,12 +13,19 @@
 
 from resq_nova.api.schemas import common
 
+# The document is checked by resq_profiler; these fields are also columns
+# (String(255)), so the API bounds them.
+DOCUMENT = {
+    'type': 'object',
+    'properties': {'nf': {'type': 'object',
+                          'properties': {'name': common.NAME}}},
+}
 PUT = {
     'type': 'object',
     'properties': {
-        'profile': {'type': 'object'},
+        'profile': DOCUMENT,
         'visibility': {'type': 'string', 'enum': ['public', 'private']},
-        'generation': {'type': ['integer', 'null'], 'minimum': 0},
+        'generation': {'anyOf': [common.GENERATION, {'type': 'null'}]},
     },
     'required': ['profile'],
     'additionalProperties': False,

@@ -40,7 +40,7 @@ POST = {
 PATCH = {
     'type': 'object',
     'properties': {
-        'generation': {'type': 'integer', 'minimum': 0},
+        'generation': common.GENERATION,
         'status': STATUS,
         'servers': SERVERS,
         'flavors': FLAVORS,

@@ -65,6 +65,31 @@ class NovaInstanceEndpointTest(base.TestCase):
         self.assertEqual([(U2, 'instance.create.end')], self.manager.calls)
         self.assertIn("instance uuid 'u-1' is not a UUID", logs.output)
 
+    def test_fields_of_the_wrong_type_are_one_warning_each(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        bad = [
+            (payload(host=['cmp1']), 'nova_object.data.host is a list'),
+            (payload(node={'n': 1}), 'nova_object.data.node is a dict'),
+            (payload(uuid=None), 'nova_object.data.uuid is a null'),
+            (payload(uuid=7.5), 'nova_object.data.uuid is a float'),
+            ({'nova_object.data': [1]}, 'nova_object.data is a list'),
+            ({'nova_object.data': {'host': 'cmp1'}},
+             'nova_object.data.uuid is missing'),
+            (['x'], 'the payload is a list'),
+        ]
+        for body, _ in bad:
+            self.assertEqual(oslo_messaging.NotificationResult.HANDLED,
+                             self.info('instance.create.end', body))
+        self.info('instance.create.end', payload(U2))
+        self.assertEqual([(U2, 'instance.create.end')], self.manager.calls)
+        lines = logs.output.splitlines()
+        self.assertEqual(len(bad), len(lines), logs.output)
+        for (_, field), line in zip(bad, lines):
+            self.assertIn('Dropping instance.create.end from '
+                          'nova-compute:cmp1: ', line)
+            self.assertIn(field, line)
+        self.assertNotIn('Traceback', logs.output)
+
     def test_filter_rule_selects_instance_events(self):
         rule = notifications.NovaInstanceEndpoint.filter_rule
         for event in ('instance.create.end', 'instance.delete.end',
