@@ -229,6 +229,91 @@ def _estimate(values, band_pct):
     return sum(kept) / len(kept)
 
 
+def check_curve(grid, tolerance_pct, too_short):
+    """Raise ValueError unless ``grid`` and the tolerance make a curve.
+
+    :param too_short: the message when the grid has fewer than two
+        points.
+    """
+    if len(grid) < 2:
+        raise ValueError(too_short)
+    if any(b <= a for a, b in zip(grid, grid[1:])):
+        raise ValueError('grid must be strictly increasing: %s' % grid)
+    if tolerance_pct <= 0:
+        raise ValueError('tolerance must be positive, got %s' % tolerance_pct)
+
+
+class Measurements:
+    """The measurements of one curve on a grid, against a budget.
+
+    Shared by this sampler and :func:`resq_profiler.modelfit.sample`:
+    ``raw`` maps a grid index to the values measured there (measurements
+    passed in as ``known`` first); :meth:`take` measures a grid point,
+    counting every measurement against ``max_points``.
+    """
+
+    def __init__(self, measure, grid, known, max_points, progress,
+                 cast=None, check=None):
+        """Start from the ``known`` measurements.
+
+        :param cast: applied to the x and y of a known measurement (the
+            x before it is looked up on the grid).
+        :param check: ``(x, y) -> y`` applied to every new measurement
+            before it counts; it may raise.
+        """
+        self.measure = measure
+        self.grid = grid
+        self.max_points = max_points
+        self.progress = progress
+        self.check = check
+        self.count = 0
+        self.repeats = 0
+        self.raw = {}
+        for x, ys in (known or {}).items():
+            key = x if cast is None else cast(x)
+            if key not in grid:
+                raise ValueError('known measurement at x=%s is not on the '
+                                 'grid %s' % (x, grid))
+            if not ys:
+                raise ValueError('known measurement at x=%s has no value' % x)
+            self.raw[grid.index(key)] = (list(ys) if cast is None
+                                         else [cast(y) for y in ys])
+
+    def take(self, i):
+        """Measure grid point ``i``; ``_Budget`` when none is left."""
+        if self.max_points is not None and self.count >= self.max_points:
+            raise _Budget()
+        y = self.measure(self.grid[i])
+        if self.check is not None:
+            y = self.check(self.grid[i], y)
+        self.count += 1
+        if i in self.raw:
+            self.repeats += 1
+        self.raw.setdefault(i, []).append(y)
+        if self.progress:
+            self.progress(self.grid[i], y, self.count)
+        return y
+
+    def least_measured(self, indices):
+        """The one of ``indices`` measured the fewest times (the first)."""
+        return min(indices, key=lambda i: len(self.raw[i]))
+
+    def run(self, first, step):
+        """Measure ``first`` (those not known), then while ``step()`` is true.
+
+        :returns: whether the budget ran out.
+        """
+        try:
+            for i in first:
+                if i not in self.raw:
+                    self.take(i)
+            while step():
+                pass
+        except _Budget:
+            return True
+        return False
+
+
 def sample(measure, grid, tolerance_pct=1.0, max_points=None,
            progress=None, shape=None, known=None, max_repeats=3,
            noise_pct=None, noise_dof=PRIOR_DOF, probe=0):
@@ -256,12 +341,8 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
     :returns: a :class:`Result`.
     """
     grid = list(grid)
-    if len(grid) < 2:
-        raise ValueError('an adaptive sample needs at least two grid points')
-    if any(b <= a for a, b in zip(grid, grid[1:])):
-        raise ValueError('grid must be strictly increasing: %s' % grid)
-    if tolerance_pct <= 0:
-        raise ValueError('tolerance must be positive, got %s' % tolerance_pct)
+    check_curve(grid, tolerance_pct,
+                'an adaptive sample needs at least two grid points')
     if shape not in (None, 'concave', 'convex'):
         raise ValueError('shape must be concave, convex or None: %r' % shape)
     if max_repeats < 1:
@@ -270,74 +351,95 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
     if max_points is not None and max_points < 3:
         raise ValueError('max_points must be at least 3 (both ends and a '
                          'midpoint), got %s' % max_points)
-    raw = {}
-    for x, ys in (known or {}).items():
-        if x not in grid:
-            raise ValueError('known measurement at x=%s is not on the grid '
-                             '%s' % (x, grid))
-        if not ys:
-            raise ValueError('known measurement at x=%s has no value' % x)
-        raw[grid.index(x)] = list(ys)
-    state = {'count': 0, 'repeats': 0}
-    checks = []
+    meas = Measurements(measure, grid, known, max_points, progress)
+    sampler = _Sampler(meas, tolerance_pct, shape, max_repeats, noise_pct,
+                       noise_dof, probe)
+    exhausted = meas.run((0, len(grid) - 1), sampler.step)
+    return sampler.result(exhausted)
 
-    def take(i):
-        if max_points is not None and state['count'] >= max_points:
-            raise _Budget()
-        y = measure(grid[i])
-        state['count'] += 1
-        if i in raw:
-            state['repeats'] += 1
-        raw.setdefault(i, []).append(y)
-        if progress:
-            progress(grid[i], y, state['count'])
-        return y
 
-    def noise():
+class CurveSampler:
+    """What a sampler of one curve works from: measurements and checks.
+
+    The base of this module's sampler and of
+    :func:`resq_profiler.modelfit.sample`'s.
+    """
+
+    def __init__(self, meas, tolerance_pct, max_repeats, noise_pct,
+                 noise_dof):
+        self.meas = meas
+        self.grid = meas.grid
+        self.raw = meas.raw
+        self.tol = tolerance_pct
+        self.max_repeats = max_repeats
+        self.noise_pct = noise_pct
+        self.noise_dof = noise_dof
+        self.checks = []
+
+
+class _Sampler(CurveSampler):
+    """The state of one :func:`sample`: what it measured and checked."""
+
+    def __init__(self, meas, tolerance_pct, shape, max_repeats, noise_pct,
+                 noise_dof, probes):
+        super().__init__(meas, tolerance_pct, max_repeats, noise_pct,
+                         noise_dof)
+        self.shape = shape
+        self.probes = probes
+
+    def noise(self):
         """Relative standard deviation of repeated points, in percent."""
-        return pooled()[0]
+        return self.pooled()[0]
 
-    def pooled():
+    def pooled(self):
+        """``(noise in %, degrees of freedom)`` of the repeats and prior."""
         num = den = 0
-        if noise_pct is not None:
-            num, den = noise_dof * (noise_pct / 100.0) ** 2, noise_dof
-        for values in raw.values():
-            kept = _keep(values, band())
+        if self.noise_pct is not None:
+            num, den = (self.noise_dof * (self.noise_pct / 100.0) ** 2,
+                        self.noise_dof)
+        for values in self.raw.values():
+            kept = _keep(values, self.band())
             if len(kept) > 1:
                 mean = sum(kept) / len(kept)
                 num += sum(((v - mean) / mean) ** 2 for v in kept)
                 den += len(kept) - 1
         return (math.sqrt(num / den) * 100.0 if den else 0.0), den
 
-    def caution():
+    def caution(self):
         """The noise to plan with: the 90% upper confidence bound."""
-        sigma, dof = pooled()
-        if sigma <= tolerance_pct * NEGLIGIBLE:
+        sigma, dof = self.pooled()
+        if sigma <= self.tol * NEGLIGIBLE:
             return 0.0
         return sigma * _ucb_factor(dof)
 
-    def band():
-        # Outlier band: a repeat this far from its point's median is noise
-        # that the shape contradicted, not a sample of it.
-        return tolerance_pct * OUTLIER
+    def band(self):
+        """The outlier band, in %.
 
-    def current():
-        idx = sorted(raw)
-        return idx, [(grid[i], _estimate(raw[i], band())) for i in idx]
+        A repeat this far from its point's median is noise that the shape
+        contradicted, not a sample of it.
+        """
+        return self.tol * OUTLIER
 
-    def gap_estimates(idx, pts):
+    def current(self):
+        """``(grid indices measured, their (x, estimate) points)``."""
+        idx = sorted(self.raw)
+        return idx, [(self.grid[i], _estimate(self.raw[i], self.band()))
+                     for i in idx]
+
+    def gap_estimates(self, idx, pts):
         """[(estimate %, k, x of the worst error)] per splittable gap."""
         out = []
-        sigma = noise()
-        se = {grid[i]: sigma / math.sqrt(len(raw[i])) for i in idx}
+        sigma = self.noise()
+        se = {self.grid[i]: sigma / math.sqrt(len(self.raw[i])) for i in idx}
         for k in range(len(idx) - 1):
             if idx[k + 1] - idx[k] < 2:
                 continue
-            inner = grid[idx[k] + 1:idx[k + 1]]
-            if shape:
-                est, where = _bound(pts, k, shape, inner, se, MARGIN)
-                base = _bound(pts, k, shape, inner)[0] if sigma else est
-                if 0 < k < len(pts) - 2 and not caution():
+            inner = self.grid[idx[k] + 1:idx[k + 1]]
+            if self.shape:
+                est, where = _bound(pts, k, self.shape, inner, se, MARGIN)
+                base = (_bound(pts, k, self.shape, inner)[0] if sigma
+                        else est)
+                if 0 < k < len(pts) - 2 and not self.caution():
                     est *= INTERIOR_FACTOR
                     base *= INTERIOR_FACTOR
             else:
@@ -348,122 +450,146 @@ def sample(measure, grid, tolerance_pct=1.0, max_points=None,
             out.append((est, k, where, base))
         return out
 
-    def needs_repeat(i, sigma):
-        n = len(raw[i])
-        return n < max_repeats and sigma / math.sqrt(n) > (
-            tolerance_pct * PRECISION)
+    def needs_repeat(self, i, sigma):
+        """Whether point ``i`` is not precise yet and may be repeated."""
+        n = len(self.raw[i])
+        return n < self.max_repeats and sigma / math.sqrt(n) > (
+            self.tol * PRECISION)
 
-    def contradiction(idx, pts):
+    def contradiction(self, idx, pts):
         """The grid index to measure again, or None."""
-        if not shape:
+        if not self.shape:
             return None
-        sign = 1.0 if shape == 'concave' else -1.0
+        sign = 1.0 if self.shape == 'concave' else -1.0
         worst = None
         for k in range(1, len(pts) - 1):
             wrong = -sign * _dev_pct(pts, k)
-            if wrong > tolerance_pct * CONTRADICTION and (
+            if wrong > self.tol * CONTRADICTION and (
                     worst is None or wrong > worst[0]):
                 trio = [idx[k], idx[k - 1], idx[k + 1]]
-                open_ = [i for i in trio if len(raw[i]) < max_repeats]
+                open_ = [i for i in trio
+                         if len(self.raw[i]) < self.max_repeats]
                 if open_:
-                    worst = (wrong, min(open_, key=lambda i: len(raw[i])))
+                    worst = (wrong, self.meas.least_measured(open_))
         return worst[1] if worst else None
 
-    exhausted = False
-    try:
-        for i in (0, len(grid) - 1):
-            if i not in raw:
-                take(i)
-        probes = probe
-        while True:
-            idx, pts = current()
-            if probes and (len(idx) > 2 or len(grid) < 3):
-                # After the first midpoint, so that a budget of three
-                # still tests the interpolation once.
-                probes -= 1
-                take(len(grid) - 1)
-                continue
-            again = contradiction(idx, pts)
-            if again is not None:
-                take(again)
-                continue
-            sigma_hat, dof = pooled()
-            if sigma_hat > tolerance_pct * NEGLIGIBLE and dof < MIN_DOF:
-                # Noise shows: learn how much before relying on it.
-                open_ = [i for i in idx if len(raw[i]) < max_repeats]
-                if open_:
-                    take(min(open_, key=lambda i: len(raw[i])))
-                    continue
-            sigma = caution()
-            # Intervals the curve itself fails come first, then those
-            # only the noise margin fails; the largest estimate first.
-            worst = max((g for g in gap_estimates(idx, pts)
-                         if g[0] > tolerance_pct),
-                        key=lambda g: (g[3] > tolerance_pct, g[0]),
-                        default=None)
-            if worst is not None:
-                est, k, where, base = worst
-                # Under noise, make the points the estimate rests on
-                # precise before believing it.
-                near_idx = idx[max(k - 1, 0):k + 3]
-                vague = [i for i in near_idx if needs_repeat(i, sigma)]
-                if sigma and base <= tolerance_pct:
-                    # The curve itself passes; its noise does not: measure
-                    # again rather than split.
-                    vague = [i for i in near_idx
-                             if len(raw[i]) < max_repeats]
-                if vague:
-                    take(min(vague, key=lambda i: len(raw[i])))
-                    continue
-                lo, hi = idx[k], idx[k + 1]
-                near = min(range(lo + 1, hi),
-                           key=lambda i: (abs(grid[i] - where),
-                                          abs(2 * i - lo - hi)))
-                y = take(near)
-                predicted = _line_at(pts[k], pts[k + 1], grid[near])
-                err = _err_pct(predicted, y)
-                checks.append(Check(grid[near], predicted, y, err,
-                                    'pass' if err <= tolerance_pct
-                                    else 'split'))
-                continue
-            vague = [i for i in idx if needs_repeat(i, sigma)]
-            if vague:
-                take(min(vague, key=lambda i: len(raw[i])))
-                continue
-            break
-    except _Budget:
-        exhausted = True
-    idx, pts = current()
-    gaps = gap_estimates(idx, pts)
-    finite = [g[0] for g in gaps if math.isfinite(g[0])]
-    left = [g[0] for g in gaps if g[0] > tolerance_pct]
-    unresolved = 0.0
-    if left:
-        # Over the tolerance and left so: the checks that split those
-        # intervals decided nothing; a gap without neighbours has no bound
-        # and falls back to the worst check.
+    def repeat_first(self, idx, pts):
+        """A point to measure again before any split, or None.
+
+        One the shape contradicts, or, when noise shows and is not known
+        well enough yet, the least measured one.
+        """
+        again = self.contradiction(idx, pts)
+        if again is not None:
+            return again
+        sigma_hat, dof = self.pooled()
+        if sigma_hat > self.tol * NEGLIGIBLE and dof < MIN_DOF:
+            # Noise shows: learn how much before relying on it.
+            open_ = [i for i in idx if len(self.raw[i]) < self.max_repeats]
+            if open_:
+                return self.meas.least_measured(open_)
+        return None
+
+    def step(self):
+        """Take the next measurement; False when the curve is done."""
+        idx, pts = self.current()
+        if self.probes and (len(idx) > 2 or len(self.grid) < 3):
+            # After the first midpoint, so that a budget of three
+            # still tests the interpolation once.
+            self.probes -= 1
+            self.meas.take(len(self.grid) - 1)
+            return True
+        again = self.repeat_first(idx, pts)
+        if again is not None:
+            self.meas.take(again)
+            return True
+        sigma = self.caution()
+        # Intervals the curve itself fails come first, then those
+        # only the noise margin fails; the largest estimate first.
+        worst = max((g for g in self.gap_estimates(idx, pts)
+                     if g[0] > self.tol),
+                    key=lambda g: (g[3] > self.tol, g[0]),
+                    default=None)
+        if worst is not None:
+            self.refine(idx, pts, worst, sigma)
+            return True
+        vague = [i for i in idx if self.needs_repeat(i, sigma)]
+        if vague:
+            self.meas.take(self.meas.least_measured(vague))
+            return True
+        return False
+
+    def refine(self, idx, pts, worst, sigma):
+        """Measure for the interval ``worst`` fails: repeat or split it."""
+        est, k, where, base = worst
+        # Under noise, make the points the estimate rests on
+        # precise before believing it.
+        near_idx = idx[max(k - 1, 0):k + 3]
+        vague = [i for i in near_idx if self.needs_repeat(i, sigma)]
+        if sigma and base <= self.tol:
+            # The curve itself passes; its noise does not: measure
+            # again rather than split.
+            vague = [i for i in near_idx
+                     if len(self.raw[i]) < self.max_repeats]
+        if vague:
+            self.meas.take(self.meas.least_measured(vague))
+            return
+        lo, hi = idx[k], idx[k + 1]
+        grid = self.grid
+        near = min(range(lo + 1, hi),
+                   key=lambda i: (abs(grid[i] - where),
+                                  abs(2 * i - lo - hi)))
+        y = self.meas.take(near)
+        predicted = _line_at(pts[k], pts[k + 1], grid[near])
+        err = _err_pct(predicted, y)
+        self.checks.append(Check(grid[near], predicted, y, err,
+                                 'pass' if err <= self.tol else 'split'))
+
+    def result(self, exhausted):
+        """The :class:`Result` of what was measured."""
+        idx, pts = self.current()
+        gaps = self.gap_estimates(idx, pts)
+        finite = [g[0] for g in gaps if math.isfinite(g[0])]
+        checks, unresolved = self.unresolved(pts, gaps)
+        raw, grid = self.raw, self.grid
+        rejected = []
+        for i, values in sorted(raw.items()):
+            kept = _keep(values, self.band())
+            rejected += [(grid[i], v) for v in values if v not in kept]
+        if self.shape and self.noise() > 0:
+            weights = [len(_keep(raw[i], self.band())) for i in idx]
+            pts = shape_fit(pts, weights, self.shape)
+        return Result(points=pts, checks=checks, budget_exhausted=exhausted,
+                      unresolved_error_pct=unresolved,
+                      error_estimate_pct=max(finite + [0.0]),
+                      measurements=self.meas.count,
+                      repeats=self.meas.repeats,
+                      noise_pct=self.noise(),
+                      noise_dof=int(self.pooled()[1]),
+                      noise_error_pct=2.0 * self.noise() / math.sqrt(
+                          min(len(raw[i]) for i in idx)),
+                      samples={grid[i]: list(v)
+                               for i, v in sorted(raw.items())},
+                      rejected=rejected)
+
+    def unresolved(self, pts, gaps):
+        """``(checks, unresolved error %)`` given the gaps left.
+
+        Over the tolerance and left so: the checks that split those
+        intervals decided nothing; a gap without neighbours has no bound
+        and falls back to the worst check.
+        """
+        checks = self.checks
+        left = [g[0] for g in gaps if g[0] > self.tol]
+        if not left:
+            return checks, 0.0
         checks = [c._replace(outcome='unresolved')
                   if c.outcome == 'split' and _inside(c.x, pts, gaps, left)
                   else c for c in checks]
         unresolved = max(g for g in left if math.isfinite(g)) if any(
             math.isfinite(g) for g in left) else max(
             [c.error_pct for c in checks] + [0.0])
-    rejected = []
-    for i, values in sorted(raw.items()):
-        kept = _keep(values, band())
-        rejected += [(grid[i], v) for v in values if v not in kept]
-    if shape and noise() > 0:
-        weights = [len(_keep(raw[i], band())) for i in idx]
-        pts = shape_fit(pts, weights, shape)
-    return Result(points=pts, checks=checks, budget_exhausted=exhausted,
-                  unresolved_error_pct=unresolved,
-                  error_estimate_pct=max(finite + [0.0]),
-                  measurements=state['count'], repeats=state['repeats'],
-                  noise_pct=noise(), noise_dof=int(pooled()[1]),
-                  noise_error_pct=2.0 * noise() / math.sqrt(
-                      min(len(raw[i]) for i in idx)),
-                  samples={grid[i]: list(v) for i, v in sorted(raw.items())},
-                  rejected=rejected)
+        return checks, unresolved
 
 
 def shape_fit(points, weights, shape, monotone=True, sweeps=2000):

@@ -108,10 +108,6 @@ class CurveResult:
         return self.kind != 'linear'
 
 
-class _Budget(Exception):
-    pass
-
-
 def _ucb95(dof):
     if dof < 1:
         return math.inf
@@ -132,6 +128,15 @@ def _pooled_sigma(resid, dof, noise_pct, noise_dof):
     return (math.sqrt(num / den) if den > 0 else math.inf), den
 
 
+def _positive(x, y):
+    """The measurement ``y`` at ``x`` as a float; ValueError unless > 0."""
+    y = float(y)
+    if not y > 0 or not math.isfinite(y):
+        raise ValueError('measurement at x=%s gave %r; a curve needs '
+                         'positive values' % (x, y))
+    return y
+
+
 def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
            progress=None, known=None, noise_pct=None,
            noise_dof=adaptive.PRIOR_DOF, max_repeats=4, shape=None,
@@ -146,233 +151,245 @@ def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
     :returns: a :class:`CurveResult`.
     """
     grid = [float(x) for x in grid]
-    if len(grid) < 2:
-        raise ValueError('a curve needs at least two grid points')
-    if any(b <= a for a, b in zip(grid, grid[1:])):
-        raise ValueError('grid must be strictly increasing: %s' % grid)
-    if tolerance_pct <= 0:
-        raise ValueError('tolerance must be positive, got %s' % tolerance_pct)
+    adaptive.check_curve(grid, tolerance_pct,
+                         'a curve needs at least two grid points')
     if max_points is not None and max_points < 3:
         raise ValueError('max_points must be at least 3, got %s'
                          % max_points)
-    raw = {}
-    for x, ys in (known or {}).items():
-        if float(x) not in grid:
-            raise ValueError('known measurement at x=%s is not on the grid '
-                             '%s' % (x, grid))
-        if not ys:
-            raise ValueError('known measurement at x=%s has no value' % x)
-        raw[grid.index(float(x))] = [float(y) for y in ys]
-    state = {'count': 0, 'repeats': 0}
-    checks = []
+    meas = adaptive.Measurements(measure, grid, known, max_points, progress,
+                                 cast=float, check=_positive)
+    sampler = _ModelSampler(meas, model, tolerance_pct, noise_pct,
+                            noise_dof, max_repeats)
+    exhausted = meas.run(model.initial(grid), sampler.step)
+    if sampler.fallback:
+        return _fall_back(measure, grid, tolerance_pct, max_points, progress,
+                          meas, shape, noise_pct, noise_dof,
+                          sampler.fallback, sampler.checks)
+    return sampler.result(exhausted, dense)
 
-    def take(i):
-        if max_points is not None and state['count'] >= max_points:
-            raise _Budget()
-        y = float(measure(grid[i]))
-        if not y > 0 or not math.isfinite(y):
-            raise ValueError('measurement at x=%s gave %r; a curve needs '
-                             'positive values' % (grid[i], y))
-        state['count'] += 1
-        if i in raw:
-            state['repeats'] += 1
-        raw.setdefault(i, []).append(y)
-        if progress:
-            progress(grid[i], y, state['count'])
-        return y
 
-    def observations():
+class _ModelSampler(adaptive.CurveSampler):
+    """The state of one :func:`sample`: measurements, checks and fit."""
+
+    def __init__(self, meas, model, tolerance_pct, noise_pct, noise_dof,
+                 max_repeats):
+        super().__init__(meas, tolerance_pct, max_repeats, noise_pct,
+                         noise_dof)
+        self.model = model
+        self.regime = None
+        self.fallback = ''
+        self.params = None
+        self.cap = 2 * model.nparams + 3
+
+    def observations(self):
+        """``(xs, ys)`` arrays of every measurement, by grid point."""
         xs, ys = [], []
-        for i in sorted(raw):
-            xs += [grid[i]] * len(raw[i])
-            ys += raw[i]
+        for i in sorted(self.raw):
+            xs += [self.grid[i]] * len(self.raw[i])
+            ys += self.raw[i]
         return numpy.array(xs), numpy.array(ys)
 
-    def pure_error():
+    def pure_error(self):
         """(sum of squares, dof) of repeats about their means (relative)."""
         ss, dof = 0.0, 0
-        for values in raw.values():
+        for values in self.raw.values():
             if len(values) > 1:
                 mean = sum(values) / len(values)
                 ss += sum((v / mean - 1.0) ** 2 for v in values)
                 dof += len(values) - 1
         return ss, dof
 
-    def checked(i, params):
+    def checked(self, i, params):
         """Measure grid[i] as a check of the fit ``params``."""
-        predicted = float(model.value(params, [grid[i]])[0])
-        y = take(i)
+        predicted = float(self.model.value(params, [self.grid[i]])[0])
+        y = self.meas.take(i)
         err = curvefit.rel_err_pct(predicted, y)
-        checks.append(adaptive.Check(grid[i], predicted, y, err,
-                                     'pass' if err <= tolerance_pct
-                                     * CHECK_FRACTION else 'fail'))
+        self.checks.append(adaptive.Check(self.grid[i], predicted, y, err,
+                                          'pass' if err <= self.tol
+                                          * CHECK_FRACTION else 'fail'))
 
-    def passed_in_a_row():
+    def passed_in_a_row(self):
+        """How many of the last checks passed, in a row."""
         run = 0
-        for c in reversed(checks):
+        for c in reversed(self.checks):
             if c.outcome != 'pass':
                 break
             run += 1
         return run
 
-    exhausted = False
-    regime = None
-    fallback = ''
-    params = None
-    bound = 0.0
-    sigma = 0.0
-    dof_total = 0
-    cap = 2 * model.nparams + 3
-    try:
-        for i in model.initial(grid):
-            if i not in raw:
-                take(i)
-        while True:
-            xs, ys = observations()
-            if len(raw) < min(model.nparams, len(grid)):
-                i = next(i for i in range(len(grid)) if i not in raw)
-                take(i)
-                continue
-            params = model.fit(xs, ys)
-            resid = model.value(params, xs) / ys - 1.0
-            worst_resid = float(numpy.max(numpy.abs(resid))) * 100.0
-            lev = curvefit.leverage(model, params, xs, grid)
-            dof = len(ys) - model.nparams
-            # A fit through as many points as it has parameters says
-            # nothing of noise or of the model: exact needs a point more,
-            # or one left to check the fit with.
-            ss_pure, dof_pure = pure_error()
-            unmeasured = [i for i in range(len(grid)) if i not in raw]
-            exact = (dof >= 1 or unmeasured) and (
-                worst_resid <= tolerance_pct * NEGLIGIBLE)
-            if noise_pct:
-                regime = 'noisy'
-            elif exact:
-                regime = 'exact'
-            elif dof_pure and ss_pure <= (tolerance_pct * NEGLIGIBLE
-                                          / 100.0) ** 2:
-                regime = 'deterministic'
-            elif dof_pure:
-                regime = 'noisy'
-            else:
-                # Residuals show (or every grid point is measured and the
-                # fit goes through them): noise or a wrong model? Measure
-                # the point farthest from the fit again.
-                far = int(numpy.argmax(numpy.abs(resid)))
-                take(grid.index(float(xs[far])))
-                continue
-            if regime in ('exact', 'deterministic'):
-                if (passed_in_a_row() >= CHECKS
-                        and worst_resid <= tolerance_pct * CHECK_FRACTION):
-                    break
-                if not unmeasured:
-                    if regime == 'deterministic':
-                        # Every grid point is measured and exact: the
-                        # measurements themselves are the curve.
-                        fallback = ('every grid point was measured on a '
-                                    'noiseless testbed: the measurements '
-                                    'are the curve')
-                    break
-                if regime == 'deterministic' and len(raw) >= cap:
-                    fallback = ('the %s model misses measured points by up '
-                                'to %.3g%% on a noiseless testbed'
-                                % (model.name, worst_resid))
-                    break
-                nxt = max(unmeasured, key=lambda i: (lev[i], -i))
-                checked(nxt, params)
-                continue
-            # Noisy.
-            sigma, dof_total = _pooled_sigma(resid, dof, noise_pct,
-                                             noise_dof)
-            if (dof_pure >= 2 and dof - dof_pure > 0 and ss_pure > 0):
-                ss_lof = max(float(numpy.sum(resid ** 2)) - ss_pure, 0.0)
-                f = (ss_lof / (dof - dof_pure)) / (ss_pure / dof_pure)
-                if f > stats.f.ppf(LACK_OF_FIT, dof - dof_pure, dof_pure):
-                    fallback = ('the %s model does not fit the measurements '
-                                '(lack-of-fit F test, %.1f%%)'
-                                % (model.name, LACK_OF_FIT * 100))
-                    break
-            bound = Z * sigma * _ucb95(dof_total) * float(
-                numpy.max(lev)) * 100.0
-            spread = len(raw) >= min(SPREAD * model.nparams, len(grid))
-            if dof_total >= MIN_DOF and bound <= tolerance_pct and spread:
-                break
-            order = sorted(range(len(grid)), key=lambda i: (-lev[i], i))
-            open_ = [i for i in order if len(raw.get(i, ())) < max_repeats]
-            if len(raw) < min(SPREAD * model.nparams, len(grid)):
-                # A model's standard errors hold near its fit only: with
-                # as many points as parameters a knee between them goes
-                # unseen. Spread the measurements first.
-                open_ = [i for i in order if i not in raw]
-            if not open_:
-                break
-            take(open_[0])
-    except _Budget:
-        exhausted = True
-    xs, ys = observations()
-    measured = [(grid[i], sum(raw[i]) / len(raw[i]), len(raw[i]))
-                for i in sorted(raw)]
-    if fallback:
-        return _fall_back(measure, grid, tolerance_pct, max_points, progress,
-                          raw, state, shape, noise_pct, noise_dof, fallback,
-                          checks)
-    if params is None or len(raw) < model.nparams:
-        params = model.fit(xs, ys) if len(raw) >= 2 else None
-    if params is None:
-        return CurveResult(
-            points=[(x, m) for x, m, _ in measured], measured=measured,
-            kind='linear', params={}, measurements=state['count'],
-            repeats=state['repeats'], noise_pct=0.0, noise_dof=0,
-            reported_error_pct=math.inf, budget_exhausted=exhausted,
-            checks=checks, fallback='too few measurements for a model')
-    resid = model.value(params, xs) / ys - 1.0
-    worst_resid = float(numpy.max(numpy.abs(resid))) * 100.0
-    ss_pure, dof_pure = pure_error()
-    linear = [(x, m) for x, m, _ in measured]
-    xs_out = sorted(set(grid) | set(float(x) for x in (dense or ())))
-    values = model.value(params, xs_out)
-    # How far the model and the measured points' linear interpolation
-    # part: the error a curve the measurements did not pin down may have.
-    spread = max(curvefit.rel_err_pct(float(v), profile.interpolate(
-        linear, x)) for x, v in zip(xs_out, values)) if len(linear) > 1 \
-        else math.inf
-    failed = [c.error_pct for c in checks if c.outcome != 'pass']
-    if regime == 'noisy':
+    def step(self):
+        """Fit, then measure the next point; False when the curve is done."""
+        grid, raw, model = self.grid, self.raw, self.model
+        xs, ys = self.observations()
+        if len(raw) < min(model.nparams, len(grid)):
+            i = next(i for i in range(len(grid)) if i not in raw)
+            self.meas.take(i)
+            return True
+        self.params = model.fit(xs, ys)
+        resid = model.value(self.params, xs) / ys - 1.0
+        worst_resid = float(numpy.max(numpy.abs(resid))) * 100.0
+        lev = curvefit.leverage(model, self.params, xs, grid)
         dof = len(ys) - model.nparams
-        sigma, dof_total = _pooled_sigma(resid, dof, noise_pct, noise_dof)
-        lev = curvefit.leverage(model, params, xs, grid)
-        bound = Z * sigma * _ucb95(dof_total) * float(numpy.max(lev)) * 100.0
-        error = bound
-        noise = math.sqrt(ss_pure / dof_pure) * 100.0 if dof_pure else (
-            sigma * 100.0)
-        noise_dof_out = dof_pure or max(int(dof_total), 0)
-    else:
-        recent = [c.error_pct for c in checks[-CHECKS:]]
-        error = max(recent + [worst_resid])
-        if passed_in_a_row() < CHECKS:
-            # Cut short (the budget ran out) before the model was
-            # checked: it may be as far off as the failed checks, or as
-            # the measured points' chords.
-            error = max(failed + [error, spread])
-        noise, noise_dof_out = 0.0, dof_pure
-    if not math.isfinite(error):
-        error = max(failed + [spread])
-    return CurveResult(
-        # Twelve significant digits: far below any measurement's, and
-        # values a rounding error apart (a flat stretch) become equal.
-        points=[(x, float('%.12g' % v)) for x, v in zip(xs_out, values)],
-        measured=measured, kind=model.name,
-        params=model.params_dict(params), measurements=state['count'],
-        repeats=state['repeats'], noise_pct=noise,
-        noise_dof=int(noise_dof_out), reported_error_pct=error,
-        budget_exhausted=exhausted, checks=checks)
+        ss_pure, dof_pure = self.pure_error()
+        unmeasured = [i for i in range(len(grid)) if i not in raw]
+        regime = self.regime_of(worst_resid, dof, unmeasured, ss_pure,
+                                dof_pure)
+        if regime is None:
+            # Residuals show (or every grid point is measured and the
+            # fit goes through them): noise or a wrong model? Measure
+            # the point farthest from the fit again.
+            far = int(numpy.argmax(numpy.abs(resid)))
+            self.meas.take(grid.index(float(xs[far])))
+            return True
+        self.regime = regime
+        if regime in ('exact', 'deterministic'):
+            return self.step_noiseless(worst_resid, unmeasured, lev)
+        return self.step_noisy(resid, dof, ss_pure, dof_pure, lev)
+
+    def regime_of(self, worst_resid, dof, unmeasured, ss_pure, dof_pure):
+        """'exact', 'deterministic', 'noisy', or None: repeat to tell."""
+        # A fit through as many points as it has parameters says
+        # nothing of noise or of the model: exact needs a point more,
+        # or one left to check the fit with.
+        exact = (dof >= 1 or unmeasured) and (
+            worst_resid <= self.tol * NEGLIGIBLE)
+        if self.noise_pct:
+            return 'noisy'
+        if exact:
+            return 'exact'
+        if dof_pure and ss_pure <= (self.tol * NEGLIGIBLE / 100.0) ** 2:
+            return 'deterministic'
+        if dof_pure:
+            return 'noisy'
+        return None
+
+    def step_noiseless(self, worst_resid, unmeasured, lev):
+        """Check the fit at a new point; False when done or given up."""
+        if (self.passed_in_a_row() >= CHECKS
+                and worst_resid <= self.tol * CHECK_FRACTION):
+            return False
+        if not unmeasured:
+            if self.regime == 'deterministic':
+                # Every grid point is measured and exact: the
+                # measurements themselves are the curve.
+                self.fallback = ('every grid point was measured on a '
+                                 'noiseless testbed: the measurements '
+                                 'are the curve')
+            return False
+        if self.regime == 'deterministic' and len(self.raw) >= self.cap:
+            self.fallback = ('the %s model misses measured points by up '
+                             'to %.3g%% on a noiseless testbed'
+                             % (self.model.name, worst_resid))
+            return False
+        nxt = max(unmeasured, key=lambda i: (lev[i], -i))
+        self.checked(nxt, self.params)
+        return True
+
+    def step_noisy(self, resid, dof, ss_pure, dof_pure, lev):
+        """Measure where the curve is least certain; False when done."""
+        grid, raw, model = self.grid, self.raw, self.model
+        sigma, dof_total = _pooled_sigma(resid, dof, self.noise_pct,
+                                         self.noise_dof)
+        if (dof_pure >= 2 and dof - dof_pure > 0 and ss_pure > 0):
+            ss_lof = max(float(numpy.sum(resid ** 2)) - ss_pure, 0.0)
+            f = (ss_lof / (dof - dof_pure)) / (ss_pure / dof_pure)
+            if f > stats.f.ppf(LACK_OF_FIT, dof - dof_pure, dof_pure):
+                self.fallback = ('the %s model does not fit the '
+                                 'measurements (lack-of-fit F test, %.1f%%)'
+                                 % (model.name, LACK_OF_FIT * 100))
+                return False
+        bound = Z * sigma * _ucb95(dof_total) * float(
+            numpy.max(lev)) * 100.0
+        spread = len(raw) >= min(SPREAD * model.nparams, len(grid))
+        if dof_total >= MIN_DOF and bound <= self.tol and spread:
+            return False
+        order = sorted(range(len(grid)), key=lambda i: (-lev[i], i))
+        open_ = [i for i in order
+                 if len(raw.get(i, ())) < self.max_repeats]
+        if len(raw) < min(SPREAD * model.nparams, len(grid)):
+            # A model's standard errors hold near its fit only: with
+            # as many points as parameters a knee between them goes
+            # unseen. Spread the measurements first.
+            open_ = [i for i in order if i not in raw]
+        if not open_:
+            return False
+        self.meas.take(open_[0])
+        return True
+
+    def result(self, exhausted, dense):
+        """The :class:`CurveResult` of the model phase."""
+        raw, model, meas = self.raw, self.model, self.meas
+        xs, ys = self.observations()
+        measured = [(self.grid[i], sum(raw[i]) / len(raw[i]), len(raw[i]))
+                    for i in sorted(raw)]
+        params = self.params
+        if params is None or len(raw) < model.nparams:
+            params = model.fit(xs, ys) if len(raw) >= 2 else None
+        if params is None:
+            return CurveResult(
+                points=[(x, m) for x, m, _ in measured], measured=measured,
+                kind='linear', params={}, measurements=meas.count,
+                repeats=meas.repeats, noise_pct=0.0, noise_dof=0,
+                reported_error_pct=math.inf, budget_exhausted=exhausted,
+                checks=self.checks,
+                fallback='too few measurements for a model')
+        xs_out = sorted(set(self.grid) | set(float(x) for x in (dense or ())))
+        values = model.value(params, xs_out)
+        error, noise, noise_dof_out = self.stated_error(
+            params, xs, ys, measured, xs_out, values)
+        return CurveResult(
+            # Twelve significant digits: far below any measurement's, and
+            # values a rounding error apart (a flat stretch) become equal.
+            points=[(x, float('%.12g' % v)) for x, v in zip(xs_out, values)],
+            measured=measured, kind=model.name,
+            params=model.params_dict(params), measurements=meas.count,
+            repeats=meas.repeats, noise_pct=noise,
+            noise_dof=int(noise_dof_out), reported_error_pct=error,
+            budget_exhausted=exhausted, checks=self.checks)
+
+    def stated_error(self, params, xs, ys, measured, xs_out, values):
+        """``(stated error %, noise %, its degrees of freedom)``."""
+        model, checks = self.model, self.checks
+        resid = model.value(params, xs) / ys - 1.0
+        worst_resid = float(numpy.max(numpy.abs(resid))) * 100.0
+        ss_pure, dof_pure = self.pure_error()
+        linear = [(x, m) for x, m, _ in measured]
+        # How far the model and the measured points' linear interpolation
+        # part: the error a curve the measurements did not pin down may have.
+        spread = max(curvefit.rel_err_pct(float(v), profile.interpolate(
+            linear, x)) for x, v in zip(xs_out, values)) if len(linear) > 1 \
+            else math.inf
+        failed = [c.error_pct for c in checks if c.outcome != 'pass']
+        if self.regime == 'noisy':
+            dof = len(ys) - model.nparams
+            sigma, dof_total = _pooled_sigma(resid, dof, self.noise_pct,
+                                             self.noise_dof)
+            lev = curvefit.leverage(model, params, xs, self.grid)
+            error = Z * sigma * _ucb95(dof_total) * float(
+                numpy.max(lev)) * 100.0
+            noise = math.sqrt(ss_pure / dof_pure) * 100.0 if dof_pure else (
+                sigma * 100.0)
+            noise_dof_out = dof_pure or max(int(dof_total), 0)
+        else:
+            recent = [c.error_pct for c in checks[-CHECKS:]]
+            error = max(recent + [worst_resid])
+            if self.passed_in_a_row() < CHECKS:
+                # Cut short (the budget ran out) before the model was
+                # checked: it may be as far off as the failed checks, or as
+                # the measured points' chords.
+                error = max(failed + [error, spread])
+            noise, noise_dof_out = 0.0, dof_pure
+        if not math.isfinite(error):
+            error = max(failed + [spread])
+        return error, noise, noise_dof_out
 
 
-def _fall_back(measure, grid, tol, max_points, progress, raw, state, shape,
+def _fall_back(measure, grid, tol, max_points, progress, meas, shape,
                noise_pct, noise_dof, reason, checks):
     """ResQ's adaptive sampling, from what the model phase measured."""
-    left = None if max_points is None else max_points - state['count']
-    offset = state['count']
+    raw = meas.raw
+    left = None if max_points is None else max_points - meas.count
+    offset = meas.count
 
     def report(x, y, n):
         if progress:
@@ -385,8 +402,8 @@ def _fall_back(measure, grid, tol, max_points, progress, raw, state, shape,
         return CurveResult(
             points=pts, measured=[(x, y, len(raw[grid.index(x)]))
                                   for x, y in pts],
-            kind='linear', params={}, measurements=state['count'],
-            repeats=state['repeats'], noise_pct=0.0, noise_dof=0,
+            kind='linear', params={}, measurements=meas.count,
+            repeats=meas.repeats, noise_pct=0.0, noise_dof=0,
             reported_error_pct=error, budget_exhausted=True,
             checks=checks, fallback=reason)
     res = adaptive.sample(measure, grid, tol, max_points=left,
@@ -396,8 +413,8 @@ def _fall_back(measure, grid, tol, max_points, progress, raw, state, shape,
                 for x, v in sorted(res.samples.items())]
     return CurveResult(
         points=list(res.points), measured=measured, kind='linear',
-        params={}, measurements=state['count'] + res.measurements,
-        repeats=state['repeats'] + res.repeats, noise_pct=res.noise_pct,
+        params={}, measurements=meas.count + res.measurements,
+        repeats=meas.repeats + res.repeats, noise_pct=res.noise_pct,
         noise_dof=res.noise_dof, reported_error_pct=res.reported_error_pct,
         budget_exhausted=res.budget_exhausted, checks=checks + res.checks,
         fallback=reason)

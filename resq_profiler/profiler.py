@@ -56,59 +56,9 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
     drv = drivers.load(driver_name, conf, nf, traffic)
     try:
         platform = drv.platform()
-
-        def report(curve):
-            if progress is None:
-                return None
-            return lambda x, y, n: progress(curve, x, y, n)
-
-        # A saturating run may report the latency at full load too: keep
-        # it per allocation for the latency curve's last point.
-        full_load = {}
-
-        def saturate(ways):
-            mpps, lat_us = drv.saturate(int(ways))
-            if lat_us is not None:
-                full_load.setdefault(int(ways), []).append(lat_us)
-            return mpps
-
-        thr = modelfit.sample(saturate, drv.way_range(),
-                              curvefit.SaturatingThroughput(), tol,
-                              max_points=opts.max_measurements_per_curve,
-                              progress=report('throughput'),
-                              shape='concave')
-        # The best allocation among those measured (a saturating run there
-        # also read the latency at full load); the model's curve is flat
-        # past the working set, so this is its peak too.
-        # Values a rounding error apart are equal: the fewest such ways.
-        fitted = dict(thr.points)
-        measured_ways = [x for x, _, _ in thr.measured]
-        top = max(fitted[w] for w in measured_ways)
-        best_ways = int(min(w for w in measured_ways
-                            if fitted[w] >= top * (1.0 - 1e-9)))
-        peak = fitted[best_ways]
-        levels = sorted(opts.latency_load_levels)
-        known = {}
-        if levels[-1] == 1.0 and full_load.get(best_ways):
-            known[1.0] = full_load[best_ways]
-        lat = modelfit.sample(
-            lambda x: drv.latency(best_ways, x, peak), levels,
-            curvefit.QueueingLatency(), tol,
-            max_points=opts.max_measurements_per_curve,
-            progress=report('latency'), shape='convex', known=known,
-            noise_pct=thr.noise_pct, noise_dof=thr.noise_dof,
-            dense=_dense(levels))
+        thr, lat, best_ways, known = _measure(drv, opts, tol, progress)
     finally:
         drv.close()
-    # The error the stored curves keep: the worst estimate of an interval
-    # they keep, and every check that failed and was left so (the budget
-    # ran out), so the figure can exceed the tolerance and then says by
-    # how much.
-    error = max(thr.reported_error_pct, lat.reported_error_pct)
-    if not math.isfinite(error):
-        # Nothing bounds it (too few measurements): say so with a figure
-        # no consumer mistakes for a small error.
-        error = UNKNOWN_ERROR_PCT
     digest = profile_mod.config_digest(config_text)
     nf_doc = {'name': nf, 'config_digest': digest}
     if description:
@@ -124,25 +74,104 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
                        'points': [[int(w), t] for w, t in thr.points]},
         'latency': {'unit': 'us', 'percentile': 95, 'ways': best_ways,
                     'points': [[x, y] for x, y in lat.points]},
-        'measurement': {
-            'driver': driver_name,
-            'points': {'throughput': len(thr.measured),
-                       'latency': len(lat.measured)},
-            'measurements': {'throughput': thr.measurements,
-                             'latency': lat.measurements,
-                             'repeats': thr.repeats + lat.repeats,
-                             'shared': len(known.get(1.0, ()))},
-            'noise_pct': round(max(thr.noise_pct, lat.noise_pct), 4),
-            'max_interpolation_error_pct': round(error, 4),
-            'tolerance_pct': tol,
-            'budget_exhausted': thr.budget_exhausted or lat.budget_exhausted,
-            'fit': {'throughput': _fit_doc(thr), 'latency': _fit_doc(lat)},
-            'created_at': datetime.datetime.now(
-                datetime.timezone.utc).isoformat(timespec='seconds'),
-            'duration_s': round(time.monotonic() - started, 3),
-        },
+        'measurement': _measurement_doc(driver_name, thr, lat, known, tol,
+                                        started),
     }
     prof = profile_mod.Profile.from_dict(doc)
+    _warn(prof, thr, lat, tol)
+    return prof
+
+
+def _measure(drv, opts, tol, progress):
+    """Sample both curves with ``drv``.
+
+    :returns: ``(throughput, latency, ways of the latency curve, known)``:
+        two :class:`~resq_profiler.modelfit.CurveResult`, and the latency
+        measurements the saturating runs gave (``{1.0: [us, ...]}``).
+    """
+    def report(curve):
+        if progress is None:
+            return None
+        return lambda x, y, n: progress(curve, x, y, n)
+
+    # A saturating run may report the latency at full load too: keep
+    # it per allocation for the latency curve's last point.
+    full_load = {}
+
+    def saturate(ways):
+        mpps, lat_us = drv.saturate(int(ways))
+        if lat_us is not None:
+            full_load.setdefault(int(ways), []).append(lat_us)
+        return mpps
+
+    thr = modelfit.sample(saturate, drv.way_range(),
+                          curvefit.SaturatingThroughput(), tol,
+                          max_points=opts.max_measurements_per_curve,
+                          progress=report('throughput'),
+                          shape='concave')
+    best_ways, peak = _best_allocation(thr)
+    levels = sorted(opts.latency_load_levels)
+    known = {}
+    if levels[-1] == 1.0 and full_load.get(best_ways):
+        known[1.0] = full_load[best_ways]
+    lat = modelfit.sample(
+        lambda x: drv.latency(best_ways, x, peak), levels,
+        curvefit.QueueingLatency(), tol,
+        max_points=opts.max_measurements_per_curve,
+        progress=report('latency'), shape='convex', known=known,
+        noise_pct=thr.noise_pct, noise_dof=thr.noise_dof,
+        dense=_dense(levels))
+    return thr, lat, best_ways, known
+
+
+def _best_allocation(thr):
+    """``(ways, throughput)`` of the best allocation measured.
+
+    The best allocation among those measured (a saturating run there also
+    read the latency at full load); the model's curve is flat past the
+    working set, so this is its peak too. Values a rounding error apart
+    are equal: the fewest such ways.
+    """
+    fitted = dict(thr.points)
+    measured_ways = [x for x, _, _ in thr.measured]
+    top = max(fitted[w] for w in measured_ways)
+    best_ways = int(min(w for w in measured_ways
+                        if fitted[w] >= top * (1.0 - 1e-9)))
+    return best_ways, fitted[best_ways]
+
+
+def _measurement_doc(driver_name, thr, lat, known, tol, started):
+    """The profile's ``measurement`` section."""
+    # The error the stored curves keep: the worst estimate of an interval
+    # they keep, and every check that failed and was left so (the budget
+    # ran out), so the figure can exceed the tolerance and then says by
+    # how much.
+    error = max(thr.reported_error_pct, lat.reported_error_pct)
+    if not math.isfinite(error):
+        # Nothing bounds it (too few measurements): say so with a figure
+        # no consumer mistakes for a small error.
+        error = UNKNOWN_ERROR_PCT
+    return {
+        'driver': driver_name,
+        'points': {'throughput': len(thr.measured),
+                   'latency': len(lat.measured)},
+        'measurements': {'throughput': thr.measurements,
+                         'latency': lat.measurements,
+                         'repeats': thr.repeats + lat.repeats,
+                         'shared': len(known.get(1.0, ()))},
+        'noise_pct': round(max(thr.noise_pct, lat.noise_pct), 4),
+        'max_interpolation_error_pct': round(error, 4),
+        'tolerance_pct': tol,
+        'budget_exhausted': thr.budget_exhausted or lat.budget_exhausted,
+        'fit': {'throughput': _fit_doc(thr), 'latency': _fit_doc(lat)},
+        'created_at': datetime.datetime.now(
+            datetime.timezone.utc).isoformat(timespec='seconds'),
+        'duration_s': round(time.monotonic() - started, 3),
+    }
+
+
+def _warn(prof, thr, lat, tol):
+    """Log what the profile's curves fell short of."""
     for curve, res in (('throughput', thr), ('latency', lat)):
         if res.fallback:
             LOG.warning('Profile %s: %s; its %s curve interpolates the '
@@ -152,7 +181,6 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
         LOG.warning('Profile %s hit max_measurements_per_curve before the '
                     'interpolation error fell below %s%%', prof.profile_id,
                     tol)
-    return prof
 
 
 # Load levels between the configured ones at which a fitted latency curve

@@ -284,7 +284,18 @@ def run_server(instances, platform=nfmodel.Platform(), synthetic=(),
     """
     if not instances and not synthetic:
         return [], [], []
-    models = [truth_nf(inst.spec, inst.traffic) for inst in instances]
+    server = _Server(instances, platform, synthetic)
+    for _ in range(iterations):
+        server.iterate()
+    outcomes, nf_counters = server.nf_results()
+    return outcomes, nf_counters, server.synthetic_counters()
+
+
+def _groups(instances, synthetic):
+    """``{partition: [('nf' or 'syn', index)]}``; partitions must not overlap.
+
+    :raises ValueError: when two partitions overlap without being equal.
+    """
     groups = {}
     for idx, inst in enumerate(instances):
         groups.setdefault(inst.partition, []).append(('nf', idx))
@@ -296,12 +307,14 @@ def run_server(instances, platform=nfmodel.Platform(), synthetic=(),
             if a & b:
                 raise ValueError('cache partitions must be equal or disjoint;'
                                  ' %s and %s overlap' % (sorted(a), sorted(b)))
-    way = platform.way_size_bytes
-    io_ways = frozenset(range(platform.llc_ways - platform.io_ways,
-                              platform.llc_ways))
-    ddio = platform.io_ways * way
+    return groups
+
+
+def _dma_leak(platform, instances):
+    """``(fraction of packet data leaked to DRAM, bytes held in DDIO)``."""
+    ddio = platform.io_ways * platform.way_size_bytes
     footprint = 0.0
-    for model, inst in zip(models, instances):
+    for inst in instances:
         buffers = inst.dma_buffers
         if buffers is None:
             buffers = nfmodel.sized_buffers(platform,
@@ -309,86 +322,122 @@ def run_server(instances, platform=nfmodel.Platform(), synthetic=(),
                                             len(instances))
         footprint += buffers * nfmodel.buffer_bytes(inst.traffic.packet_bytes)
     leak = max(0.0, 1.0 - ddio / footprint) if footprint else 0.0
-    in_ddio = min(footprint, ddio)
+    return leak, min(footprint, ddio)
 
-    def capacity_of(part):
+
+class _Server:
+    """The state :func:`run_server` iterates to its steady state."""
+
+    def __init__(self, instances, platform, synthetic):
+        self.instances = instances
+        self.platform = platform
+        self.synthetic = synthetic
+        self.models = [truth_nf(inst.spec, inst.traffic)
+                       for inst in instances]
+        self.groups = _groups(instances, synthetic)
+        self.io_ways = frozenset(range(platform.llc_ways - platform.io_ways,
+                                       platform.llc_ways))
+        self.leak, self.in_ddio = _dma_leak(platform, instances)
+        self.hz = platform.cpu_ghz * 1e9
+        self.caps = [self.hz / m.cycles(platform.llc_bytes) / 1e6
+                     for m in self.models]
+        self.rates = [c if i.offered_mpps is None else min(c, i.offered_mpps)
+                      for c, i in zip(self.caps, instances)]
+        self.occupancy = [0.0] * len(instances)
+        self.syn_read = [(0.0, 0.0)] * len(synthetic)
+        self.speed, self.util = 1.0, 0.0
+
+    def capacity_of(self, part):
+        """Bytes of a partition, less what DDIO's packet buffers hold."""
         # Packet buffers DDIO holds sit in the I/O ways whoever shares them.
-        overlap = len(part & io_ways)
-        return max(len(part) * way - in_ddio * overlap / platform.io_ways,
-                   0.0)
+        platform = self.platform
+        overlap = len(part & self.io_ways)
+        return max(len(part) * platform.way_size_bytes
+                   - self.in_ddio * overlap / platform.io_ways, 0.0)
 
-    hz = platform.cpu_ghz * 1e9
-    caps = [hz / m.cycles(platform.llc_bytes) / 1e6 for m in models]
-    rates = [c if i.offered_mpps is None else min(c, i.offered_mpps)
-             for c, i in zip(caps, instances)]
-    occupancy = [0.0] * len(instances)
-    syn_read = [(0.0, 0.0)] * len(synthetic)
-    speed, util = 1.0, 0.0
-    for _ in range(iterations):
-        syn_bytes = 0.0
-        for part, members in groups.items():
-            rows = []
-            for kind, idx in members:
-                if kind == 'nf':
-                    m = models[idx]
-                    rows.append((m.ws, m.alpha, rates[idx] * 1e6
-                                 * m.spec.l3_refs_per_packet
-                                 * (1.0 - m.m_inf)))
-                else:
-                    s = synthetic[idx][0]
-                    rows.append((s.buffer_bytes, 0.0, s.refs_per_s))
-            shares = _share(rows, capacity_of(part))
-            for (kind, idx), share, row in zip(members, shares, rows):
-                if kind == 'nf':
-                    occupancy[idx] = 0.5 * occupancy[idx] + 0.5 * share
-                else:
-                    miss = capacity_miss(0.0, share / row[0])
-                    syn_bytes += row[2] * miss * CACHE_LINE
-                    syn_read[idx] = (float(share), row[2] * miss)
-        traffic_bytes = syn_bytes
-        for i, (m, inst) in enumerate(zip(models, instances)):
+    def iterate(self):
+        """One round: cache shares, then rates, then memory speed."""
+        traffic_bytes = self.share_cache()
+        leak = self.leak
+        for i, (m, inst) in enumerate(zip(self.models, self.instances)):
             lines = leak * min(HEADER_LINES, nfmodel.buffer_lines(
                 inst.traffic.packet_bytes))
-            caps[i] = hz / m.cycles(occupancy[i], speed, lines) / 1e6
+            self.caps[i] = self.hz / m.cycles(self.occupancy[i], self.speed,
+                                              lines) / 1e6
             offered = inst.offered_mpps
-            rate = caps[i] if offered is None else min(offered, caps[i])
-            rates[i] = 0.5 * rates[i] + 0.5 * rate
-            traffic_bytes += rates[i] * 1e6 * (
-                m.spec.l3_refs_per_packet * m.miss_ratio(occupancy[i])
+            rate = (self.caps[i] if offered is None
+                    else min(offered, self.caps[i]))
+            self.rates[i] = 0.5 * self.rates[i] + 0.5 * rate
+            traffic_bytes += self.rates[i] * 1e6 * (
+                m.spec.l3_refs_per_packet * m.miss_ratio(self.occupancy[i])
                 * CACHE_LINE
                 + leak * (inst.traffic.packet_bytes * LEAK_TRANSFERS
                           + HEADER_LINES * CACHE_LINE))
-        util = traffic_bytes / (platform.mem_bw_gbps * 1e9)
-        speed = 0.5 * speed + 0.5 * nfmodel.memory_speed(util)
-    outcomes = []
-    nf_counters = []
-    for i, (m, inst) in enumerate(zip(models, instances)):
-        offered = caps[i] if inst.offered_mpps is None else inst.offered_mpps
-        outcomes.append(Outcome(
-            throughput_mpps=min(offered, caps[i]),
-            capacity_mpps=caps[i],
-            latency_p95_us=m.latency_p95_us(offered, caps[i]),
-            occupancy_bytes=occupancy[i],
-            miss_ratio=m.miss_ratio(occupancy[i]),
-            mem_bw_utilisation=util))
-        pps = outcomes[-1].throughput_mpps * 1e6
-        refs = pps * m.spec.l3_refs_per_packet
-        leaked = leak * min(HEADER_LINES, nfmodel.buffer_lines(
-            inst.traffic.packet_bytes))
-        misses = refs * outcomes[-1].miss_ratio + pps * leaked
-        nf_counters.append(Counters(
-            llc_refs_per_s=refs,
-            llc_misses_per_s=misses,
-            llc_occupancy_bytes=float(occupancy[i]),
-            mem_bw_bytes_per_s=misses * CACHE_LINE + pps * leak
-            * inst.traffic.packet_bytes * LEAK_TRANSFERS,
-            io_bytes_per_s=pps * inst.traffic.packet_bytes))
-    syn_counters = [Counters(
-        llc_refs_per_s=s.refs_per_s, llc_misses_per_s=misses,
-        llc_occupancy_bytes=share,
-        mem_bw_bytes_per_s=misses * CACHE_LINE, io_bytes_per_s=0.0)
-        for (s, _), (share, misses) in zip(synthetic, syn_read)]
-    return outcomes, nf_counters, syn_counters
+        self.util = traffic_bytes / (self.platform.mem_bw_gbps * 1e9)
+        self.speed = 0.5 * self.speed + 0.5 * nfmodel.memory_speed(self.util)
+
+    def share_cache(self):
+        """Share every partition by footprint; the synthetic miss bytes/s."""
+        syn_bytes = 0.0
+        for part, members in self.groups.items():
+            rows = []
+            for kind, idx in members:
+                if kind == 'nf':
+                    m = self.models[idx]
+                    rows.append((m.ws, m.alpha, self.rates[idx] * 1e6
+                                 * m.spec.l3_refs_per_packet
+                                 * (1.0 - m.m_inf)))
+                else:
+                    s = self.synthetic[idx][0]
+                    rows.append((s.buffer_bytes, 0.0, s.refs_per_s))
+            shares = _share(rows, self.capacity_of(part))
+            for (kind, idx), share, row in zip(members, shares, rows):
+                if kind == 'nf':
+                    self.occupancy[idx] = (0.5 * self.occupancy[idx]
+                                           + 0.5 * share)
+                else:
+                    miss = capacity_miss(0.0, share / row[0])
+                    syn_bytes += row[2] * miss * CACHE_LINE
+                    self.syn_read[idx] = (float(share), row[2] * miss)
+        return syn_bytes
+
+    def nf_results(self):
+        """``(outcomes, counters)``, one of each per instance."""
+        outcomes = []
+        nf_counters = []
+        leak, caps, occupancy = self.leak, self.caps, self.occupancy
+        for i, (m, inst) in enumerate(zip(self.models, self.instances)):
+            offered = (caps[i] if inst.offered_mpps is None
+                       else inst.offered_mpps)
+            outcomes.append(Outcome(
+                throughput_mpps=min(offered, caps[i]),
+                capacity_mpps=caps[i],
+                latency_p95_us=m.latency_p95_us(offered, caps[i]),
+                occupancy_bytes=occupancy[i],
+                miss_ratio=m.miss_ratio(occupancy[i]),
+                mem_bw_utilisation=self.util))
+            pps = outcomes[-1].throughput_mpps * 1e6
+            refs = pps * m.spec.l3_refs_per_packet
+            leaked = leak * min(HEADER_LINES, nfmodel.buffer_lines(
+                inst.traffic.packet_bytes))
+            misses = refs * outcomes[-1].miss_ratio + pps * leaked
+            nf_counters.append(Counters(
+                llc_refs_per_s=refs,
+                llc_misses_per_s=misses,
+                llc_occupancy_bytes=float(occupancy[i]),
+                mem_bw_bytes_per_s=misses * CACHE_LINE + pps * leak
+                * inst.traffic.packet_bytes * LEAK_TRANSFERS,
+                io_bytes_per_s=pps * inst.traffic.packet_bytes))
+        return outcomes, nf_counters
+
+    def synthetic_counters(self):
+        """One :class:`Counters` per synthetic competitor."""
+        return [Counters(
+            llc_refs_per_s=s.refs_per_s, llc_misses_per_s=misses,
+            llc_occupancy_bytes=share,
+            mem_bw_bytes_per_s=misses * CACHE_LINE, io_bytes_per_s=0.0)
+            for (s, _), (share, misses) in zip(self.synthetic,
+                                               self.syn_read)]
 
 
 @functools.lru_cache(maxsize=64)
