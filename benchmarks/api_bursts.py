@@ -58,7 +58,7 @@ class _RetryCounter(logging.Handler):
 
 
 def _plan(n):
-    return {'id': 'burst-%03d' % n, 'snapshot_id': None,
+    return {'id': 'burst-%03d' % n, 'snapshot_id': 'burst-snapshot',
             'plan': {'moves': [{'uuid': str(uuid.uuid4()), 'name': 'vm',
                                 'from_host': 'h1', 'to_host': 'h0'}]}}
 
@@ -77,6 +77,9 @@ def _timed(name, outcomes, figures):
 def _plans(send, figures):
     """The plans and claims bursts."""
     ids = ['burst-%03d' % n for n in range(CLIENTS)]
+    # A plan names its snapshot.
+    send([('POST', '/snapshots', {'id': 'burst-snapshot',
+                                  'snapshot': {'hosts': []}})])
     _timed('plans', send([('POST', '/plans', _plan(n))
                           for n in range(CLIENTS)]), figures)
     with db_api.get_engine().connect() as conn:

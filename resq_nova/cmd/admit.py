@@ -161,6 +161,11 @@ def record_term(client, conf, doc, err):
               'recorded in resq-api: %s' % exc, file=err)
         return 1
     doc['slo_term'] = rec['uuid']
+    if rec.get('status') == 'requested':
+        # Recorded with a project's credentials: the admission service
+        # (the service user, or an admin) admits it.
+        print('NOTE: SLO term %s is recorded as requested; the service '
+              'user or an admin marks it admitted' % rec['uuid'], file=err)
     return 0
 
 

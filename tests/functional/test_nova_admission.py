@@ -129,9 +129,14 @@ class ServiceAdmissionTest(AdmissionTestBase):
         rc, doc, err = self.admit()
         self.assertEqual(0, rc, err)
         term = self.member.get_term(doc['slo_term'])
-        self.assertEqual(('fw-a', PROFILE_ID, 'reserved', 'admitted', 'p-a'),
+        # Recorded with the project's credentials: requested, until the
+        # admission service admits it.
+        self.assertEqual(('fw-a', PROFILE_ID, 'reserved', 'requested',
+                          'p-a'),
                          (term['name'], term['profile_id'], term['slo'],
                           term['status'], term['project_id']))
+        self.assertEqual('admitted', self.resq.client('service').update_term(
+            term['uuid'], term['generation'], status='admitted')['status'])
         self.assertEqual(sorted(s['id'] for s in doc['servers']),
                          sorted(term['servers']))
         self.assertEqual(sorted(f['name'] for f in doc['flavors']),

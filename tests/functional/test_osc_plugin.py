@@ -340,7 +340,7 @@ class ServiceCommandsTest(OSCTestBase):
             '--ram-mb', '512', '--boot-timeout', '60')
         uuid = doc['slo_term']
         rows = self.run_cmd(slo_cmd.ListSLO)
-        self.assertEqual([(uuid, 'fw-a', 'admitted')],
+        self.assertEqual([(uuid, 'fw-a', 'requested')],
                          [(r['UUID'], r['Name'], r['Status']) for r in rows])
         shown = self.run_cmd(slo_cmd.ShowSLO, uuid)
         self.assertEqual(sorted(i['id'] for i in doc['instances']),

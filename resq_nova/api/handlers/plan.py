@@ -11,6 +11,7 @@
 #    under the License.
 """``/snapshots`` and ``/plans``: the optimizer's records."""
 
+from resq_nova.api import errors
 from resq_nova.api import handlers
 from resq_nova.api.objects import plan as plan_obj
 from resq_nova.api.schemas import plan as schema
@@ -58,6 +59,11 @@ def create_plan(req):
     ctx = handlers.context(req)
     ctx.can('resq:plans:create')
     body = _body(req, schema.PLAN_POST)
+    if body.get('snapshot_id') is None:
+        raise errors.BadRequest(
+            'a plan names the snapshot it was made from: store the '
+            'snapshot (POST /snapshots) and give its id as snapshot_id',
+            code='resq.plan.snapshot')
     return handlers.respond(plan_obj.create(ctx, body['id'],
                                             body.get('snapshot_id'),
                                             body['plan']), status=201)

@@ -77,6 +77,7 @@ def put_profile(req):
             '/profiles/%s' % (document.get('id'), profile_id,
                               document.get('id')),
             code='resq.profile.id_mismatch')
+    # The owner of a new profile; a replaced one keeps its owner.
     owner = None if visibility == 'public' else ctx.project_id
     if body.get('generation') is not None:
         # Replacing: the caller must see (and own) the profile.
@@ -86,7 +87,8 @@ def put_profile(req):
                                    'its owner or an admin replaces it'
                                    % profile_id, code='resq.policy')
     rec, created = profile_obj.create_or_replace(
-        ctx, profile_id, document, visibility, owner, body.get('generation'))
+        ctx, profile_id, document, visibility, owner, body.get('generation'),
+        scope=_scope(ctx))
     return handlers.respond(rec, status=201 if created else 200,
                             headers={'ETag': _etag(rec['id'],
                                                    rec['generation'])})
@@ -96,6 +98,9 @@ def delete_profile(req):
     ctx = handlers.context(req)
     profile_id = req.urlvars['profile_id']
     rec = profile_obj.get(ctx, profile_id, _scope(ctx))
-    ctx.can('resq:profiles:delete', {'project_id': rec['project_id']})
+    # A public profile belongs to every project: only an admin deletes
+    # it, whichever project published it.
+    owner = rec['project_id'] if rec['visibility'] == 'private' else None
+    ctx.can('resq:profiles:delete', {'project_id': owner})
     profile_obj.delete(ctx, profile_id, _scope(ctx))
     return handlers.respond(status=204)

@@ -9,13 +9,20 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``/slo_terms``: admitted SLO terms, per project."""
+"""``/slo_terms``: SLO terms, per project.
+
+A project records its term as ``requested`` and may release it; only the
+admission service (``resq:slo_terms:admit``: the service user or an
+admin) records or moves a term to ``admitted``, ``degraded`` or
+``violated``, or records one for another project.
+"""
 
 from resq_nova.api import errors
 from resq_nova.api import handlers
 from resq_nova.api.objects import exception as obj_exc
 from resq_nova.api.objects import profile as profile_obj
 from resq_nova.api.objects import slo_term as term_obj
+from resq_nova.api import policy
 from resq_nova.api.schemas import slo_term as schema
 from resq_nova.api import util
 
@@ -23,6 +30,28 @@ from resq_nova.api import util
 def _scope(ctx):
     # Terms of other projects answer 404, as if they did not exist.
     return None if ctx.is_admin_view else ctx.project_id
+
+
+def _must_admit(ctx, what):
+    """403 unless the caller is the admission service.
+
+    :raises resq_nova.api.errors.Forbidden: naming the rule.
+    """
+    if not policy.authorize(ctx, 'resq:slo_terms:admit',
+                            {'project_id': ctx.project_id}):
+        raise errors.Forbidden(
+            'only the admission service %s (policy resq:slo_terms:admit); '
+            'a project records its term as requested and the admission '
+            'admits it' % what, code='resq.slo_term.admit')
+
+
+def _term_project(ctx, body):
+    """The project the new term is for: the caller's unless admitting."""
+    project = body.pop('project_id', None)
+    if project is None or project == ctx.project_id:
+        return ctx.project_id
+    _must_admit(ctx, 'records a term for another project')
+    return project
 
 
 def list_terms(req):
@@ -52,15 +81,22 @@ def create_term(req):
     ctx.can('resq:slo_terms:create')
     body = util.extract_json(req, schema.POST,
                              handlers.conf(req).api.max_request_body_size)
+    project = _term_project(ctx, body)
+    status = body.get('status')
+    if status not in (None, term_obj.REQUESTED):
+        _must_admit(ctx, 'records a term as %s' % status)
     try:
-        profile_obj.get(ctx, body['profile_id'], ctx.project_id)
+        profile_obj.get(ctx, body['profile_id'], project)
     except obj_exc.ProfileNotFound:
         raise errors.BadRequest(
             'profile %s is neither public nor of project %s; upload it to '
             'your project or use a public profile'
-            % (body['profile_id'], ctx.project_id),
+            % (body['profile_id'], project),
             code='resq.slo_term.profile')
-    values = dict(body, project_id=ctx.project_id)
+    if status is None and policy.authorize(ctx, 'resq:slo_terms:admit',
+                                           {'project_id': ctx.project_id}):
+        status = term_obj.ADMITTED
+    values = dict(body, project_id=project, status=status)
     return handlers.respond(term_obj.create(ctx, values), status=201)
 
 
@@ -72,6 +108,9 @@ def update_term(req):
     body = util.extract_json(req, schema.PATCH,
                              handlers.conf(req).api.max_request_body_size)
     generation = body.pop('generation')
+    status = body.get('status', rec['status'])
+    if status not in (rec['status'], term_obj.RELEASED):
+        _must_admit(ctx, 'moves a term to %s' % status)
     return handlers.respond(term_obj.update(ctx, uuid, generation, body))
 
 

@@ -29,6 +29,12 @@ class ProfileNotFound(NotFound):
                '"openstack resq profile list"')
 
 
+class ProfileIdTaken(NotFound):
+    msg_fmt = ('no profile %(id)s that you can see, and profile ids are '
+               'global: choose another id (one that starts with your '
+               'project\'s name, say)')
+
+
 class SloTermNotFound(NotFound):
     msg_fmt = ('no SLO term %(id)s in your project; list them with '
                '"openstack resq slo list"')
@@ -75,6 +81,26 @@ class ProfileInUse(Conflict):
     code = 'resq.profile.in_use'
     msg_fmt = ('profile %(id)s is used by SLO terms %(terms)s; release them '
                '(status released) before deleting the profile')
+
+
+class ProfileGone(Conflict):
+    code = 'resq.slo_term.profile_gone'
+    msg_fmt = ('SLO term %(term)s cannot be admitted: its profile %(id)s is '
+               'gone (or no longer visible to its project); upload the '
+               'profile again or record a new term')
+
+
+class SnapshotInUse(Conflict):
+    code = 'resq.snapshot.in_use'
+    msg_fmt = ('snapshot %(id)s is the snapshot of plans %(plans)s; it goes '
+               'with them (resq-manage db prune)')
+
+
+class SnapshotMissing(ObjectError):
+    status = 400
+    code = 'resq.plan.snapshot'
+    msg_fmt = ('no snapshot %(id)s: a plan names the snapshot it was made '
+               'from; store the snapshot first (POST /snapshots)')
 
 
 class InvalidState(Conflict):

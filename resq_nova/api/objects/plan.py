@@ -140,16 +140,36 @@ def list_snapshots(ctx, limit=None, marker=None):
 
 @db_api.writer
 def delete_snapshot(ctx, snapshot_id):
-    if not ctx.session.execute(sa.delete(models.Snapshot).where(
-            models.Snapshot.id == snapshot_id)).rowcount:
+    """Delete a snapshot no plan names.
+
+    :raises SnapshotNotFound: no snapshot ``snapshot_id``.
+    :raises SnapshotInUse: plans name it (they go first, when pruned).
+    """
+    # The plans' lock: no plan naming it is stored meanwhile.
+    _lock(ctx)
+    if ctx.session.get(models.Snapshot, snapshot_id) is None:
         raise exception.SnapshotNotFound(id=snapshot_id)
+    plans = ctx.session.execute(
+        sa.select(models.Plan.id).where(models.Plan.snapshot_id == snapshot_id)
+        .order_by(models.Plan.id).limit(5)).scalars().all()
+    if plans:
+        raise exception.SnapshotInUse(id=snapshot_id, plans=', '.join(plans))
+    ctx.session.execute(sa.delete(models.Snapshot).where(
+        models.Snapshot.id == snapshot_id))
 
 
 # -- plans --------------------------------------------------------------------
 @db_api.writer
 def create(ctx, plan_id, snapshot_id, document):
-    """Store a proposed plan; older proposed plans become superseded."""
+    """Store a proposed plan; older proposed plans become superseded.
+
+    :raises SnapshotMissing: ``snapshot_id`` names no snapshot.
+    :raises AlreadyExists: a plan ``plan_id`` exists.
+    """
     _lock(ctx)
+    if snapshot_id is None or ctx.session.get(
+            models.Snapshot, snapshot_id) is None:
+        raise exception.SnapshotMissing(id=snapshot_id)
     if ctx.session.get(models.Plan, plan_id) is not None:
         raise exception.AlreadyExists(what='plan %s' % plan_id)
     now = util.now()

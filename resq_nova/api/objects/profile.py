@@ -44,55 +44,103 @@ def _record(row, detail=True):
     return rec
 
 
-@db_api.writer
-def create_or_replace(ctx, profile_id, document, visibility, project_id,
-                      generation=None):
-    """Create (``generation`` None) or replace the profile.
+def _can_see(row, scope):
+    return (scope is None or row.visibility == PUBLIC
+            or row.project_id == scope)
 
-    Replacing with the same document and visibility changes nothing (the
-    generation stays), so uploading twice is harmless.
 
-    :returns: ``(record, created)``.
-    :raises AlreadyExists: creating one that exists.
-    :raises ConcurrentUpdate: replacing with a stale generation.
-    """
-    text = util.dumps(document)
+def _new_row(profile_id, document, text, visibility, project_id):
     now = util.now()
-    row = ctx.session.get(models.Profile, profile_id)
-    if generation is None:
-        if row is not None:
-            if (row.document, row.visibility, row.project_id) == (
-                    text, visibility, project_id):
-                return _record(row), False
-            raise exception.AlreadyExists(
-                what='profile %s (generation %d); send its generation to '
-                     'replace it' % (profile_id, row.generation))
-        row = models.Profile(
-            id=profile_id, name=document.get('nf', {}).get('name', profile_id),
-            nf=document.get('nf', {}).get('name', ''), visibility=visibility,
-            project_id=project_id, generation=0, document=text,
-            created_at=now, updated_at=now)
-        ctx.session.add(row)
-        ctx.session.flush()
-        return _record(row), True
-    if row is None:
-        raise exception.ProfileNotFound(id=profile_id)
+    return models.Profile(
+        id=profile_id, name=document.get('nf', {}).get('name', profile_id),
+        nf=document.get('nf', {}).get('name', ''), visibility=visibility,
+        project_id=project_id, generation=0, document=text,
+        created_at=now, updated_at=now)
+
+
+def _create(ctx, row, profile_id, document, visibility, project_id, scope):
+    text = util.dumps(document)
+    if row is not None:
+        if not _can_see(row, scope):
+            # Ids are global: say no more than that this one is not free.
+            raise exception.ProfileIdTaken(id=profile_id)
+        if (row.document, row.visibility, row.project_id) == (
+                text, visibility, project_id):
+            return _record(row), False
+        raise exception.AlreadyExists(
+            what='profile %s (generation %d); send its generation to '
+                 'replace it' % (profile_id, row.generation))
+    row = _new_row(profile_id, document, text, visibility, project_id)
+    ctx.session.add(row)
+    ctx.session.flush()
+    return _record(row), True
+
+
+def _check_unpublish(ctx, row, visibility):
+    """Refuse to make private a public profile other projects' terms use.
+
+    :raises ProfileInUse: naming those terms.
+    """
+    if row.visibility != PUBLIC or visibility != PRIVATE:
+        return
+    query = sa.select(models.SloTerm.uuid).where(
+        models.SloTerm.profile_id == row.id,
+        models.SloTerm.status != RELEASED)
+    if row.project_id is not None:
+        query = query.where(models.SloTerm.project_id != row.project_id)
+    terms = ctx.session.execute(query.limit(5)).scalars().all()
+    if terms:
+        raise exception.ProfileInUse(id=row.id, terms=', '.join(terms))
+
+
+def _replace(ctx, row, profile_id, document, visibility, generation):
+    text = util.dumps(document)
+    _check_unpublish(ctx, row, visibility)
     if (row.document, row.visibility, row.generation) == (
             text, visibility, generation):
         return _record(row), False
+    # The owner stays whoever edits (an admin, the owner): the project_id
+    # column is not written.
     done = ctx.session.execute(
         sa.update(models.Profile)
         .where(models.Profile.id == profile_id,
                models.Profile.generation == generation)
-        .values(document=text, visibility=visibility, project_id=project_id,
+        .values(document=text, visibility=visibility,
                 nf=document.get('nf', {}).get('name', ''),
-                generation=generation + 1, updated_at=now))
+                generation=generation + 1, updated_at=util.now()))
     if done.rowcount != 1:
         raise exception.ConcurrentUpdate(
             what='profile %s' % profile_id, expected=generation,
             actual=row.generation)
     ctx.session.expire_all()
     return _record(ctx.session.get(models.Profile, profile_id)), False
+
+
+@db_api.writer
+def create_or_replace(ctx, profile_id, document, visibility, project_id,
+                      generation=None, scope=None):
+    """Create (``generation`` None) or replace the profile.
+
+    Replacing with the same document and visibility changes nothing (the
+    generation stays), so uploading twice is harmless. Replacing keeps
+    the owner (``project_id`` is only the owner of a new profile).
+    ``scope`` is the caller's project (None: an admin's view): another
+    project's private profile answers as if it did not exist.
+
+    :returns: ``(record, created)``.
+    :raises AlreadyExists: creating one that exists and that the caller
+        sees.
+    :raises ProfileIdTaken: creating one the caller does not see.
+    :raises ProfileNotFound: replacing one the caller does not see.
+    :raises ConcurrentUpdate: replacing with a stale generation.
+    """
+    row = ctx.session.get(models.Profile, profile_id)
+    if generation is None:
+        return _create(ctx, row, profile_id, document, visibility,
+                       project_id, scope)
+    if row is None or not _can_see(row, scope):
+        raise exception.ProfileNotFound(id=profile_id)
+    return _replace(ctx, row, profile_id, document, visibility, generation)
 
 
 @db_api.context_manager.reader

@@ -9,7 +9,13 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""SLO terms: what was admitted, for which project, served by which servers."""
+"""SLO terms: what was admitted, for which project, served by which servers.
+
+A term moves through ``STATUS_MOVES`` only: ``requested`` (what a tenant
+records) to ``admitted`` (the admission service's word) or ``released``;
+an admitted term may be reported ``degraded`` or ``violated`` and come
+back; ``released`` is final.
+"""
 
 import uuid as uuid_mod
 
@@ -20,7 +26,15 @@ from resq_nova.api.db import models
 from resq_nova.api.objects import exception
 from resq_nova.api.objects import util
 
-STATUSES = ('admitted', 'degraded', 'violated', 'released')
+REQUESTED, ADMITTED, RELEASED = 'requested', 'admitted', 'released'
+STATUSES = (REQUESTED, ADMITTED, 'degraded', 'violated', RELEASED)
+STATUS_MOVES = {
+    REQUESTED: (ADMITTED, RELEASED),
+    ADMITTED: ('degraded', 'violated', RELEASED),
+    'degraded': (ADMITTED, 'violated', RELEASED),
+    'violated': (ADMITTED, 'degraded', RELEASED),
+    RELEASED: (),
+}
 _COLUMNS = ('name', 'profile_id', 'slo', 'throughput_mpps',
             'latency_p95_us', 'packet_bytes', 'status')
 
@@ -58,7 +72,7 @@ def create(ctx, values):
         generation=0, created_at=now, updated_at=now,
         **{c: values.get(c) for c in _COLUMNS})
     if row.status is None:
-        row.status = 'admitted'
+        row.status = REQUESTED
     ctx.session.add(row)
     ctx.session.flush()
     return _record(row)
@@ -94,22 +108,54 @@ def get_list(ctx, project_id=None, status=None, limit=None, marker=None):
     return [_record(r) for r in ctx.session.execute(query).scalars()]
 
 
+def _check_move(ctx, row, status):
+    """Refuse a move STATUS_MOVES does not have, or an orphan admission.
+
+    :raises InvalidState: not a move of the state machine.
+    :raises ProfileGone: admitting a term whose profile its project no
+        longer sees.
+    """
+    if status == row.status:
+        return
+    if status not in STATUS_MOVES.get(row.status, ()):
+        raise exception.InvalidState(
+            what='SLO term %s' % row.uuid, state=row.status,
+            reason='it cannot become %s (allowed: %s)' % (
+                status, ', '.join(STATUS_MOVES.get(row.status, ())) or
+                'none, released is final; record a new term'))
+    if status == ADMITTED:
+        profile = ctx.session.get(models.Profile, row.profile_id)
+        if profile is None or (profile.visibility != 'public' and
+                               profile.project_id != row.project_id):
+            raise exception.ProfileGone(id=row.profile_id, term=row.uuid)
+
+
 @db_api.writer
 def update(ctx, uuid, generation, values, project_id=None):
     """Change status, servers or flavors if the generation is current.
 
+    A released term changes no more.
+
     :raises ConcurrentUpdate: a stale generation.
+    :raises InvalidState: a status move the state machine does not have.
+    :raises ProfileGone: admitting a term whose profile is gone.
     """
     row = _row(ctx, uuid, project_id)
+    if row.status == RELEASED:
+        raise exception.InvalidState(
+            what='SLO term %s' % uuid, state=row.status,
+            reason='released is final; record a new term')
     changes = {'generation': generation + 1, 'updated_at': util.now()}
     for key in ('servers', 'flavors'):
         if key in values:
             changes[key] = util.dumps(values[key])
     if 'status' in values:
+        _check_move(ctx, row, values['status'])
         changes['status'] = values['status']
     done = ctx.session.execute(
         sa.update(models.SloTerm)
         .where(models.SloTerm.uuid == uuid,
+               models.SloTerm.status == row.status,
                models.SloTerm.generation == generation).values(**changes))
     if done.rowcount != 1:
         raise exception.ConcurrentUpdate(what='SLO term %s' % uuid,

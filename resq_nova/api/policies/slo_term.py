@@ -23,9 +23,18 @@ rules = [
     base.rule('resq:slo_terms:show', base.ADMIN_OR_READER + ' or '
               'rule:service', 'Show an SLO term.',
               [('GET', '/slo_terms/{uuid}')]),
-    base.rule('resq:slo_terms:create', base.ADMIN_OR_MEMBER,
-              'Record an admitted SLO term for the project.',
+    base.rule('resq:slo_terms:create', base.ADMIN_OR_MEMBER + ' or '
+              'rule:service',
+              'Record an SLO term for the project (requested, until the '
+              'admission service admits it).',
               [('POST', '/slo_terms')]),
+    base.rule('resq:slo_terms:admit', base.ADMIN_OR_SERVICE,
+              'The admission service: record a term as admitted (the '
+              'default for it), move a term to admitted, degraded or '
+              'violated, and record a term for another project '
+              '(project_id). Others record requested terms and release '
+              'them.',
+              [('POST', '/slo_terms'), ('PATCH', '/slo_terms/{uuid}')]),
     base.rule('resq:slo_terms:update', base.ADMIN_OR_MEMBER + ' or '
               'rule:service', 'Change an SLO term\'s status or servers.',
               [('PATCH', '/slo_terms/{uuid}')]),

@@ -14,7 +14,8 @@
 from resq_nova.api.schemas import common
 
 STATUS = {'type': 'string',
-          'enum': ['admitted', 'degraded', 'violated', 'released']}
+          'enum': ['requested', 'admitted', 'degraded', 'violated',
+                   'released']}
 FLAVORS = {'type': 'array', 'items': common.NAME, 'maxItems': 1000}
 SERVERS = {'type': 'array', 'items': common.UUID, 'maxItems': 10000,
            'uniqueItems': True}
@@ -33,6 +34,7 @@ POST = {
         'flavors': FLAVORS,
         'servers': SERVERS,
         'status': STATUS,
+        'project_id': common.NAME,
     },
     'required': ['name', 'profile_id', 'slo', 'throughput_mpps'],
     'additionalProperties': False,

@@ -270,15 +270,15 @@ def _service(app):
 
 
 class ListSLO(client.AuthenticatedCommand, command.Lister):
-    """List admitted SLO terms: the project's, or every project's."""
+    """List SLO terms: the project's, or every project's."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('--all-projects', action='store_true',
                             help='every project\'s terms (admin)')
         parser.add_argument('--status', metavar='<status>',
-                            choices=('admitted', 'degraded', 'violated',
-                                     'released'),
+                            choices=('requested', 'admitted', 'degraded',
+                                     'violated', 'released'),
                             help='only terms with this status')
         return parser
 

@@ -250,12 +250,12 @@ class SloTermTest(APITestBase):
 
     def test_stale_generation_and_pages(self):
         term = self.term(self.member_a, 'own-a')
-        self.member_a.update_term(term['uuid'], 0, status='degraded')
+        self.service.update_term(term['uuid'], 0, status='admitted')
         exc = self.assertRaises(resq_client.Conflict,
                                 self.member_a.update_term, term['uuid'], 0,
-                                status='violated')
+                                status='released')
         self.assertIn('changed since you read it', str(exc))
-        self.assertEqual('degraded',
+        self.assertEqual('admitted',
                          self.member_a.get_term(term['uuid'])['status'])
         for n in range(4):
             self.term(self.member_a, 'own-a', name='t%d' % n)

@@ -31,6 +31,8 @@ class DatabaseRulesTest(base.TestCase):
         self.api = self.useFixture(resq_api.ResQAPI(self.backend,
                                                     self.skipTest))
         self.server = self.useFixture(burst.ThreadedServer(self.api.app))
+        # The snapshot the plans name.
+        self.api.client('service').create_snapshot('snap-1', {'hosts': []})
 
     def burst(self, requests_, persona='admin'):
         outcomes = burst.burst(self.server.endpoint,
@@ -47,7 +49,7 @@ class DatabaseRulesTest(base.TestCase):
     def test_plans_newest_wins_and_one_applier(self):
         ids = ['plan-%03d' % n for n in range(CLIENTS)]
         outcomes = self.burst([('POST', '/plans', {
-            'id': pid, 'snapshot_id': None, 'plan': test_api.plan_doc(1)})
+            'id': pid, 'snapshot_id': 'snap-1', 'plan': test_api.plan_doc(1)})
             for pid in ids], persona='service')
         self.assertEqual({201: CLIENTS}, burst.statuses(outcomes))
         states = self.plan_states()
@@ -67,7 +69,7 @@ class DatabaseRulesTest(base.TestCase):
 
     def test_one_plan_created_once_and_claimed_once(self):
         outcomes = self.burst([('POST', '/plans', {
-            'id': 'solo', 'snapshot_id': None,
+            'id': 'solo', 'snapshot_id': 'snap-1',
             'plan': test_api.plan_doc(1)})] * CLIENTS, persona='service')
         self.assertEqual({201: 1, 409: CLIENTS - 1},
                          burst.statuses(outcomes))

@@ -85,9 +85,10 @@ class PagesTestBase(test_api.APITestBase):
         return uuids
 
     def plans(self, n=COUNT):
+        self.service.create_snapshot('snap-of-plans', {'hosts': []})
         return newest_first([self.service.create_plan(
-            'plan-%02d' % i, None, test_api.plan_doc(1)) for i in range(n)],
-            'id')
+            'plan-%02d' % i, 'snap-of-plans', test_api.plan_doc(1))
+            for i in range(n)], 'id')
 
     def snapshots(self, n=COUNT):
         return newest_first([self.service.create_snapshot(
@@ -214,7 +215,8 @@ class ClientPagesTest(PagesTestBase):
         self.assertEqual(plans, [p['id'] for p in self.admin.list_plans()])
         self.assertEqual(plans, [p['id'] for p in self.admin.list_plans(
             state=None, limit=4)])
-        self.assertEqual(snapshots, [
+        # The plans' snapshot is the oldest.
+        self.assertEqual(snapshots + ['snap-of-plans'], [
             s['id'] for s in self.service.list_snapshots()])
         self.assertEqual(isolation, [
             i['server_uuid'] for i in self.service.list_isolation(
@@ -394,8 +396,9 @@ class OptimizerPagesTest(PagesTestBase):
         dead.wait()
         applier = '%s:%d' % (coordination.member_id().rpartition(':')[0],
                              dead.pid)
+        self.service.create_snapshot('snap-of-plans', {'hosts': []})
         for i in range(COUNT):
-            self.service.create_plan('plan-%02d' % i, None,
+            self.service.create_plan('plan-%02d' % i, 'snap-of-plans',
                                      test_api.plan_doc(1))
             self.admin.apply_plan('plan-%02d' % i, applier)
         store = apistore.ServiceStore(self.service, None)

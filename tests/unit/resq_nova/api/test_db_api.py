@@ -121,8 +121,9 @@ class WriterRetryTest(base.TestCase):
     def test_plan_lock_row_is_seeded_again_when_missing(self):
         with db_api.get_engine().begin() as conn:
             conn.execute(sa.delete(models.Lock))
-        plan_obj.create(self.ctx, 'p1', None, {'moves': []})
-        plan_obj.create(self.ctx, 'p2', None, {'moves': []})
+        plan_obj.create_snapshot(self.ctx, 's1', {'hosts': []})
+        plan_obj.create(self.ctx, 'p1', 's1', {'moves': []})
+        plan_obj.create(self.ctx, 'p2', 's1', {'moves': []})
         with db_api.get_engine().connect() as conn:
             self.assertEqual([('plans', 1)], conn.execute(sa.select(
                 models.Lock.name, models.Lock.generation)).all())

@@ -40,6 +40,15 @@ class RecordTermTest(base.TestCase):
                           values['slo'], values['flavors'],
                           values['servers']))
 
+    def test_a_requested_term_is_noted(self):
+        client, err = Recorder(), io.StringIO()
+        client.create_term = lambda values: dict(values, uuid='t-2',
+                                                 status='requested')
+        doc = {'term': 'fw', 'servers': [{'id': 's-1'}]}
+        self.assertEqual(0, admit.record_term(client, conf(profile='p'),
+                                              doc, err))
+        self.assertIn('t-2 is recorded as requested', err.getvalue())
+
     def test_on_demand_term_without_a_profile_is_not_recorded(self):
         client, err = Recorder(), io.StringIO()
         doc = {'term': 'ids', 'flavor': {'name': 'resq.ids.od'},
