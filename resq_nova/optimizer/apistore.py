@@ -116,12 +116,16 @@ class ServiceStore:
         # The record is the truth: its state, result and each move's state.
         plan['status'] = plan['state'] = record.get('state')
         plan['result'] = record.get('result')
+        plan['applier'] = record.get('applier')
+        plan['lease_expires'] = record.get('lease_expires')
         if record.get('state') not in ('proposed', 'superseded'):
+            moves = plan.get('moves') or []
             plan['actions'] = [
-                {'uuid': a['uuid'], 'name': a.get('name'),
-                 'from_host': a.get('from_host'), 'to_host': a.get('to_host'),
-                 'outcome': a['state'], 'detail': a.get('detail')}
-                for a in record.get('actions') or ()]
+                dict(moves[n] if n < len(moves) else {},
+                     uuid=a['uuid'], name=a.get('name'),
+                     from_host=a.get('from_host'), to_host=a.get('to_host'),
+                     outcome=a['state'], detail=a.get('detail'))
+                for n, a in enumerate(record.get('actions') or ())]
         return plan, locator(plan['id'])
 
     def list_plans(self):

@@ -296,18 +296,29 @@ class Optimizer:
         results = []
         with self.store.lock():
             for plan in orphaned(lease=self.opts.applier_lease):
-                executor = execute.Executor(
-                    self.placement, self.compute,
-                    timeout=self.opts.migration_timeout,
-                    poll_interval=self.opts.poll_interval)
-                for action in plan.get('actions') or ():
-                    left = action.get('outcome')
-                    if left in (execute.REQUESTED, execute.ONGOING):
-                        executor.recover(action, action.get(
-                            'requested_at') or plan.get('created_at'))
-                        action['recovered'] = left
-                results.append(self.store.close_orphan(plan))
+                try:
+                    results.append(self._close(plan))
+                except Exception:
+                    # Left applying; its lease (now this optimizer's)
+                    # expires and the next round tries again.
+                    LOG.exception('Plan %s: closing it failed', plan['id'])
         return results
+
+    def _close(self, plan):
+        """Judge the moves of ``plan`` its applier left; close it."""
+        executor = execute.Executor(
+            self.placement, self.compute,
+            timeout=self.opts.migration_timeout,
+            poll_interval=self.opts.poll_interval)
+        # The lease taken over is held while a migration is waited for.
+        with _heartbeat(self.store, plan, self.opts.applier_lease):
+            for action in plan.get('actions') or ():
+                left = action.get('outcome')
+                if left in (execute.REQUESTED, execute.ONGOING):
+                    executor.recover(action, action.get('requested_at')
+                                     or plan.get('created_at'))
+                    action['recovered'] = left
+        return self.store.close_orphan(plan)
 
     def repair(self):
         """Live-migrate the servers resq-api lists as misplaced.
