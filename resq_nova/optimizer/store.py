@@ -234,8 +234,9 @@ class Store:
             expires = _parse(plan.get('lease_expires'))
             if expires is not None and expires > now:
                 continue
-            plan['stopped_applier'] = plan.get('applier')
-            plan['stopped_lease'] = plan.get('lease_expires')
+            # The first applier that stopped (not a recovery that failed).
+            plan.setdefault('stopped_applier', plan.get('applier'))
+            plan.setdefault('stopped_lease', plan.get('lease_expires'))
             self.begin_apply(plan, lease)
             self.save_plan(plan)
             found.append(plan)
