@@ -247,14 +247,33 @@ class ResQClient:
         """Every plan's record (no documents), newest first."""
         return self._pages('/plans', 'plans', state=state, limit=limit)
 
-    def apply_plan(self, plan_id, applier):
-        """Claim the plan for this applier.
+    def apply_plan(self, plan_id, applier, lease=None):
+        """Claim the plan for this applier (for ``lease`` s if given).
 
         :raises Conflict: another applier holds it, or it is not
             ``proposed`` (the detail says which state).
         """
-        return self._json('POST', '/plans/%s/apply' % _q(plan_id),
-                          {'applier': applier}, ok=(200, 202))
+        body = {'applier': applier}
+        if lease is not None:
+            body['lease'] = lease
+        return self._json('POST', '/plans/%s/apply' % _q(plan_id), body,
+                          ok=(200, 202))
+
+    def heartbeat_plan(self, plan_id, applier, lease):
+        """Renew this applier's claim for ``lease`` seconds.
+
+        :raises Conflict: the plan is not applying by ``applier``.
+        """
+        return self._json('POST', '/plans/%s/heartbeat' % _q(plan_id),
+                          {'applier': applier, 'lease': lease})
+
+    def take_over_plan(self, plan_id, applier, lease):
+        """Take an applying plan whose applier's lease expired.
+
+        :raises Conflict: its lease still holds, or it is not applying.
+        """
+        return self._json('POST', '/plans/%s/takeover' % _q(plan_id),
+                          {'applier': applier, 'lease': lease})
 
     def cancel_plan(self, plan_id):
         return self._json('POST', '/plans/%s/cancel' % _q(plan_id), {},

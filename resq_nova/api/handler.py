@@ -43,6 +43,8 @@ ROUTE_DECLARATIONS = {
     '/plans': {'GET': plan.list_plans, 'POST': plan.create_plan},
     '/plans/{plan_id}': {'GET': plan.show_plan},
     '/plans/{plan_id}/apply': {'POST': plan.apply_plan},
+    '/plans/{plan_id}/heartbeat': {'POST': plan.heartbeat},
+    '/plans/{plan_id}/takeover': {'POST': plan.take_over},
     '/plans/{plan_id}/cancel': {'POST': plan.cancel_plan},
     '/plans/{plan_id}/actions/{index}': {'PUT': plan.put_action},
     '/plans/{plan_id}/result': {'PUT': plan.put_result},

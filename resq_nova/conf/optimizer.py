@@ -139,6 +139,14 @@ ALL_OPTS = [
                  default=600.0, min=1.0,
                  help='Seconds one live migration may take before it counts '
                       'as failed and the plan stops.'),
+    cfg.FloatOpt('applier_lease',
+                 default=60.0, min=3.0,
+                 help='Seconds an optimizer\'s claim on the plan it '
+                      'applies lasts unless renewed; it renews it every '
+                      'third of that while it works. A plan left applying '
+                      'whose lease expired (its applier stopped) is closed '
+                      'by the next round of any optimizer, each move judged '
+                      'by what Nova did with it.'),
     cfg.FloatOpt('poll_interval',
                  default=2.0, min=0.01,
                  help='Seconds between two looks at a migrating server.'),

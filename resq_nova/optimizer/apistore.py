@@ -30,7 +30,6 @@ The single-writer lock stays tooz's (``coordination_url``).
 """
 
 import contextlib
-import os
 import threading
 
 from oslo_log import log as logging
@@ -44,6 +43,7 @@ LOG = logging.getLogger(__name__)
 
 # The executor's outcomes as the API's action states.
 ACTION_STATES = {
+    execute.REQUESTED: 'requested',
     execute.ONGOING: 'ongoing',
     execute.DONE: 'succeeded',
     execute.FAILED: 'failed',
@@ -116,28 +116,44 @@ class ServiceStore:
         # The record is the truth: its state, result and each move's state.
         plan['status'] = plan['state'] = record.get('state')
         plan['result'] = record.get('result')
+        plan['applier'] = record.get('applier')
+        plan['lease_expires'] = record.get('lease_expires')
         if record.get('state') not in ('proposed', 'superseded'):
+            moves = plan.get('moves') or []
             plan['actions'] = [
-                {'uuid': a['uuid'], 'name': a.get('name'),
-                 'from_host': a.get('from_host'), 'to_host': a.get('to_host'),
-                 'outcome': a['state'], 'detail': a.get('detail')}
-                for a in record.get('actions') or ()]
+                dict(moves[n] if n < len(moves) else {},
+                     uuid=a['uuid'], name=a.get('name'),
+                     from_host=a.get('from_host'), to_host=a.get('to_host'),
+                     outcome=a['state'], detail=a.get('detail'))
+                for n, a in enumerate(record.get('actions') or ())]
         return plan, locator(plan['id'])
 
     def list_plans(self):
         return [p['id'] for p in self.client.list_plans()]
 
     # -- applying -----------------------------------------------------------
-    def begin_apply(self, plan):
-        """Claim the plan for this optimizer.
+    def begin_apply(self, plan, lease=None):
+        """Claim the plan for this optimizer, for ``lease`` seconds.
 
         :raises resq_nova.optimizer.execute.PlanRefused: another applier
             has it, or it is not ``proposed`` any more.
         """
         try:
-            self.client.apply_plan(plan['id'], self.applier)
+            self.client.apply_plan(plan['id'], self.applier, lease=lease)
         except resq_client.Conflict as exc:
             raise execute.PlanRefused(plan=plan['id'], reason=str(exc))
+
+    def renew(self, plan, lease):
+        """Renew this optimizer's lease on the plan it applies.
+
+        A refusal (the plan ended, was cancelled or taken over) is logged;
+        the moves stop at the next one, as :meth:`cancelled` then says.
+        """
+        try:
+            self.client.heartbeat_plan(plan['id'], self.applier, lease)
+        except resq_client.Conflict as exc:
+            LOG.error('Plan %s: the lease was not renewed: %s', plan['id'],
+                      exc)
 
     def record(self, plan, action):
         """Write one move's new state; never stops the moves.
@@ -188,47 +204,58 @@ class ServiceStore:
             return None
         return 'the plan is %s in resq-api' % record.get('state')
 
-    def orphaned(self):
-        """Plans left ``applying`` by an optimizer of this host that died.
+    def orphaned(self, lease=60.0):
+        """Plans left ``applying`` by an applier whose lease expired.
 
-        An applier on another host is not this process's to judge: its
-        plan is left as it is (an operator cancels it if that host is gone).
+        Each is taken over by this optimizer first (resq-api allows it only
+        once the lease is past, and to one optimizer), then returned as a
+        plan document with its record's moves.
         """
-        host = coordination.member_id().rpartition(':')[0]
         found = []
         for record in self.client.list_plans(state='applying'):
-            who, _, pid = str(record.get('applier') or '').rpartition(':')
-            if who == host and pid.isdigit() and not _alive(int(pid)):
-                found.append(self.client.get_plan(record['id']))
+            try:
+                self.client.take_over_plan(record['id'], self.applier, lease)
+            except (resq_client.Conflict, resq_client.NotFound):
+                continue
+            plan, _ = self.load_plan(record['id'])
+            plan['stopped_applier'] = record.get('applier')
+            plan['stopped_lease'] = record.get('lease_expires')
+            found.append(plan)
         return found
 
-    def close_orphan(self, record, compute):
-        """End a plan whose applier died, saying what really happened.
+    def close_orphan(self, plan):
+        """End a plan whose applier stopped, saying what really happened.
 
-        A move that was ongoing is judged by where Nova has the server
-        now; moves never started are cancelled; the plan is ``failed``
-        with a result naming the applier that stopped.
+        Moves judged by recovery get their outcome; moves never started
+        are cancelled; the plan is ``failed`` with a result naming the
+        applier that stopped and the moves made.
 
         :returns: the result text.
         """
         done = 0
-        actions = record.get('actions') or ()
-        for action in actions:
-            state, detail = action.get('state'), None
-            if state == 'ongoing':
-                state, detail = _judge(compute, action)
+        actions = plan.get('actions') or ()
+        for index, action in enumerate(actions):
+            state, detail = action.get('outcome'), action.get('detail')
+            if action.get('recovered'):
+                state = ACTION_STATES[state]
+                if state == 'cancelled' and action['recovered'] == 'ongoing':
+                    state = 'failed'    # Nova accepted it, yet nothing ran
             elif state == 'pending':
                 state, detail = 'cancelled', ('not started: the optimizer '
                                               'applying the plan stopped')
-            if detail is not None:
-                self.client.set_action_state(record['id'], action['index'],
-                                             state, detail)
+            else:
+                done += state == 'succeeded'
+                continue
+            if state == 'succeeded' and action['recovered'] != 'ongoing':
+                self._write(plan['id'], index, 'ongoing', '')
+            self._write(plan['id'], index, state, detail or '')
             done += state == 'succeeded'
-        result = ('interrupted: the optimizer applying it (%s) stopped; %d '
-                  'of %d moves done' % (record.get('applier'), done,
-                                        len(actions)))
-        self.client.set_plan_result(record['id'], 'failed', result)
-        LOG.warning('Plan %s: %s', record['id'], result)
+        result = ('interrupted: the optimizer applying it (%s) stopped (its '
+                  'lease expired at %s); %d of %d moves done' % (
+                      plan.get('stopped_applier'), plan.get('stopped_lease'),
+                      done, len(actions)))
+        self.client.set_plan_result(plan['id'], 'failed', result)
+        LOG.warning('Plan %s: %s', plan['id'], result)
         return result
 
     def _flush_actions(self, plan):
@@ -269,34 +296,6 @@ def from_conf(conf):
     return ServiceStore(resq_client.ResQClient.from_conf(conf),
                         opts.coordination_url
                         or coordination.default_url(opts.state_dir))
-
-
-def _judge(compute, action):
-    """An ongoing move's outcome from the server's state in Nova now."""
-    try:
-        server = compute.get_server(action['uuid'])
-    except Exception as exc:
-        return 'failed', ('the optimizer stopped during this move and the '
-                          'server cannot be read now (%s)' % exc)
-    host = server.get('OS-EXT-SRV-ATTR:host')
-    status = server.get('status')
-    if status == 'ACTIVE' and host == action.get('to_host') and \
-            not server.get('OS-EXT-STS:task_state'):
-        return 'succeeded', ('finished after the optimizer stopped: the '
-                             'server is ACTIVE on %s' % host)
-    return 'failed', ('the optimizer stopped during this move; the server '
-                      'is %s on %s (task %s)' % (
-                          status, host, server.get('OS-EXT-STS:task_state')))
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _index(plan, action):

@@ -57,11 +57,19 @@ SKIPPED = 'skipped'
 NOT_RUN = 'not-run'
 CANCELLED = 'cancelled'
 ONGOING = 'ongoing'        # only in records written while it runs
+# Written before os-migrateLive is sent: a crash then leaves "sent or not,
+# unknown", which recovery settles from Nova's migrations of the server.
+REQUESTED = 'requested'
 APPLIED = 'applied'
+APPLYING = 'applying'
+# A file store's plan whose applier stopped, closed by recovery.
+INTERRUPTED = 'interrupted'
 PLAN_FAILED = 'failed'
 REFUSED = 'refused'
 PLAN_KEYS = ('hosts_used_before', 'hosts_used_after', 'lower_bound',
              'gap_pct', 'proposed', 'reason', 'moves')
+# Seconds a migration may seem to predate its request (clocks apart).
+CLOCK_SLACK = 60
 MOVE_KEYS = ('uuid', 'from_host', 'from_domain', 'to_host', 'to_domain')
 
 
@@ -90,10 +98,18 @@ def check_document(plan, source, ttl=None, now=None):
     if not plan['proposed']:
         raise PlanRefused(plan=source, reason='it was not proposed (%s)'
                           % plan['reason'])
-    if plan.get('status') in (APPLIED, PLAN_FAILED, REFUSED, CANCELLED):
+    if plan.get('status') in (APPLIED, PLAN_FAILED, REFUSED, CANCELLED,
+                              INTERRUPTED):
         raise PlanRefused(plan=source, reason='it was already applied or '
                           'cancelled '
                           '(status %s); make a new plan' % plan['status'])
+    if plan.get('status') == APPLYING:
+        raise PlanRefused(plan=source, reason='it is being applied by %s '
+                          '(lease until %s); if that optimizer stopped, the '
+                          'next round closes the plan with the moves it '
+                          'made; make a new plan' % (
+                              plan.get('applier'),
+                              plan.get('lease_expires')))
     if ttl:
         try:
             created = datetime.datetime.fromisoformat(plan['created_at'])
@@ -304,16 +320,88 @@ class Executor:
         if why:
             return self._outcome(action, SKIPPED, 'the state changed: %s'
                                  % why)
-        self.progress(dict(action, outcome='started'))
+        action['requested_at'] = _now()
+        self.progress(dict(action, outcome=REQUESTED))
         try:
             request_id = self.compute.live_migrate(action['uuid'],
                                                    action['to_host'])
         except compute_mod.ComputeError as exc:
+            if isinstance(exc, compute_mod.ComputeUnavailable):
+                # No answer: the request may have reached Nova.
+                LOG.warning('Live migration of %s: no answer from Nova '
+                            '(%s); judging it by its migrations',
+                            action['uuid'], exc)
+                return self.recover(action, action['requested_at'])
             return self._outcome(action, FAILED, 'Nova refused the live '
                                  'migration: %s' % exc)
         action['request_id'] = request_id
+        # Only now: Nova accepted it (202).
+        self.progress(dict(action, outcome='started'))
         return self._watch(action, request_id,
                            providers.get(('root', inst.host)))
+
+    # -- a move whose applier stopped ---------------------------------------
+    def recover(self, action, since):
+        """Judge a move left requested or ongoing by what Nova did.
+
+        Its live migration is the newest one of the server to the move's
+        destination created since ``since`` (ISO time): completed, it is
+        ``done`` (as a watched move, once the source allocation is gone);
+        still running, it is watched to its end, bounded by the timeout
+        (then aborted, as any move); in error, ``failed``. Without such a
+        migration and the server settled, the request never reached Nova:
+        ``not-run``.
+        """
+        try:
+            src = self.placement.find_provider(action['from_host'])['uuid']
+        except (placement_client.PlacementError, KeyError, TypeError):
+            src = None
+        deadline = self.clock() + self.timeout
+        while True:
+            mig = self._migration_since(action, since)
+            if mig is not None:
+                return self._watch(action, action.get('request_id'), src)
+            try:
+                server = self.compute.get_server(action['uuid'])
+            except compute_mod.ComputeError as exc:
+                server = None
+                LOG.warning('Cannot read server %s (%s)', action['uuid'],
+                            exc)
+            if server is not None and server.get('status') != 'MIGRATING' \
+                    and not server.get('OS-EXT-STS:task_state'):
+                if server.get('OS-EXT-SRV-ATTR:host') == action['to_host']:
+                    return self._watch(action, None, src)
+                return self._outcome(action, NOT_RUN, 'not started: Nova '
+                                     'has no live migration of it to %s '
+                                     'since %s; the server is %s on %s' % (
+                                         action['to_host'], since,
+                                         server.get('status'),
+                                         server.get('OS-EXT-SRV-ATTR:host')))
+            if self.clock() >= deadline:
+                return self._outcome(action, FAILED, 'after %ss the server '
+                                     'is still %s and Nova shows no live '
+                                     'migration of it to %s' % (
+                                         self.timeout,
+                                         server and server.get('status'),
+                                         action['to_host']))
+            self.sleep(self.poll_interval)
+
+    def _migration_since(self, action, since):
+        """The move's migration in Nova, or ``None``."""
+        try:
+            migrations = self.compute.live_migrations(action['uuid'])
+        except compute_mod.ComputeError:
+            return None
+        start = _parse(since)
+        if start is not None:
+            # Nova's clock may lag this host's a little.
+            start -= datetime.timedelta(seconds=CLOCK_SLACK)
+        for mig in migrations:
+            created = _parse(mig.get('created_at'))
+            if mig.get('dest_compute') == action['to_host'] and (
+                    start is None or created is None or created >= start):
+                return mig
+        return None
 
     def _recheck(self, action, inst, providers):
         """Why the move is not safe any more, or ``None``."""
@@ -506,6 +594,18 @@ def nova_errors(compute, server_id, request_id):
     if act.get('message'):
         parts.append(act['message'])
     return parts
+
+
+def _parse(when):
+    """An ISO time as aware UTC, or ``None``."""
+    try:
+        value = datetime.datetime.fromisoformat(
+            str(when).replace('Z', '+00:00'))
+    except ValueError:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value.replace(microsecond=0)
 
 
 def _now():

@@ -20,6 +20,8 @@ only when ``[resq_optimizer] apply`` is set.
 """
 
 import collections
+import contextlib
+import threading
 
 from oslo_log import log as logging
 
@@ -114,36 +116,26 @@ class Optimizer:
     def apply(self, ref, progress=None, concurrency=None, timeout=None):
         """Carry out stored plan ``ref`` (an id or a file).
 
+        While it runs the optimizer renews its lease on the plan (every
+        third of ``[resq_optimizer] applier_lease``); once the lease is
+        past, the plan counts as left by a stopped applier (see
+        :meth:`recover`).
+
         :returns: ``(plan, path)``, the plan with its outcomes.
         :raises resq_nova.optimizer.execute.PlanRefused: nothing moved.
         """
+        lease = self.opts.applier_lease
         with self.store.lock():
             plan, path = self.store.load_plan(ref)
-            self.store.begin_apply(plan)
-
-            def report(action):
-                # The record says a move is ongoing while it runs, so a
-                # crash leaves it marked so, not as never started.
-                recorded = action
-                if action.get('outcome') == 'started':
-                    for real in plan.get('actions', ()):
-                        if real['uuid'] == action['uuid']:
-                            real['outcome'] = execute.ONGOING
-                            recorded = real
-                self.store.record(plan, recorded)
-                if progress is not None:
-                    progress(action)
-
-            executor = execute.Executor(
-                self.placement, self.compute,
-                timeout=timeout or self.opts.migration_timeout,
-                concurrency=concurrency or self.opts.concurrency,
-                poll_interval=self.opts.poll_interval, progress=report,
-                cancelled=lambda: self.store.cancelled(plan),
-                plan_ttl=self.opts.plan_ttl,
-                cell_key=self.opts.cell_aggregate_key)
+            before = plan.get('status') if isinstance(plan, dict) else None
+            if before not in (None, 'proposed'):
+                # Refused as it is: its record stays what it says.
+                execute.check_document(plan, ref)
+            self.store.begin_apply(plan, lease=lease)
+            executor = self._executor(plan, progress, concurrency, timeout)
             try:
-                executor.apply(plan, source=ref)
+                with _heartbeat(self.store, plan, lease):
+                    executor.apply(plan, source=ref)
             except execute.PlanRefused as exc:
                 if isinstance(plan, dict) and plan.get('status') not in (
                         execute.APPLIED, execute.PLAN_FAILED,
@@ -160,6 +152,36 @@ class Optimizer:
         self._notify(notifier_mod.APPLIED if plan['status'] == execute.APPLIED
                      else notifier_mod.FAILED, plan)
         return plan, path
+
+    def _executor(self, plan, progress=None, concurrency=None, timeout=None):
+        """An executor whose progress is recorded in the store as it goes."""
+        def report(action):
+            # The record says a move is requested before it is sent to
+            # Nova, and ongoing once Nova accepted it: a crash leaves it
+            # marked so, not as never started.
+            recorded = action
+            step = {execute.REQUESTED: execute.REQUESTED,
+                    'started': execute.ONGOING}.get(action.get('outcome'))
+            if step:
+                for real in plan.get('actions', ()):
+                    if real['uuid'] == action['uuid'] and real.get(
+                            'outcome') in (execute.NOT_RUN,
+                                           execute.REQUESTED):
+                        real['outcome'] = step
+                        recorded = real
+                        break
+            self.store.record(plan, recorded)
+            if progress is not None:
+                progress(action)
+
+        return execute.Executor(
+            self.placement, self.compute,
+            timeout=timeout or self.opts.migration_timeout,
+            concurrency=concurrency or self.opts.concurrency,
+            poll_interval=self.opts.poll_interval, progress=report,
+            cancelled=lambda: self.store.cancelled(plan),
+            plan_ttl=self.opts.plan_ttl,
+            cell_key=self.opts.cell_aggregate_key)
 
     def disable_freed(self, plan):
         """Disable the compute service of each host ``plan`` freed.
@@ -259,17 +281,44 @@ class Optimizer:
         return self.store.save_plan(plan)
 
     def recover(self):
-        """Close the plans an optimizer of this host left ``applying``.
+        """Close the plans left ``applying`` by an applier that stopped.
 
-        Only with plans in resq-api (files have no applier to check).
-        :returns: the results, one line per plan closed.
+        A plan is left so when its applier's lease expired (it renews it
+        while it works); this optimizer takes it over, then judges each
+        move the record left requested or ongoing by what Nova did (see
+        :meth:`resq_nova.optimizer.execute.Executor.recover`: a migration
+        still running is waited for), and closes the plan with the moves
+        made. :returns: the results, one line per plan closed.
         """
         orphaned = getattr(self.store, 'orphaned', None)
         if orphaned is None:
             return []
+        results = []
         with self.store.lock():
-            return [self.store.close_orphan(record, self.compute)
-                    for record in orphaned()]
+            for plan in orphaned(lease=self.opts.applier_lease):
+                try:
+                    results.append(self._close(plan))
+                except Exception:
+                    # Left applying; its lease (now this optimizer's)
+                    # expires and the next round tries again.
+                    LOG.exception('Plan %s: closing it failed', plan['id'])
+        return results
+
+    def _close(self, plan):
+        """Judge the moves of ``plan`` its applier left; close it."""
+        executor = execute.Executor(
+            self.placement, self.compute,
+            timeout=self.opts.migration_timeout,
+            poll_interval=self.opts.poll_interval)
+        # The lease taken over is held while a migration is waited for.
+        with _heartbeat(self.store, plan, self.opts.applier_lease):
+            for action in plan.get('actions') or ():
+                left = action.get('outcome')
+                if left in (execute.REQUESTED, execute.ONGOING):
+                    executor.recover(action, action.get('requested_at')
+                                     or plan.get('created_at'))
+                    action['recovered'] = left
+        return self.store.close_orphan(plan)
 
     def repair(self):
         """Live-migrate the servers resq-api lists as misplaced.
@@ -326,6 +375,29 @@ class Optimizer:
         except Exception:
             LOG.exception('Optimizer round failed unexpectedly')
         return None
+
+
+@contextlib.contextmanager
+def _heartbeat(store, plan, lease):
+    """Renew the applier's lease on ``plan`` every third of ``lease``."""
+    stop = threading.Event()
+
+    def beat():
+        while not stop.wait(lease / 3.0):
+            try:
+                store.renew(plan, lease=lease)
+            except Exception:
+                LOG.exception('Plan %s: the lease could not be renewed',
+                              plan.get('id'))
+
+    thread = threading.Thread(target=beat, daemon=True,
+                              name='lease-%s' % plan.get('id'))
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def serve_metrics(conf, optimizer):

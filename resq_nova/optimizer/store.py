@@ -17,6 +17,7 @@ document or none), and ``resq-optimizer.lock``: the optimizer that acts on
 the cloud (plans, applies) holds it, a second one is told who does.
 """
 
+import collections
 import datetime
 import json
 import os
@@ -52,6 +53,36 @@ def _remove(path):
         return True
     except FileNotFoundError:
         return False
+
+
+def _iso(when):
+    return when.isoformat(timespec='seconds')
+
+
+def _expiry(lease):
+    return _iso(datetime.datetime.now(datetime.timezone.utc)
+                + datetime.timedelta(seconds=lease))
+
+
+def _parse(when):
+    try:
+        value = datetime.datetime.fromisoformat(str(when))
+    except ValueError:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    return value
+
+
+def _interrupted(plan, counts):
+    """The result of a plan its applier left, closed by recovery."""
+    actions = plan.get('actions') or ()
+    return ('interrupted: the optimizer applying it (%s) stopped (its lease '
+            'expired at %s); %d of %d moves done (%s)' % (
+                plan.get('stopped_applier'), plan.get('stopped_lease'),
+                counts['done'], len(actions),
+                ', '.join('%d %s' % (n, outcome)
+                          for outcome, n in sorted(counts.items()))))
 
 
 # The lock is tooz's now (resq_nova.optimizer.coordination).
@@ -157,17 +188,81 @@ class Store:
         return gone, snaps_gone
 
     # -- what the optimizer asks while it applies a plan ------------------
-    def begin_apply(self, plan):
-        """Nothing to claim: the lock makes this optimizer the only one."""
+    def begin_apply(self, plan, lease=60.0):
+        """Take the plan's lease for this optimizer (written with the plan).
+
+        The lock makes this optimizer the only one acting; the lease in
+        the plan file tells the next one whether its applier still works
+        on it (see :meth:`orphaned`).
+        """
+        plan['applier'] = coordination.member_id()
+        plan['lease_expires'] = _expiry(lease)
+
+    def renew(self, plan, lease=60.0):
+        """Renew the lease: the plan file rewritten whole, atomically."""
+        with self._record_lock:
+            plan['lease_expires'] = _expiry(lease)
+            self.save_plan(plan)
 
     def record(self, plan, action):
         """Write the plan with its outcomes so far after each change.
 
         A crash during apply leaves the file with every outcome known
-        until then (actions still ``ongoing`` were running).
+        until then (actions ``requested`` may or may not have reached
+        Nova, ``ongoing`` ones were running).
         """
         with self._record_lock:
             self.save_plan(plan)
+
+    def orphaned(self, lease=60.0, now=None):
+        """Plans left ``applying`` whose applier's lease expired.
+
+        Each is taken over (its lease now this optimizer's) before it is
+        returned; a plan without a lease (written before leases) counts
+        as expired.
+        """
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        found = []
+        for plan_id in self.list_plans():
+            try:
+                plan, _ = self.load_plan(plan_id)
+            except StoreError:
+                continue
+            if not isinstance(plan, dict) or \
+                    plan.get('status') != 'applying':
+                continue
+            expires = _parse(plan.get('lease_expires'))
+            if expires is not None and expires > now:
+                continue
+            # The first applier that stopped (not a recovery that failed).
+            plan.setdefault('stopped_applier', plan.get('applier'))
+            plan.setdefault('stopped_lease', plan.get('lease_expires'))
+            self.begin_apply(plan, lease)
+            self.save_plan(plan)
+            found.append(plan)
+        return found
+
+    def close_orphan(self, plan):
+        """Close a plan its applier left, with the moves really made.
+
+        Its state becomes ``interrupted``; moves judged by recovery keep
+        their outcomes, moves never started are ``not-run``.
+
+        :returns: the result text.
+        """
+        counts = collections.Counter()
+        for action in plan.get('actions') or ():
+            if action.get('outcome') == 'not-run' and not action.get(
+                    'recovered'):
+                action['detail'] = ('not started: the optimizer applying '
+                                    'the plan stopped')
+            counts[action.get('outcome')] += 1
+        plan['status'] = 'interrupted'
+        plan['result'] = _interrupted(plan, counts)
+        plan['finished_at'] = _iso(datetime.datetime.now(
+            datetime.timezone.utc))
+        self.save_plan(plan)
+        return plan['result']
 
     def cancelled(self, plan):
         """Plans in files are cancelled by not applying them."""

@@ -108,14 +108,13 @@ class ServiceStoreTest(test_optimizer.OptimizerTestBase):
 
     def test_a_crashed_apply_is_closed_honestly(self):
         plan, _ = self.optimizer.plan()
-        # An optimizer of this host claimed it, started the first move and
-        # died: its pid is gone.
+        # An optimizer claimed it (before leases: no lease, so expired),
+        # started the first move and died.
         proc = subprocess.Popen([sys.executable, '-c', 'pass'])
         proc.wait()
         self.admin.apply_plan(plan['id'], '%s:%d' % (socket.gethostname(),
                                                      proc.pid))
         self.admin.set_action_state(plan['id'], 0, 'ongoing')
-        # Someone else's plan on another host is left alone.
         results = self.optimizer.recover()
         self.assertEqual(1, len(results))
         self.assertIn('interrupted', results[0])
@@ -123,18 +122,20 @@ class ServiceStoreTest(test_optimizer.OptimizerTestBase):
         rec = self.admin.get_plan(plan['id'])
         self.assertEqual('failed', rec['state'])
         first, second = rec['actions']
-        # Nova never moved it: the ongoing move failed, with where it is.
+        # Nova never moved it (no migration): the ongoing move failed,
+        # saying so and where the server is.
         self.assertEqual('failed', first['state'])
-        self.assertIn('the optimizer stopped during this move; the server '
-                      'is ACTIVE on %s' % first['from_host'],
+        self.assertIn('not started: Nova has no live migration of it',
+                      first['detail'])
+        self.assertIn('the server is ACTIVE on %s' % first['from_host'],
                       first['detail'])
         self.assertEqual('cancelled', second['state'])
         # Nothing left to close.
         self.assertEqual([], self.optimizer.recover())
 
-    def test_another_hosts_applying_plan_is_not_judged(self):
+    def test_a_plan_under_a_live_lease_is_not_judged(self):
         plan, _ = self.optimizer.plan()
-        self.admin.apply_plan(plan['id'], 'other-controller:1')
+        self.admin.apply_plan(plan['id'], 'other-controller:1', lease=600)
         self.assertEqual([], self.optimizer.recover())
         self.assertEqual('applying', self.admin.get_plan(plan['id'])[
             'state'])

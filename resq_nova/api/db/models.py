@@ -79,6 +79,8 @@ class Plan(Base):
     snapshot_id = sa.Column(sa.String(128), nullable=True)
     state = sa.Column(sa.String(16), nullable=False, index=True)
     applier = sa.Column(sa.String(255), nullable=True)
+    # Until when the applier's claim holds unless it renews it.
+    lease_expires = sa.Column(sa.DateTime, nullable=True)
     generation = sa.Column(sa.Integer, nullable=False, default=0)
     document = sa.Column(Document, nullable=False)
     result = sa.Column(sa.Text, nullable=True)

@@ -91,7 +91,24 @@ def apply_plan(req):
     ctx.can('resq:plans:apply')
     body = _body(req, schema.APPLY)
     return handlers.respond(plan_obj.claim(ctx, req.urlvars['plan_id'],
-                                           body['applier']), status=202)
+                                           body['applier'],
+                                           body.get('lease')), status=202)
+
+
+def heartbeat(req):
+    ctx = handlers.context(req)
+    ctx.can('resq:plans:apply')
+    body = _body(req, schema.HEARTBEAT)
+    return handlers.respond(plan_obj.heartbeat(
+        ctx, req.urlvars['plan_id'], body['applier'], body['lease']))
+
+
+def take_over(req):
+    ctx = handlers.context(req)
+    ctx.can('resq:plans:apply')
+    body = _body(req, schema.HEARTBEAT)
+    return handlers.respond(plan_obj.take_over(
+        ctx, req.urlvars['plan_id'], body['applier'], body['lease']))
 
 
 def cancel_plan(req):

@@ -40,8 +40,11 @@ PROPOSED, APPLYING, APPLIED = 'proposed', 'applying', 'applied'
 FAILED, CANCELLED, SUPERSEDED = 'failed', 'cancelled', 'superseded'
 FINISHED = (APPLIED, FAILED, CANCELLED, SUPERSEDED)
 LOCK = 'plans'
+# ``requested``: the applier is about to ask Nova (the request may or may
+# not have reached it); ``ongoing``: Nova accepted it.
 ACTION_MOVES = {
-    'pending': ('ongoing', 'skipped', 'cancelled'),
+    'pending': ('requested', 'ongoing', 'skipped', 'cancelled'),
+    'requested': ('ongoing', 'failed', 'cancelled'),
     'ongoing': ('succeeded', 'failed'),
 }
 
@@ -56,6 +59,7 @@ def _action(row):
 def _record(ctx, row, detail=True):
     rec = {'id': row.id, 'snapshot_id': row.snapshot_id,
            'state': row.state, 'applier': row.applier,
+           'lease_expires': util.iso(row.lease_expires),
            'generation': row.generation, 'result': row.result,
            'created_at': util.iso(row.created_at),
            'updated_at': util.iso(row.updated_at)}
@@ -235,13 +239,75 @@ def _move(ctx, plan_id, from_states, values, reason):
     return _record(ctx, _row(ctx, plan_id))
 
 
+def _expiry(lease):
+    if lease is None:
+        return None
+    return util.now() + datetime.timedelta(seconds=lease)
+
+
 @db_api.writer
-def claim(ctx, plan_id, applier):
-    """``proposed`` -> ``applying`` for ``applier``; one racer wins."""
+def claim(ctx, plan_id, applier, lease=None):
+    """``proposed`` -> ``applying`` for ``applier``; one racer wins.
+
+    With ``lease`` (seconds) the claim holds that long unless the applier
+    renews it (:func:`heartbeat`); without, until another takes it over.
+    """
     _lock(ctx)
     return _move(ctx, plan_id, (PROPOSED,),
-                 {'state': APPLYING, 'applier': applier},
+                 {'state': APPLYING, 'applier': applier,
+                  'lease_expires': _expiry(lease)},
                  'only a proposed plan can be applied; make a new plan')
+
+
+@db_api.writer
+def heartbeat(ctx, plan_id, applier, lease):
+    """Renew ``applier``'s claim on the plan it applies for ``lease`` s.
+
+    :raises InvalidState: the plan is not applying by ``applier`` (it
+        ended, was cancelled, or another applier took it over).
+    """
+    row = _row(ctx, plan_id)
+    done = ctx.session.execute(
+        sa.update(models.Plan)
+        .where(models.Plan.id == plan_id, models.Plan.state == APPLYING,
+               models.Plan.applier == applier)
+        .values(lease_expires=_expiry(lease)))
+    if done.rowcount != 1:
+        ctx.session.refresh(row)
+        raise exception.InvalidState(
+            what='plan %s' % plan_id, state='%s by %s' % (
+                row.state, row.applier),
+            reason='only its applier renews its claim')
+    ctx.session.expire_all()
+    return _record(ctx, _row(ctx, plan_id), detail=False)
+
+
+@db_api.writer
+def take_over(ctx, plan_id, applier, lease):
+    """Take an applying plan whose applier's lease expired.
+
+    A claim without a lease (made before leases) counts as expired.
+
+    :raises InvalidState: not applying, or its lease still holds.
+    """
+    _lock(ctx)
+    now = util.now()
+    row = _row(ctx, plan_id)
+    done = ctx.session.execute(
+        sa.update(models.Plan)
+        .where(models.Plan.id == plan_id, models.Plan.state == APPLYING,
+               sa.or_(models.Plan.lease_expires.is_(None),
+                      models.Plan.lease_expires < now))
+        .values(applier=applier, lease_expires=_expiry(lease),
+                generation=models.Plan.generation + 1, updated_at=now))
+    if done.rowcount != 1:
+        ctx.session.refresh(row)
+        raise exception.InvalidState(
+            what='plan %s' % plan_id, state='%s by %s until %s' % (
+                row.state, row.applier, util.iso(row.lease_expires)),
+            reason='only an applying plan whose lease expired is taken over')
+    ctx.session.expire_all()
+    return _record(ctx, _row(ctx, plan_id))
 
 
 @db_api.writer

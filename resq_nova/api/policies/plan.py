@@ -25,6 +25,8 @@ rules = [
     base.rule('resq:plans:apply', base.ADMIN,
               'Apply a plan: live-migrate its servers. Admin only.',
               [('POST', '/plans/{plan_id}/apply'),
+               ('POST', '/plans/{plan_id}/heartbeat'),
+               ('POST', '/plans/{plan_id}/takeover'),
                ('PUT', '/plans/{plan_id}/actions/{index}'),
                ('PUT', '/plans/{plan_id}/result')]),
     base.rule('resq:plans:cancel', base.ADMIN,

@@ -41,10 +41,17 @@ PLAN_POST = {
     'required': ['id', 'plan'],
     'additionalProperties': False,
 }
+LEASE = {'type': 'number', 'minimum': 1, 'maximum': 86400}
 APPLY = {
     'type': 'object',
-    'properties': {'applier': common.NAME},
+    'properties': {'applier': common.NAME, 'lease': LEASE},
     'required': ['applier'],
+    'additionalProperties': False,
+}
+HEARTBEAT = {
+    'type': 'object',
+    'properties': {'applier': common.NAME, 'lease': LEASE},
+    'required': ['applier', 'lease'],
     'additionalProperties': False,
 }
 CANCEL = {'type': 'object', 'additionalProperties': False}
@@ -52,7 +59,8 @@ ACTION_PUT = {
     'type': 'object',
     'properties': {
         'state': {'type': 'string', 'enum': [
-            'ongoing', 'succeeded', 'failed', 'skipped', 'cancelled']},
+            'requested', 'ongoing', 'succeeded', 'failed', 'skipped',
+            'cancelled']},
         'detail': common.TEXT,
     },
     'required': ['state'],

@@ -391,7 +391,8 @@ class OptimizerPagesTest(PagesTestBase):
         self.assertEqual(plans, store.list_plans())
 
     def test_orphans_on_every_page(self):
-        # Plans left applying by an optimizer of this host that died.
+        # Plans left applying by an optimizer that died (no lease: taken
+        # over and returned).
         dead = subprocess.Popen(['true'])
         dead.wait()
         applier = '%s:%d' % (coordination.member_id().rpartition(':')[0],
@@ -401,7 +402,7 @@ class OptimizerPagesTest(PagesTestBase):
             self.service.create_plan('plan-%02d' % i, 'snap-of-plans',
                                      test_api.plan_doc(1))
             self.admin.apply_plan('plan-%02d' % i, applier)
-        store = apistore.ServiceStore(self.service, None)
+        store = apistore.ServiceStore(self.admin, None)
         self.assertEqual(['plan-%02d' % i for i in range(COUNT)],
                          sorted(p['id'] for p in store.orphaned()))
 

@@ -5,6 +5,7 @@ tests/functional/test_optimizer.py; here a double of the two clients lets
 a test decide when each migration ends, fails or hangs.
 """
 
+import datetime
 import threading
 
 from resq_common import cache_domain
@@ -64,7 +65,8 @@ class Cloud:
         server['status'] = 'MIGRATING'
         server['OS-EXT-STS:task_state'] = 'migrating'
         mig = {'id': len(self.migrations) + 1, 'uuid': 'mig-%s' % uuid,
-               'status': 'running'}
+               'status': 'running', 'dest_compute': host,
+               'created_at': datetime.datetime.utcnow().isoformat()}
         self.migrations.setdefault(uuid, []).insert(0, mig)
         if uuid in self.hang:
             return 'req-%s' % uuid
@@ -198,8 +200,67 @@ class ExecutorTest(base.TestCase):
         self.assertEqual(execute.APPLIED, plan['status'])
         self.assertEqual([('a', 'done'), ('d', 'done')],
                          self.outcomes(plan))
-        self.assertEqual(['started', 'done', 'started', 'done'],
+        # Requested before os-migrateLive, started once Nova accepted it.
+        self.assertEqual(['requested', 'started', 'done'] * 2,
                          [s['outcome'] for s in self.seen])
+
+    def test_no_answer_is_judged_by_novas_migrations(self):
+        real = self.cloud.live_migrate
+
+        def lost_answer(uuid, host):
+            real(uuid, host)
+            raise compute_mod.ComputeUnavailable(reason='reset')
+
+        self.cloud.live_migrate = lost_answer
+        plan = self.apply(self.plan(('a', 'h2')))
+        # Nova had it and completed it: done, not "refused".
+        self.assertEqual([('a', 'done')], self.outcomes(plan))
+        self.assertNotIn('started', [s['outcome'] for s in self.seen])
+
+    def recover(self, uuid, to_host, since):
+        action = {'uuid': uuid, 'from_host': self.snap.instance(uuid).host,
+                  'to_host': to_host, 'to_domain': 0, 'outcome': 'ongoing'}
+        executor = execute.Executor(self.cloud, self.cloud, timeout=60,
+                                    poll_interval=1.0, clock=self.clock,
+                                    sleep=self.clock.sleep)
+        executor.recover(action, since)
+        return action
+
+    def test_recover_a_request_never_sent(self):
+        action = self.recover('a', 'h2', execute._now())
+        self.assertEqual(execute.NOT_RUN, action['outcome'])
+        self.assertIn('not started: Nova has no live migration of it to h2',
+                      action['detail'])
+
+    def test_recover_waits_for_a_running_migration(self):
+        self.cloud.hang.add('a')
+        since = execute._now()
+        self.cloud.live_migrate('a', 'h2')
+        sleep = self.clock.sleep
+
+        def finish_later(seconds):
+            sleep(seconds)
+            if self.clock.now >= 5:
+                server = self.cloud.servers['a']
+                server.update({'status': 'ACTIVE',
+                               'OS-EXT-STS:task_state': None,
+                               'OS-EXT-SRV-ATTR:host': 'h2'})
+                self.cloud.allocs['a'] = {rp('h2', 0): {
+                    'CUSTOM_LLC_WAY': 2}}
+                self.cloud.migrations['a'][0]['status'] = 'completed'
+
+        self.clock.sleep = finish_later
+        action = self.recover('a', 'h2', since)
+        self.assertEqual(execute.DONE, action['outcome'], action['detail'])
+        self.assertGreaterEqual(self.clock.now, 5)
+
+    def test_recover_a_failed_migration(self):
+        self.cloud.fail.add('a')
+        since = execute._now()
+        self.cloud.live_migrate('a', 'h2')
+        action = self.recover('a', 'h2', since)
+        self.assertEqual(execute.FAILED, action['outcome'])
+        self.assertIn('migration error', action['detail'])
 
     def test_refused_by_nova_stops_the_plan(self):
         self.cloud.refuse['a'] = '400 No valid host was found'
