@@ -95,20 +95,21 @@ def apply_plan(req):
                                            body.get('lease')), status=202)
 
 
-def heartbeat(req):
+def _lease(req, renew):
+    """``renew(ctx, plan id, applier, lease)`` for an applier's lease."""
     ctx = handlers.context(req)
     ctx.can('resq:plans:apply')
     body = _body(req, schema.HEARTBEAT)
-    return handlers.respond(plan_obj.heartbeat(
-        ctx, req.urlvars['plan_id'], body['applier'], body['lease']))
+    return handlers.respond(renew(ctx, req.urlvars['plan_id'],
+                                  body['applier'], body['lease']))
+
+
+def heartbeat(req):
+    return _lease(req, plan_obj.heartbeat)
 
 
 def take_over(req):
-    ctx = handlers.context(req)
-    ctx.can('resq:plans:apply')
-    body = _body(req, schema.HEARTBEAT)
-    return handlers.respond(plan_obj.take_over(
-        ctx, req.urlvars['plan_id'], body['applier'], body['lease']))
+    return _lease(req, plan_obj.take_over)
 
 
 def cancel_plan(req):

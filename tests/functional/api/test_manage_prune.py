@@ -13,7 +13,6 @@ import sqlalchemy as sa
 
 from resq_nova.api import context as context_mod
 from resq_nova.api.db import api as db_api
-from resq_nova.api.db import migration
 from resq_nova.api.db import models
 from resq_nova.api.objects import plan as plan_obj
 from resq_nova.cmd import manage
@@ -26,11 +25,8 @@ class ManagePruneTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.db = self.useFixture(database.Database(self.backend,
+        self.db = self.useFixture(database.Migrated(self.backend,
                                                     self.skipTest))
-        db_api.configure(connection=self.db.url)
-        self.addCleanup(db_api.reset)
-        migration.upgrade()
         self.conf = self.useFixture(fixtures.TempDir()).join('resq-api.conf')
         with open(self.conf, 'w') as f:
             f.write('[database]\nconnection = %s\n' % self.db.url)

@@ -28,10 +28,8 @@ class MigrationWalkTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.db = self.useFixture(database.Database(self.backend,
-                                                    self.skipTest))
-        db_api.configure(connection=self.db.url)
-        self.addCleanup(db_api.reset)
+        self.db = self.useFixture(database.Migrated(
+            self.backend, self.skipTest, upgrade=False))
 
     def test_walk_every_revision_up(self):
         self.assertIsNone(migration.version())
