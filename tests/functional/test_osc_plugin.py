@@ -383,8 +383,10 @@ class ServiceCommandsTest(OSCTestBase):
         self.assertEqual('applied', shown['status'])
         self.assertEqual(['succeeded'], [a['outcome']
                                          for a in shown['actions']])
-        self.assertIn('is applied: only a proposed plan can be applied',
-                      self.fails(plan_cmd.ApplyPlan, plan['id']))
+        # Refused before anything is claimed or moved, naming why.
+        self.assertIn('refused before the first move: it was already '
+                      'applied or cancelled (status applied); make a new '
+                      'plan', self.fails(plan_cmd.ApplyPlan, plan['id']))
         self.assertIn('is applied',
                       self.fails(plan_cmd.CancelPlan, plan['id']))
 
