@@ -80,9 +80,7 @@ def _rss_mb(pid):
 
 
 def _guest_xml(accel, uid, ways=4):
-    host = compute_host.ComputeHost.__new__(compute_host.ComputeHost)
-    host.accel = accel
-    return host.guest_xml(uid, (1,), ways)
+    return compute_host.guest_xml(accel, uid, (1,), ways)
 
 
 def _cycle(conn, rt, accel):
@@ -137,12 +135,9 @@ def _migrate(src, dst, accel, paths):
     uid = str(uuid.uuid4())
     dom = src.defineXML(_guest_xml(accel, uid))
     dom.create()
-    qemu = [int(open(os.path.join(paths.private('/run/libvirt'), 'qemu',
-                                  n)).read()) for n in os.listdir(
-        os.path.join(paths.private('/run/libvirt'), 'qemu'))
-        if n.endswith('.pid')]
-    rss = {'libvirtd': _rss_mb(int(open(paths.pid).read())),
-           'fuse': _rss_mb(int(open(paths.fuse_pid).read())),
+    qemu = fake_host.qemu_pids(paths)
+    rss = {'libvirtd': _rss_mb(fake_host.alive(paths.pid)),
+           'fuse': _rss_mb(fake_host.alive(paths.fuse_pid)),
            'qemu_guest': _rss_mb(qemu[0]) if qemu else None}
     t0 = time.monotonic()
     moved = dom.migrate(dst, libvirt.VIR_MIGRATE_LIVE

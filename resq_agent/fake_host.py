@@ -190,7 +190,8 @@ def _tree_argv(args):
     return argv
 
 
-def _alive(pid_file):
+def alive(pid_file):
+    """The pid ``pid_file`` names, if that process runs; else None."""
     try:
         with open(pid_file) as f:
             pid = int(f.read().strip())
@@ -204,12 +205,12 @@ def mount_resctrl(paths, args):
     """The fake kernel through FUSE at ``<state>/resctrl`` (idempotent)."""
     if os.path.ismount(paths.resctrl):
         return
-    proc = subprocess.Popen(
-        [sys.executable, '-m', 'resq_agent.fake_resctrl_fuse',
-         paths.resctrl, '--backing', paths.backing, '--foreground']
-        + _tree_argv(args),
-        stdout=subprocess.DEVNULL, stderr=open(paths.log + '.fuse', 'a'),
-        start_new_session=True)
+    with open(paths.log + '.fuse', 'a') as log:
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'resq_agent.fake_resctrl_fuse',
+             paths.resctrl, '--backing', paths.backing, '--foreground']
+            + _tree_argv(args),
+            stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
     _write(paths.fuse_pid, '%d\n' % proc.pid)
     _wait(lambda: os.path.ismount(paths.resctrl) or proc.poll() is not None,
           30, 'the resctrl file system at %s' % paths.resctrl)
@@ -229,14 +230,14 @@ def _wait(predicate, seconds, what):
 
 def start_libvirtd(paths):
     """libvirtd in the namespace; returns once its socket answers."""
-    if _alive(paths.pid) and os.path.exists(paths.sock):
+    if alive(paths.pid) and os.path.exists(paths.sock):
         return
-    log = open(paths.log + '.stderr', 'a')
-    proc = subprocess.Popen(
-        ['unshare', '--mount', '--propagation', 'private', '--',
-         sys.executable, '-m', 'resq_agent.fake_host', 'inside',
-         '--state', paths.state],
-        stdout=log, stderr=log, start_new_session=True)
+    with open(paths.log + '.stderr', 'a') as log:
+        proc = subprocess.Popen(
+            ['unshare', '--mount', '--propagation', 'private', '--',
+             sys.executable, '-m', 'resq_agent.fake_host', 'inside',
+             '--state', paths.state],
+            stdout=log, stderr=log, start_new_session=True)
     _write(paths.pid, '%d\n' % proc.pid)
     _wait(lambda: os.path.exists(paths.sock) or proc.poll() is not None,
           60, 'libvirtd (socket %s)' % paths.sock)
@@ -291,12 +292,13 @@ def up(paths, args):
     return accel, cpus, layout
 
 
-def _qemu_pids(paths):
+def qemu_pids(paths):
+    """The pids of the host's running guests (QEMU's pid files)."""
     run = os.path.join(paths.private('/run/libvirt'), 'qemu')
     pids = []
     for name in os.listdir(run) if os.path.isdir(run) else ():
         if name.endswith('.pid'):
-            pid = _alive(os.path.join(run, name))
+            pid = alive(os.path.join(run, name))
             if pid:
                 pids.append(pid)
     return pids
@@ -322,10 +324,10 @@ def _kill(pid, seconds=10):
 
 def down(paths):
     """Guests, libvirtd, then the file system; what is gone stays gone."""
-    for pid in _qemu_pids(paths):
+    for pid in qemu_pids(paths):
         _kill(pid)
     for pid_file in (paths.pid, paths.fuse_pid):
-        pid = _alive(pid_file)
+        pid = alive(pid_file)
         if pid:
             _kill(pid)
         if os.path.exists(pid_file):

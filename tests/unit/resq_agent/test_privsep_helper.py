@@ -44,6 +44,23 @@ print(done, refused)
 '''
 
 
+def evil_logging_ini(marker):
+    """A logging configuration whose ``fileConfig`` creates ``marker``."""
+    return ('[loggers]\nkeys=root\n[handlers]\nkeys=h\n[formatters]\n'
+            'keys=\n[logger_root]\nhandlers=h\n[handler_h]\n'
+            'class=StreamHandler\nargs=(open(%r, "w"),)\n' % marker)
+
+
+def listen(test, path, backlog=4):
+    """A non-blocking Unix socket listening at ``path``, closed at cleanup."""
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(path)
+    sock.listen(backlog)
+    sock.setblocking(False)
+    test.addCleanup(sock.close)
+    return sock
+
+
 def _need_root(test):
     if os.geteuid() != 0 or not os.access(ATTACKER_PYTHON, os.X_OK):
         test.skipTest('the attacker and root are different users only '
@@ -147,11 +164,7 @@ class HelperTest(base.TestCase):
         self.config = self.tree.file('etc/privsep/agent.conf', GOOD)
         self.sockdir = self.tree.dir('sock', mode=0o700)
         self.sock_path = os.path.join(self.sockdir, 'privsep.sock')
-        self.listener = socket.socket(socket.AF_UNIX)
-        self.listener.bind(self.sock_path)
-        self.listener.listen(4)
-        self.listener.setblocking(False)
-        self.addCleanup(self.listener.close)
+        self.listener = listen(self, self.sock_path)
         self.started = []
 
     def run_helper(self, config=None, sock=None, conf=None):
@@ -230,11 +243,8 @@ class HelperTest(base.TestCase):
 
     def test_no_logging_file_from_the_configuration(self):
         marker = os.path.join(self.tree.top, 'ran')
-        ini = self.tree.file('etc/logging.ini', (
-            '[loggers]\nkeys=root\n[handlers]\nkeys=h\n[formatters]\n'
-            'keys=\n[logger_root]\nhandlers=h\n[handler_h]\n'
-            'class=StreamHandler\n'
-            'args=(open(%r, "w"),)\n' % marker).encode())
+        ini = self.tree.file('etc/logging.ini',
+                             evil_logging_ini(marker).encode())
         for opt, value in (('log_config_append', ini),
                            ('log_file', '/tmp/x.log'),
                            ('log_dir', '/tmp')):
@@ -270,12 +280,8 @@ class HelperTest(base.TestCase):
                       '65534)', str(exc))
 
     def test_a_symlinked_socket_is_never_connected(self):
-        decoy = socket.socket(socket.AF_UNIX)
         decoy_path = os.path.join(self.tree.top, 'root-service.sock')
-        decoy.bind(decoy_path)
-        decoy.listen(4)
-        decoy.setblocking(False)
-        self.addCleanup(decoy.close)
+        decoy = listen(self, decoy_path, 4)
         link = os.path.join(self.sockdir, 'link', 'privsep.sock')
         os.mkdir(os.path.dirname(link), 0o700)
         os.symlink(decoy_path, link)
@@ -303,10 +309,7 @@ class RaceTest(base.TestCase):
         self.useFixture(fixtures.EnvironmentVariable('SUDO_UID'))
         self.tree = self.useFixture(Tree())
         self.marker = os.path.join(self.tree.top, 'ran-as-root')
-        self.evil_ini = (
-            '[loggers]\nkeys=root\n[handlers]\nkeys=h\n[formatters]\n'
-            'keys=\n[logger_root]\nhandlers=h\n[handler_h]\n'
-            'class=StreamHandler\nargs=(open(%r, "w"),)\n' % self.marker)
+        self.evil_ini = evil_logging_ini(self.marker)
 
     def lay_out(self, owner):
         """``etc-resq`` of ``owner`` with ``privsep`` and ``evil`` in it.
@@ -340,10 +343,7 @@ class RaceTest(base.TestCase):
 
         sockdir = tempfile.mkdtemp(dir=self.tree.top)
         path = os.path.join(sockdir, 'privsep.sock')
-        listener = socket.socket(socket.AF_UNIX)
-        listener.bind(path)
-        listener.listen(attempts)
-        self.addCleanup(listener.close)
+        listen(self, path, attempts)
         argv = ['--privsep_context', CTX, '--privsep_sock_path', path]
         codes = set()
         for _ in range(attempts):
@@ -396,12 +396,8 @@ class RaceTest(base.TestCase):
         The agent's user swaps them while root connects: root connects only
         to the user's listener, or refuses.
         """
-        decoy = socket.socket(socket.AF_UNIX)
         decoy_path = os.path.join(self.tree.top, 'root-service.sock')
-        decoy.bind(decoy_path)
-        decoy.listen(64)
-        decoy.setblocking(False)
-        self.addCleanup(decoy.close)
+        decoy = listen(self, decoy_path, 64)
         sockdir = self.tree.dir('agent', uid=NOBODY, mode=0o700)
         path = os.path.join(sockdir, 'privsep.sock')
         # The agent's listener, bound by the agent's user.
