@@ -43,6 +43,7 @@ import argparse
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -66,7 +67,7 @@ auth_unix_rw = "none"
 auth_unix_ro = "none"
 log_outputs = "3:file:%(log)s"
 host_uuid = "%(host_uuid)s"
-"""
+%(sock_group)s"""
 LIBVIRTD = '/usr/sbin/libvirtd'
 FUSE_DEVICE = '/dev/fuse'
 KVM_DEVICE = '/dev/kvm'
@@ -93,6 +94,7 @@ class Paths:
         self.passwd = p('etc-passwd')
         self.group = p('etc-group')
         self.hold = p('cgroup-hold')
+        self.hostname = p('hostname')
 
     def private(self, system_dir):
         """The host's own copy of ``system_dir`` (``/etc/libvirt``...)."""
@@ -161,9 +163,13 @@ def prepare(paths, args):
     if os.path.isdir('/etc/libvirt') and not os.listdir(etc):
         shutil.copytree('/etc/libvirt', etc, dirs_exist_ok=True)
     _write(os.path.join(etc, 'qemu.conf'), QEMU_CONF)
+    group = getattr(args, 'sock_group', None)
     _write(os.path.join(etc, 'libvirtd.conf'), LIBVIRTD_CONF % {
         'sock_dir': paths.sock_dir, 'log': paths.log,
-        'host_uuid': _host_uuid(paths)})
+        'host_uuid': _host_uuid(paths),
+        'sock_group': 'unix_sock_group = "%s"\n' % group if group else ''})
+    if getattr(args, 'hostname', None):
+        _write(paths.hostname, args.hostname + '\n')
     os.makedirs(paths.sock_dir, exist_ok=True)
     _with_qemu_user('/etc/passwd', paths.passwd,
                     'libvirt-qemu:x:64055:64055:Libvirt Qemu:'
@@ -234,7 +240,7 @@ def start_libvirtd(paths):
         return
     with open(paths.log + '.stderr', 'a') as log:
         proc = subprocess.Popen(
-            ['unshare', '--mount', '--propagation', 'private', '--',
+            ['unshare', '--mount', '--uts', '--propagation', 'private', '--',
              sys.executable, '-m', 'resq_agent.fake_host', 'inside',
              '--state', paths.state],
             stdout=log, stderr=log, start_new_session=True)
@@ -256,6 +262,11 @@ def _mount(*argv):
 
 def inside(paths):
     """In the new namespace: lay out the mounts, then become libvirtd."""
+    if os.path.exists(paths.hostname):
+        # Its own UTS namespace: libvirt (and Nova's hypervisor hostname,
+        # the compute node's provider name in Placement) see this name.
+        with open(paths.hostname) as f:
+            socket.sethostname(f.read().strip())
     for system_dir in LIBVIRT_DIRS:
         _mount('--bind', paths.private(system_dir), system_dir)
     _mount('--bind', paths.passwd, '/etc/passwd')
@@ -290,6 +301,19 @@ def up(paths, args):
     mount_resctrl(paths, args)
     start_libvirtd(paths)
     return accel, cpus, layout
+
+
+def enter_argv(paths):
+    """The command prefix that runs a program in the host's namespaces.
+
+    Inside, ``/sys/fs/resctrl`` and the CPU cache sysfs are the host's,
+    and the host name is its own: nova-compute and resq-agent run there
+    with the kernel's default paths.
+    """
+    pid = alive(paths.pid)
+    if not pid:
+        raise HostError('host %s is not up (no libvirtd)' % paths.state)
+    return ['nsenter', '--target', str(pid), '--mount', '--uts', '--']
 
 
 def qemu_pids(paths):
@@ -356,6 +380,13 @@ def _parser():
             fake_resctrl.add_tree_options(cmd)
             cmd.add_argument('--way-kib', type=int,
                              default=fake_resctrl.DEFAULT_WAY_KIB)
+            cmd.add_argument('--hostname',
+                             help='the host name inside its namespaces '
+                                  '(libvirt\'s, so Nova\'s hypervisor '
+                                  'hostname); default: the machine\'s')
+            cmd.add_argument('--sock-group',
+                             help='the group that may use libvirtd\'s '
+                                  'socket besides root')
     return p
 
 

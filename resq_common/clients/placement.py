@@ -36,6 +36,8 @@ MV_ERROR_CODES = '1.23'            # 409s say placement.concurrent_update
 MV_CANDIDATES = '1.34'             # suffixed groups (1.33), mappings (1.34)
 GENERATION_RETRIES = 5
 CONFLICT_CODE = 'placement.concurrent_update'
+# Placement's 400 for a resource class it does not know.
+NO_SUCH_CLASS = 'No such resource class'
 
 
 class PlacementError(exception.ResQException):
@@ -299,8 +301,18 @@ class PlacementClient:
             query.append(('group_policy', group_policy))
         if limit:
             query.append(('limit', str(limit)))
-        return self._call('GET', '/allocation_candidates?%s'
-                          % parse.urlencode(query), MV_CANDIDATES)
+        try:
+            return self._call('GET', '/allocation_candidates?%s'
+                              % parse.urlencode(query), MV_CANDIDATES)
+        except PlacementError as exc:
+            # A custom class no provider has ever had (no agent has
+            # reported LLC inventory yet) is a 400 to Placement; to the
+            # caller it is what it means: no candidate anywhere.
+            if not str(exc).startswith('Placement GET') or \
+                    NO_SUCH_CLASS not in str(exc):
+                raise
+            LOG.info('No allocation candidates: %s', exc)
+            return {'allocation_requests': [], 'provider_summaries': {}}
 
 
 class Conflict(PlacementError):

@@ -215,6 +215,9 @@ function configure_keystone_authtoken_middleware {
 # like one, else a WSGI file; a unix socket Apache proxies $3 to, unless
 # $4 names an address to serve HTTP on. Apache itself is only recorded.
 function write_uwsgi_config {
+    _fake_write_uwsgi_config "$@"
+}
+function _fake_write_uwsgi_config {
     _fake_record write_uwsgi_config "$@"
     local conf=$1 wsgi=$2 url=$3 http=$4 name=$5
     [[ -z "$name" ]] && name=$(basename $wsgi)

@@ -1,0 +1,914 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""An all-in-one OpenStack cloud with resq-nova, from released packages.
+
+``python -m tests.cloud.aio up --state DIR`` brings it up on this machine
+(as root), ``down --state DIR`` stops it (``--purge``: also its databases
+and state); both are idempotent and print progress. ``tox -e cloud`` runs
+both around the tempest plugin.
+
+* Keystone, Glance, Placement, nova-api, neutron-server and heat-api run
+  under uwsgi, each on its own port of 127.0.0.1; nova-conductor,
+  nova-scheduler (ResQ's filter and weigher on) and heat-engine as
+  processes; all on the MariaDB and RabbitMQ that run here.
+* Two compute hosts, ``aio-1`` and ``aio-2``, are fake CAT hosts
+  (:mod:`resq_agent.fake_host`): each a libvirtd with real KVM (or QEMU)
+  guests in private mount and UTS namespaces, where /sys/fs/resctrl is the
+  project's fake kernel through FUSE. nova-compute (libvirt driver) and
+  resq-agent of a host run in its namespaces.
+* resq-nova is configured and started by the devstack plugin's own
+  functions (devstack/), on devstack's functions acting for real
+  (tests/cloud/devstack.sh): resq-api under uwsgi behind Apache and
+  keystonemiddleware, resq-agent as the unprivileged ``stack`` user with the
+  plugin's sudoers rule and privsep helper, resq-optimizer.
+
+It writes ``DIR/cloud.json`` (endpoints, credentials, hosts) and a tempest
+workspace ``DIR/tempest`` configured for the cloud and the resq-nova
+tempest plugin.
+"""
+
+import argparse
+import configparser
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from resq_agent import fake_host
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+BIN = os.path.dirname(sys.executable)
+VENV = sys.prefix
+HOSTS = ('aio-1', 'aio-2')
+ADMIN_PASSWORD = 'secret-admin'
+SERVICE_PASSWORD = 'secret-service'
+DB_PREFIX = 'aio_'
+TRANSPORT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
+KEYSTONE = 'http://127.0.0.1:5000/v3'
+STACK_USER = 'stack'
+PORTS = {'keystone': 5000, 'glance': 9292, 'placement': 8778,
+         'nova-api': 8774, 'neutron': 9696, 'heat-api': 8004}
+# resq-api is behind Apache, as devstack's write_uwsgi_config puts it.
+APACHE_PORT = 80
+AGENT_METRICS_PORTS = {'aio-1': 9477, 'aio-2': 9478}
+DATABASES = ('keystone', 'glance', 'placement', 'nova_api', 'nova',
+             'nova_cell0', 'neutron', 'heat')
+WSGI = {
+    'keystone': ('keystone.wsgi.api:application',
+                 'OS_KEYSTONE_CONFIG_DIR', 'keystone'),
+    'glance': ('glance.wsgi.api:application', 'OS_GLANCE_CONFIG_DIR',
+               'glance'),
+    'placement': ('placement.wsgi.api:application',
+                  'OS_PLACEMENT_CONFIG_DIR', 'placement'),
+    'nova-api': ('nova.wsgi.osapi_compute:application', 'OS_NOVA_CONFIG_DIR',
+                 'nova'),
+    'neutron': ('neutron.wsgi.api:application', 'OS_NEUTRON_CONFIG_DIR',
+                'neutron'),
+    'heat-api': ('heat.wsgi.api:application', None, 'heat'),
+}
+_T0 = time.monotonic()
+
+
+class CloudError(Exception):
+    """The cloud cannot come up; the message says what and where to look."""
+
+
+def say(msg):
+    print('[aio +%4.0fs] %s' % (time.monotonic() - _T0, msg), flush=True)
+
+
+class State:
+    """Where the cloud keeps what it owns."""
+
+    def __init__(self, root):
+        self.root = os.path.abspath(root)
+
+    def path(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def etc(self, service, name=None):
+        return self.path('etc', service, name or service + '.conf')
+
+    def host(self, name):
+        return fake_host.Paths(self.path('hosts', name))
+
+    def pid(self, name):
+        return self.path('run', name + '.pid')
+
+    def log(self, name):
+        return self.path('logs', name + '.log')
+
+
+def run(argv, what=None, env=None, check=True, **kw):
+    """Run ``argv``; a failure is a :class:`CloudError` with its output."""
+    proc = subprocess.run(argv, capture_output=True, text=True,
+                          env=env, **kw)
+    if check and proc.returncode:
+        raise CloudError('%s failed (exit %d): %s\n%s' % (
+            what or ' '.join(argv), proc.returncode, proc.stdout[-2000:],
+            proc.stderr[-4000:]))
+    return proc
+
+
+def mysql(sql):
+    run(['mysql', '-uroot', '-h127.0.0.1', '-e', sql], 'mysql: ' + sql)
+
+
+def db_url(name):
+    return 'mysql+pymysql://root@127.0.0.1/%s%s?charset=utf8' % (
+        DB_PREFIX, name)
+
+
+def write_conf(path, sections):
+    """An ini file from ``{section: {option: value}}`` (atomic)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    cp = configparser.RawConfigParser()
+    cp.optionxform = str
+    for section, options in sections.items():
+        if section != 'DEFAULT':
+            cp.add_section(section)
+        for key, value in options.items():
+            cp.set(section, key, str(value))
+    tmp = path + '.tmp'
+    with open(tmp, 'w') as f:
+        cp.write(f)
+    os.replace(tmp, path)
+
+
+def authtoken(user):
+    return {'www_authenticate_uri': KEYSTONE, 'auth_url': KEYSTONE,
+            'auth_type': 'password', 'username': user,
+            'password': SERVICE_PASSWORD, 'user_domain_name': 'Default',
+            'project_name': 'service', 'project_domain_name': 'Default',
+            'service_token_roles_required': 'True'}
+
+
+def keystoneauth(user='nova'):
+    auth = authtoken(user)
+    del auth['www_authenticate_uri'], auth['service_token_roles_required']
+    auth['region_name'] = 'RegionOne'
+    return auth
+
+
+def alive(pid_file):
+    return fake_host.alive(pid_file)
+
+
+def spawn(state, name, argv, env=None):
+    """Start a service unless it runs; its output goes to its log."""
+    if alive(state.pid(name)):
+        return
+    os.makedirs(state.path('run'), exist_ok=True)
+    os.makedirs(state.path('logs'), exist_ok=True)
+    full_env = dict(os.environ, **(env or {}))
+    with open(state.log(name), 'a') as log:
+        proc = subprocess.Popen(argv, stdout=log, stderr=log,
+                                stdin=subprocess.DEVNULL, env=full_env,
+                                start_new_session=True)
+    with open(state.pid(name), 'w') as f:
+        f.write('%d\n' % proc.pid)
+    say('started %s (pid %d)' % (name, proc.pid))
+
+
+def wait_http(url, what, state, name, seconds=120, ok=(200, 300, 401)):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                if resp.status in ok or resp.status < 400:
+                    return
+        except urllib.error.HTTPError as exc:
+            if exc.code in ok:
+                return
+        except OSError:
+            pass
+        if name and not alive(state.pid(name)):
+            raise CloudError('%s exited; see %s' % (what, state.log(name)))
+        time.sleep(0.5)
+    raise CloudError('%s did not answer at %s in %d s; see %s' % (
+        what, url, seconds, state.log(name) if name else 'its log'))
+
+
+def uwsgi(state, name, extra=()):
+    """A service under uwsgi on its port of 127.0.0.1."""
+    module, env_var, conf_dir = WSGI[name]
+    ini = state.path('etc', conf_dir, name + '-uwsgi.ini')
+    lines = ['[uwsgi]', 'http-socket = 127.0.0.1:%d' % PORTS[name],
+             'module = %s' % module, 'master = true', 'processes = 1',
+             'threads = 2', 'enable-threads = true', 'lazy-apps = true',
+             'die-on-term = true', 'exit-on-reload = false',
+             'buffer-size = 65535', 'add-header = Connection: close',
+             'procname-prefix = %s-' % name]
+    if env_var:
+        lines.append('env = %s=%s' % (env_var, state.path('etc', conf_dir)))
+    lines.extend(extra)
+    os.makedirs(os.path.dirname(ini), exist_ok=True)
+    with open(ini, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+    spawn(state, name, [os.path.join(BIN, 'uwsgi'), '--ini', ini])
+
+
+def preflight():
+    """What this machine must have, as one error naming what is missing."""
+    if os.geteuid() != 0:
+        raise CloudError('run as root: the compute hosts mount file systems '
+                         'in namespaces of their own')
+    missing = [p for p in (os.path.join(BIN, 'uwsgi'),
+                           os.path.join(BIN, 'nova-compute'),
+                           '/usr/sbin/apache2', '/usr/bin/sudo',
+                           '/usr/bin/mysql')
+               if not os.access(p, os.X_OK)]
+    if missing:
+        raise CloudError('missing: %s (tox -e cloud installs the Python '
+                         'side, tools/bootstrap.sh the Debian packages of '
+                         'bindep.txt\'s "cloud" profile)' % ', '.join(missing))
+    accel = fake_host.preflight()
+    if accel != 'kvm':
+        say('WARNING: /dev/kvm does not open: guests run on QEMU (TCG), '
+            'slower, and libvirt refuses cachetune on them')
+    if run(['mysql', '-uroot', '-h127.0.0.1', '-e', 'SELECT 1'],
+           check=False).returncode:
+        raise CloudError('MariaDB does not answer on 127.0.0.1:3306 as root '
+                         '(start it: start-stop-daemon --start --oknodo '
+                         '--background --exec /usr/sbin/mariadbd)')
+    return accel
+
+
+def stack_user():
+    """devstack's STACK_USER, which runs resq-nova's services."""
+    if run(['getent', 'passwd', STACK_USER], check=False).returncode:
+        run(['useradd', '--create-home', '--shell', '/bin/bash',
+             STACK_USER], 'useradd ' + STACK_USER)
+        say('created user %s' % STACK_USER)
+    # The services' interpreter must be the stack user's to run: where
+    # Python lives under a directory only root may enter (/root/.pyenv),
+    # let others pass through that directory (not list or read it).
+    python = os.path.realpath(sys.executable)
+    probe = ['setpriv', '--reuid=' + STACK_USER, '--regid=' + STACK_USER,
+             '--init-groups', 'env', '-i', 'bash', '-c', 'exec "$0" -c pass',
+             python]
+    if run(probe, check=False).returncode:
+        for parent in _parents(python):
+            mode = os.stat(parent).st_mode
+            if not mode & 0o001:
+                os.chmod(parent, mode | 0o001)
+                say('WARNING: made %s passable (o+x) so that %s can run %s'
+                    % (parent, STACK_USER, python))
+        run(probe, 'running %s as %s' % (python, STACK_USER))
+
+
+def _parents(path):
+    parents = []
+    path = os.path.dirname(path)
+    while path != '/':
+        parents.append(path)
+        path = os.path.dirname(path)
+    return reversed(parents)
+
+
+def hosts_up(state, accel):
+    """The fake CAT hosts, each with its own libvirtd and host name."""
+    for name in HOSTS:
+        paths = state.host(name)
+        run([sys.executable, '-m', 'resq_agent.fake_host', 'up', '--state',
+             paths.state, '--hostname', name, '--sock-group', STACK_USER,
+             '--cpus', '0-%d' % (os.cpu_count() - 1)],
+            'fake host %s' % name, cwd=REPO)
+        # The agent's user reaches the FUSE tree and libvirtd's socket.
+        os.chmod(paths.state, 0o755)
+        say('compute host %s: libvirtd on %s (%s)' % (name, paths.uri,
+                                                      accel))
+
+
+def databases():
+    mysql('; '.join('CREATE DATABASE IF NOT EXISTS %s%s CHARACTER SET '
+                    'utf8mb4' % (DB_PREFIX, db) for db in DATABASES))
+
+
+def keystone(state):
+    conf = state.etc('keystone')
+    if not os.path.exists(conf):
+        write_conf(conf, {
+            'DEFAULT': {},
+            'database': {'connection': db_url('keystone')},
+            'token': {'provider': 'fernet'},
+            'fernet_tokens': {'key_repository': state.path(
+                'etc', 'keystone', 'fernet-keys')},
+            'credential': {'key_repository': state.path(
+                'etc', 'keystone', 'credential-keys')},
+        })
+    manage = [os.path.join(BIN, 'keystone-manage'), '--config-file', conf]
+    if not os.path.isdir(state.path('etc', 'keystone', 'fernet-keys')):
+        run(manage + ['db_sync'], 'keystone-manage db_sync')
+        for cmd in ('fernet_setup', 'credential_setup'):
+            run(manage + [cmd, '--keystone-user', 'root',
+                          '--keystone-group', 'root'], cmd)
+        run(manage + ['bootstrap', '--bootstrap-password', ADMIN_PASSWORD,
+                      '--bootstrap-region-id', 'RegionOne',
+                      '--bootstrap-admin-url', KEYSTONE,
+                      '--bootstrap-public-url', KEYSTONE,
+                      '--bootstrap-internal-url', KEYSTONE],
+            'keystone-manage bootstrap')
+    uwsgi(state, 'keystone')
+    wait_http(KEYSTONE, 'Keystone', state, 'keystone')
+
+
+def admin_env():
+    return {'OS_AUTH_URL': KEYSTONE, 'OS_USERNAME': 'admin',
+            'OS_PASSWORD': ADMIN_PASSWORD, 'OS_PROJECT_NAME': 'admin',
+            'OS_USER_DOMAIN_NAME': 'Default',
+            'OS_PROJECT_DOMAIN_NAME': 'Default',
+            'OS_REGION_NAME': 'RegionOne', 'OS_IDENTITY_API_VERSION': '3'}
+
+
+def connection():
+    import openstack
+    env = admin_env()
+    return openstack.connect(
+        auth_url=env['OS_AUTH_URL'], username='admin',
+        password=ADMIN_PASSWORD, project_name='admin',
+        user_domain_name='Default', project_domain_name='Default',
+        region_name='RegionOne')
+
+
+SERVICES = {
+    # user: (service name, type, URL)
+    'glance': ('glance', 'image', 'http://127.0.0.1:9292'),
+    'placement': ('placement', 'placement', 'http://127.0.0.1:8778'),
+    'nova': ('nova', 'compute', 'http://127.0.0.1:8774/v2.1'),
+    'neutron': ('neutron', 'network', 'http://127.0.0.1:9696'),
+    'heat': ('heat', 'orchestration',
+             'http://127.0.0.1:8004/v1/$(project_id)s'),
+}
+
+
+def _get_or_create(finder, creator, name, **kw):
+    found = finder(name, ignore_missing=True, **{
+        k: v for k, v in kw.items() if k == 'domain_id'})
+    return found or creator(name=name, **kw)
+
+
+def keystone_resources(conn):
+    """Service project and users, catalog, the demo project, Heat's domain."""
+    ident = conn.identity
+    default = ident.find_domain('Default')
+    service = _get_or_create(ident.find_project, ident.create_project,
+                             'service', domain_id=default.id)
+    demo = _get_or_create(ident.find_project, ident.create_project, 'demo',
+                          domain_id=default.id)
+    roles = {r: _get_or_create(ident.find_role, ident.create_role, r)
+             for r in ('admin', 'member', 'reader', 'service',
+                       'heat_stack_owner', 'heat_stack_user')}
+    for user, (name, stype, url) in SERVICES.items():
+        u = _get_or_create(ident.find_user, ident.create_user, user,
+                           domain_id=default.id, password=SERVICE_PASSWORD)
+        for role in ('admin', 'service'):
+            ident.assign_project_role_to_user(service, u, roles[role])
+        svc = ident.find_service(name) or ident.create_service(
+            name=name, type=stype)
+        for iface in ('public', 'internal'):
+            if not list(ident.endpoints(service_id=svc.id,
+                                        interface=iface)):
+                ident.create_endpoint(service_id=svc.id, interface=iface,
+                                      url=url, region_id='RegionOne')
+    u = _get_or_create(ident.find_user, ident.create_user, 'demo',
+                       domain_id=default.id, password=ADMIN_PASSWORD)
+    ident.assign_project_role_to_user(demo, u, roles['member'])
+    admin = ident.find_user('admin')
+    ident.assign_project_role_to_user(demo, admin, roles['admin'])
+    heat_domain = _get_or_create(ident.find_domain, ident.create_domain,
+                                 'heat')
+    du = _get_or_create(ident.find_user, ident.create_user,
+                        'heat_domain_admin', domain_id=heat_domain.id,
+                        password=SERVICE_PASSWORD)
+    ident.assign_domain_role_to_user(heat_domain, du, roles['admin'])
+    say('Keystone: service users, catalog, project demo, domain heat')
+
+
+def placement(state):
+    write_conf(state.etc('placement'), {
+        'DEFAULT': {},
+        'placement_database': {'connection': db_url('placement')},
+        'api': {'auth_strategy': 'keystone'},
+        'keystone_authtoken': authtoken('placement'),
+    })
+    run([os.path.join(BIN, 'placement-manage'), '--config-file',
+         state.etc('placement'), 'db', 'sync'], 'placement-manage db sync')
+    uwsgi(state, 'placement')
+
+
+def glance(state):
+    etc = os.path.join(VENV, 'etc', 'glance')
+    write_conf(state.etc('glance', 'glance-api.conf'), {
+        'DEFAULT': {'enabled_backends': 'file:file',
+                    'workers': 1},
+        'database': {'connection': db_url('glance')},
+        'glance_store': {'default_backend': 'file'},
+        'file': {'filesystem_store_datadir': state.path('glance', 'images')},
+        'os_glance_staging_store': {
+            'filesystem_store_datadir': state.path('glance', 'staging')},
+        'os_glance_tasks_store': {
+            'filesystem_store_datadir': state.path('glance', 'tasks')},
+        'keystone_authtoken': authtoken('glance'),
+        'paste_deploy': {'flavor': 'keystone', 'config_file': os.path.join(
+            etc, 'glance-api-paste.ini')},
+        'oslo_concurrency': {'lock_path': state.path('glance', 'lock')},
+    })
+    for sub in ('images', 'staging', 'tasks', 'lock'):
+        os.makedirs(state.path('glance', sub), exist_ok=True)
+    run([os.path.join(BIN, 'glance-manage'), '--config-file',
+         state.etc('glance', 'glance-api.conf'), 'db_sync'],
+        'glance-manage db_sync')
+    uwsgi(state, 'glance')
+
+
+def neutron(state):
+    write_conf(state.etc('neutron'), {
+        'DEFAULT': {'core_plugin': 'ml2', 'service_plugins': '',
+                    'auth_strategy': 'keystone',
+                    'transport_url': TRANSPORT_URL,
+                    'api_workers': 1, 'rpc_workers': 0,
+                    'notify_nova_on_port_status_changes': 'False',
+                    'notify_nova_on_port_data_changes': 'False',
+                    'api_paste_config': os.path.join(
+                        VENV, 'etc', 'neutron', 'api-paste.ini')},
+        'database': {'connection': db_url('neutron')},
+        'keystone_authtoken': authtoken('neutron'),
+        'oslo_concurrency': {'lock_path': state.path('neutron', 'lock')},
+    })
+    write_conf(state.etc('neutron', 'ml2_conf.ini'), {
+        'ml2': {'type_drivers': 'flat', 'tenant_network_types': '',
+                'mechanism_drivers': '', 'extension_drivers': ''},
+    })
+    os.makedirs(state.path('neutron', 'lock'), exist_ok=True)
+    run([os.path.join(BIN, 'neutron-db-manage'), '--config-file',
+         state.etc('neutron'), '--config-file',
+         state.etc('neutron', 'ml2_conf.ini'), 'upgrade', 'heads'],
+        'neutron-db-manage upgrade heads')
+    uwsgi(state, 'neutron', ['env = OS_NEUTRON_CONFIG_FILES=neutron.conf;'
+                             'ml2_conf.ini'])
+
+
+def heat(state):
+    conf = state.etc('heat')
+    write_conf(conf, {
+        'DEFAULT': {'transport_url': TRANSPORT_URL,
+                    'num_engine_workers': 1,
+                    'stack_user_domain_name': 'heat',
+                    'stack_domain_admin': 'heat_domain_admin',
+                    'stack_domain_admin_password': SERVICE_PASSWORD,
+                    'heat_metadata_server_url': 'http://127.0.0.1:8000',
+                    'heat_waitcondition_server_url':
+                        'http://127.0.0.1:8000/v1/waitcondition',
+                    'region_name_for_services': 'RegionOne'},
+        'database': {'connection': db_url('heat')},
+        'keystone_authtoken': authtoken('heat'),
+        'trustee': {'auth_type': 'password', 'auth_url': KEYSTONE,
+                    'username': 'heat', 'password': SERVICE_PASSWORD,
+                    'user_domain_name': 'Default'},
+        'clients_keystone': {'auth_uri': KEYSTONE.rsplit('/', 1)[0]},
+        'paste_deploy': {'api_paste_config': os.path.join(
+            VENV, 'etc', 'heat', 'api-paste.ini')},
+        'heat_api': {'workers': 1},
+        'oslo_concurrency': {'lock_path': state.path('heat', 'lock')},
+    })
+    os.makedirs(state.path('heat', 'lock'), exist_ok=True)
+    run([os.path.join(BIN, 'heat-manage'), '--config-file', conf,
+         'db_sync'], 'heat-manage db_sync')
+    uwsgi(state, 'heat-api', ['pyargv = --config-file %s' % conf])
+    spawn(state, 'heat-engine', [os.path.join(BIN, 'heat-engine'),
+                                 '--config-file', conf])
+
+
+def nova_conf(state, accel):
+    """nova.conf, and each compute host's own file (devstack's
+    nova-cpu.conf): its name, libvirtd and CPUs."""
+    write_conf(state.etc('nova'), {
+        'DEFAULT': {'transport_url': TRANSPORT_URL,
+                    'state_path': state.path('nova'),
+                    # One path for both hosts: shared storage to Nova,
+                    # so migrations need no ssh between "hosts".
+                    'instances_path': state.path('nova', 'instances'),
+                    'compute_driver': 'libvirt.LibvirtDriver',
+                    'my_ip': '127.0.0.1', 'shutdown_timeout': 0,
+                    'osapi_compute_workers': 1},
+        'api': {'auth_strategy': 'keystone'},
+        'wsgi': {'api_paste_config': os.path.join(
+            VENV, 'etc', 'nova', 'api-paste.ini')},
+        'api_database': {'connection': db_url('nova_api')},
+        'database': {'connection': db_url('nova')},
+        'keystone_authtoken': authtoken('nova'),
+        'placement': keystoneauth('placement'),
+        'neutron': keystoneauth('neutron'),
+        'service_user': dict(keystoneauth('nova'),
+                             send_service_user_token='True'),
+        'glance': {'region_name': 'RegionOne'},
+        'conductor': {'workers': 1},
+        'scheduler': {'workers': 1},
+        'vnc': {'enabled': 'False'},
+        'oslo_concurrency': {'lock_path': state.path('nova', 'lock')},
+        'libvirt': {'virt_type': accel, 'cpu_mode': 'none'},
+        'compute': {'cpu_shared_set': '0'},
+    })
+    for name in HOSTS:
+        write_conf(state.etc('nova', 'nova-cpu-%s.conf' % name), {
+            'DEFAULT': {'host': name},
+            'libvirt': {'connection_uri': state.host(name).uri},
+            'compute': {'cpu_shared_set': '0'},
+        })
+    for sub in ('instances', 'lock'):
+        os.makedirs(state.path('nova', sub), exist_ok=True)
+    # nova-api's WSGI application reads the first of its files
+    # (api-paste.ini, nova.conf) as its paste pipeline.
+    shutil.copy(os.path.join(VENV, 'etc', 'nova', 'api-paste.ini'),
+                state.etc('nova', 'api-paste.ini'))
+
+
+def nova_db(state):
+    manage = [os.path.join(BIN, 'nova-manage'), '--config-file',
+              state.etc('nova')]
+    run(manage + ['api_db', 'sync'], 'nova-manage api_db sync')
+    run(manage + ['cell_v2', 'map_cell0', '--database_connection',
+                  db_url('nova_cell0')], 'nova-manage cell_v2 map_cell0')
+    cells = run(manage + ['cell_v2', 'list_cells']).stdout
+    if ' cell1 ' not in cells:
+        run(manage + ['cell_v2', 'create_cell', '--name', 'cell1'],
+            'nova-manage cell_v2 create_cell')
+    run(manage + ['db', 'sync'], 'nova-manage db sync')
+
+
+def nova_services(state):
+    conf = state.etc('nova')
+    uwsgi(state, 'nova-api')
+    for name in ('nova-conductor', 'nova-scheduler'):
+        spawn(state, name, [os.path.join(BIN, name), '--config-file', conf])
+    for host in HOSTS:
+        spawn(state, 'nova-compute-%s' % host,
+              fake_host.enter_argv(state.host(host)) + [
+                  os.path.join(BIN, 'nova-compute'), '--config-file', conf,
+                  '--config-file',
+                  state.etc('nova', 'nova-cpu-%s.conf' % host)])
+
+
+def node_env(state, node):
+    """devstack's variables on ``node`` (aio-1: the controller too)."""
+    controller = node == HOSTS[0]
+    services = ['n-cpu', 'resq-agent']
+    if controller:
+        services += ['key', 'g-api', 'placement-api', 'n-api', 'n-cond',
+                     'n-sch', 'q-svc', 'h-api', 'h-eng', 'resq-api',
+                     'resq-optimizer']
+    conf_dir = '/etc/resq' if controller else '/etc/resq-%s' % node
+    paths = state.host(node)
+    env = dict(admin_env(), **{
+        'PATH': '%s:/usr/sbin:/usr/bin:/sbin:/bin' % BIN,
+        'HOME': os.environ.get('HOME', '/root'), 'LANG': 'C.UTF-8',
+        'RESQ_DIR': REPO, 'DEST': state.path('dest'),
+        'DATA_DIR': state.path('data', node), 'STACK_USER': STACK_USER,
+        'ENABLED_SERVICES': ','.join(services),
+        'KEYSTONE_SERVICE_URI': KEYSTONE.rsplit('/', 1)[0],
+        'ADMIN_PASSWORD': ADMIN_PASSWORD,
+        'SERVICE_PASSWORD': SERVICE_PASSWORD,
+        'SERVICE_DOMAIN_NAME': 'Default', 'SERVICE_PROJECT_NAME': 'service',
+        'REGION_NAME': 'RegionOne', 'SERVICE_PROTOCOL': 'http',
+        'SERVICE_HOST': '127.0.0.1', 'MEMCACHE_SERVERS': '',
+        'SSL_BUNDLE_FILE': '', 'API_WORKERS': '1',
+        'NOVA_CONF': state.etc('nova'),
+        'NOVA_CPU_CONF': state.etc('nova', 'nova-cpu-%s.conf' % node),
+        'LIBVIRT_URI': paths.uri,
+        'RESQ_CONF_DIR': conf_dir,
+        'RESQ_SUDOERS_FILE': '/etc/sudoers.d/resq-nova-%s' % node,
+        'RESQ_FLAVOR_RAM_MB': '64', 'RESQ_FLAVOR_DISK_GB': '1',
+        'FAKE_DEVSTACK_CALLS': state.log('devstack-%s.calls' % node),
+        'FAKE_DEVSTACK_BIN': BIN,
+        'AIO_ENTER': ' '.join(fake_host.enter_argv(paths)),
+        'AIO_RUN_DIR': state.path('run', node),
+        'AIO_LOG_DIR': state.path('logs', node),
+        'AIO_APACHE_SITES': state.path('apache', 'sites'),
+        'AIO_UWSGI_SOCKET_DIR': state.path('uwsgi'),
+        'AIO_BIN': BIN, 'AIO_DB_PREFIX': DB_PREFIX,
+        'AIO_TRANSPORT_URL': TRANSPORT_URL,
+        'AIO_PATH': '%s:/usr/sbin:/usr/bin:/sbin:/bin' % BIN,
+    })
+    return env
+
+
+def devstack(state, node, *phase):
+    """The plugin's ``plugin.sh PHASE...`` on ``node``, the way devstack
+    sources it: settings, then plugin.sh with the phase as arguments."""
+    shell(state, node, 'source %s/devstack/plugin.sh %s' % (
+        REPO, ' '.join(phase)), 'plugin.sh ' + ' '.join(phase))
+
+
+def shell(state, node, script, what):
+    """``script`` after devstack's functions (acting) and the plugin's
+    settings, as root in ``node``'s namespaces (what it sees of resctrl)."""
+    script = ('set -e; source %(fake)s; source %(acting)s; '
+              'source %(repo)s/devstack/settings; %(script)s' % {
+                  'fake': os.path.join(REPO, 'tests', 'unit', 'devstack',
+                                       'fake_devstack.sh'),
+                  'acting': os.path.join(REPO, 'tests', 'cloud',
+                                         'devstack.sh'),
+                  'repo': REPO, 'script': script})
+    env = node_env(state, node)
+    os.makedirs(state.path('logs'), exist_ok=True)
+    os.makedirs(state.path('uwsgi'), exist_ok=True)
+    os.chmod(state.path('uwsgi'), 0o777)
+    argv = fake_host.enter_argv(state.host(node)) + ['bash', '-c', script]
+    with open(state.log('devstack-%s' % node), 'a') as log:
+        log.write('=== %s\n' % what)
+        log.flush()
+        rc = subprocess.run(argv, env=env, stdout=log, stderr=log,
+                            stdin=subprocess.DEVNULL).returncode
+    if rc:
+        raise CloudError('devstack: %s failed on %s (exit %d); see %s' % (
+            what, node, rc, state.log('devstack-%s' % node)))
+    say('devstack: %s on %s' % (what, node))
+
+
+def iniset(path, section, option, value):
+    """devstack's iniset (the stand-in's ini editor, devstack semantics)."""
+    run(['bash', '-c', 'source %s; iniset "$@"' % os.path.join(
+        REPO, 'tests', 'unit', 'devstack', 'fake_devstack.sh'), 'iniset',
+        path, section, option, value], 'iniset %s' % path,
+        env=dict(os.environ, FAKE_DEVSTACK_CALLS='/dev/null'))
+
+
+def agent_conf(node):
+    conf_dir = '/etc/resq' if node == HOSTS[0] else '/etc/resq-%s' % node
+    return os.path.join(conf_dir, 'resq-agent.conf')
+
+
+def agent_settings():
+    """What two agents on one machine need apart: a metrics port each."""
+    for node in HOSTS:
+        iniset(agent_conf(node), 'resq_agent', 'metrics_listen',
+               '127.0.0.1:%d' % AGENT_METRICS_PORTS[node])
+
+
+APACHE_CONF = """ServerRoot "%(root)s"
+ServerName 127.0.0.1
+PidFile "%(root)s/httpd.pid"
+Listen 127.0.0.1:%(port)d
+LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so
+LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
+LoadModule proxy_module /usr/lib/apache2/modules/mod_proxy.so
+LoadModule proxy_uwsgi_module /usr/lib/apache2/modules/mod_proxy_uwsgi.so
+User www-data
+Group www-data
+ErrorLog "%(logs)s/apache-error.log"
+LogFormat "%%h %%t \\"%%r\\" %%>s %%b %%D" aio
+CustomLog "%(logs)s/apache-access.log" aio
+Include "%(root)s/sites/*.conf"
+"""
+
+
+def apache(state):
+    """devstack's Apache: the proxies write_uwsgi_config wrote."""
+    root = state.path('apache')
+    os.makedirs(os.path.join(root, 'sites'), exist_ok=True)
+    conf = os.path.join(root, 'httpd.conf')
+    with open(conf, 'w') as f:
+        f.write(APACHE_CONF % {'root': root, 'port': APACHE_PORT,
+                               'logs': state.path('logs')})
+    action = 'graceful' if alive(os.path.join(root, 'httpd.pid')) else \
+        'start'
+    run(['/usr/sbin/apache2', '-f', conf, '-k', action], 'apache2 ' + action,
+        env=dict(os.environ, APACHE_RUN_DIR=root, APACHE_LOCK_DIR=root,
+                 APACHE_LOG_DIR=state.path('logs')))
+    say('Apache: %s on port %d' % (action, APACHE_PORT))
+
+
+def wait_computes(state, conn, seconds=180):
+    """Both nova-compute services up, their nodes mapped to cell1."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        up = {s.host for s in conn.compute.services()
+              if s.binary == 'nova-compute' and s.state == 'up'}
+        if up >= set(HOSTS):
+            break
+        for host in HOSTS:
+            if not alive(state.pid('nova-compute-%s' % host)):
+                raise CloudError('nova-compute on %s exited; see %s' % (
+                    host, state.log('nova-compute-%s' % host)))
+        time.sleep(1)
+    else:
+        raise CloudError('nova-compute did not come up on %s in %d s; see '
+                         '%s' % (', '.join(HOSTS), seconds,
+                                 state.path('logs')))
+    run([os.path.join(BIN, 'nova-manage'), '--config-file', state.etc('nova'),
+         'cell_v2', 'discover_hosts'], 'nova-manage cell_v2 discover_hosts')
+    say('nova-compute up on %s' % ', '.join(HOSTS))
+
+
+def image(state, conn):
+    """A 4 MiB raw image: guests with no OS, enough for the hypervisor."""
+    found = conn.image.find_image('resq-empty')
+    if found:
+        return found.id
+    path = state.path('empty.raw')
+    with open(path, 'wb') as f:
+        f.truncate(4 * 1024 * 1024)
+    img = conn.image.create_image(
+        name='resq-empty', filename=path, disk_format='raw',
+        container_format='bare', visibility='public', wait=True)
+    say('Glance: image resq-empty %s' % img.id)
+    return img.id
+
+
+def tempest_workspace(state, image_id):
+    """tempest init, and tempest.conf for this cloud and the plugin."""
+    ws = state.path('tempest')
+    if not os.path.isdir(os.path.join(ws, 'etc')):
+        run([os.path.join(BIN, 'tempest'), 'init', ws], 'tempest init')
+    hosts = ','.join('%s:%s' % (h, state.host(h).state) for h in HOSTS)
+    metrics = ','.join('%s:http://127.0.0.1:%d/metrics' % (
+        h, AGENT_METRICS_PORTS[h]) for h in HOSTS)
+    write_conf(os.path.join(ws, 'etc', 'tempest.conf'), {
+        'DEFAULT': {'log_dir': os.path.join(ws, 'logs'),
+                    'log_file': 'tempest.log'},
+        'auth': {'admin_username': 'admin', 'admin_password': ADMIN_PASSWORD,
+                 'admin_project_name': 'admin',
+                 'admin_domain_name': 'Default',
+                 'use_dynamic_credentials': 'True'},
+        'identity': {'uri_v3': KEYSTONE, 'auth_version': 'v3',
+                     'region': 'RegionOne'},
+        'identity-feature-enabled': {'api_v2': 'False'},
+        'compute': {'image_ref': image_id, 'image_ref_alt': image_id,
+                    'min_compute_nodes': len(HOSTS),
+                    'build_timeout': 120},
+        'compute-feature-enabled': {'live_migration': 'True',
+                                    'resize': 'True', 'shelve': 'True',
+                                    'console_output': 'False',
+                                    'vnc_console': 'False'},
+        'network': {'shared_physical_network': 'False'},
+        'network-feature-enabled': {'ipv6': 'False'},
+        'validation': {'run_validation': 'False'},
+        'service_available': {'nova': 'True', 'glance': 'True',
+                              'neutron': 'True', 'heat': 'True',
+                              'cinder': 'False', 'swift': 'False',
+                              'resq': 'True'},
+        'heat_plugin': {},
+        'resq': {'compute_hosts': hosts, 'agent_metrics': metrics,
+                 'example_profile': 'lpm-example', 'flavor_ram_mb': 64,
+                 'optimizer_config': '/etc/resq/resq-optimizer.conf',
+                 'live_migration': 'True',
+                 'agent_restart_command': '%s -m tests.cloud.aio '
+                 'restart-agent --state %s --host {host}' % (
+                     sys.executable, state.root)},
+    })
+    return ws
+
+
+def cloud_json(state, image_id, accel):
+    doc = {'venv': VENV, 'state': state.root, 'accel': accel,
+           'auth': admin_env(), 'image': image_id,
+           'tempest_workspace': state.path('tempest'),
+           'hosts': {h: {'state': state.host(h).state,
+                         'libvirt_uri': state.host(h).uri,
+                         'agent_conf': agent_conf(h),
+                         'agent_metrics': 'http://127.0.0.1:%d/metrics'
+                         % AGENT_METRICS_PORTS[h]} for h in HOSTS},
+           'endpoints': dict({k: 'http://127.0.0.1:%d' % v
+                              for k, v in PORTS.items()},
+                             resq='http://127.0.0.1:%d/resq' % APACHE_PORT)}
+    tmp = state.path('cloud.json.tmp')
+    with open(tmp, 'w') as f:
+        json.dump(doc, f, indent=2, sort_keys=True)
+    os.replace(tmp, state.path('cloud.json'))
+
+
+def up(state):
+    accel = preflight()
+    os.makedirs(state.root, exist_ok=True)
+    stack_user()
+    hosts_up(state, accel)
+    databases()
+    keystone(state)
+    conn = connection()
+    keystone_resources(conn)
+    placement(state)
+    glance(state)
+    neutron(state)
+    heat(state)
+    for name, port in PORTS.items():
+        if name not in ('keystone', 'nova-api'):
+            wait_http('http://127.0.0.1:%d/' % port, name, state, name)
+    say('Placement, Glance, Neutron, Heat answer')
+    nova_conf(state, accel)
+    nova_db(state)
+    for node in HOSTS:
+        devstack(state, node, 'stack', 'install')
+        devstack(state, node, 'stack', 'post-config')
+    agent_settings()
+    apache(state)
+    nova_services(state)
+    wait_http('http://127.0.0.1:%d/' % PORTS['nova-api'], 'nova-api', state,
+              'nova-api')
+    conn = connection()  # a token whose catalog has every service
+    wait_computes(state, conn)
+    for node in HOSTS:
+        devstack(state, node, 'stack', 'extra')
+    image_id = image(state, conn)
+    tempest_workspace(state, image_id)
+    cloud_json(state, image_id, accel)
+    say('the cloud is up: %s' % state.path('cloud.json'))
+
+
+def _stop(pid_file, seconds=5):
+    pid = alive(pid_file)
+    if pid:
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except OSError:
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and alive(pid_file):
+            time.sleep(0.1)
+        if alive(pid_file):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    if os.path.exists(pid_file):
+        os.unlink(pid_file)
+
+
+def restart_agent(state, host):
+    """Stop and start ``host``'s resq-agent as devstack would."""
+    shell(state, host, 'source %s/devstack/lib/resq; stop_process resq-agent; '
+          'ENABLED_SERVICES=resq-agent start_resq' % REPO,
+          'restart resq-agent')
+
+
+def down(state, purge=False):
+    for node in HOSTS:
+        if alive(state.host(node).pid):
+            devstack(state, node, 'unstack')
+            if purge:
+                devstack(state, node, 'clean')
+    run_dir = state.path('run')
+    for name in sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else ():
+        if name.endswith('.pid'):
+            _stop(os.path.join(run_dir, name))
+    _stop(state.path('apache', 'httpd.pid'))
+    for node in HOSTS:
+        fake_host.down(state.host(node))
+    say('services, guests and hosts stopped')
+    if purge:
+        mysql('; '.join('DROP DATABASE IF EXISTS %s%s' % (DB_PREFIX, db)
+                        for db in DATABASES + ('resq',)))
+        shutil.rmtree(state.root, ignore_errors=True)
+        say('databases and %s removed' % state.root)
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog='python -m tests.cloud.aio',
+                                description=__doc__.split('\n')[0])
+    sub = p.add_subparsers(dest='command', required=True)
+    for name in ('up', 'down', 'restart-agent'):
+        cmd = sub.add_parser(name)
+        cmd.add_argument('--state', required=True,
+                         help='the cloud\'s own directory')
+        if name == 'down':
+            cmd.add_argument('--purge', action='store_true',
+                             help='also drop its databases and remove '
+                                  'the state directory')
+        if name == 'restart-agent':
+            cmd.add_argument('--host', required=True, choices=HOSTS)
+    return p
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    state = State(args.state)
+    try:
+        if args.command == 'up':
+            up(state)
+        elif args.command == 'down':
+            down(state, args.purge)
+        else:
+            restart_agent(state, args.host)
+    except (CloudError, fake_host.HostError) as exc:
+        print('ERROR: %s' % exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
