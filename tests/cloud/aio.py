@@ -495,10 +495,20 @@ def heat(state):
                                  '--config-file', conf])
 
 
+def privsep_sections():
+    """nova-compute runs as root here: its privsep contexts start
+    privsep-helper directly (devstack's default is sudo and rootwrap, which
+    sudo's secure_path would not find in a virtual environment)."""
+    helper = {'helper_command': os.path.join(BIN, 'privsep-helper')}
+    return {section: dict(helper) for section in (
+        'nova_sys_admin', 'vif_plug_ovs_privileged',
+        'vif_plug_linux_bridge_privileged', 'privsep_osbrick')}
+
+
 def nova_conf(state, accel):
     """nova.conf, and each compute host's own file (devstack's
     nova-cpu.conf): its name, libvirtd and CPUs."""
-    write_conf(state.etc('nova'), {
+    write_conf(state.etc('nova'), dict(privsep_sections(), **{
         'DEFAULT': {'transport_url': TRANSPORT_URL,
                     'state_path': state.path('nova'),
                     # One path for both hosts: shared storage to Nova,
@@ -524,10 +534,12 @@ def nova_conf(state, accel):
         'oslo_concurrency': {'lock_path': state.path('nova', 'lock')},
         'libvirt': {'virt_type': accel, 'cpu_mode': 'none'},
         'compute': {'cpu_shared_set': '0'},
-    })
+    }))
     for name in HOSTS:
         write_conf(state.etc('nova', 'nova-cpu-%s.conf' % name), {
-            'DEFAULT': {'host': name},
+            # Its own state (Nova keeps the node's uuid in compute_id
+            # there); the instances path stays the shared one.
+            'DEFAULT': {'host': name, 'state_path': state.path('nova', name)},
             'libvirt': {'connection_uri': state.host(name).uri},
             'compute': {'cpu_shared_set': '0'},
         })
