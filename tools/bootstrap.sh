@@ -18,8 +18,9 @@ if [ -n "$missing" ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
-# libvirtd and QEMU for tests/host, without what they recommend.
-missing=$(bindep -b host || true)
+# libvirtd and QEMU for tests/host, Apache and sudo for the all-in-one
+# cloud, without what they recommend.
+missing=$(bindep -b host cloud || true)
 if [ -n "$missing" ]; then
     echo "Installing Debian packages (no recommends): $missing"
     $SUDO apt-get update -qq

@@ -496,9 +496,12 @@ def heat(state):
 
 
 def privsep_sections():
-    """nova-compute runs as root here: its privsep contexts start
-    privsep-helper directly (devstack's default is sudo and rootwrap, which
-    sudo's secure_path would not find in a virtual environment)."""
+    """nova-compute's privsep contexts: privsep-helper itself.
+
+    nova-compute runs as root here; devstack's default is sudo and
+    rootwrap, which sudo's secure_path would not find in a virtual
+    environment.
+    """
     helper = {'helper_command': os.path.join(BIN, 'privsep-helper')}
     return {section: dict(helper) for section in (
         'nova_sys_admin', 'vif_plug_ovs_privileged',
@@ -506,8 +509,11 @@ def privsep_sections():
 
 
 def nova_conf(state, accel):
-    """nova.conf, and each compute host's own file (devstack's
-    nova-cpu.conf): its name, libvirtd and CPUs."""
+    """nova.conf, and each compute host's own file.
+
+    The host's file is devstack's nova-cpu.conf: its name, libvirtd and
+    state.
+    """
     write_conf(state.etc('nova'), dict(privsep_sections(), **{
         'DEFAULT': {'transport_url': TRANSPORT_URL,
                     'state_path': state.path('nova'),
@@ -621,15 +627,20 @@ def node_env(state, node):
 
 
 def devstack(state, node, *phase):
-    """The plugin's ``plugin.sh PHASE...`` on ``node``, the way devstack
-    sources it: settings, then plugin.sh with the phase as arguments."""
+    """The plugin's ``plugin.sh PHASE...`` on ``node``.
+
+    As devstack sources it: settings, then plugin.sh with the phase as
+    arguments.
+    """
     shell(state, node, 'source %s/devstack/plugin.sh %s' % (
         REPO, ' '.join(phase)), 'plugin.sh ' + ' '.join(phase))
 
 
 def shell(state, node, script, what):
-    """``script`` after devstack's functions (acting) and the plugin's
-    settings, as root in ``node``'s namespaces (what it sees of resctrl)."""
+    """``script`` after devstack's functions and the plugin's settings.
+
+    As root in ``node``'s namespaces (what it sees of resctrl).
+    """
     script = ('set -e; source %(fake)s; source %(acting)s; '
               'source %(repo)s/devstack/settings; %(script)s' % {
                   'fake': os.path.join(REPO, 'tests', 'unit', 'devstack',
@@ -889,11 +900,53 @@ def down(state, purge=False):
         say('databases and %s removed' % state.root)
 
 
+def tempest(state, regex='resq_tempest_plugin', concurrency=1):
+    """The tempest plugin's tests on the cloud.
+
+    :returns: tempest's exit status and its counts (``{'passed': n,
+        'failed': n, 'skipped': n}``).
+    """
+    ws = state.path('tempest')
+    proc = subprocess.run(
+        [os.path.join(BIN, 'tempest'), 'run', '--regex', regex,
+         '--concurrency', str(concurrency)], cwd=ws, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    sys.stdout.write(proc.stdout)
+    counts = {}
+    for key in ('Passed', 'Failed', 'Skipped'):
+        found = [line for line in proc.stdout.splitlines()
+                 if line.startswith(' - %s: ' % key)]
+        counts[key.lower()] = int(found[-1].split()[-1]) if found else 0
+    return proc.returncode, counts
+
+
+def check(state, keep=False):
+    """Up, the tempest plugin, down: what ``tox -e cloud`` runs.
+
+    A skipped scenario fails the check (it is not a pass).
+    """
+    started = time.monotonic()
+    try:
+        up(state)
+        say('set-up took %.0f s' % (time.monotonic() - started))
+        rc, counts = tempest(state)
+    finally:
+        if not keep:
+            down(state)
+    if rc == 0 and counts['passed'] == 0:
+        raise CloudError('tempest ran no resq test')
+    if rc == 0 and counts['skipped']:
+        raise CloudError('%d resq scenario(s) were skipped; a skipped '
+                         'scenario is not a pass (see the reasons above)'
+                         % counts['skipped'])
+    return rc
+
+
 def _parser():
     p = argparse.ArgumentParser(prog='python -m tests.cloud.aio',
                                 description=__doc__.split('\n')[0])
     sub = p.add_subparsers(dest='command', required=True)
-    for name in ('up', 'down', 'restart-agent'):
+    for name in ('up', 'down', 'check', 'restart-agent'):
         cmd = sub.add_parser(name)
         cmd.add_argument('--state', required=True,
                          help='the cloud\'s own directory')
@@ -901,6 +954,9 @@ def _parser():
             cmd.add_argument('--purge', action='store_true',
                              help='also drop its databases and remove '
                                   'the state directory')
+        if name == 'check':
+            cmd.add_argument('--keep', action='store_true',
+                             help='leave the cloud up afterwards')
         if name == 'restart-agent':
             cmd.add_argument('--host', required=True, choices=HOSTS)
     return p
@@ -914,6 +970,8 @@ def main(argv=None):
             up(state)
         elif args.command == 'down':
             down(state, args.purge)
+        elif args.command == 'check':
+            return check(state, args.keep)
         else:
             restart_agent(state, args.host)
     except (CloudError, fake_host.HostError) as exc:
