@@ -6,6 +6,7 @@ import sys
 BENCHMARKS = {
     'agent': 'benchmarks.agent',
     'api': 'benchmarks.api',
+    'cloud': 'benchmarks.cloud',
     'host': 'benchmarks.host',
     'milp': 'benchmarks.milp',
     'nfvnice': 'benchmarks.nfvnice',

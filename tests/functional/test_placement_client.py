@@ -91,3 +91,20 @@ class PlacementClientTest(testtools.TestCase):
         exc = self.assertRaises(placement_client.PlacementUnavailable,
                                 down.get_provider, self.root)
         self.assertIn('[placement]', str(exc))
+
+    def test_a_class_nobody_reported_has_no_candidates(self):
+        # Found on the real cloud: before any agent has reported, Placement
+        # does not know CUSTOM_LLC_WAY and answers 400; admission must see
+        # no room (and wait for the agents), not a failed request.
+        body = self.client.allocation_candidates({
+            '': {'resources': {'VCPU': 1}},
+            '_LLC': {'resources': {'CUSTOM_NEVER_REPORTED': 1},
+                     'required': ['CUSTOM_CAT_L3']}}, group_policy='none')
+        self.assertEqual({'allocation_requests': [],
+                          'provider_summaries': {}}, body)
+
+    def test_other_bad_candidate_requests_still_fail(self):
+        self.assertRaises(
+            placement_client.PlacementError,
+            self.client.allocation_candidates,
+            {'': {'resources': {'VCPU': 1}, 'required': ['not a trait']}})

@@ -97,24 +97,37 @@ class Devstack(fixtures.Fixture):
         self.sudoers = d('sudoers.d', 'resq-nova')
         self.privsep_conf = d('privsep', 'resq-agent-privsep.conf')
         self.plan_file = d('plan.json')
+        self.refusal_file = d('refusal.txt')
         # The interpreter resq-nova is installed for, as devstack's venv.
         self._script('python3', '#!/bin/sh\nexec %s "$@"\n' % sys.executable)
-        self._script('resq-profiler',
-                     '#!/bin/sh\nexec %s -c "import sys; from resq_profiler.'
-                     'cmd.profiler import main; sys.exit(main())" "$@"\n'
-                     % sys.executable)
+        # The real resq-profiler; an upload to resq-api (which does not run
+        # here) is recorded, and the profile stored as without it.
+        self._script('resq-profiler', """#!/bin/bash
+echo "resq-profiler $*" >> %(calls)s
+args=()
+for a in "$@"; do
+    [[ $a == --upload || $a == --public ]] || args+=("$a")
+done
+exec %(python)s -c "import sys; from resq_profiler.cmd.profiler import main; \
+sys.exit(main())" "${args[@]}"
+""" % {'calls': self.calls_file, 'python': sys.executable})
         self._script('resq-manage', '#!/bin/sh\necho "resq-manage $*" >> '
                      '%s\n' % self.calls_file)
         # resq-admit needs Nova and Placement: print the prepared plan, or
         # refuse the way resq-admit does when there is no room.
         self._script('resq-admit', """#!/bin/bash
 echo "resq-admit $*" >> %(calls)s
+if [[ -s %(refusal)s ]]; then
+    cat %(refusal)s >&2
+    exit 1
+fi
 if [[ ! -s %(plan)s ]]; then
-    echo "REFUSED (cluster capacity): SLO term x: no room" >&2
+    echo "REFUSED (cluster_capacity): SLO term x: no room" >&2
     exit 1
 fi
 cat %(plan)s
-""" % {'calls': self.calls_file, 'plan': self.plan_file})
+""" % {'calls': self.calls_file, 'plan': self.plan_file,
+       'refusal': self.refusal_file})
         self.env = {
             'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
             'HOME': self.root,
@@ -586,9 +599,25 @@ class PluginTest(base.TestCase):
         ds.run(POST_CONFIG)
         proc = ds.run(EXTRA, check=False)
         self.assertEqual(1, proc.returncode)
-        self.assertIn('REFUSED (cluster capacity)', proc.stderr)
+        self.assertIn('REFUSED (cluster_capacity)', proc.stderr)
         self.assertIn('no room for example SLO lpm (4 Mpps at p95 <= 21 us)'
                       ' after 0s; is resq-agent running', proc.stderr)
+        self.assertEqual([], ds.calls('openstack'))
+
+    def test_a_refusal_other_than_room_ends_the_wait_at_once(self):
+        # Found on the real cloud: a profile resq-api did not have was
+        # waited on for RESQ_INVENTORY_TIMEOUT as if the agents were late.
+        ds = self.useFixture(Devstack(RESQ_INVENTORY_TIMEOUT='600'))
+        ds.run(POST_CONFIG)
+        with open(ds.refusal_file, 'w') as f:
+            f.write("REFUSED (profile): SLO term lpm: no profile "
+                    "'lpm-example' in resq-api\n")
+        proc = ds.run(EXTRA, check=False)
+        self.assertEqual(1, proc.returncode)
+        self.assertEqual([], ds.calls('sleep'))
+        self.assertIn("example SLO lpm refused: REFUSED (profile): SLO term "
+                      "lpm: no profile 'lpm-example'", proc.stderr)
+        self.assertEqual(1, len(ds.calls('resq-admit')))
         self.assertEqual([], ds.calls('openstack'))
 
     def test_bad_example_term_is_named(self):
@@ -608,6 +637,14 @@ class PluginTest(base.TestCase):
                           'utf8'], api['database']['connection'])
         self.assertEqual(['keystone'], api['api']['auth_strategy'])
         self.assertEqual(['resq'], api['keystone_authtoken']['username'])
+        # resq-admit reads profiles from resq-api: the example goes there,
+        # for every project, with the admin's credentials.
+        self.assertEqual(['--config-file %s profile LPM --id lpm-example '
+                          '--upload --public' % os.path.join(
+                              ds.conf_dir, 'resq-profiler.conf')],
+                         ds.calls('resq-profiler'))
+        profiler = parse_ini(os.path.join(ds.conf_dir, 'resq-profiler.conf'))
+        self.assertEqual(['admin'], profiler['resq_api']['username'])
         uwsgi = parse_ini(os.path.join(ds.conf_dir, 'resq-api-uwsgi.ini'))
         self.assertEqual(['resq_nova.api.wsgi:application'],
                          uwsgi['uwsgi']['module'])

@@ -1,0 +1,174 @@
+"""The all-in-one cloud (tests/cloud/aio.py), measured.
+
+* ``setup_s``: ``aio up`` from nothing (databases dropped, state removed)
+  to the cloud answering with its example flavors made (target <= 1800);
+* ``boot_to_partition_s``: ``server create`` with the example ResQ flavor
+  (Nova API, scheduler with ResQ's filter, nova-compute on libvirt, a real
+  KVM guest) to the guest's resctrl group holding its mask and CPUs
+  (median of 3, the max too; target <= 60);
+* ``delete_to_release_s``: ``server delete`` to its group gone;
+* ``rss_mb``: resident memory by service (each service's process tree);
+* ``tempest_passed`` / ``tempest_failed``: the tempest plugin on the cloud.
+
+Runs as root in the ``cloud`` tox environment (``tox -e bench -- cloud``
+builds it and re-runs itself there). ``--keep`` leaves the cloud up.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLOUD_PYTHON = os.path.join(REPO, '.tox', 'cloud', 'bin', 'python')
+
+
+def _in_cloud_env(argv):
+    """Re-run in the cloud tox environment, which has the services."""
+    if not os.path.exists(CLOUD_PYTHON):
+        subprocess.run([sys.executable, '-m', 'tox', '-e', 'cloud',
+                        '--notest'], cwd=REPO, check=True)
+    os.execv(CLOUD_PYTHON, [CLOUD_PYTHON, '-m', 'benchmarks', 'cloud']
+             + list(argv))
+
+
+def _wait(predicate, seconds, what):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise RuntimeError('%s: not within %d s' % (what, seconds))
+
+
+def _group_of(state, hosts, uuid):
+    """``(class group path)`` holding the guest's monitoring group."""
+    for host in hosts:
+        root = state.host(host).resctrl
+        for name in os.listdir(root):
+            mon = os.path.join(root, name, 'mon_groups', 'resq-' + uuid)
+            if name.startswith('resq-cos') and os.path.isdir(mon):
+                return os.path.join(root, name)
+    return None
+
+
+def _partitioned(state, hosts, uuid, ways):
+    group = _group_of(state, hosts, uuid)
+    if not group:
+        return None
+    with open(os.path.join(group, 'schemata')) as f:
+        masks = [part.split('=')[1] for line in f if line.startswith('L3')
+                 for part in line.strip()[3:].split(';')]
+    with open(os.path.join(group, 'cpus_list')) as f:
+        cpus = f.read().strip()
+    if cpus and any(bin(int(m, 16)).count('1') == ways for m in masks):
+        return group
+    return None
+
+
+def _cycle(aio, state, conn, flavor, image):
+    ways = int(flavor.extra_specs.get('resources_LLC:CUSTOM_LLC_WAY')
+               or flavor.name.rsplit('.', 1)[1].rstrip('w'))
+    t0 = time.monotonic()
+    server = conn.compute.create_server(
+        name='bench', flavor_id=flavor.id, image_id=image, networks='none')
+    _wait(lambda: _partitioned(state, aio.HOSTS, server.id, ways), 120,
+          'partition of %s' % server.id)
+    boot = time.monotonic() - t0
+    conn.compute.wait_for_server(server, wait=120)
+    t0 = time.monotonic()
+    conn.compute.delete_server(server)
+    _wait(lambda: not _group_of(state, aio.HOSTS, server.id), 120,
+          'release of %s' % server.id)
+    release = time.monotonic() - t0
+    conn.compute.wait_for_delete(server, wait=120)
+    return boot, release
+
+
+def _tree_rss_mb(pid):
+    """Resident memory of ``pid`` and its descendants, in MiB."""
+    out = subprocess.run(['ps', '-e', '-o', 'pid=,ppid=,rss='],
+                         capture_output=True, text=True).stdout
+    rows = [tuple(int(x) for x in line.split()) for line in out.splitlines()]
+    tree, todo = {pid}, [pid]
+    while todo:
+        parent = todo.pop()
+        for child, ppid, _rss in rows:
+            if ppid == parent and child not in tree:
+                tree.add(child)
+                todo.append(child)
+    return round(sum(rss for p, _pp, rss in rows if p in tree) / 1024.0, 1)
+
+
+def _rss(aio, state):
+    figures = {}
+    for dirpath, _dirs, files in os.walk(state.path('run')):
+        for name in files:
+            if name.endswith('.pid'):
+                pid = aio.alive(os.path.join(dirpath, name))
+                if pid:
+                    node = os.path.relpath(dirpath, state.path('run'))
+                    key = name[:-4] if node == '.' else '%s@%s' % (
+                        name[:-4], node)
+                    figures[key] = _tree_rss_mb(pid)
+    for host in aio.HOSTS:
+        pid = aio.alive(state.host(host).pid)
+        if pid:
+            figures['libvirtd@%s' % host] = _tree_rss_mb(pid)
+    return figures
+
+
+def run(aio, state, keep):
+    aio.down(state, purge=True)
+    t0 = time.monotonic()
+    aio.up(state)
+    figures = {'setup_s': round(time.monotonic() - t0, 1)}
+    try:
+        conn = aio.connection()
+        flavor = next(f for f in conn.compute.flavors(is_public=None)
+                      if f.name.startswith('resq.'))
+        flavor = conn.compute.get_flavor(flavor.id)
+        image = conn.image.find_image('resq-empty').id
+        boots, releases = [], []
+        for _ in range(3):
+            boot, release = _cycle(aio, state, conn, flavor, image)
+            boots.append(boot)
+            releases.append(release)
+        figures.update(
+            boot_to_partition_s=round(statistics.median(boots), 2),
+            boot_to_partition_max_s=round(max(boots), 2),
+            delete_to_release_s=round(statistics.median(releases), 2),
+            delete_to_release_max_s=round(max(releases), 2))
+        rss = _rss(aio, state)
+        figures['rss_mb'] = rss
+        figures['rss_total_mb'] = round(sum(rss.values()), 1)
+        _rc, counts = aio.tempest(state)
+        figures['tempest_passed'] = counts['passed']
+        figures['tempest_failed'] = counts['failed']
+        figures['tempest_skipped'] = counts['skipped']
+    finally:
+        if not keep:
+            aio.down(state)
+    return figures
+
+
+def main(argv):
+    try:
+        import nova  # noqa: F401  (the services are here)
+
+        from tests.cloud import aio
+    except ImportError:
+        return _in_cloud_env(argv)
+    state = aio.State(os.path.join(REPO, '.tox', 'cloud-state'))
+    figures = run(aio, state, '--keep' in argv)
+    print('%-28s %s' % ('figure', 'value'))
+    for key, value in sorted(figures.items()):
+        if key != 'rss_mb':
+            print('%-28s %s' % (key, value))
+    for key, value in sorted(figures['rss_mb'].items()):
+        print('  rss %-24s %s MiB' % (key, value))
+    print(json.dumps(figures, sort_keys=True))
+    return 0
