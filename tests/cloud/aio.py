@@ -281,8 +281,22 @@ def _parents(path):
     return reversed(parents)
 
 
+def host_names():
+    """The compute hosts' names resolve (to 127.0.0.1), as on a cloud."""
+    with open('/etc/hosts') as f:
+        known = {name for line in f if not line.startswith('#')
+                 for name in line.split()[1:]}
+    missing = [h for h in HOSTS if h not in known]
+    if missing:
+        with open('/etc/hosts', 'a') as f:
+            f.write('127.0.0.1 %s  # resq-nova all-in-one cloud\n'
+                    % ' '.join(missing))
+        say('/etc/hosts: %s at 127.0.0.1' % ', '.join(missing))
+
+
 def hosts_up(state, accel):
     """The fake CAT hosts, each with its own libvirtd and host name."""
+    host_names()
     for name in HOSTS:
         paths = state.host(name)
         run([sys.executable, '-m', 'resq_agent.fake_host', 'up', '--state',
@@ -538,7 +552,13 @@ def nova_conf(state, accel):
         'scheduler': {'workers': 1},
         'vnc': {'enabled': 'False'},
         'oslo_concurrency': {'lock_path': state.path('nova', 'lock')},
-        'libvirt': {'virt_type': accel, 'cpu_mode': 'none'},
+        # Live migration: the source libvirtd reaches the other host's
+        # daemon by its socket (%s: the destination's host name), QEMU's
+        # stream goes to that name, which /etc/hosts maps to 127.0.0.1.
+        'libvirt': {'virt_type': accel, 'cpu_mode': 'none',
+                    'live_migration_uri': 'qemu:///system?socket=%s' %
+                    os.path.join(state.path('hosts'), '%s', 'run', 'sock',
+                                 'libvirt-sock')},
         'compute': {'cpu_shared_set': '0'},
     }))
     for name in HOSTS:
