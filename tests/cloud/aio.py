@@ -250,26 +250,40 @@ def preflight():
 
 
 def stack_user():
-    """devstack's STACK_USER, which runs resq-nova's services."""
+    """devstack's STACK_USER: it runs the plugin and resq-nova's services.
+
+    As devstack sets it up: passwordless sudo. Where the interpreter or
+    this checkout lies under a directory only root may enter
+    (``/root/.pyenv``), others may pass through it (not list or read it).
+    """
     if run(['getent', 'passwd', STACK_USER], check=False).returncode:
         run(['useradd', '--create-home', '--shell', '/bin/bash',
              STACK_USER], 'useradd ' + STACK_USER)
         say('created user %s' % STACK_USER)
-    # The services' interpreter must be the stack user's to run: where
-    # Python lives under a directory only root may enter (/root/.pyenv),
-    # let others pass through that directory (not list or read it).
-    python = os.path.realpath(sys.executable)
-    probe = ['setpriv', '--reuid=' + STACK_USER, '--regid=' + STACK_USER,
-             '--init-groups', 'env', '-i', 'bash', '-c', 'exec "$0" -c pass',
-             python]
-    if run(probe, check=False).returncode:
-        for parent in _parents(python):
-            mode = os.stat(parent).st_mode
-            if not mode & 0o001:
-                os.chmod(parent, mode | 0o001)
-                say('WARNING: made %s passable (o+x) so that %s can run %s'
-                    % (parent, STACK_USER, python))
-        run(probe, 'running %s as %s' % (python, STACK_USER))
+    sudoers = '/etc/sudoers.d/50_stack_sh'
+    if not os.path.exists(sudoers):
+        with open(sudoers + '.tmp', 'w') as f:
+            f.write('%s ALL=(root) NOPASSWD:ALL\n' % STACK_USER)
+        os.chmod(sudoers + '.tmp', 0o440)
+        os.replace(sudoers + '.tmp', sudoers)
+    for path, test in ((os.path.realpath(sys.executable), '-x'),
+                       (os.path.join(BIN, 'python3'), '-x'),
+                       (os.path.join(REPO, 'devstack', 'plugin.sh'), '-r')):
+        probe = as_stack(['bash', '-c', 'test %s "$0"' % test, path])
+        if run(probe, check=False).returncode:
+            for parent in _parents(path):
+                mode = os.stat(parent).st_mode
+                if not mode & 0o001:
+                    os.chmod(parent, mode | 0o001)
+                    say('WARNING: made %s passable (o+x) so that %s can '
+                        'reach %s' % (parent, STACK_USER, path))
+            run(probe, '%s reaching %s' % (STACK_USER, path))
+
+
+def as_stack(argv):
+    """``argv`` as STACK_USER (with its groups), environment kept."""
+    return ['setpriv', '--reuid=' + STACK_USER, '--regid=' + STACK_USER,
+            '--init-groups'] + list(argv)
 
 
 def _parents(path):
@@ -526,8 +540,10 @@ def nova_conf(state, accel):
     """nova.conf, and each compute host's own file.
 
     The host's file is devstack's nova-cpu.conf: its name, libvirtd and
-    state.
+    state. Written once: the devstack plugin edits them after.
     """
+    if os.path.exists(state.etc('nova')):
+        return
     write_conf(state.etc('nova'), dict(privsep_sections(), **{
         'DEFAULT': {'transport_url': TRANSPORT_URL,
                     'state_path': state.path('nova'),
@@ -596,6 +612,7 @@ def nova_services(state):
     for name in ('nova-conductor', 'nova-scheduler'):
         spawn(state, name, [os.path.join(BIN, name), '--config-file', conf])
     for host in HOSTS:
+        os.makedirs(state.path('nova', host), exist_ok=True)
         spawn(state, 'nova-compute-%s' % host,
               fake_host.enter_argv(state.host(host)) + [
                   os.path.join(BIN, 'nova-compute'), '--config-file', conf,
@@ -615,7 +632,8 @@ def node_env(state, node):
     paths = state.host(node)
     env = dict(admin_env(), **{
         'PATH': '%s:/usr/sbin:/usr/bin:/sbin:/bin' % BIN,
-        'HOME': os.environ.get('HOME', '/root'), 'LANG': 'C.UTF-8',
+        'HOME': os.path.expanduser('~' + STACK_USER), 'USER': STACK_USER,
+        'LANG': 'C.UTF-8',
         'RESQ_DIR': REPO, 'DEST': state.path('dest'),
         'DATA_DIR': state.path('data', node), 'STACK_USER': STACK_USER,
         'ENABLED_SERVICES': ','.join(services),
@@ -632,9 +650,8 @@ def node_env(state, node):
         'RESQ_CONF_DIR': conf_dir,
         'RESQ_SUDOERS_FILE': '/etc/sudoers.d/resq-nova-%s' % node,
         'RESQ_FLAVOR_RAM_MB': '64', 'RESQ_FLAVOR_DISK_GB': '1',
-        'FAKE_DEVSTACK_CALLS': state.log('devstack-%s.calls' % node),
+        'FAKE_DEVSTACK_CALLS': state.path('logs', node, 'devstack.calls'),
         'FAKE_DEVSTACK_BIN': BIN,
-        'AIO_ENTER': ' '.join(fake_host.enter_argv(paths)),
         'AIO_RUN_DIR': state.path('run', node),
         'AIO_LOG_DIR': state.path('logs', node),
         'AIO_APACHE_SITES': state.path('apache', 'sites'),
@@ -647,13 +664,28 @@ def node_env(state, node):
 
 
 def devstack(state, node, *phase):
-    """The plugin's ``plugin.sh PHASE...`` on ``node``.
+    """The plugin's ``plugin.sh PHASE...`` on ``node``, once.
 
     As devstack sources it: settings, then plugin.sh with the phase as
-    arguments.
+    arguments. A ``stack`` phase that ran is not run again (``up`` on a
+    running cloud changes nothing); ``unstack`` forgets ``stack extra``
+    (the services), ``clean`` every phase.
     """
+    marker = state.path('done', '%s-%s' % (node, '-'.join(phase)))
+    if phase[0] == 'stack' and os.path.exists(marker):
+        return
     shell(state, node, 'source %s/devstack/plugin.sh %s' % (
         REPO, ' '.join(phase)), 'plugin.sh ' + ' '.join(phase))
+    os.makedirs(state.path('done'), exist_ok=True)
+    if phase[0] == 'stack':
+        with open(marker, 'w'):
+            pass
+    forget = {'unstack': ('stack-extra',),
+              'clean': ('stack-install', 'stack-post-config', 'stack-extra')}
+    for name in forget.get(phase[0], ()):
+        path = state.path('done', '%s-%s' % (node, name))
+        if os.path.exists(path):
+            os.unlink(path)
 
 
 def shell(state, node, script, what):
@@ -669,10 +701,9 @@ def shell(state, node, script, what):
                                          'devstack.sh'),
                   'repo': REPO, 'script': script})
     env = node_env(state, node)
-    os.makedirs(state.path('logs'), exist_ok=True)
-    os.makedirs(state.path('uwsgi'), exist_ok=True)
-    os.chmod(state.path('uwsgi'), 0o777)
-    argv = fake_host.enter_argv(state.host(node)) + ['bash', '-c', script]
+    stack_dirs(state, node)
+    argv = fake_host.enter_argv(state.host(node)) + as_stack(
+        ['bash', '-c', script])
     with open(state.log('devstack-%s' % node), 'a') as log:
         log.write('=== %s\n' % what)
         log.flush()
@@ -682,6 +713,18 @@ def shell(state, node, script, what):
         raise CloudError('devstack: %s failed on %s (exit %d); see %s' % (
             what, node, rc, state.log('devstack-%s' % node)))
     say('devstack: %s on %s' % (what, node))
+
+
+def stack_dirs(state, node):
+    """What devstack's user writes on ``node``: its own.
+
+    Nova's files too: devstack writes them as that user.
+    """
+    for path in (state.path('logs', node), state.path('run', node),
+                 state.path('data', node), state.path('apache', 'sites'),
+                 state.path('uwsgi'), state.path('etc', 'nova')):
+        os.makedirs(path, exist_ok=True)
+        run(['chown', '-R', '%s:%s' % (STACK_USER, STACK_USER), path])
 
 
 def iniset(path, section, option, value):
@@ -717,7 +760,7 @@ Group www-data
 ErrorLog "%(logs)s/apache-error.log"
 LogFormat "%%h %%t \\"%%r\\" %%>s %%b %%D" aio
 CustomLog "%(logs)s/apache-access.log" aio
-Include "%(root)s/sites/*.conf"
+IncludeOptional "%(root)s/sites/*.conf"
 """
 
 
@@ -746,9 +789,14 @@ def wait_computes(state, conn, seconds=180):
         if up >= set(HOSTS):
             break
         for host in HOSTS:
-            if not alive(state.pid('nova-compute-%s' % host)):
-                raise CloudError('nova-compute on %s exited; see %s' % (
-                    host, state.log('nova-compute-%s' % host)))
+            log = state.log('nova-compute-%s' % host)
+            with open(log, errors='replace') as f:
+                # nova-compute may hang on after its last words.
+                critical = [line for line in f if ' CRITICAL ' in line]
+            if critical or not alive(state.pid('nova-compute-%s' % host)):
+                raise CloudError('nova-compute on %s failed: %s (see %s)' % (
+                    host, critical[-1].strip() if critical else 'exited',
+                    log))
         time.sleep(1)
     else:
         raise CloudError('nova-compute did not come up on %s in %d s; see '
@@ -777,8 +825,16 @@ def image(state, conn):
 def tempest_workspace(state, image_id):
     """tempest init, and tempest.conf for this cloud and the plugin."""
     ws = state.path('tempest')
-    if not os.path.isdir(os.path.join(ws, 'etc')):
-        run([os.path.join(BIN, 'tempest'), 'init', ws], 'tempest init')
+    # What "tempest init" lays out, without registering a workspace name in
+    # the user's ~/.tempest (a second cloud would clash with it).
+    import tempest
+    top = os.path.dirname(os.path.abspath(tempest.__file__))
+    for sub in ('etc', 'logs'):
+        os.makedirs(os.path.join(ws, sub), exist_ok=True)
+    with open(os.path.join(ws, '.stestr.conf'), 'w') as f:
+        f.write('[DEFAULT]\ntest_path=%s\ntop_dir=%s\n'
+                'group_regex=([^\\.]*\\.)*\n' % (
+                    os.path.join(top, 'test_discover'), top))
     hosts = ','.join('%s:%s' % (h, state.host(h).state) for h in HOSTS)
     metrics = ','.join('%s:http://127.0.0.1:%d/metrics' % (
         h, AGENT_METRICS_PORTS[h]) for h in HOSTS)

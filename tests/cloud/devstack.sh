@@ -4,18 +4,18 @@
 # whose ini helpers edit files with devstack's semantics; every function
 # here replaces one of its recorders with what devstack itself does on a
 # node: run_process starts the service as $STACK_USER (in the compute
-# host's namespaces where the node has them), recreate_database and the
+# host's namespaces, where the plugin runs), recreate_database and the
 # Keystone helpers change the real MariaDB and Keystone, write_uwsgi_config
 # puts the service behind the real Apache, sudo runs as root.
 #
-# Set by aio.py: AIO_ENTER (the command prefix into the node's namespaces,
-# may be empty), AIO_RUN_DIR, AIO_LOG_DIR, AIO_APACHE_SITES, AIO_BIN,
+# The plugin runs as $STACK_USER with passwordless sudo, in the node's
+# namespaces, as devstack runs it on a node. Set by aio.py: AIO_RUN_DIR, AIO_LOG_DIR, AIO_APACHE_SITES, AIO_BIN,
 # AIO_DB_PREFIX, AIO_TRANSPORT_URL, AIO_PATH (PATH for services), and
 # devstack's own variables (STACK_USER, DATA_DIR, KEYSTONE_SERVICE_URI...).
 
 function sudo {
     _fake_record sudo "$@"
-    "$@"
+    command sudo "$@"
 }
 
 function setup_develop {
@@ -65,9 +65,7 @@ function run_process {
     mkdir -p $AIO_RUN_DIR $AIO_LOG_DIR
     local home
     home=$(getent passwd $STACK_USER | cut -d: -f6)
-    # shellcheck disable=SC2086
-    setsid $AIO_ENTER setpriv --reuid=$STACK_USER --regid=$STACK_USER \
-        --init-groups env -i HOME=$home USER=$STACK_USER PATH=$AIO_PATH \
+    setsid env -i HOME=$home USER=$STACK_USER PATH=$AIO_PATH \
         LANG=C.UTF-8 bash -c "exec $command" \
         >> $AIO_LOG_DIR/$name.log 2>&1 < /dev/null &
     echo $! > $pid_file
