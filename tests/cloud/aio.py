@@ -467,7 +467,10 @@ def glance(state):
 
 def neutron(state):
     write_conf(state.etc('neutron'), {
-        'DEFAULT': {'core_plugin': 'ml2', 'service_plugins': '',
+        'DEFAULT': {'core_plugin': 'ml2',
+                    # The port API reads models of these plugins' tables
+                    # (port forwardings) even where guests have no ports.
+                    'service_plugins': 'router,port_forwarding',
                     'auth_strategy': 'keystone',
                     'transport_url': TRANSPORT_URL,
                     'api_workers': 1, 'rpc_workers': 0,
@@ -909,6 +912,10 @@ def up(state):
         if name not in ('keystone', 'nova-api'):
             wait_http('http://127.0.0.1:%d/' % port, name, state, name)
     say('Placement, Glance, Neutron, Heat answer')
+    # neutron-server's port queries name a relationship SQLAlchemy adds
+    # only once the mappers are configured, which its first other query
+    # does: without one, Nova's port lookups (every delete) get 500s.
+    list(connection().network.networks())
     nova_conf(state, accel)
     nova_db(state)
     for node in HOSTS:
