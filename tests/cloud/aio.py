@@ -653,6 +653,8 @@ def node_env(state, node):
         'RESQ_CONF_DIR': conf_dir,
         'RESQ_SUDOERS_FILE': '/etc/sudoers.d/resq-nova-%s' % node,
         'RESQ_FLAVOR_RAM_MB': '64', 'RESQ_FLAVOR_DISK_GB': '1',
+        # resq-api runs on the controller; the agents report to it.
+        'RESQ_API_ENABLED': 'True',
         'FAKE_DEVSTACK_CALLS': state.path('logs', node, 'devstack.calls'),
         'FAKE_DEVSTACK_BIN': BIN,
         'AIO_RUN_DIR': state.path('run', node),
@@ -870,9 +872,9 @@ def tempest_workspace(state, image_id):
                  'example_profile': 'lpm-example', 'flavor_ram_mb': 64,
                  'optimizer_config': '/etc/resq/resq-optimizer.conf',
                  'live_migration': 'True',
-                 'agent_restart_command': '%s -m tests.cloud.aio '
+                 'agent_restart_command': 'cd %s && %s -m tests.cloud.aio '
                  'restart-agent --state %s --host {host}' % (
-                     sys.executable, state.root)},
+                     REPO, sys.executable, state.root)},
     })
     return ws
 

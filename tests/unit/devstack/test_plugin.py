@@ -690,6 +690,19 @@ class PluginTest(base.TestCase):
                                           ds.calls('run_process')])
         self.assertEqual([], ds.calls('resq-admit'))
         self.assertEqual([], ds.calls('openstack'))
+        agent = parse_ini(os.path.join(ds.conf_dir, 'resq-agent.conf'))
+        self.assertNotIn('username', agent.get('resq_api', {}))
+
+    def test_compute_host_of_a_cloud_with_resq_api_reports_to_it(self):
+        # Found on the real cloud: the second compute host's agent never
+        # reported to resq-api, which runs on the controller only.
+        ds = self.useFixture(Devstack(services='n-cpu,resq-agent',
+                                      RESQ_API_ENABLED='True'))
+        ds.run(POST_CONFIG, EXTRA)
+        self.assertEqual(['resq-agent'], [c.split()[0] for c in
+                                          ds.calls('run_process')])
+        agent = parse_ini(os.path.join(ds.conf_dir, 'resq-agent.conf'))
+        self.assertEqual(['resq'], agent['resq_api']['username'])
 
     def test_unstack_stops_and_clean_removes_state(self):
         self._plan()
