@@ -126,8 +126,8 @@ if [[ ! -s %(plan)s ]]; then
     exit 1
 fi
 cat %(plan)s
-""" % {'calls': self.calls_file, 'plan': self.plan_file,
-       'refusal': self.refusal_file})
+""" % dict(calls=self.calls_file, plan=self.plan_file,
+            refusal=self.refusal_file))
         self.env = {
             'PATH': os.environ.get('PATH', '/usr/bin:/bin'),
             'HOME': self.root,
