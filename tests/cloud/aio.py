@@ -302,9 +302,12 @@ def host_names():
                  for name in line.split()[1:]}
     missing = [h for h in HOSTS if h not in known]
     if missing:
+        # A line each: libvirt takes getaddrinfo's canonical name, the
+        # first of the line, as the host's name (so Nova's node name).
         with open('/etc/hosts', 'a') as f:
-            f.write('127.0.0.1 %s  # resq-nova all-in-one cloud\n'
-                    % ' '.join(missing))
+            for name in missing:
+                f.write('127.0.0.1 %s  # resq-nova all-in-one cloud\n'
+                        % name)
         say('/etc/hosts: %s at 127.0.0.1' % ', '.join(missing))
 
 
