@@ -81,7 +81,11 @@ class OptimizerMigrationTest(base.ResQScenarioTest):
         self.addCleanup(self.enable_freed_hosts)
         proc = self.optimizer('apply', plan['id'], '--timeout',
                               str(CONF.compute.build_timeout * 3))
-        self.assertEqual(0, proc.returncode, cli.describe(proc))
+        if proc.returncode:
+            faults = {m['uuid']: self.show_server(m['uuid']).get('fault')
+                      for m in plan['moves']}
+            self.fail('%s\nNova\'s faults of the moved servers: %s' % (
+                cli.describe(proc), faults))
         rec = self.resq_client.show_plan(plan['id'])
         self.assertEqual('applied', rec['state'], dict(rec))
 
