@@ -21,6 +21,9 @@ import subprocess
 import sys
 import time
 
+from resq_agent import fake_host
+from resq_common import cbm
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLOUD_PYTHON = os.path.join(REPO, '.tox', 'cloud', 'bin', 'python')
 
@@ -64,7 +67,7 @@ def _partitioned(state, hosts, uuid, ways):
                  for part in line.strip()[3:].split(';')]
     with open(os.path.join(group, 'cpus_list')) as f:
         cpus = f.read().strip()
-    if cpus and any(bin(int(m, 16)).count('1') == ways for m in masks):
+    if cpus and any(cbm.bits(cbm.parse(m)) == ways for m in masks):
         return group
     return None
 
@@ -108,14 +111,14 @@ def _rss(aio, state):
     for dirpath, _dirs, files in os.walk(state.path('run')):
         for name in files:
             if name.endswith('.pid'):
-                pid = aio.alive(os.path.join(dirpath, name))
+                pid = fake_host.alive(os.path.join(dirpath, name))
                 if pid:
                     node = os.path.relpath(dirpath, state.path('run'))
                     key = name[:-4] if node == '.' else '%s@%s' % (
                         name[:-4], node)
                     figures[key] = _tree_rss_mb(pid)
     for host in aio.HOSTS:
-        pid = aio.alive(state.host(host).pid)
+        pid = fake_host.alive(state.host(host).pid)
         if pid:
             figures['libvirtd@%s' % host] = _tree_rss_mb(pid)
     return figures

@@ -61,18 +61,6 @@ def parse_schemata(text):
     return result
 
 
-def bits(mask):
-    return bin(mask).count('1')
-
-
-def contiguous(mask):
-    """Whether the set bits of ``mask`` are one run (CAT's rule)."""
-    if mask <= 0:
-        return False
-    low = mask & -mask
-    return (mask + low) & mask == 0
-
-
 class ComputeHost:
     """One compute host's resctrl tree and libvirtd, read directly."""
 

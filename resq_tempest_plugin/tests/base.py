@@ -40,6 +40,7 @@ from tempest import test
 import yaml
 
 from resq_common import cache_domain
+from resq_common import cbm
 from resq_common import extra_specs
 from resq_tempest_plugin.common import cli
 from resq_tempest_plugin.common import host as host_mod
@@ -151,12 +152,12 @@ class PartitionChecks:
                 group, facts['domain'])]
         facts['mask'] = mask
         problems = []
-        if host_mod.bits(mask) != facts['ways']:
+        if cbm.bits(mask) != facts['ways']:
             problems.append('group %s\'s mask %x has %d ways, Placement '
                             'allocated %d' % (group, mask,
-                                              host_mod.bits(mask),
+                                              cbm.bits(mask),
                                               facts['ways']))
-        if not host_mod.contiguous(mask):
+        if not cbm.is_contiguous(mask):
             problems.append('mask %x of %s is not contiguous' % (mask, group))
         default = host.l3_masks().get(facts['domain'], 0)
         if mask & default:

@@ -165,13 +165,9 @@ def keystoneauth(user='nova'):
     return auth
 
 
-def alive(pid_file):
-    return fake_host.alive(pid_file)
-
-
 def spawn(state, name, argv, env=None):
     """Start a service unless it runs; its output goes to its log."""
-    if alive(state.pid(name)):
+    if fake_host.alive(state.pid(name)):
         return
     os.makedirs(state.path('run'), exist_ok=True)
     os.makedirs(state.path('logs'), exist_ok=True)
@@ -197,7 +193,7 @@ def wait_http(url, what, state, name, seconds=120, ok=(200, 300, 401)):
                 return
         except OSError:
             pass
-        if name and not alive(state.pid(name)):
+        if name and not fake_host.alive(state.pid(name)):
             raise CloudError('%s exited; see %s' % (what, state.log(name)))
         time.sleep(0.5)
     raise CloudError('%s did not answer at %s in %d s; see %s' % (
@@ -784,8 +780,8 @@ def apache(state):
     with open(conf, 'w') as f:
         f.write(APACHE_CONF % {'root': root, 'port': APACHE_PORT,
                                'logs': state.path('logs')})
-    action = 'graceful' if alive(os.path.join(root, 'httpd.pid')) else \
-        'start'
+    running = fake_host.alive(os.path.join(root, 'httpd.pid'))
+    action = 'graceful' if running else 'start'
     run(['/usr/sbin/apache2', '-f', conf, '-k', action], 'apache2 ' + action,
         env=dict(os.environ, APACHE_RUN_DIR=root, APACHE_LOCK_DIR=root,
                  APACHE_LOG_DIR=state.path('logs')))
@@ -805,7 +801,8 @@ def wait_computes(state, conn, seconds=180):
             with open(log, errors='replace') as f:
                 # nova-compute may hang on after its last words.
                 critical = [line for line in f if ' CRITICAL ' in line]
-            if critical or not alive(state.pid('nova-compute-%s' % host)):
+            pid_file = state.pid('nova-compute-%s' % host)
+            if critical or not fake_host.alive(pid_file):
                 raise CloudError('nova-compute on %s failed: %s (see %s)' % (
                     host, critical[-1].strip() if critical else 'exited',
                     log))
@@ -952,16 +949,16 @@ def up(state):
 
 
 def _stop(pid_file, seconds=5):
-    pid = alive(pid_file)
+    pid = fake_host.alive(pid_file)
     if pid:
         try:
             os.killpg(pid, signal.SIGTERM)
         except OSError:
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and alive(pid_file):
+        while time.monotonic() < deadline and fake_host.alive(pid_file):
             time.sleep(0.1)
-        if alive(pid_file):
+        if fake_host.alive(pid_file):
             try:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
@@ -979,7 +976,7 @@ def restart_agent(state, host):
 
 def down(state, purge=False):
     for node in HOSTS:
-        if alive(state.host(node).pid):
+        if fake_host.alive(state.host(node).pid):
             devstack(state, node, 'unstack')
             if purge:
                 devstack(state, node, 'clean')
