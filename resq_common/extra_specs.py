@@ -19,7 +19,7 @@ accepted by one and misread by another.
 import dataclasses
 import re
 
-from resq_profiler import profile
+from resq_common import profile
 
 NAMESPACE = 'resq'
 RC_LLC_WAY = 'CUSTOM_LLC_WAY'

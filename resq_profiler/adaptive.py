@@ -51,7 +51,7 @@ import dataclasses
 import math
 import statistics
 
-from resq_profiler import profile
+from resq_common import profile
 
 Check = collections.namedtuple(
     'Check', ['x', 'predicted', 'measured', 'error_pct', 'outcome'])

@@ -67,7 +67,7 @@ from scipy import stats
 
 from resq_profiler import adaptive
 from resq_profiler import curvefit
-from resq_profiler import profile
+from resq_common import profile
 
 # Standard errors of the fitted curve the stated error includes.
 Z = 2.5

@@ -30,7 +30,7 @@ from oslo_log import log as logging
 from resq_profiler import curvefit
 from resq_profiler import drivers
 from resq_profiler import modelfit
-from resq_profiler import profile as profile_mod
+from resq_common import profile as profile_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ UNKNOWN_ERROR_PCT = 100.0
 
 def run(conf, nf, traffic, config_text='', driver_name=None,
         progress=None, profile_id=None, description=None):
-    """Profile ``nf`` and return a :class:`~resq_profiler.profile.Profile`.
+    """Profile ``nf`` and return a :class:`~resq_common.profile.Profile`.
 
     :param conf: ``ConfigOpts`` with ``[resq_profiler]`` registered.
     :param traffic: a :class:`resq_profiler.nfmodel.Traffic`.

@@ -31,7 +31,7 @@ def upload(client, prof, visibility=None):
     """Create or replace ``prof`` in resq-api unless it is there already.
 
     :param client: a :class:`resq_common.clients.resq.ResQClient`.
-    :param prof: a :class:`resq_profiler.profile.Profile` (validated).
+    :param prof: a :class:`resq_common.profile.Profile` (validated).
     :param visibility: ``public``, ``private`` or None (a stored profile
         keeps its own; a new one is private).
     :returns: ``(record, what)``: the stored record and one of

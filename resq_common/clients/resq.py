@@ -344,7 +344,7 @@ class ProfileSource:
 
     def get(self, profile_id):
         from resq_common import exception as profiler_exc
-        from resq_profiler import profile as profile_mod
+        from resq_common import profile as profile_mod
 
         doc = self._document(profile_id)
         if doc is None:
@@ -362,7 +362,7 @@ class ProfileSource:
         return sorted(p['id'] for p in self.client.list_profiles())
 
     def list(self):
-        from resq_profiler import profile as profile_mod
+        from resq_common import profile as profile_mod
 
         docs = self.client.profile_documents()
         self._documents.update(docs)

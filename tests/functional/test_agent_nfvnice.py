@@ -20,7 +20,7 @@ from resq_agent.cmd import agent as agent_cmd
 from resq_agent.nfvnice import controller
 from resq_agent import ovs
 from resq_agent import virt
-from resq_profiler import profile as profile_mod
+from resq_common import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests import base
 from tests.fixtures import libvirt as libvirt_fixture

@@ -18,7 +18,7 @@ from nova.tests.functional.libvirt import base
 from resq_agent import reporter
 from resq_common import cache_domain
 from resq_common.clients import placement as placement_client
-from resq_profiler import profile as profile_mod
+from resq_common import profile as profile_mod
 from tests.unit.resq_profiler import test_profile
 
 RESQ_FILTERS = ['ResQFilter']

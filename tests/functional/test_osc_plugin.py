@@ -29,7 +29,7 @@ from resq_nova.osc.v1 import plan as plan_cmd
 from resq_nova.osc.v1 import profile as profile_cmd
 from resq_nova.osc.v1 import server as server_cmd
 from resq_nova.osc.v1 import slo as slo_cmd
-from resq_profiler import profile as profile_mod
+from resq_common import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests.fixtures import resq_api
 from tests.functional import test_nova_admission

@@ -32,7 +32,7 @@ import yaml
 
 from resq_common import jsonutils
 from resq_profiler import exception
-from resq_profiler import profile as profile_mod
+from resq_common import profile as profile_mod
 
 REQUIRED = ('name', 'profile', 'throughput_mpps', 'latency_p95_us')
 OPTIONAL = ('chain', 'packet_bytes', 'max_instances')

@@ -17,7 +17,7 @@ from resq_nova.api.objects import profile as profile_obj
 from resq_nova.api.schemas import profile as schema
 from resq_nova.api import util
 from resq_profiler import exception as profiler_exc
-from resq_profiler import profile as profile_mod
+from resq_common import profile as profile_mod
 
 
 def _scope(ctx):

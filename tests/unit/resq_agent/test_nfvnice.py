@@ -15,7 +15,7 @@ from resq_agent.nfvnice import rates
 from resq_agent.nfvnice import shares
 from resq_agent import service
 from resq_agent import virt
-from resq_profiler import profile as profile_mod
+from resq_common import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests import base
 from tests.fixtures import libvirt as libvirt_fixture

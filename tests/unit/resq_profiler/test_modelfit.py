@@ -7,7 +7,7 @@ from resq_profiler import catalog
 from resq_profiler import curvefit
 from resq_profiler import modelfit
 from resq_profiler import nfmodel
-from resq_profiler import profile
+from resq_common import profile
 from resq_profiler import profiler
 from tests import base
 

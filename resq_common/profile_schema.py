@@ -13,7 +13,7 @@
 
 import jsonschema
 
-from resq_profiler import exception
+from resq_common import exception
 
 SCHEMA_VERSION = 1
 
@@ -137,7 +137,7 @@ def _path(error):
 def validate(doc, source='<memory>'):
     """Check ``doc`` against the schema.
 
-    :raises resq_profiler.exception.InvalidProfile: with the JSON path of
+    :raises resq_common.exception.InvalidProfile: with the JSON path of
         the first (deepest, then first in document order) error.
     """
     if isinstance(doc, dict) and doc.get('schema_version') not in (

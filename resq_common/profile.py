@@ -31,8 +31,8 @@ import math
 import re
 
 from resq_common import jsonutils
-from resq_profiler import exception
-from resq_profiler import schema
+from resq_common import exception
+from resq_common import profile_schema as schema
 
 ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')
 
@@ -130,7 +130,7 @@ class Profile:
     def from_dict(cls, doc, source='<memory>'):
         """Validate ``doc`` and build a profile.
 
-        :raises resq_profiler.exception.InvalidProfile: naming ``source``
+        :raises resq_common.exception.InvalidProfile: naming ``source``
             and the JSON path of the first offending field.
         """
         where = _non_finite(doc)
@@ -208,7 +208,7 @@ class Profile:
         Follows the measured curve from its lowest load up to the first
         crossing of ``target_us``.
 
-        :raises resq_profiler.exception.TargetUnreachable: when even the
+        :raises resq_common.exception.TargetUnreachable: when even the
             lowest measured load exceeds the target.
         """
         pts = self.latency
