@@ -24,13 +24,14 @@ For one SLO term, given its NF profile:
 4. Placement: first-fit decreasing, largest instance first, over servers
    with a free core and enough free ways.
 
-:func:`admit` improves on steps 2-4 while staying online (one term at a
-time, in arrival order, knowing nothing of later terms): it also tries
-every minimal configuration with K or K+1 instances, places each best fit
-on paper, and keeps the one that opens the fewest servers, then takes the
-least of the cluster. On the evaluation's SLO sets this needs 1.08x (the
-sensitive set) and 1.07x (mixed) the servers of the proven optimum, where
-ResQ's greedy needs 1.22x and 1.30x here (1.18x and 1.17x in the paper).
+:func:`admit_first_fit` is that greedy as the paper states it (steps
+1-4, one term at a time). :func:`admit` improves on steps 2-4 while staying
+online (one term at a time, in arrival order, knowing nothing of later
+terms): it also tries every minimal configuration with K or K+1 instances,
+places each best fit on paper, and keeps the one that opens the fewest
+servers, then takes the least of the cluster. ``resq-evaluate`` runs both
+(the schemes ``resq_greedy_paper`` and ``resq_greedy``) and reports each
+one's server count over the proven optimum's (``ratios`` in its JSON).
 
 Admission is all or nothing: a refused term leaves the cluster unchanged
 and says which constraint failed. Pure logic, no I/O.
@@ -238,6 +239,26 @@ def place(sizing, servers):
         servers[i].used_cores += cores
         servers[i].used_ways += ways
     return placements
+
+
+def admit_first_fit(term, servers, discount=DEFAULT_DISCOUNT):
+    """ResQ's greedy as the paper states it (§5.3.1): size, then place.
+
+    :func:`size`, then :func:`place`: K instances from the fair LLC
+    share, ways added round-robin from the profile's smallest allocation
+    until the target is met, then the instances, largest first, each on
+    the first server (in list order) with a free core and enough free
+    ways. Online: one term, in arrival
+    order; ``servers`` change only on success. The load cap carries the
+    3% discount of the paper's MILP (Appendix A), as every ResQ scheme
+    here does, so that both greedies and the optimum share capacities.
+
+    :returns: ``(sizing, placements)``.
+    :raises AdmissionRefused: as :func:`size` and :func:`place`.
+    """
+    shape = servers[0] if servers else Server('none')
+    sizing = size(term, shape.cores, shape.ways, discount)
+    return sizing, place(sizing, servers)
 
 
 _SIZINGS_MEMO = collections.OrderedDict()
@@ -490,30 +511,10 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
     if refusals:
         raise BatchRefused(refusals)
     by_name = {t.name: t for t in terms}
-    curves = {}
-
-    def capacity_of(key):
-        return curves[key]
-
-    entries = []
-    for term in terms:
-        prof = term.profile
-        cap = bases[term.name].load_cap
-        key = '%s/%.9f' % (prof.profile_id, cap)
-        curves[key] = {w: prof.throughput_at(w) * cap for w in range(
-            prof.min_ways, min(prof.max_ways, shape.ways) + 1)}
-        entries.append((term.name, term.throughput_mpps, key))
     in_use = [s for s in servers if s.used_cores]
     empty = [s for s in servers if not s.used_cores]
-    result = None
-    try:
-        result = (solve or milp.solve)(
-            milp.groups_from_terms(entries, capacity_of), shape.cores,
-            shape.ways, time_limit=time_limit, mip_gap=mip_gap,
-            max_servers=len(empty), existing=[
-                (s.free_cores, s.free_ways) for s in in_use])
-    except (ValueError, milp.SolverUnavailable):
-        result = None       # no plan in time (or no solver): the greedy
+    result = _solve_batch(terms, bases, shape, in_use, empty,
+                          solve or milp.solve, time_limit, mip_gap)
     # The greedy on a copy as well: the joint plan is kept only when it is
     # at least as good (servers opened, then cluster taken).
     trial = [dataclasses.replace(s) for s in servers]
@@ -547,30 +548,67 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
             for n, cfg in result.configs.items()) and (
             greedy_cost is None or cost(result.servers, [
                 w for _, w, _ in result.assignment]) <= greedy_cost):
-        refusals = []
-        targets = in_use + empty
-        admitted = {}
-        counters = {}
-        for name, ways, index in result.assignment:
-            server = targets[index]
-            server.used_cores += 1
-            server.used_ways += ways
-            i = counters.get(name, 0)
-            counters[name] = i + 1
-            cap = bases[name].load_cap
-            mpps = by_name[name].profile.throughput_at(ways) * cap
-            admitted.setdefault(name, []).append(
-                Placement(name, i, server.name, ways, mpps))
-        out = {}
-        for name, placements in admitted.items():
-            ways = tuple(p.ways for p in placements)
-            out[name] = (Sizing(name, bases[name].load_cap, ways,
-                                tuple(p.mpps for p in placements)),
-                         placements)
-        return out, 'milp'
+        return _apply_plan(result, in_use + empty, bases, by_name), 'milp'
     # The greedy's plan: the batch is admitted whole or not at all.
     if refusals:
         raise BatchRefused(refusals)
     for real, copy in zip(servers, trial):
         real.used_cores, real.used_ways = copy.used_cores, copy.used_ways
     return greedy_out, 'greedy'
+
+
+def _solve_batch(terms, bases, shape, in_use, empty, solve, time_limit,
+                 mip_gap):
+    """:func:`admit_batch`'s joint plan, or None when there is none.
+
+    The configuration/pattern MILP on each term's capacity curve (its
+    sizing's load cap), on top of the free cores and ways of the servers
+    in use, opening at most the empty ones.
+    """
+    curves = {}
+
+    def capacity_of(key):
+        return curves[key]
+
+    entries = []
+    for term in terms:
+        prof = term.profile
+        cap = bases[term.name].load_cap
+        key = '%s/%.9f' % (prof.profile_id, cap)
+        curves[key] = {w: prof.throughput_at(w) * cap for w in range(
+            prof.min_ways, min(prof.max_ways, shape.ways) + 1)}
+        entries.append((term.name, term.throughput_mpps, key))
+    try:
+        return solve(
+            milp.groups_from_terms(entries, capacity_of), shape.cores,
+            shape.ways, time_limit=time_limit, mip_gap=mip_gap,
+            max_servers=len(empty), existing=[
+                (s.free_cores, s.free_ways) for s in in_use])
+    except (ValueError, milp.SolverUnavailable):
+        return None       # no plan in time (or no solver): the greedy
+
+
+def _apply_plan(result, targets, bases, by_name):
+    """Take the MILP's plan on ``targets`` (servers in use, then empty).
+
+    :returns: ``{term name: (sizing, placements)}``.
+    """
+    admitted = {}
+    counters = {}
+    for name, ways, index in result.assignment:
+        server = targets[index]
+        server.used_cores += 1
+        server.used_ways += ways
+        i = counters.get(name, 0)
+        counters[name] = i + 1
+        cap = bases[name].load_cap
+        mpps = by_name[name].profile.throughput_at(ways) * cap
+        admitted.setdefault(name, []).append(
+            Placement(name, i, server.name, ways, mpps))
+    out = {}
+    for name, placements in admitted.items():
+        ways = tuple(p.ways for p in placements)
+        out[name] = (Sizing(name, bases[name].load_cap, ways,
+                            tuple(p.mpps for p in placements)),
+                     placements)
+    return out

@@ -14,14 +14,11 @@
 
 import os
 
+from resq_nova.evaluation import schemes as schemes_mod
 from resq_profiler import plot
 
-LABELS = {
-    'agnostic': 'Contention-agnostic', 'even_cat': 'Even CAT split',
-    'prediction': 'Prediction-based', 'slomo': 'SLOMO prediction',
-    'elastic': 'E2-like elastic',
-    'resq_greedy': 'ResQ greedy', 'resq_optimal': 'ResQ optimal',
-}
+# One label per scheme, in the order the bars are drawn.
+LABELS = schemes_mod.LABELS
 
 
 def _bars(doc, metric, ylabel, title, path, schemes):

@@ -11,13 +11,16 @@
 #    under the License.
 """Run the evaluation: profile, build SLO sets, place, measure, report."""
 
+import dataclasses
 import time
 
 from resq_nova.evaluation import chains as chains_mod
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
+from resq_nova.evaluation import measured
 from resq_nova.evaluation import ondemand
 from resq_nova.evaluation import schemes as schemes_mod
+from resq_nova.evaluation import seeds as seeds_mod
 from resq_nova.evaluation import slomo
 from resq_nova.evaluation import slosets
 from resq_profiler import catalog
@@ -29,7 +32,8 @@ from resq_profiler import profiler
 DEFAULT_NOISE_PCT = 0.5
 
 
-def profile_catalog(conf, packet_bytes=64, progress=None, noise_pct=None):
+def profile_catalog(conf, packet_bytes=64, progress=None, noise_pct=None,
+                    seed=None, names=None):
     """Profile every catalog NF on the simulated testbed.
 
     What the schedulers see: the model driver measuring
@@ -37,15 +41,21 @@ def profile_catalog(conf, packet_bytes=64, progress=None, noise_pct=None):
 
     :param noise_pct: measurement noise in percent; ``None`` keeps
         ``[resq_profiler] model_noise_pct``.
+    :param seed: seed of that noise; ``None`` keeps ``[resq_profiler]
+        model_seed``. The driver mixes it with the NF's name, so an NF's
+        profile does not depend on which others are profiled.
+    :param names: the NFs to profile (default: the whole catalog).
     :returns: ``{nf name: Profile}``.
     """
     group = 'resq_profiler'
     conf.set_override('model_truth', 'testbed', group)
     if noise_pct is not None:
         conf.set_override('model_noise_pct', noise_pct, group)
+    if seed is not None:
+        conf.set_override('model_seed', seed, group)
     try:
         profiles = {}
-        names = catalog.names()
+        names = sorted(names) if names is not None else catalog.names()
         for i, name in enumerate(names, 1):
             profiles[name] = profiler.run(conf, name,
                                           nfmodel.Traffic(packet_bytes),
@@ -56,6 +66,8 @@ def profile_catalog(conf, packet_bytes=64, progress=None, noise_pct=None):
         conf.clear_override('model_truth', group)
         if noise_pct is not None:
             conf.clear_override('model_noise_pct', group)
+        if seed is not None:
+            conf.clear_override('model_seed', group)
     return profiles
 
 
@@ -78,19 +90,26 @@ def prediction_error(placed, outcomes):
             round(max(abs(e) for e in errs), 2))
 
 
-def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
-             packet_bytes=64, time_limit=60.0, mip_gap=0.0, config_limit=2000,
-             slo_file=None, progress=None, noise_pct=DEFAULT_NOISE_PCT):
-    """Place every SLO set with every scheme and measure the result.
+@dataclasses.dataclass(frozen=True)
+class Setup:
+    """What every seed of a run shares: servers, traffic, solver limits."""
 
-    :returns: the JSON-ready document ``{"sets": {set: {scheme: {...}}},
-        "ratios": ..., "config": ..., "chains": ...}``, ``chains`` from
-        :func:`resq_nova.evaluation.chains.evaluate`.
-    """
-    if cores <= 0 or ways <= 0:
+    terms: int = 200
+    cores: int = 9
+    ways: int = 18
+    packet_bytes: int = 64
+    time_limit: float = 60.0
+    mip_gap: float = 0.0
+    config_limit: int = 2000
+    noise_pct: float = DEFAULT_NOISE_PCT
+
+
+def _check(sets, schemes, setup, slo_file):
+    """Refuse what cannot be evaluated, before anything runs."""
+    if setup.cores <= 0 or setup.ways <= 0:
         raise ValueError('servers need at least one core and one way (got '
-                         '%d cores, %d ways)' % (cores, ways))
-    if ways > cluster.USABLE_WAYS:
+                         '%d cores, %d ways)' % (setup.cores, setup.ways))
+    if setup.ways > cluster.USABLE_WAYS:
         raise ValueError('at most %d ways per server are usable (the '
                          'platform has %d, DDIO takes %d)' % (
                              cluster.USABLE_WAYS, cluster.PLATFORM.llc_ways,
@@ -106,75 +125,91 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
             raise slosets.UnknownSet('unknown SLO set %r; choose from %s'
                                      % (name, ', '.join(sorted(
                                          slosets.SETS))))
-    if time_limit is None or time_limit <= 0:
+    if setup.time_limit is None or setup.time_limit <= 0:
         raise ValueError('the solver time limit must be positive, got %r'
-                         % time_limit)
-    if noise_pct is not None and not 0 <= noise_pct <= 20:
+                         % setup.time_limit)
+    if setup.noise_pct is not None and not 0 <= setup.noise_pct <= 20:
         raise ValueError('measurement noise must be between 0 and 20%%, '
-                         'got %s' % noise_pct)
-    profiles = profile_catalog(conf, packet_bytes, progress, noise_pct)
-    noise = (conf.resq_profiler.model_noise_pct if noise_pct is None
-             else noise_pct)
-    predictor = dobrescu.Predictor(noise, packet_bytes, seed)
-    slomo_predictor = slomo.Predictor(noise, packet_bytes, seed)
+                         'got %s' % setup.noise_pct)
+
+
+def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
+             packet_bytes=64, time_limit=60.0, mip_gap=0.0, config_limit=2000,
+             slo_file=None, progress=None, noise_pct=DEFAULT_NOISE_PCT,
+             seeds=None):
+    """Place every SLO set with every scheme and measure the result.
+
+    :param seed: seeds every random draw (:mod:`resq_nova.evaluation.seeds`),
+        the profiler's noise included.
+    :param seeds: evaluate each of these seeds instead (a list, or
+        ``--seeds``' text, e.g. ``"0-9"``); the document is the first
+        seed's, with ``seed_spread``
+        (:func:`resq_nova.evaluation.seeds.spread`).
+    :returns: the JSON-ready document ``{"sets": {set: {scheme: {...}}},
+        "ratios": ..., "config": ..., "profiles": ..., "chains": ...}``,
+        ``chains`` from :func:`resq_nova.evaluation.chains.evaluate`.
+    """
+    setup = Setup(terms, cores, ways, packet_bytes, time_limit, mip_gap,
+                  config_limit, noise_pct)
+    _check(sets, schemes, setup, slo_file)
+    if seeds is not None and not isinstance(seeds, (list, tuple)):
+        seeds = seeds_mod.parse(seeds)
+    if not seeds:
+        return evaluate_seed(conf, sets, schemes, seed, setup, slo_file,
+                             progress)
+    docs = []
+    for i, one in enumerate(seeds, 1):
+        if progress:
+            progress('seed %d (%d/%d)' % (one, i, len(seeds)))
+        docs.append(evaluate_seed(conf, sets, schemes, one, setup, slo_file,
+                                  progress))
+    doc = docs[0]
+    doc['config']['seeds'] = list(seeds)
+    doc['seed_spread'] = seeds_mod.spread(docs, seeds)
+    return doc
+
+
+def evaluate_seed(conf, sets, schemes, seed, setup, slo_file=None,
+                  progress=None):
+    """:func:`evaluate` for one seed and a checked :class:`Setup`."""
+    sub = seeds_mod.sub_seeds(seed)
+    noise = (conf.resq_profiler.model_noise_pct if setup.noise_pct is None
+             else setup.noise_pct)
+    profiles = profile_catalog(conf, setup.packet_bytes, progress,
+                               setup.noise_pct, sub['profiler_noise'],
+                               _needed(sets, slo_file))
+    predictor = dobrescu.Predictor(noise, setup.packet_bytes,
+                                   sub['prediction_noise'])
+    slomo_predictor = slomo.Predictor(noise, setup.packet_bytes, sub['slomo'])
     custom = slosets.load(slo_file, profiles) if slo_file else None
     if custom and slosets.CUSTOM not in sets:
         sets = list(sets) + [slosets.CUSTOM]
     doc = {'sets': {}, 'ratios': {}, 'config': {
-        'terms': terms, 'seed': seed, 'cores': cores, 'ways': ways,
-        'packet_bytes': packet_bytes, 'time_limit_s': time_limit,
+        'terms': setup.terms, 'seed': seed, 'sub_seeds': sub,
+        'cores': setup.cores, 'ways': setup.ways,
+        'packet_bytes': setup.packet_bytes, 'time_limit_s': setup.time_limit,
         'violation_tolerance_pct': cluster.VIOLATION_TOLERANCE * 100,
-        'noise_pct': (conf.resq_profiler.model_noise_pct
-                      if noise_pct is None else noise_pct)}}
+        'noise_pct': noise}}
+    doc['profiles'] = measured.figures(
+        profiles, setup.packet_bytes,
+        conf.resq_profiler.latency_load_levels)
     for set_name in sets:
         if set_name == slosets.CUSTOM:
             slo_terms = custom
         else:
-            slo_terms = slosets.make(set_name, profiles, terms, seed)
-        doc['sets'][set_name] = {}
+            slo_terms = slosets.make(set_name, profiles, setup.terms,
+                                     sub['slo_sets'])
+        rows = doc['sets'][set_name] = {}
         for scheme in schemes:
-            started = time.monotonic()
-            stats = {}
-            placed = schemes_mod.SCHEMES[scheme](
-                slo_terms, cores, ways, packet_bytes=packet_bytes,
-                time_limit=time_limit, mip_gap=mip_gap,
-                config_limit=config_limit, stats=stats, predictor=predictor,
-                slomo_predictor=slomo_predictor)
-            outs = cluster.instance_outcomes(placed, packet_bytes)
-            outcome = cluster.ground_truth(placed, packet_bytes, outs)
-            row = {
-                'servers': cluster.servers_used(placed),
-                'instances': len(placed),
-                'violation_pct': _pct(o.violated for o in outcome.values()),
-                'throughput_violation_pct': _pct(
-                    o.throughput_violated for o in outcome.values()),
-                'latency_violation_pct': _pct(
-                    o.latency_violated for o in outcome.values()),
-                'latency_binding_violation_pct': _pct(
-                    outcome[t.name].violated for t in slo_terms
-                    if slosets.binding(t)),
-                'seconds': round(time.monotonic() - started, 3),
-            }
-            error = prediction_error(placed, outs)
-            if error is not None:
-                row['prediction_error_pct'] = error[0]
-                row['prediction_error_max_pct'] = error[1]
-            if scheme == 'resq_optimal':
-                row['gap_pct'] = round(stats['gap_pct'], 3)
-                row['lower_bound'] = stats['lower_bound']
-                row['solver_status'] = stats['status']
-            doc['sets'][set_name][scheme] = row
+            rows[scheme] = scheme_row(scheme, slo_terms, setup, predictor,
+                                      slomo_predictor)
             if progress:
                 progress('%s / %s: %d servers, %.1f%% of terms violated'
-                         % (set_name, scheme, row['servers'],
-                            row['violation_pct']))
-        rows = doc['sets'][set_name]
-        if 'resq_greedy' in rows and 'resq_optimal' in rows:
-            doc['ratios'][set_name] = {
-                'greedy_to_optimal': round(rows['resq_greedy']['servers']
-                                           / rows['resq_optimal']['servers'],
-                                           4),
-                'gap_pct': rows['resq_optimal']['gap_pct']}
+                         % (set_name, scheme, rows[scheme]['servers'],
+                            rows[scheme]['violation_pct']))
+        ratio = ratios(rows)
+        if ratio:
+            doc['ratios'][set_name] = ratio
     if 'prediction' in schemes:
         doc['predictor'] = dobrescu.figure10(predictor)
         doc['predictor']['profiling_runs'] = predictor.measurements
@@ -185,7 +220,90 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
             slomo_predictor.measurements)
     # NFVnice's mechanisms on service chains sharing a core.
     doc['chains'] = chains_mod.evaluate()
-    doc['on_demand'] = ondemand.evaluate(seed=seed, progress=progress)
+    doc['on_demand'] = ondemand.evaluate(seed=sub['on_demand'],
+                                         progress=progress)
+    return doc
+
+
+def _needed(sets, slo_file):
+    """The NFs the SLO sets name (a file may name any: all of them)."""
+    if slo_file or any(slosets.SETS.get(s) is None for s in sets):
+        return None
+    return {n for s in sets for n in catalog.names(slosets.SETS[s])}
+
+
+def scheme_row(scheme, slo_terms, setup, predictor=None,
+               slomo_predictor=None):
+    """Place ``slo_terms`` with ``scheme``; what the testbed says of it."""
+    started = time.monotonic()
+    stats = {}
+    placed = schemes_mod.SCHEMES[scheme](
+        slo_terms, setup.cores, setup.ways, packet_bytes=setup.packet_bytes,
+        time_limit=setup.time_limit, mip_gap=setup.mip_gap,
+        config_limit=setup.config_limit, stats=stats, predictor=predictor,
+        slomo_predictor=slomo_predictor)
+    outs = cluster.instance_outcomes(placed, setup.packet_bytes)
+    outcome = cluster.ground_truth(placed, setup.packet_bytes, outs)
+    row = {
+        'servers': cluster.servers_used(placed),
+        'instances': len(placed),
+        'violation_pct': _pct(o.violated for o in outcome.values()),
+        'throughput_violation_pct': _pct(
+            o.throughput_violated for o in outcome.values()),
+        'latency_violation_pct': _pct(
+            o.latency_violated for o in outcome.values()),
+        'latency_binding_violation_pct': _pct(
+            outcome[t.name].violated for t in slo_terms
+            if slosets.binding(t)),
+        'seconds': round(time.monotonic() - started, 3),
+    }
+    error = prediction_error(placed, outs)
+    if error is not None:
+        row['prediction_error_pct'] = error[0]
+        row['prediction_error_max_pct'] = error[1]
+    if scheme == 'resq_optimal':
+        row['gap_pct'] = round(stats['gap_pct'], 3)
+        row['lower_bound'] = stats['lower_bound']
+        row['solver_status'] = stats['status']
+    return row
+
+
+# The greedies whose server count is compared with the optimum's, each
+# with its key in ``ratios``.
+GREEDY_RATIOS = (('resq_greedy', 'greedy_to_optimal'),
+                 ('resq_greedy_paper', 'paper_greedy_to_optimal'))
+
+
+def ratios(rows):
+    """Each greedy's servers over the optimum's, for one set's rows.
+
+    :returns: ``{"greedy_to_optimal": resq-nova's greedy,
+        "paper_greedy_to_optimal": ResQ's as the paper states it,
+        "gap_pct": the MILP's gap}``, with the greedies that ran; ``{}``
+        without the optimum or a greedy.
+    """
+    if 'resq_optimal' not in rows:
+        return {}
+    best = rows['resq_optimal']['servers']
+    result = {key: round(rows[scheme]['servers'] / best, 4)
+              for scheme, key in GREEDY_RATIOS if scheme in rows}
+    if result:
+        result['gap_pct'] = rows['resq_optimal']['gap_pct']
+    return result
+
+
+# Keys of the document that time the run: they differ between two runs
+# of the same seed, everything else is equal (:func:`without_timings`).
+TIMING_KEYS = ('seconds',)
+
+
+def without_timings(doc):
+    """``doc`` without :data:`TIMING_KEYS`, at any depth (a copy)."""
+    if isinstance(doc, dict):
+        return {k: without_timings(v) for k, v in doc.items()
+                if k not in TIMING_KEYS}
+    if isinstance(doc, list):
+        return [without_timings(v) for v in doc]
     return doc
 
 
@@ -196,7 +314,7 @@ def _pct(flags):
 
 def table(doc):
     """The results as a plain-text table."""
-    lines = ['%-12s %-13s %8s %10s %9s %9s %9s' % (
+    lines = ['%-12s %-17s %8s %10s %9s %9s %9s' % (
         'set', 'scheme', 'servers', 'violated%', 'thr viol%', 'lat viol%',
         'pred err%')]
     for set_name, rows in doc['sets'].items():
@@ -207,14 +325,19 @@ def table(doc):
                     row['gap_pct'], row['lower_bound'])
             pred = ('%9.1f' % row['prediction_error_pct']
                     if 'prediction_error_pct' in row else '%9s' % '-')
-            lines.append('%-12s %-13s %8d %10.1f %9.1f %9.1f %s%s' % (
+            lines.append('%-12s %-17s %8d %10.1f %9.1f %9.1f %s%s' % (
                 set_name, scheme, row['servers'], row['violation_pct'],
                 row['throughput_violation_pct'],
                 row['latency_violation_pct'], pred, extra))
-    for set_name, r in doc['ratios'].items():
-        lines.append('%s: greedy uses %.2fx the servers of the optimal '
-                     'schedule (MILP gap %.2f%%)' % (
-                         set_name, r['greedy_to_optimal'], r['gap_pct']))
+    lines.extend(_ratio_lines(doc))
+    if doc.get('profiles'):
+        p = doc['profiles']
+        lines.append('profiles the schedulers saw: %g runs per profile '
+                     '(median), %d at most; worst error against the '
+                     'testbed %.2f%% (throughput), %.2f%% (latency)' % (
+                         p['runs_median'], p['runs_max'],
+                         p['throughput_error_max_pct'],
+                         p['latency_error_max_pct']))
     if 'predictor' in doc:
         p = doc['predictor']
         lines.append('prediction baseline against the testbed (cf. ResQ '
@@ -231,4 +354,20 @@ def table(doc):
                         p['mean_relative_pct']))
     if doc.get('chains'):
         lines.append(chains_mod.table(doc['chains']))
+    if doc.get('seed_spread'):
+        lines.append(seeds_mod.table(doc['seed_spread']))
     return '\n'.join(lines)
+
+
+def _ratio_lines(doc):
+    """Each greedy's servers over the optimum's, a line per set."""
+    lines = []
+    for set_name, r in doc['ratios'].items():
+        rows = doc['sets'][set_name]
+        parts = ['%s %d (%.2fx)' % (schemes_mod.LABELS[scheme],
+                                    rows[scheme]['servers'], r[key])
+                 for scheme, key in GREEDY_RATIOS if key in r]
+        lines.append('%s: optimal schedule %d servers (MILP gap %.2f%%); '
+                     '%s' % (set_name, rows['resq_optimal']['servers'],
+                             r['gap_pct'], ', '.join(parts)))
+    return lines

@@ -1,6 +1,7 @@
 import dataclasses
 import functools
 
+from resq_nova.admission import greedy
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
 from resq_nova.evaluation import run
@@ -81,7 +82,8 @@ class SchemesTest(base.TestCase):
         # Earned: profiles measured with noise from the testbed, judged by
         # the testbed's own model of sharing, bus and DMA.
         for set_name in slosets.SETS:
-            for scheme in ('resq_greedy', 'resq_optimal'):
+            for scheme in ('resq_greedy_paper', 'resq_greedy',
+                           'resq_optimal'):
                 placed, outcome = self.place(set_name, scheme)
                 self.assertEqual(0, self.violated(outcome),
                                  (set_name, scheme))
@@ -97,6 +99,44 @@ class SchemesTest(base.TestCase):
             self.assertEqual(len(used), len(set(used)))  # disjoint
             self.assertTrue(all(w < cluster.USABLE_WAYS for w in used))
             self.assertIsNotNone(members[0].dma_buffers)
+
+    def test_paper_greedy_is_first_fit_decreasing_on_its_sizing(self):
+        # The scheme is greedy.size then greedy.place, term by term in
+        # arrival order: replaying them on an empty cluster gives the same
+        # servers, ways and capacities; and no server is over capacity.
+        slo = slosets.make('mixed', _profiles(), 60, seed=1)
+        placed = schemes.resq_greedy_paper(slo, 9, 18)
+        servers = greedy.make_cluster(len(slo) * 3, 9, 18)
+        expect = []
+        for term in slo:
+            sizing = greedy.size(term, 9, 18)
+            for p in greedy.place(sizing, servers):
+                expect.append((term.name, int(p.server[-3:]), p.ways,
+                               round(p.mpps, 9)))
+        self.assertEqual(sorted(expect), sorted(
+            (p.term.name, p.server, len(p.partition),
+             round(p.planned_mpps, 9)) for p in placed))
+        self._check_cat(placed)
+        by_term = {}
+        for p in placed:
+            by_term[p.term.name] = by_term.get(p.term.name, 0) + \
+                p.planned_mpps
+        for term in slo:
+            self.assertGreaterEqual(by_term[term.name],
+                                    term.throughput_mpps - 1e-9)
+        # Servers are opened in order: none is skipped.
+        used = {p.server for p in placed}
+        self.assertEqual(set(range(len(used))), used)
+
+    def test_paper_greedy_needs_at_least_the_improved_ones_servers(self):
+        for set_name in ('sensitive', 'mixed'):
+            paper, _ = self.place(set_name, 'resq_greedy_paper', terms=60)
+            improved, _ = self.place(set_name, 'resq_greedy', terms=60)
+            optimal, _ = self.place(set_name, 'resq_optimal', terms=60)
+            self.assertLessEqual(cluster.servers_used(optimal),
+                                 cluster.servers_used(improved))
+            self.assertLessEqual(cluster.servers_used(improved),
+                                 cluster.servers_used(paper), set_name)
 
     def test_contention_agnostic_shapes(self):
         # ResQ Figure 8: sharing violates most sensitive terms and few
@@ -116,8 +156,8 @@ class SchemesTest(base.TestCase):
 
     def test_insensitive_set_ties_for_latency_aware_schemes(self):
         counts = {s: cluster.servers_used(self.place('insensitive', s)[0])
-                  for s in ('agnostic', 'even_cat', 'resq_greedy',
-                            'resq_optimal')}
+                  for s in ('agnostic', 'even_cat', 'resq_greedy_paper',
+                            'resq_greedy', 'resq_optimal')}
         self.assertEqual(1, len(set(counts.values())), counts)
 
     def test_optimal_no_worse_than_greedy_and_prediction_costly(self):
