@@ -8,7 +8,8 @@
 #    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
-"""This host's cache domains, reported to resq-api (``PUT /hosts/<name>``).
+"""This host's cache domains and partitioned servers, reported to resq-api
+(``PUT /hosts/<name>``).
 
 After each enforcement pass the agent builds the report from what it
 already computes: the Placement view of each domain
@@ -24,13 +25,36 @@ the leases, the layout's assignments for what instances use. Per domain:
 ``ways_leased`` / ``cores_leased``
     the on-demand lease (``[resq_agent] ondemand_ways``, its cores).
 
-A report that changed is sent after the pass that changed it; an
-unchanged one at most every ``[resq_agent] host_report_interval`` seconds
-(the heartbeat: ``updated_at`` then shows an agent that stopped). An
+and per partitioned server (``instances``, resq-api microversion 1.1):
+``server_uuid``, ``domain`` and ``ways`` from its assignment, and
+``llc_occupancy_bytes`` and ``mbm_total_bytes_per_s`` from the monitor's
+last reading of its group (CMT/MBM; null until there is one): the
+readings the agent's status took last (each ``/metrics`` scrape and
+monitoring notification, :meth:`resq_agent.manager.AgentManager.usage`),
+and, when a heartbeat is due, a reading taken for it
+(:meth:`~resq_agent.manager.AgentManager.measure`), so that the report
+carries occupancy whether or not anything scrapes the agent. A pass
+reads no resctrl file for the report.
+
+When it is sent: a report whose domains or servers changed (a server
+came, went, or moved to another domain or number of ways) is sent after
+the pass that changed it; otherwise at most every ``[resq_agent]
+host_report_interval`` seconds (the heartbeat: ``updated_at`` then shows
+an agent that stopped), with the latest occupancy and bandwidth.
+Occupancy and bandwidth change at every reading, so a change of them
+alone waits for the heartbeat rather than sending a report every pass;
+with the interval 0 (changes only) they go out with the next change.
+
+A resq-api older than 1.1 refuses a report with ``instances`` (406 for
+the version, 400 for the field); so does one that finds the servers
+inconsistent with the domains. The agent then sends the report without
+them (microversion 1.0), warns once, and asks 1.1 again once per
+interval (:data:`RETRY_S` when it is 0), saying when it is accepted. An
 unreachable API is logged once per outage; the next pass or heartbeat
 tries again.
 """
 
+import math
 import threading
 import time
 
@@ -40,6 +64,13 @@ from resq_common.clients import resq as resq_client
 from resq_common import extra_specs
 
 LOG = logging.getLogger(__name__)
+# Seconds between asking a resq-api that refused microversion 1.1 again,
+# when host_report_interval is 0.
+RETRY_S = 600
+# What the monitor measures of a server: not a reason to send at once.
+MEASURED = ('llc_occupancy_bytes', 'mbm_total_bytes_per_s')
+# The largest reading resq-api stores (a signed 64-bit integer).
+MAX_READING = 2 ** 63 - 1
 
 
 def _usable(inventory, rc):
@@ -55,11 +86,51 @@ def agent_version():
         return None
 
 
-def build(domains, assignments, version=None):
+def _reading(value, kind):
+    """A measurement as ``kind``, or None if missing or not one."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = kind(value)
+        fits = math.isfinite(value) and 0 <= value <= MAX_READING
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if fits else None
+
+
+def instances(assignments, domain_ids, usage=None):
+    """The report's ``instances``, by server uuid. Pure.
+
+    :param domain_ids: the report's domains; a server in another one is
+        left out (resq-api refuses a server in a domain not reported).
+    :param usage: ``{server uuid: reading}``, each reading as
+        :meth:`resq_agent.monitor.Monitor.sample` returns it.
+    """
+    usage = usage or {}
+    found = {}
+    for a in assignments:
+        if a.domain_id not in domain_ids or a.instance_uuid in found:
+            continue
+        sample = usage.get(a.instance_uuid) or {}
+        found[a.instance_uuid] = {
+            'server_uuid': a.instance_uuid,
+            'domain': a.domain_id,
+            'ways': a.ways,
+            'llc_occupancy_bytes': _reading(
+                sample.get('llc_occupancy_bytes'), int),
+            'mbm_total_bytes_per_s': _reading(
+                sample.get('mbm_total_bytes_per_s'), float),
+        }
+    return [found[uuid] for uuid in sorted(found)]
+
+
+def build(domains, assignments, version=None, usage=None):
     """The report's body. Pure.
 
     :param domains: :class:`resq_common.cache_domain.CacheDomain` objects.
     :param assignments: :class:`resq_agent.layout.Assignment` objects.
+    :param usage: the monitor's readings by server uuid (see
+        :func:`instances`); None: none yet.
     """
     used = {}
     for a in assignments:
@@ -82,10 +153,29 @@ def build(domains, assignments, version=None):
             'cores_leased': ((d.lease_cores or d.cores or leased)
                              if leased else 0),
         })
-    body = {'domains': report}
+    body = {'domains': report,
+            'instances': instances(assignments,
+                                   {d['id'] for d in report}, usage)}
     if version:
         body['agent_version'] = version
     return body
+
+
+def placement(report):
+    """The report without what is measured; None for None. Pure.
+
+    What decides whether a report is sent at once (see the module).
+    """
+    if report is None:
+        return None
+    return dict(report, instances=[
+        {k: v for k, v in inst.items() if k not in MEASURED}
+        for inst in report.get('instances') or ()])
+
+
+def without_instances(report):
+    """The report as a resq-api older than microversion 1.1 takes it."""
+    return {k: v for k, v in report.items() if k != 'instances'}
 
 
 class HostReporter:
@@ -93,46 +183,80 @@ class HostReporter:
 
     :param resq: a :class:`resq_common.clients.resq.ResQClient`.
     :param domains: ``topology -> [CacheDomain]`` (no I/O).
+    :param usage: ``() -> {server uuid: reading}``, the monitor's last
+        readings (no I/O); None until set: the manager sets its own
+        :meth:`~resq_agent.manager.AgentManager.usage`.
+    :param measure: ``() -> None``, takes new readings (resctrl reads),
+        called by a due heartbeat before it builds the report; None until
+        set: the manager sets its own
+        :meth:`~resq_agent.manager.AgentManager.measure`.
     """
 
     def __init__(self, resq, hostname, domains, interval=60,
-                 clock=time.monotonic, version=None):
+                 clock=time.monotonic, version=None, usage=None,
+                 measure=None):
         self.resq = resq
         self.hostname = hostname
         self.domains = domains
         self.interval = interval
         self.clock = clock
         self.version = version if version is not None else agent_version()
+        self.usage = usage
+        self.measure = measure
+        self._placed = None       # (domains, assignments) of the last pass
         self._latest = None
         self._sent = None
         self._sent_at = None
         self._failing = False
+        self._refused_at = None   # when resq-api last refused 1.1
         self._lock = threading.Lock()
 
     def after_apply(self, topology, assignments):
-        self._latest = build(self.domains(topology), assignments,
-                             self.version)
-        return self.send()
+        domains = self.domains(topology)
+        with self._lock:
+            self._placed = (domains, list(assignments))
+            self._latest = self._build()
+            return self._send()
 
     def heartbeat(self):
-        """Resend the last report if it is due (a periodic task)."""
-        return self.send()
+        """Resend the report with new readings if due (periodic)."""
+        if self.measure is not None and self._placed is not None \
+                and self._due():
+            # Outside the lock: the manager's status() takes its own.
+            try:
+                self.measure()
+            except Exception:
+                LOG.exception('Cannot measure the occupancy of the servers '
+                              'of %s for its host report; reporting the '
+                              'last readings', self.hostname)
+        with self._lock:
+            if self._placed is not None:
+                self._latest = self._build()
+            return self._send()
 
     def send(self):
         """Send the latest report if it changed or is due; True if sent."""
         with self._lock:
             return self._send()
 
+    def _build(self):
+        domains, assignments = self._placed
+        usage = self.usage() if self.usage is not None else None
+        return build(domains, assignments, self.version, usage)
+
+    def _due(self):
+        return self._sent_at is None or bool(
+            self.interval and self.clock() - self._sent_at >= self.interval)
+
     def _send(self):
         if self._latest is None:
             return False
-        if (self._sent == self._latest and self._sent_at is not None
-                and (not self.interval or
-                     self.clock() - self._sent_at < self.interval)):
+        changed = placement(self._latest) != placement(self._sent)
+        if not changed and not self._due():
             return False
         report = self._latest
         try:
-            self.resq.report_host(self.hostname, report)
+            self._put(report)
         except resq_client.ResQAPIError as exc:
             log = LOG.debug if self._failing else LOG.warning
             log('Cannot report the cache domains of %s to resq-api (%s); '
@@ -143,8 +267,45 @@ class HostReporter:
             LOG.info('Reporting the cache domains of %s to resq-api again',
                      self.hostname)
         self._failing = False
-        if report != self._sent:
-            LOG.info('Reported %d cache domain(s) of %s to resq-api',
-                     len(report['domains']), self.hostname)
+        if changed:
+            LOG.info('Reported %d cache domain(s) and %d partitioned '
+                     'server(s) of %s to resq-api', len(report['domains']),
+                     len(report.get('instances') or ()), self.hostname)
         self._sent, self._sent_at = report, self.clock()
         return True
+
+    def _put(self, report):
+        """PUT ``report``; without its servers if resq-api refuses them."""
+        if 'instances' in report and self._ask_instances():
+            try:
+                self.resq.report_host(self.hostname, report)
+            except resq_client.ResQAPIError as exc:
+                if exc.status not in resq_client.VERSION_REFUSED:
+                    raise
+                self._refused(exc)
+            else:
+                if self._refused_at is not None:
+                    LOG.info('resq-api takes the partitioned servers of %s '
+                             'again (microversion 1.1)', self.hostname)
+                self._refused_at = None
+                return
+        self.resq.report_host(self.hostname, without_instances(report))
+
+    def _retry_s(self):
+        return self.interval or RETRY_S
+
+    def _ask_instances(self):
+        """Whether to send the servers (1.1) rather than the domains."""
+        return (self._refused_at is None
+                or self.clock() - self._refused_at >= self._retry_s())
+
+    def _refused(self, exc):
+        if self._refused_at is None:
+            LOG.warning(
+                'resq-api refused the report of %s with its partitioned '
+                'servers (microversion 1.1): %s. It is older than this '
+                'agent, or finds the servers inconsistent with the cache '
+                'domains; reporting the cache domains alone (microversion '
+                '1.0) and asking again every %d s', self.hostname, exc,
+                self._retry_s())
+        self._refused_at = self.clock()

@@ -48,6 +48,9 @@ _RECONCILE = object()
 _UNREAD = object()
 RECHECK = 'recheck'
 RECHECK_DELAY_S = 0.2
+# What the monitor measures of an instance, kept for the host report.
+USAGE = ('llc_occupancy_bytes', 'mbm_total_bytes_per_s',
+         'mbm_local_bytes_per_s')
 # Events after which the instance should be running.
 STARTING = {'started', 'resumed', 'instance.create.end',
             'instance.power_on.end', 'instance.live_migration_post_dest.end'}
@@ -88,10 +91,18 @@ class AgentManager:
             when this host leases ways to on-demand NFs.
         :param host_report: :class:`resq_agent.hostreport.HostReporter`
             whose heartbeat the service runs (its ``after_apply`` is one
-            of ``post_apply_hooks``).
+            of ``post_apply_hooks``); it reports the occupancy and
+            bandwidth of :meth:`usage` unless it was given readings of
+            its own.
         """
         self.ondemand = ondemand
         self.host_report = host_report
+        self._usage = {}          # uuid -> the monitor's last reading
+        if host_report is not None and getattr(
+                host_report, 'usage', False) is None:
+            host_report.usage = self.usage
+            if getattr(host_report, 'measure', False) is None:
+                host_report.measure = self.measure
         self.conf = conf
         self.enforcer = enforcer
         self.hypervisor = hypervisor
@@ -707,6 +718,22 @@ class AgentManager:
                     for u, i in self._known.items()}
 
     # -- status --------------------------------------------------------------
+    def usage(self):
+        """``{uuid: reading}``: what :meth:`status` last measured.
+
+        Each reading has ``llc_occupancy_bytes``,
+        ``mbm_total_bytes_per_s`` and ``mbm_local_bytes_per_s`` (None when
+        unknown), as :meth:`resq_agent.monitor.Monitor.sample` gives them.
+        No resctrl file is read: these are the readings of the last
+        ``/metrics`` scrape, monitoring notification or :meth:`measure`.
+        """
+        with self._lock:
+            return {u: dict(r) for u, r in self._usage.items()}
+
+    def measure(self):
+        """Read every instance's counters now (what :meth:`usage` gives)."""
+        self.status()
+
     def status(self):
         """What is enforced and measured, JSON-able."""
         with self._lock:
@@ -725,6 +752,8 @@ class AgentManager:
             if self.monitor is not None:
                 self.monitor.forget({self.monitor.key(*_monitored(a))
                                      for a in lay.assignments})
+                self._usage = {e['uuid']: {k: e.get(k) for k in USAGE}
+                               for e in instances}
             return {
                 'backend': self.enforcer.name,
                 'resctrl_available': self.topology.resctrl_available,

@@ -38,6 +38,10 @@ LOG = logging.getLogger(__name__)
 SERVICE_TYPE = 'resq'
 GROUP = clients.RESQ_API
 MV_BASE = '1.0'          # every resource of the first release
+MV_HOST_INSTANCES = '1.1'   # host reports list the partitioned servers
+# What resq-api answers a request at a microversion it does not serve (406)
+# or a body field an older resq-api does not know (400).
+VERSION_REFUSED = (400, 406)
 DEFAULT_CACHE_SECONDS = 10
 
 
@@ -99,8 +103,9 @@ class ResQClient:
                                           timeout), **kwargs)
 
     # -- the one response check -------------------------------------------
-    def _call(self, method, url, body=None, ok=(200,), headers=None):
-        kwargs = {'microversion': self.microversion,
+    def _call(self, method, url, body=None, ok=(200,), headers=None,
+              microversion=None):
+        kwargs = {'microversion': microversion or self.microversion,
                   'headers': dict({'accept': 'application/json'},
                                   **(headers or {}))}
         if body is not None:
@@ -115,8 +120,8 @@ class ResQClient:
         raise cls(method=method, url=url, reason=reason,
                   status=resp.status_code)
 
-    def _json(self, method, url, body=None, ok=(200,)):
-        resp = self._call(method, url, body, ok)
+    def _json(self, method, url, body=None, ok=(200,), microversion=None):
+        resp = self._call(method, url, body, ok, microversion=microversion)
         return resp.json() if resp.content else None
 
     def _pages(self, url, key, **query):
@@ -307,15 +312,31 @@ class ResQClient:
                            host=host, limit=limit)
 
     def report_host(self, hostname, report):
+        """Store an agent's report of ``hostname``.
+
+        A report with ``instances`` is sent at microversion 1.1 (or this
+        client's, if later): a resq-api older than 1.1 refuses it with a
+        :class:`ResQAPIError` whose ``status`` is in
+        :data:`VERSION_REFUSED`; send it again without ``instances``.
+        """
+        version = None
+        if 'instances' in report:
+            version = _later(self.microversion, MV_HOST_INSTANCES)
         return self._json('PUT', '/hosts/%s' % _q(hostname), report,
-                          ok=(200, 201))
+                          ok=(200, 201), microversion=version)
 
     def list_hosts(self, limit=None):
         """Every host an agent reported, by name."""
         return self._pages('/hosts', 'hosts', limit=limit)
 
-    def get_host(self, hostname):
-        return self._json('GET', '/hosts/%s' % _q(hostname))
+    def get_host(self, hostname, microversion=None):
+        """The last report of ``hostname``.
+
+        :param microversion: asked instead of this client's (1.1 shows
+            the servers the report lists).
+        """
+        return self._json('GET', '/hosts/%s' % _q(hostname),
+                          microversion=microversion)
 
 
 class ProfileSource:
@@ -389,6 +410,11 @@ def term_record(doc, slo, profile_id, throughput_mpps=None,
 
 def _q(value):
     return parse.quote(str(value), safe='')
+
+
+def _later(*versions):
+    """The latest of microversions given as ``"<major>.<minor>"``."""
+    return max(versions, key=lambda v: tuple(int(p) for p in v.split('.')))
 
 
 def _next_query(body):

@@ -15,6 +15,14 @@ The history (each new version adds; the oldest stays served):
 
 * 1.0 -- profiles, SLO terms, snapshots and plans, isolation status,
   hosts.
+* 1.1 -- a host report carries the servers the agent partitions
+  (``instances``: server, cache domain, ways, LLC occupancy and memory
+  bandwidth): ``PUT /hosts/{hostname}`` takes them, ``GET /hosts`` and
+  ``GET /hosts/{hostname}`` show them. At 1.0 a report with them is
+  refused (400) and the answers do not show them.
+
+A handler serves what a later version adds only when
+:func:`at_least` says the request asked for that version.
 """
 
 import microversion_parse
@@ -23,9 +31,11 @@ from resq_nova.api import errors
 
 SERVICE_TYPE = 'resq'
 HEADER = 'OpenStack-API-Version'
-VERSIONS = ('1.0',)
+VERSIONS = ('1.0', '1.1')
 MIN_VERSION = microversion_parse.Version(1, 0)
 MAX_VERSION = microversion_parse.Version(*map(int, VERSIONS[-1].split('.')))
+# The first version of each addition.
+HOST_INSTANCES = microversion_parse.Version(1, 1)
 
 
 def _range():
@@ -56,6 +66,16 @@ def extract(headers):
             'resq-api does not serve version %s; it serves %s'
             % (asked, _range()), code='resq.microversion.unsupported')
     return version
+
+
+def requested(req):
+    """The version ``req`` asked for (set by the API before its handler)."""
+    return req.environ.get('resq.version') or MIN_VERSION
+
+
+def at_least(req, version):
+    """Whether ``req`` asked for ``version`` or a later one."""
+    return requested(req) >= version
 
 
 def headers(version):

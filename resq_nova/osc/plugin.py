@@ -32,7 +32,8 @@ API_NAME = 'resq'
 API_VERSION_OPTION = 'os_resq_api_version'
 # '1' is the major version alone: its first microversion.
 API_VERSIONS = {'1': 'resq_nova.osc.client.ResQClient',
-                '1.0': 'resq_nova.osc.client.ResQClient'}
+                '1.0': 'resq_nova.osc.client.ResQClient',
+                '1.1': 'resq_nova.osc.client.ResQClient'}
 
 
 def _adapter(instance, service_type):

@@ -13,7 +13,8 @@
 
 Only what the tests read or clean up: profiles, SLO terms, host reports,
 the optimizer's plans and servers' isolation status. Every request asks
-for microversion ``resq 1.0`` (``OpenStack-API-Version``).
+for microversion ``resq 1.0`` (``OpenStack-API-Version``) but a host
+report's, which asks 1.1 (its partitioned servers).
 """
 
 from urllib import parse
@@ -33,6 +34,13 @@ class ResQClient(rest_client.RestClient):
         headers = super().get_headers(accept_type, send_type)
         headers[MICROVERSION_HEADER] = 'resq %s' % self.microversion
         return headers
+
+    def _at(self, version, call, *args):
+        previous, self.microversion = self.microversion, version
+        try:
+            return call(*args)
+        finally:
+            self.microversion = previous
 
     def _show(self, url, params=None):
         if params:
@@ -61,8 +69,9 @@ class ResQClient(rest_client.RestClient):
         return rest_client.ResponseBody(resp, body)
 
     def show_host(self, hostname):
-        """The agent's last report of ``hostname``'s cache domains."""
-        return self._show('hosts/%s' % self._quote(hostname))
+        """The agent's last report of ``hostname``: domains and servers."""
+        return self._at('1.1', self._show,
+                        'hosts/%s' % self._quote(hostname))
 
     def list_hosts(self, **params):
         return self._show('hosts', params)

@@ -131,4 +131,6 @@ class Host(Base):
     __tablename__ = 'hosts'
     hostname = sa.Column(sa.String(255), primary_key=True)
     report = sa.Column(Document, nullable=False)
+    # The servers the last report listed (microversion 1.1), or NULL.
+    instances = sa.Column(Document, nullable=True)
     updated_at = sa.Column(sa.DateTime, nullable=False)

@@ -9,10 +9,18 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``/hosts``: the agents' reports of their cache domains."""
+"""``/hosts``: the agents' reports of their cache domains.
+
+From microversion 1.1 a report also lists the servers the agent
+partitions (``instances``); at 1.0 a body with them is refused, as any
+unknown field, and the answers leave them out.
+"""
+
+import collections
 
 from resq_nova.api import errors
 from resq_nova.api import handlers
+from resq_nova.api import microversion
 from resq_nova.api.objects import host as host_obj
 from resq_nova.api.schemas import host as schema
 from resq_nova.api import util
@@ -49,20 +57,77 @@ def check_domains(domains):
                         domain[total]), code='resq.host.%s' % count)
 
 
+def _server_key(server_uuid):
+    # The schema takes a UUID with or without its dashes, in either case.
+    return server_uuid.replace('-', '').lower()
+
+
+def check_instances(instances, domains):
+    """Refuse servers that contradict the report's domains or each other.
+
+    Each server appears once, in a cache domain the report has, and the
+    servers of a domain hold at most its ``ways_used``.
+
+    :raises resq_nova.api.errors.BadRequest: naming the entry and field.
+    """
+    by_id = {d['id']: d for d in domains}
+    seen = {}
+    ways = collections.Counter()
+    for n, inst in enumerate(instances):
+        key = _server_key(inst['server_uuid'])
+        if key in seen:
+            raise errors.BadRequest(
+                'instances[%d]: server %s is reported twice (also '
+                'instances[%d]); report each server once'
+                % (n, inst['server_uuid'], seen[key]),
+                code='resq.host.server_uuid')
+        seen[key] = n
+        if inst['domain'] not in by_id:
+            raise errors.BadRequest(
+                'instances[%d] (server %s): cache domain %d is not in the '
+                'report\'s domains (%s); report that domain too or leave '
+                'the server out' % (
+                    n, inst['server_uuid'], inst['domain'],
+                    ', '.join(str(i) for i in sorted(by_id)) or 'none'),
+                code='resq.host.instance_domain')
+        ways[inst['domain']] += inst['ways']
+    for dom_id, held in sorted(ways.items()):
+        if held > by_id[dom_id]['ways_used']:
+            raise errors.BadRequest(
+                'instances: the servers of cache domain %d hold %d ways, '
+                'more than its ways_used %d' % (
+                    dom_id, held, by_id[dom_id]['ways_used']),
+                code='resq.host.instance_ways')
+
+
+def _view(req, rec):
+    """The record as the request's microversion shows it."""
+    if not microversion.at_least(req, microversion.HOST_INSTANCES):
+        rec = {k: v for k, v in rec.items() if k != 'instances'}
+    return rec
+
+
 def put_host(req):
     ctx = handlers.context(req)
     ctx.can('resq:hosts:report')
-    body = util.extract_json(req, schema.PUT,
-                             handlers.conf(req).api.max_request_body_size)
+    with_instances = microversion.at_least(req, microversion.HOST_INSTANCES)
+    body = util.extract_json(
+        req, schema.PUT_V1_1 if with_instances else schema.PUT,
+        handlers.conf(req).api.max_request_body_size)
     check_domains(body['domains'])
-    rec, created = host_obj.report(ctx, req.urlvars['hostname'], body)
-    return handlers.respond(rec, status=201 if created else 200)
+    instances = body.pop('instances', None)
+    if instances is not None:
+        check_instances(instances, body['domains'])
+    rec, created = host_obj.report(ctx, req.urlvars['hostname'], body,
+                                   instances)
+    return handlers.respond(_view(req, rec), status=201 if created else 200)
 
 
 def show_host(req):
     ctx = handlers.context(req)
     ctx.can('resq:hosts:read')
-    return handlers.respond(host_obj.get(ctx, req.urlvars['hostname']))
+    return handlers.respond(_view(req, host_obj.get(
+        ctx, req.urlvars['hostname'])))
 
 
 def list_hosts(req):
@@ -72,4 +137,5 @@ def list_hosts(req):
     items, links = handlers.page(
         req, params, lambda limit, marker: host_obj.get_list(
             ctx, limit=limit, marker=marker), 'hostname', 'host')
-    return handlers.respond({'hosts': items, 'links': links})
+    return handlers.respond({'hosts': [_view(req, i) for i in items],
+                             'links': links})

@@ -9,7 +9,14 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Hosts: each agent's report of its cache domains."""
+"""Hosts: each agent's report of its cache domains.
+
+The report's domains and agent version are one JSON document
+(``hosts.report``); the servers it lists (microversion 1.1) another
+(``hosts.instances``), NULL when the last report listed none: a report
+without ``instances`` (any 1.0 report) clears what an earlier one listed,
+so a server is never shown from a report older than the domains.
+"""
 
 import sqlalchemy as sa
 
@@ -21,19 +28,26 @@ from resq_nova.api.objects import util
 
 def _record(row):
     rec = dict(util.loads(row.report) or {})
-    rec.update(hostname=row.hostname, updated_at=util.iso(row.updated_at))
+    rec.update(hostname=row.hostname, updated_at=util.iso(row.updated_at),
+               instances=util.loads(row.instances))
     return rec
 
 
 @db_api.writer
-def report(ctx, hostname, values):
-    """Store the agent's report; ``(record, created)``."""
+def report(ctx, hostname, values, instances=None):
+    """Store the agent's report; ``(record, created)``.
+
+    :param values: the report but its servers (``domains``,
+        ``agent_version``).
+    :param instances: the servers it lists, or None when it lists none.
+    """
     row = ctx.session.get(models.Host, hostname)
     created = row is None
     if created:
         row = models.Host(hostname=hostname)
         ctx.session.add(row)
     row.report = util.dumps(values)
+    row.instances = util.dumps(instances) if instances is not None else None
     row.updated_at = util.now()
     ctx.session.flush()
     return _record(row), created

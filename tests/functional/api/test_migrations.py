@@ -7,6 +7,7 @@ syncs it.
 
 import datetime
 import io
+import json
 import struct
 from unittest import mock
 
@@ -15,9 +16,11 @@ from alembic import migration as alembic_migration
 import fixtures
 import sqlalchemy as sa
 
+from resq_nova.api import context
 from resq_nova.api.db import api as db_api
 from resq_nova.api.db import migration
 from resq_nova.api.db import models
+from resq_nova.api.objects import host as host_obj
 from resq_nova.cmd import manage
 from tests import base
 from tests.fixtures import database
@@ -78,6 +81,32 @@ class MigrationWalkTest(base.TestCase):
         self.assertIn(got['old'], (sent, single))
         self.assertEqual(sent, got['new'])
         self.assertEqual([(0,)], lock)
+
+    def test_upgrade_keeps_host_reports_without_servers(self):
+        # A host report stored before the servers had a column of their
+        # own keeps its domains and lists no servers (microversion 1.1
+        # shows null); a report stored after holds its servers.
+        revisions = migration.revisions()
+        migration.upgrade(revisions[revisions.index('3714af25ce43') - 1])
+        hosts = sa.table('hosts', sa.column('hostname'),
+                         sa.column('report'), sa.column('updated_at'))
+        stored = {'domains': [{'id': 0, 'ways_total': 18, 'ways_used': 4}],
+                  'agent_version': '1.0'}
+        engine = db_api.get_engine()
+        with engine.begin() as conn:
+            conn.execute(sa.insert(hosts).values(
+                hostname='cmp-old', report=json.dumps(stored),
+                updated_at=datetime.datetime(2026, 1, 1)))
+        migration.upgrade()
+        ctx = context.RequestContext()
+        old = host_obj.get(ctx, 'cmp-old')
+        self.assertEqual(stored['domains'], old['domains'])
+        self.assertIsNone(old['instances'])
+        servers = [{'server_uuid': 'aaaaaaaa-0000-4000-8000-000000000001',
+                    'domain': 0, 'ways': 4, 'llc_occupancy_bytes': 1 << 20,
+                    'mbm_total_bytes_per_s': None}]
+        host_obj.report(ctx, 'cmp-old', stored, servers)
+        self.assertEqual(servers, host_obj.get(ctx, 'cmp-old')['instances'])
 
     def test_manage_db_sync_and_version(self):
         conf = self.useFixture(fixtures.TempDir()).join('resq-api.conf')

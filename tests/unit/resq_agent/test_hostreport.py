@@ -1,6 +1,7 @@
 from resq_agent import hostreport
 from resq_agent import layout
 from resq_common import cache_domain
+from resq_common.clients import resq as resq_client
 from tests import base
 from tests.unit import fake_resq
 
@@ -76,3 +77,251 @@ class ReporterTest(base.TestCase):
     def test_nothing_before_the_first_pass(self):
         self.assertFalse(self.reporter.heartbeat())
         self.assertEqual([], self.api.calls)
+
+
+UUID_A = '0a0a0a0a-0000-4000-8000-00000000000a'
+UUID_B = '0b0b0b0b-0000-4000-8000-00000000000b'
+UUID_C = '0c0c0c0c-0000-4000-8000-00000000000c'
+
+
+def reading(occupancy, rate=None):
+    """What the monitor gives for an instance (and the manager keeps)."""
+    return {'llc_occupancy_bytes': occupancy,
+            'mbm_total_bytes_per_s': rate, 'mbm_local_bytes_per_s': None}
+
+
+class InstancesTest(base.TestCase):
+
+    def test_a_server_per_assignment_with_its_readings(self):
+        body = hostreport.build(domains(), [
+            assign(UUID_B, 1, 2, [8]), assign(UUID_A, 0, 3, [0, 1]),
+            assign(UUID_C, 0, 2, [2])], usage={
+                UUID_A: reading(3 << 20, 1.5e9), UUID_B: reading(None),
+                'gone': reading(1)})
+        self.assertEqual([
+            {'server_uuid': UUID_A, 'domain': 0, 'ways': 3,
+             'llc_occupancy_bytes': 3 << 20,
+             'mbm_total_bytes_per_s': 1.5e9},
+            {'server_uuid': UUID_B, 'domain': 1, 'ways': 2,
+             'llc_occupancy_bytes': None, 'mbm_total_bytes_per_s': None},
+            {'server_uuid': UUID_C, 'domain': 0, 'ways': 2,
+             'llc_occupancy_bytes': None, 'mbm_total_bytes_per_s': None},
+        ], body['instances'])
+        # The domains count the same assignments.
+        self.assertEqual([5, 2], [d['ways_used'] for d in body['domains']])
+
+    def test_no_usage_no_readings(self):
+        body = hostreport.build(domains(), [assign(UUID_A, 0, 3, [0])])
+        (inst,) = body['instances']
+        self.assertIsNone(inst['llc_occupancy_bytes'])
+        self.assertIsNone(inst['mbm_total_bytes_per_s'])
+        self.assertEqual([], hostreport.build(domains(), [])['instances'])
+
+    def test_readings_that_are_not_measurements_are_none(self):
+        for bad in (-1, float('nan'), float('inf'), True, 'x', 2 ** 64):
+            (inst,) = hostreport.build(
+                domains(), [assign(UUID_A, 0, 3, [0])],
+                usage={UUID_A: reading(bad, bad)})['instances']
+            self.assertEqual((None, None), (inst['llc_occupancy_bytes'],
+                                            inst['mbm_total_bytes_per_s']),
+                             bad)
+
+    def test_a_server_in_a_domain_not_reported_is_left_out(self):
+        body = hostreport.build(domains(), [
+            assign(UUID_A, 0, 3, [0]), assign(UUID_B, 7, 2, [30]),
+            assign(UUID_A, 1, 1, [9])])
+        self.assertEqual([(UUID_A, 0)], [(i['server_uuid'], i['domain'])
+                                         for i in body['instances']])
+
+    def test_placement_leaves_out_what_is_measured(self):
+        one = hostreport.build(domains(), [assign(UUID_A, 0, 3, [0])],
+                               usage={UUID_A: reading(1, 2.0)})
+        two = hostreport.build(domains(), [assign(UUID_A, 0, 3, [0])],
+                               usage={UUID_A: reading(5, 9.0)})
+        self.assertNotEqual(one, two)
+        self.assertEqual(hostreport.placement(one),
+                         hostreport.placement(two))
+        moved = hostreport.build(domains(), [assign(UUID_A, 1, 3, [8])])
+        self.assertNotEqual(hostreport.placement(one),
+                            hostreport.placement(moved))
+        self.assertIsNone(hostreport.placement(None))
+        self.assertNotIn('instances', hostreport.without_instances(one))
+
+
+class OldResQ(fake_resq.FakeResQ):
+    """A resq-api that refuses reports with ``instances`` while ``old``."""
+
+    def __init__(self, status=406):
+        super().__init__()
+        self.status = status
+        self.old = True
+
+    def report_host(self, hostname, report):
+        if self.old and 'instances' in report:
+            self.calls.append(('report_host_1.1', hostname))
+            raise resq_client.ResQAPIError(
+                method='PUT', url='/hosts/%s' % hostname, status=self.status,
+                reason='%d resq-api does not serve version 1.1'
+                % self.status)
+        return super().report_host(hostname, report)
+
+
+class ReporterBase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.api = fake_resq.FakeResQ()
+        self.now = 100.0
+        self.usage = {UUID_A: reading(1 << 20, 10.0)}
+        self.reporter = self.make(60)
+
+    def make(self, interval, api=None):
+        return hostreport.HostReporter(
+            api or self.api, 'host1', domains, interval=interval,
+            clock=lambda: self.now, version='x',
+            usage=lambda: dict(self.usage))
+
+    def sent(self, api=None):
+        return [c for c in (api or self.api).calls
+                if c[0].startswith('report_host')]
+
+    def occupancy(self, api=None):
+        return [i['llc_occupancy_bytes'] for i in (api or self.api).hosts[
+            'host1']['instances']]
+
+
+class ReadingsTest(ReporterBase):
+    """Occupancy and bandwidth wait for the heartbeat; placement does not."""
+
+    def test_occupancy_alone_waits_for_the_interval(self):
+        a = [assign(UUID_A, 0, 3, [0])]
+        self.assertTrue(self.reporter.after_apply(None, a))
+        self.assertEqual([1 << 20], self.occupancy())
+        self.usage = {UUID_A: reading(2 << 20, 20.0)}
+        self.assertFalse(self.reporter.after_apply(None, a))
+        self.now += 30
+        self.assertFalse(self.reporter.heartbeat())
+        self.assertEqual([1 << 20], self.occupancy())
+        self.now += 30
+        # Due: the heartbeat takes the latest readings.
+        self.usage = {UUID_A: reading(3 << 20, 30.0)}
+        self.assertTrue(self.reporter.heartbeat())
+        self.assertEqual([3 << 20], self.occupancy())
+        self.assertEqual(2, len(self.sent()))
+
+    def test_placement_changes_go_at_once_with_the_readings(self):
+        self.assertTrue(self.reporter.after_apply(
+            None, [assign(UUID_A, 0, 3, [0])]))
+        self.usage[UUID_B] = reading(7 << 20)
+        self.now += 1
+        # A new server, then the same server with other ways.
+        self.assertTrue(self.reporter.after_apply(
+            None, [assign(UUID_A, 0, 3, [0]), assign(UUID_B, 0, 2, [1])]))
+        self.assertEqual([1 << 20, 7 << 20], self.occupancy())
+        self.assertTrue(self.reporter.after_apply(
+            None, [assign(UUID_A, 0, 4, [0]), assign(UUID_B, 0, 2, [1])]))
+        self.assertEqual([4, 2], [i['ways'] for i in self.api.hosts[
+            'host1']['instances']])
+        self.assertEqual(3, len(self.sent()))
+
+    def test_interval_zero_sends_changes_only(self):
+        reporter = self.make(0)
+        a = [assign(UUID_A, 0, 3, [0])]
+        self.assertTrue(reporter.after_apply(None, a))
+        self.usage = {UUID_A: reading(9 << 20)}
+        self.now += 3600
+        self.assertFalse(reporter.after_apply(None, a))
+        self.assertFalse(reporter.heartbeat())
+        self.assertEqual([1 << 20], self.occupancy())
+        self.assertTrue(reporter.after_apply(None, []))
+        self.assertEqual([], self.api.hosts['host1']['instances'])
+
+    def test_without_usage_the_readings_are_none(self):
+        reporter = hostreport.HostReporter(self.api, 'host1', domains,
+                                           clock=lambda: self.now,
+                                           version='x')
+        self.assertTrue(reporter.after_apply(None, [assign(UUID_A, 0, 3,
+                                                           [0])]))
+        self.assertEqual([None], self.occupancy())
+
+
+class FallbackTest(ReporterBase):
+    """A resq-api older than 1.1 gets the report without its servers."""
+
+    def check_falls_back(self, status):
+        api = OldResQ(status)
+        reporter = self.make(60, api)
+        a = [assign(UUID_A, 0, 3, [0])]
+        with self.assertLogs('resq_agent.hostreport', 'WARNING') as logs:
+            self.assertTrue(reporter.after_apply(None, a))
+            # A change: 1.0 at once, without asking 1.1 again.
+            self.assertTrue(reporter.after_apply(
+                None, a + [assign(UUID_B, 0, 2, [1])]))
+            # Due: 1.1 asked again, refused again, no second warning.
+            self.now += 60
+            self.assertTrue(reporter.heartbeat())
+        self.assertEqual(1, len(logs.output))
+        self.assertIn('microversion 1.1', logs.output[0])
+        self.assertIn('%d resq-api does not serve' % status, logs.output[0])
+        self.assertEqual(['report_host_1.1', 'report_host', 'report_host',
+                          'report_host_1.1', 'report_host'],
+                         [c[0] for c in self.sent(api)])
+        self.assertEqual({'domains', 'agent_version'},
+                         set(api.hosts['host1']))
+        self.assertEqual(5, api.hosts['host1']['domains'][0]['ways_used'])
+        # resq-api upgraded: the next heartbeat sends the servers.
+        api.old = False
+        self.now += 60
+        with self.assertLogs('resq_agent.hostreport', 'INFO') as logs:
+            self.assertTrue(reporter.heartbeat())
+        self.assertIn('again (microversion 1.1)', logs.output[0])
+        self.assertEqual([1 << 20, None], self.occupancy(api))
+        # Refused again later: a new outage, a new warning.
+        api.old = True
+        self.now += 60
+        with self.assertLogs('resq_agent.hostreport', 'WARNING') as logs:
+            self.assertTrue(reporter.heartbeat())
+        self.assertEqual(1, len(logs.output))
+
+    def test_406_falls_back_to_1_0(self):
+        self.check_falls_back(406)
+
+    def test_400_falls_back_to_1_0(self):
+        self.check_falls_back(400)
+
+    def test_interval_zero_asks_again_after_retry_s(self):
+        api = OldResQ()
+        reporter = self.make(0, api)
+        self.assertTrue(reporter.after_apply(None, []))
+        self.now += hostreport.RETRY_S - 1
+        self.assertTrue(reporter.after_apply(None, [assign(UUID_A, 0, 3,
+                                                           [0])]))
+        self.now += 1
+        self.assertTrue(reporter.after_apply(None, []))
+        self.assertEqual(['report_host_1.1', 'report_host', 'report_host',
+                          'report_host_1.1', 'report_host'],
+                         [c[0] for c in self.sent(api)])
+
+    def test_other_errors_are_failures_not_fallbacks(self):
+        api = OldResQ(500)
+        reporter = self.make(60, api)
+        with self.assertLogs('resq_agent.hostreport', 'WARNING') as logs:
+            self.assertFalse(reporter.after_apply(None, []))
+        self.assertIn('Cannot report the cache domains', logs.output[0])
+        self.assertEqual(['report_host_1.1'], [c[0] for c in self.sent(api)])
+        self.assertNotIn('host1', api.hosts)
+
+    def test_unreachable_while_falling_back(self):
+        api = OldResQ()
+        reporter = self.make(60, api)
+        self.assertTrue(reporter.after_apply(None, []))
+        api.old = False
+        api.fail = api.down()
+        self.now += 60
+        with self.assertLogs('resq_agent.hostreport', 'WARNING') as logs:
+            self.assertFalse(reporter.heartbeat())
+        self.assertIn('Cannot report the cache domains', logs.output[0])
+        api.fail = None
+        self.now += 1
+        self.assertTrue(reporter.heartbeat())
+        self.assertIn('instances', api.hosts['host1'])
