@@ -201,6 +201,7 @@ class DmaSizer:
         self._metadata = server_metadata
         self._published = {}
         self._metadata_failed = False
+        self._ovs_down = False
         self.budgets = []
 
     def __call__(self, topology, assignments):
@@ -217,11 +218,8 @@ class DmaSizer:
     def _size(self, opts, topology, assignments):
         nics, ovs_ok = [], self._ports is not None
         if ovs_ok:
-            try:
-                nics = self._ports.nic_ports()
-            except ovs.OvsUnavailable as exc:
-                LOG.warning('%s', exc)
-                ovs_ok = False
+            nics, failure = self._ovs(self._ports.nic_ports)
+            ovs_ok = failure is None
         budgets, rings = plan(
             topology.domains, assignments, nics,
             packet_bytes=opts.dma_packet_bytes, ovs_share=opts.dma_ovs_share,
@@ -232,18 +230,41 @@ class DmaSizer:
                 LOG.warning('Leaky DMA risk: %s', text)
         guests = [g for b in budgets for g in b.guests]
         if ovs_ok:
-            try:
-                for name in self._ports.set_rings(rings):
-                    LOG.info('DPDK port %s: n_rxq_desc = n_txq_desc = %d',
-                             name, rings[name])
-                self._ports.set_instance_budgets(
-                    {g.instance_uuid: g.mbufs for g in guests})
-            except ovs.OvsUnavailable as exc:
-                LOG.warning('%s', exc)
+            changed, failure = self._ovs(self._ports.set_rings, rings)
+            for name in changed:
+                LOG.info('DPDK port %s: n_rxq_desc = n_txq_desc = %d',
+                         name, rings[name])
+            if failure is None:
+                self._ovs(self._ports.set_instance_budgets,
+                          {g.instance_uuid: g.mbufs for g in guests})
         if opts.publish_guest_budget:
             self._publish(guests)
         self.budgets = budgets
         return budgets
+
+    def _ovs(self, call, *args):
+        """``(call's result, None)``, or ``([], the failure)``."""
+        failure = None
+        try:
+            result = call(*args)
+        except ovs.OvsUnavailable as exc:
+            failure = exc
+        if failure is not None:
+            # Logged outside the handler: oslo.log would append the
+            # exception a second time.
+            self._ovs_failed(failure)
+            return [], failure
+        if self._ovs_down:
+            LOG.info('Open vSwitch database %s answers again; DPDK port '
+                     'rings are sized again', self._ports.connection_string)
+            self._ovs_down = False
+        return result, None
+
+    def _ovs_failed(self, exc):
+        # Once per outage: a host without Open vSwitch would say it at
+        # every pass otherwise.
+        (LOG.debug if self._ovs_down else LOG.warning)('%s', exc)
+        self._ovs_down = True
 
     def _client(self):
         if self._metadata is None:

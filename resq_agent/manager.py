@@ -23,6 +23,7 @@ in the cache domain of the instance's pinned CPUs. It never removes a
 group because Placement or libvirt did not answer.
 """
 
+import dataclasses
 import queue
 import threading
 import time
@@ -61,6 +62,27 @@ def _summary(topology):
         return 'no CAT: %s' % topology.reason
     return ', '.join('domain %d: %d ways' % (d.id, d.ways)
                      for d in topology.domains if d.cat) or 'no domains'
+
+
+def _changes(old, new):
+    """What differs between two topologies, for the log."""
+    if (old.resctrl_available != new.resctrl_available
+            or [d.id for d in old.domains] != [d.id for d in new.domains]):
+        return '%s -> %s' % (_summary(old), _summary(new))
+    changes = []
+    for field in dataclasses.fields(old):
+        if field.name != 'domains' and (getattr(old, field.name)
+                                        != getattr(new, field.name)):
+            changes.append('%s %r -> %r' % (field.name,
+                                            getattr(old, field.name),
+                                            getattr(new, field.name)))
+    for before, after in zip(old.domains, new.domains):
+        for field in dataclasses.fields(before):
+            a, b = getattr(before, field.name), getattr(after, field.name)
+            if a != b:
+                changes.append('domain %d: %s %r -> %r' % (
+                    before.id, field.name, a, b))
+    return ', '.join(changes) or 'no field differs'
 
 
 def _monitored(assignment):
@@ -184,8 +206,8 @@ class AgentManager:
             LOG.warning('resctrl cannot be read now (%s); keeping the cache '
                         'topology found before until it can', new.reason)
             return
-        LOG.info('Cache topology changed (%s -> %s); reporting it to '
-                 'Placement', _summary(old), _summary(new))
+        LOG.info('Cache topology changed (%s); reporting it to Placement',
+                 _changes(old, new))
         with self._lock:
             self._set_topology(new)
 

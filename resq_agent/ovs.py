@@ -30,6 +30,7 @@ Every write compares first, so repeating a call changes nothing.
 """
 
 import dataclasses
+import os
 import threading
 
 from oslo_log import log as logging
@@ -141,6 +142,12 @@ class OvsPorts:
                                  reason=exc or type(exc).__name__)
 
     def _open(self):
+        kind, _, path = self.connection_string.partition(':')
+        if kind == 'unix' and not os.path.exists(path):
+            # Said here, once, rather than by python-ovs's ERROR line at
+            # every attempt.
+            raise OvsUnavailable(connection=self.connection_string,
+                                 reason='no socket at %s' % path)
         idl = connection.OvsdbIdl.from_server(self.connection_string,
                                               'Open_vSwitch')
         return NoWaitOvsdbIdl(connection.Connection(idl,

@@ -141,6 +141,10 @@ class AgentOvsTest(base.TestCase):
         exc = self.assertRaises(ovs.OvsUnavailable, missing.nic_ports)
         self.assertIn('no.sock is unreachable', str(exc))
         self.assertIn('ovsdb_connection', str(exc))
+        # Refused before python-ovs is asked (it logs an ERROR per try).
+        self.assertIn('no socket at %s' % os.path.join(self.tmp, 'no.sock'),
+                      str(exc))
+        self.assertNotIn('Unable to open stream', self.logs.output)
 
     def test_no_connection_configured_means_no_ovs(self):
         self.flags('resq_agent', ovsdb_connection='')

@@ -143,6 +143,8 @@ class PlanTest(base.TestCase):
 class FakePorts:
     """Failure injection for the OVS side (the real one is functional)."""
 
+    connection_string = 'unix:/x'
+
     def __init__(self, ports=(), down=False):
         self.ports = list(ports)
         self.down = down
@@ -206,6 +208,23 @@ class DmaSizerTest(base.TestCase):
         sizer(self.topology, self.assignments)
         self.assertEqual(2, len(meta.calls))
         self.assertIn('unix:/x is unreachable', self.logs.output)
+
+    def test_ovs_down_is_said_once_per_outage(self):
+        ports = FakePorts(ports=[], down=True)
+        sizer = dma.DmaSizer(self.conf, ports=ports,
+                             server_metadata=FakeMetadata())
+        for _ in range(3):
+            sizer(self.topology, self.assignments)
+        self.assertEqual(1, self.logs.output.count('is unreachable'))
+        # Said once, not repeated as the exception's own text.
+        self.assertNotIn('OvsUnavailable', self.logs.output)
+        self.assertEqual({}, ports.rings)
+        ports.down = False
+        sizer(self.topology, self.assignments)
+        self.assertIn('unix:/x answers again', self.logs.output)
+        ports.down = True
+        sizer(self.topology, self.assignments)
+        self.assertEqual(2, self.logs.output.count('is unreachable'))
 
     def test_nova_down_logs_once_and_retries(self):
         meta = FakeMetadata(metadata.NovaUnavailable(reason='refused'))

@@ -594,3 +594,37 @@ class ResilienceTest(ManagerTestBase):
         self.doms.add(A, (1, 2), ways=3)
         self.wait_for(lambda: A in self.masks())
         self.assertIn('subscribing to its events again', self.logs.output)
+
+
+class TopologyChangesTest(base.TestCase):
+    """The log line of a rediscovered topology names what changed."""
+
+    @staticmethod
+    def topology(**domain):
+        dom = dict(id=0, cpus=(0, 1), ways=20, way_size_bytes=1 << 20,
+                   cbm_mask=0xfffff, min_cbm_bits=1, num_closids=16,
+                   io_ways=2, shareable_bits=0, cdp=False, mba=False)
+        dom.update(domain)
+        return discovery.HostTopology(
+            domains=(discovery.CacheDomainInfo(**dom),),
+            resctrl_available=True)
+
+    def test_a_field_that_is_not_in_the_summary_is_named(self):
+        # A node's MemTotal moves (a balloon); the ways do not.
+        self.assertEqual(
+            'domain 0: memory_mb 11994 -> 11990',
+            manager._changes(self.topology(memory_mb=11994),
+                             self.topology(memory_mb=11990)))
+
+    def test_several_changes_are_all_named(self):
+        self.assertEqual(
+            'domain 0: ways 20 -> 11, domain 0: cbm_mask 1048575 -> 2047',
+            manager._changes(self.topology(),
+                             self.topology(ways=11, cbm_mask=0x7ff)))
+
+    def test_other_domains_are_summarised(self):
+        lost = discovery.HostTopology(domains=(), resctrl_available=False,
+                                      reason='resctrl is not mounted')
+        self.assertEqual(
+            'domain 0: 20 ways -> no CAT: resctrl is not mounted',
+            manager._changes(self.topology(), lost))
