@@ -30,8 +30,8 @@ import json
 import math
 import re
 
-from resq_common import jsonutils
 from resq_common import exception
+from resq_common import jsonutils
 from resq_common import profile_schema as schema
 
 ID_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$')

@@ -65,9 +65,9 @@ import math
 import numpy
 from scipy import stats
 
+from resq_common import profile
 from resq_profiler import adaptive
 from resq_profiler import curvefit
-from resq_common import profile
 
 # Standard errors of the fitted curve the stated error includes.
 Z = 2.5

@@ -27,10 +27,10 @@ import time
 
 from oslo_log import log as logging
 
+from resq_common import profile as profile_mod
 from resq_profiler import curvefit
 from resq_profiler import drivers
 from resq_profiler import modelfit
-from resq_common import profile as profile_mod
 
 LOG = logging.getLogger(__name__)
 

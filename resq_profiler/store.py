@@ -24,8 +24,8 @@ from oslo_log import log as logging
 
 from resq_common import fileutils
 from resq_common import jsonutils
-from resq_profiler import exception
 from resq_common import profile as profile_mod
+from resq_profiler import exception
 
 LOG = logging.getLogger(__name__)
 _SUFFIX = '.json'

@@ -22,8 +22,8 @@ from oslo_log import log as logging
 
 from resq_common import fileutils
 from resq_common import jsonutils
-from resq_profiler import exception
 from resq_common import profile as profile_mod
+from resq_profiler import exception
 from resq_profiler.slomo import document
 
 LOG = logging.getLogger(__name__)

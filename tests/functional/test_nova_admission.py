@@ -19,8 +19,8 @@ import yaml
 
 from resq_common.clients import compute as compute_mod
 from resq_common.clients import resq as resq_client
-from resq_nova.cmd import admit
 from resq_common import profile as profile_mod
+from resq_nova.cmd import admit
 from resq_profiler import store as store_mod
 from tests.fixtures import resq_api
 from tests.functional import test_nova_scheduler

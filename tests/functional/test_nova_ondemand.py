@@ -17,8 +17,8 @@ from oslo_config import cfg
 import yaml
 
 from resq_common import cache_domain
-from resq_nova.cmd import admit
 from resq_common import profile as profile_mod
+from resq_nova.cmd import admit
 from resq_profiler import store as store_mod
 from tests.functional import test_nova_admission
 from tests.functional import test_nova_scheduler

@@ -22,6 +22,7 @@ import testtools
 
 from resq_common.clients import compute as compute_mod
 from resq_common.conf import clients
+from resq_common import profile as profile_mod
 from resq_nova.optimizer import execute
 from resq_nova.osc import client as osc_client
 from resq_nova.osc.v1 import host as host_cmd
@@ -29,7 +30,6 @@ from resq_nova.osc.v1 import plan as plan_cmd
 from resq_nova.osc.v1 import profile as profile_cmd
 from resq_nova.osc.v1 import server as server_cmd
 from resq_nova.osc.v1 import slo as slo_cmd
-from resq_common import profile as profile_mod
 from resq_profiler import store as store_mod
 from tests.fixtures import resq_api
 from tests.functional import test_nova_admission

@@ -31,8 +31,8 @@ import numbers
 import yaml
 
 from resq_common import jsonutils
-from resq_profiler import exception
 from resq_common import profile as profile_mod
+from resq_profiler import exception
 
 REQUIRED = ('name', 'profile', 'throughput_mpps', 'latency_p95_us')
 OPTIONAL = ('chain', 'packet_bytes', 'max_instances')

@@ -11,13 +11,13 @@
 #    under the License.
 """``/profiles``: NF profile documents."""
 
+from resq_common import profile as profile_mod
 from resq_nova.api import errors
 from resq_nova.api import handlers
 from resq_nova.api.objects import profile as profile_obj
 from resq_nova.api.schemas import profile as schema
 from resq_nova.api import util
 from resq_profiler import exception as profiler_exc
-from resq_common import profile as profile_mod
 
 
 def _scope(ctx):

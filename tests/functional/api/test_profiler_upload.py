@@ -7,8 +7,8 @@ from unittest import mock
 
 import fixtures
 
-from resq_profiler.cmd import profiler as profiler_cmd
 from resq_common import profile as profile_mod
+from resq_profiler.cmd import profiler as profiler_cmd
 from resq_profiler import store as store_mod
 from tests import base
 from tests.fixtures import resq_api

@@ -2,12 +2,12 @@ import math
 import random
 import statistics
 
+from resq_common import profile
 from resq_profiler import adaptive
 from resq_profiler import catalog
 from resq_profiler import curvefit
 from resq_profiler import modelfit
 from resq_profiler import nfmodel
-from resq_common import profile
 from resq_profiler import profiler
 from tests import base
 

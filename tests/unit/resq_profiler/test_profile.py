@@ -1,7 +1,7 @@
 import copy
 
-from resq_profiler import exception
 from resq_common import profile as profile_mod
+from resq_profiler import exception
 from tests import base
 
 

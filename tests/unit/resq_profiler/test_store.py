@@ -1,8 +1,8 @@
 import os
 from unittest import mock
 
-from resq_profiler import exception
 from resq_common import profile as profile_mod
+from resq_profiler import exception
 from resq_profiler import store as store_mod
 from tests import base
 from tests.unit.resq_profiler import test_profile

@@ -1,5 +1,5 @@
-from resq_nova.admission import greedy
 from resq_common import profile as profile_mod
+from resq_nova.admission import greedy
 from tests import base
 from tests.unit.resq_profiler import test_profile
 

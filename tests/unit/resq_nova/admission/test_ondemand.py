@@ -1,8 +1,8 @@
+from resq_common import profile as profile_mod
 from resq_nova.admission import greedy
 from resq_nova.admission import ondemand
 from resq_nova.cmd import admit
 from resq_nova.deploy import flavors
-from resq_common import profile as profile_mod
 from tests import base
 from tests.unit.resq_profiler import test_profile
 

@@ -1,7 +1,7 @@
 import os
 
-from resq_nova.admission import slo
 from resq_common import profile as profile_mod
+from resq_nova.admission import slo
 from resq_profiler import store as store_mod
 from tests import base
 from tests.unit.resq_profiler import test_profile
