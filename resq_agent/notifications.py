@@ -13,15 +13,16 @@
 status and monitoring out.
 
 Nova publishes versioned notifications (``[notifications]
-notification_format = versioned``) on topic ``versioned_notifications`` of
-its control exchange. The payload is an ovo primitive::
+notification_format = both``, or ``versioned``) on topic
+``versioned_notifications`` of its control exchange. The payload is an ovo
+primitive::
 
     {"nova_object.name": "InstanceActionPayload",
      "nova_object.data": {"uuid": ..., "host": ..., "node": ..., ...}}
 
-The agent listens in a pool of its own (``resq-agent.<host>``), so it gets
-a copy of every event without stealing them from other consumers, and acts
-only on instances of its own host.
+The agent listens in a pool of its own (``resq-agent-nova.<host>``, see
+:func:`pool_name`), so it gets a copy of every event without stealing them
+from other consumers, and acts only on instances of its own host.
 """
 
 import re
@@ -61,6 +62,18 @@ ISOLATED_EVENT = 'resq.instance.isolated'
 
 def publisher_id(host):
     return 'resq-agent.%s' % host
+
+
+def pool_name(host):
+    """The agent's pool for Nova's notifications: its queue's name.
+
+    Not ``resq-agent.<host>``: that is its RPC server's queue (topic
+    ``resq-agent``, server ``<host>``). Queue names are global in the
+    broker, so one name made one queue with both bindings, and each of the
+    two consumers took about half of the other's messages (RPC calls lost,
+    Nova events missed).
+    """
+    return 'resq-agent-nova.%s' % host
 
 
 class NovaInstanceEndpoint:
@@ -151,7 +164,7 @@ def get_nova_listener(conf, transport, manager, host, hosts):
                                      exchange=opts.nova_control_exchange)]
     return oslo_messaging.get_notification_listener(
         transport, targets, [NovaInstanceEndpoint(manager, hosts)],
-        executor='threading', pool=publisher_id(host))
+        executor='threading', pool=pool_name(host))
 
 
 class StatusNotifier:

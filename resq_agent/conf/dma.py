@@ -100,8 +100,10 @@ MESSAGING_OPTS = [
                 help='React to Nova versioned notifications (instance '
                      'create, delete, power, migration) at once instead of '
                      'waiting for the periodic reconcile. Needs nova.conf '
-                     '[notifications] notification_format = versioned and '
-                     '[oslo_messaging_notifications] driver = messagingv2.'),
+                     '[notifications] notification_format = both (versioned '
+                     'alone turns off the unversioned notifications other '
+                     'consumers read) and [oslo_messaging_notifications] '
+                     'driver = messagingv2.'),
     cfg.StrOpt('nova_control_exchange',
                default='nova',
                help='Exchange Nova publishes its notifications on '

@@ -110,6 +110,25 @@ class ComputeClient:
                 'project_id in the credentials')
         return project
 
+    def identity(self):
+        """``{'user_id', 'project_id'}`` the client acts as; None unknown.
+
+        From the Keystone token, or for a client without Keystone from the
+        identity headers its endpoint reads. For logs and notifications:
+        it never raises for a missing or unreachable Keystone.
+        """
+        ids = {'user_id': None, 'project_id': None}
+        try:
+            ids['user_id'] = self._adapter.get_user_id()
+            ids['project_id'] = self._adapter.get_project_id()
+        except ks_exc.ClientException:
+            pass
+        headers = self._adapter.additional_headers or {}
+        ids['user_id'] = ids['user_id'] or headers.get('X-User-Id')
+        ids['project_id'] = (ids['project_id']
+                             or headers.get('X-Auth-Project-Id'))
+        return ids
+
     def _call(self, method, url, body=None, ok=(200,),
               microversion=MICROVERSION):
         resp = clients.request(self._adapter, method, url, microversion,

@@ -11,11 +11,79 @@
 #    under the License.
 """The ``[resq_optimizer]`` options: the MILPs and the optimizer service."""
 
+import collections
+import datetime
+import re
+
 from oslo_config import cfg
+from oslo_config import types
 
 from resq_common.conf import metrics as metrics_conf
 
 GROUP = 'resq_optimizer'
+
+_WINDOW_RE = re.compile(r'^([01][0-9]|2[0-3]):([0-5][0-9])-'
+                        r'([01][0-9]|2[0-3]):([0-5][0-9])$')
+
+
+class Window(collections.namedtuple('Window', 'start end text')):
+    """A daily window in UTC, ``start`` and ``end`` in minutes of the day.
+
+    It may span midnight (``22:00-04:00``); ``end`` is not part of it.
+    """
+
+    def contains(self, when=None):
+        """Whether ``when`` (an aware datetime; now) is in the window."""
+        when = when or datetime.datetime.now(datetime.timezone.utc)
+        when = when.astimezone(datetime.timezone.utc)
+        minute = when.hour * 60 + when.minute
+        if self.start < self.end:
+            return self.start <= minute < self.end
+        return minute >= self.start or minute < self.end
+
+
+def parse_window(text):
+    """The :class:`Window` of ``"HH:MM-HH:MM"``, or None for an empty one.
+
+    :raises ValueError: naming the option, the format and the value.
+    """
+    text = (text or '').strip()
+    if not text:
+        return None
+    match = _WINDOW_RE.match(text.replace(' ', ''))
+    start = end = None
+    if match:
+        h1, m1, h2, m2 = (int(g) for g in match.groups())
+        start, end = h1 * 60 + m1, h2 * 60 + m2
+    if start is None or start == end:
+        raise ValueError(
+            '[%s] repair_window must be "HH:MM-HH:MM" in UTC with two '
+            'different times, e.g. "22:00-04:00", or empty for any time; '
+            'got %r' % (GROUP, text))
+    return Window(start, end, text)
+
+
+def read_checked(group, name):
+    """``group.name``; a bad value raises ValueError in one plain line.
+
+    oslo.config's own message names where the value came from as a
+    LocationInfo object; this one names the file.
+    """
+    try:
+        return getattr(group, name)
+    except cfg.ConfigSourceValueError as exc:
+        raise ValueError(re.sub(r"from LocationInfo\(.*?detail='([^']*)'\)",
+                                r'in \1', str(exc)))
+
+
+class WindowType(types.String):
+    """An oslo.config type: a ``HH:MM-HH:MM`` window or an empty string."""
+
+    def __call__(self, value):
+        value = super().__call__(value)
+        parse_window(value)
+        return value.strip()
+
 
 ALL_OPTS = [
     cfg.FloatOpt('time_limit',
@@ -130,6 +198,26 @@ ALL_OPTS = [
                      'proposes. By default it only proposes (stores the '
                      'plan and sends resq.optimizer.plan.proposed) and an '
                      'operator applies a plan with "resq-optimizer apply".'),
+    cfg.BoolOpt('repair_isolation',
+                default=False,
+                help='Whether each round of "resq-optimizer run" '
+                     'live-migrates the servers agents report running '
+                     'without isolation (cores and LLC ways in different '
+                     'cache domains), so that Nova\'s scheduler and the ResQ '
+                     'filter place them where both share a cache. Off by '
+                     'default: each round only logs how many such servers '
+                     'there are, and an operator moves them with '
+                     '"resq-optimizer repair". Independent of apply.'),
+    cfg.Opt('repair_window',
+            type=WindowType(),
+            default='',
+            help='With repair_isolation, the daily maintenance window in '
+                 'UTC in which rounds start those live migrations, as '
+                 '"HH:MM-HH:MM" (e.g. "22:00-04:00"; it may span midnight, '
+                 'its end excluded). A migration started inside it runs to '
+                 'its end; none starts outside it. Empty: any time. Any '
+                 'other value stops the optimizer at start with an error '
+                 'naming this option.'),
     cfg.IntOpt('concurrency',
                default=1, min=1,
                help='Live migrations a plan runs at once. A move starts '
@@ -154,25 +242,32 @@ ALL_OPTS = [
                 default=['notifications'],
                 help='Topics of the optimizer\'s versioned notifications '
                      '(resq.optimizer.plan.proposed, .applied, .failed, '
-                     'resq.optimizer.ondemand.scale_out, .unmet).'),
+                     'resq.optimizer.repair, resq.optimizer.action.start, '
+                     '.end, resq.optimizer.ondemand.scale_out, .unmet).'),
     cfg.StrOpt('rpc_topic',
                default='resq_optimizer',
                help='RPC topic the optimizer service listens on for the '
                     'agents\' on-demand escalations (the agents\' '
                     '[resq_agent] optimizer_topic).'),
     cfg.StrOpt('ondemand_scale_out',
-               default='boot', choices=[
-                   ('boot', 'boot one more instance of the escalated NF '
-                    'on the host whose lease has room, in the optimizer\'s '
-                    'own project, and report its true outcome'),
-                   ('notify', 'only announce the host; the tenant or an '
-                    'orchestrator boots the instance')],
-               help='What the optimizer does when an on-demand escalation '
-                    'finds a lease with room on another host. It boots '
-                    'only servers of its own project (the [nova] '
-                    'credentials\' project, where resq-admit --slo '
-                    'on-demand boots them); for a server of another '
-                    'project it announces the host either way.'),
+               default='off', choices=[
+                   ('off', 'only log the escalation (the agent\'s own '
+                    'resq.ondemand.escalation notification reports it); '
+                    'nothing is asked of Placement or Nova'),
+                   ('notify', 'find a host whose lease has room for one '
+                    'more instance and announce it '
+                    '(resq.optimizer.ondemand.scale_out, or .unmet); the '
+                    'tenant or an orchestrator boots the instance'),
+                   ('boot', 'as notify, and boot one more instance of the '
+                    'escalated NF on that host, in the optimizer\'s own '
+                    'project, and report its true outcome')],
+               help='What the optimizer does when an agent escalates an '
+                    'on-demand NF its host cannot keep within its latency '
+                    'target. Off by default. With boot it boots only '
+                    'servers of its own project (the [nova] credentials\' '
+                    'project, where resq-admit --slo on-demand boots '
+                    'them); for a server of another project it announces '
+                    'the host, as notify does.'),
     cfg.IntOpt('ondemand_max_instances',
                default=8, min=1,
                help='Most servers of one on-demand term (named '

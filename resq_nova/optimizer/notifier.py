@@ -20,6 +20,10 @@ The payload is a versioned object, as Nova's are::
      "resq_object.version": "1.0", "resq_object.data": {"id", "status",
      "proposed", "reason", "hosts_used_before", "hosts_used_after",
      "lower_bound", "gap_pct", "moves", "moves_done", "result"}}
+
+``resq.optimizer.repair`` carries one repair's outcome; the start and end
+of every action the optimizer takes (``resq.optimizer.action.*``) go
+through the same notifier (:mod:`resq_nova.optimizer.actions`).
 """
 
 import socket

@@ -18,7 +18,7 @@ instance of the NF's size (``CUSTOM_RESQ_ONDEMAND_CORE``, one per vCPU),
 on any host but the escalating one, and decides
 
 * ``scale_out``: one more instance fits in the lease of that host; with
-  ``[resq_optimizer] ondemand_scale_out = boot`` (the default) the
+  ``[resq_optimizer] ondemand_scale_out = boot`` the
   optimizer boots it (:class:`ScaleOut`): a clone of the escalated server
   (its flavor ``resq.<term>.ondemand``, image, networks, key pair and
   security groups), named ``<term>-<n>`` after the term's highest ``n``,
@@ -32,7 +32,15 @@ on any host but the escalating one, and decides
   ``ondemand_max_instances`` servers; the SLO cannot be met with the cloud
   as it is.
 
-The boot's true outcome (``outcome``): ``booted`` when the clone is
+With ``ondemand_scale_out = off`` (the default) the optimizer decides
+nothing: it logs the escalation and answers ``off`` (the agent's own
+``resq.ondemand.escalation`` notification reports it); with ``notify`` it
+decides and announces, and boots nothing.
+
+A boot is logged and announced with who asks and why
+(``resq.optimizer.action.start`` and ``.end``,
+:mod:`resq_nova.optimizer.actions`). The boot's true outcome
+(``outcome``): ``booted`` when the clone is
 ACTIVE (its uuid and host), ``failed`` with Nova's reason (the request
 refused, the server in ERROR, the timeout), ``in_progress`` or ``reused``
 when a clone of the same server is still building or was created within
@@ -62,6 +70,7 @@ from resq_common.clients import placement as placement_client
 from resq_common import exception
 from resq_common import extra_specs
 from resq_nova.admission import ondemand as od_admission
+from resq_nova.optimizer import actions as actions_mod
 from resq_nova.optimizer import execute
 
 LOG = logging.getLogger(__name__)
@@ -72,7 +81,7 @@ PAYLOAD_VERSION = '1.1'
 GROUP = '_OD'
 SCALED_FROM_KEY = 'resq_scaled_from'
 TERM_KEY = 'resq:term'
-BOOT, NOTIFY = 'boot', 'notify'
+BOOT, NOTIFY, OFF = 'boot', 'notify', 'off'
 # Outcomes (payload 1.1).
 BOOTED = 'booted'
 FAILED = 'failed'
@@ -266,34 +275,41 @@ class ScaleOut:
     """
 
     def __init__(self, compute, max_instances=8, boot_timeout=300.0,
-                 window=600, wall=time.time):
+                 window=600, wall=time.time, actions=None):
         self.compute = compute
         self.max_instances = max_instances
         self.boot_timeout = boot_timeout
         self.window = window
         self.wall = wall
+        self.actions = actions or actions_mod.ActionLog(compute=compute)
         # A repeated escalation must see the first one's clone: the look
         # for a clone and the create are one step.
         self._lock = threading.Lock()
 
-    def run(self, origin, target_host):
-        """Clone server ``origin`` onto ``target_host``."""
+    def run(self, origin, target_host, why=None):
+        """Clone server ``origin`` onto ``target_host``.
+
+        :param why: the escalation's reason, for the action's log line and
+            notification.
+        """
         try:
             with self._lock:
-                ready = self._request(origin, target_host)
+                ready = self._request(origin, target_host, why)
         except (CannotClone, compute_mod.ComputeError) as exc:
             return NOT_BOOTED, str(exc), None, None
         if ready[0] != BOOT:
             return ready
-        _, name, server_id, notes = ready
+        _, name, server_id, notes, action = ready
         outcome, reason, uuid, host = self._watch(name, server_id,
                                                   target_host)
+        self.actions.end(action, outcome, reason, host, server_uuid=uuid)
         return outcome, '; '.join([reason] + notes), uuid, host
 
-    def _request(self, origin, target_host):
+    def _request(self, origin, target_host, why=None):
         """Check and ask Nova.
 
-        :returns: ``(BOOT, name, id, notes)`` or an outcome.
+        :returns: ``(BOOT, name, id, notes, action record)`` or an
+            outcome.
         """
         server = self.compute.get_server(
             origin, microversion=compute_mod.OPTIMIZER_MICROVERSION)
@@ -337,6 +353,11 @@ class ScaleOut:
                          'clone has none' % args['key_name'])
             args['key_name'] = None
         name = next_name(term, numbered)
+        action = self.actions.start(
+            actions_mod.SCALE_OUT_BOOT, None, target_host,
+            'scale-out of term %s: server %s escalated%s' % (
+                term, origin, ' (%s)' % why if why else ''),
+            target_host=target_host, server_name=name)
         try:
             server_id = self.compute.create_server(
                 name, flavor['id'], args['image'], args['network'],
@@ -344,11 +365,13 @@ class ScaleOut:
                 key_name=args['key_name'],
                 security_groups=args['security_groups'])
         except compute_mod.ComputeError as exc:
-            return (FAILED, 'Nova refused to boot %s on %s: %s'
-                    % (name, target_host, exc), None, None)
+            reason = 'Nova refused to boot %s on %s: %s' % (
+                name, target_host, exc)
+            self.actions.end(action, FAILED, reason)
+            return (FAILED, reason, None, None)
         LOG.info('Booting %s (%s), a clone of %s, on %s', name, server_id,
                  origin, target_host)
-        return BOOT, name, server_id, notes
+        return BOOT, name, server_id, notes, action
 
     def _watch(self, name, server_id, target_host):
         try:
@@ -391,19 +414,25 @@ class EscalationEndpoint:
 
     target = oslo_messaging.Target(version='1.0')
 
-    def __init__(self, placement, notifier=None, compute=None, mode=BOOT,
-                 max_instances=8, boot_timeout=300.0, window=600):
+    def __init__(self, placement, notifier=None, compute=None, mode=OFF,
+                 max_instances=8, boot_timeout=300.0, window=600,
+                 actions=None):
         """The endpoint; see the module doc.
 
+        :param mode: ``off`` (log only), ``notify`` or ``boot``.
         :param compute: Nova's compute API; without it (or with ``mode``
             ``notify``) the optimizer only announces its decision.
+        :param actions: the :class:`resq_nova.optimizer.actions.ActionLog`
+            a boot is logged and announced with.
         """
         self.placement = placement
         self.notifier = notifier
         self.mode = mode
-        self.scale_out = (ScaleOut(compute, max_instances, boot_timeout,
-                                   window)
-                          if compute is not None and mode == BOOT else None)
+        self.scale_out = None
+        if compute is not None and mode == BOOT:
+            self.scale_out = ScaleOut(
+                compute, max_instances, boot_timeout, window,
+                actions=actions or actions_mod.ActionLog(notifier, compute))
 
     @classmethod
     def from_conf(cls, conf, placement, notifier=None, compute=None):
@@ -412,7 +441,8 @@ class EscalationEndpoint:
                    mode=opts.ondemand_scale_out,
                    max_instances=opts.ondemand_max_instances,
                    boot_timeout=opts.ondemand_boot_timeout,
-                   window=opts.ondemand_clone_window)
+                   window=opts.ondemand_clone_window,
+                   actions=actions_mod.ActionLog(notifier, compute, conf))
 
     def escalate(self, ctxt, escalation):
         try:
@@ -420,6 +450,16 @@ class EscalationEndpoint:
         except BadEscalation as exc:
             LOG.error('Ignoring an escalation: %s', exc)
             return {'decision': 'refused', 'reason': str(exc)}
+        if self.mode == OFF:
+            reason = ('[resq_optimizer] ondemand_scale_out is off: nothing '
+                      'is done (set it to notify or boot)')
+            LOG.warning('On-demand NF %s on %s escalated (%s); %s',
+                        data['instance_uuid'], data['host'],
+                        data.get('reason'), reason)
+            return dict(data, decision=OFF, reason=reason,
+                        outcome=NOT_BOOTED, target_host=None,
+                        target_provider=None, server_uuid=None,
+                        server_host=None)
         try:
             exclude = set()
             try:
@@ -440,7 +480,8 @@ class EscalationEndpoint:
                       target_provider=rp, reason=reason,
                       outcome=NOT_BOOTED, server_uuid=None, server_host=None)
         if decision == 'scale_out':
-            self._scale_out(result)
+            self._scale_out(result, 'on %s: %s' % (
+                data['host'], data.get('reason') or 'no reason given'))
         if result['decision'] == 'unmet':
             LOG.warning('On-demand SLO of %s on %s cannot be met: %s',
                         data['instance_uuid'], data['host'],
@@ -453,18 +494,19 @@ class EscalationEndpoint:
         self._notify(result)
         return result
 
-    def _scale_out(self, result):
+    def _scale_out(self, result, why):
         if self.scale_out is None:
-            why = ('[resq_optimizer] ondemand_scale_out is notify'
-                   if self.mode != BOOT else
-                   'the optimizer has no compute client')
+            cause = ('[resq_optimizer] ondemand_scale_out is notify'
+                     if self.mode != BOOT else
+                     'the optimizer has no compute client')
             result['reason'] += ('; not booted (%s): the tenant or an '
                                  'orchestrator listening to %s boots it'
-                                 % (why, SCALE_OUT))
+                                 % (cause, SCALE_OUT))
             return
         try:
             outcome, reason, uuid, host = self.scale_out.run(
-                result['instance_uuid'], result['target_host'])
+                result['instance_uuid'], result['target_host'],
+                why=why)
         except exception.ResQException as exc:
             outcome, reason, uuid, host = FAILED, str(exc), None, None
         except Exception as exc:    # a bug must not hide the outcome

@@ -22,6 +22,12 @@ the ways land in one cache domain. Each move's true outcome is reported:
 ``moved``), ``failed`` with Nova's reason otherwise, ``skipped`` when the
 server is busy (its next round tries again). Server metadata is never
 read: the server's owner can write it.
+
+``resq-optimizer repair`` moves them when an operator asks; ``run`` does
+only with ``[resq_optimizer] repair_isolation`` and, when
+``repair_window`` is set, inside that window (no move starts after it
+closes). Each live migration is logged and announced with who asks and
+why (:mod:`resq_nova.optimizer.actions`).
 """
 
 import time
@@ -30,6 +36,7 @@ from oslo_log import log as logging
 
 from resq_common.clients import compute as compute_mod
 from resq_common import isolation as isolation_contract
+from resq_nova.optimizer import actions as actions_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -46,18 +53,29 @@ class Repairer:
     """
 
     def __init__(self, compute, isolation, timeout=600.0, poll_interval=2.0,
-                 clock=time.monotonic, sleep=time.sleep):
+                 clock=time.monotonic, sleep=time.sleep, actions=None):
         self.compute = compute
         self.isolation = isolation
         self.timeout = timeout
         self.poll_interval = poll_interval
         self.clock = clock
         self.sleep = sleep
+        self.actions = actions or actions_mod.ActionLog(compute=compute)
 
-    def run(self):
-        """Move every misplaced server once; their outcomes, in order."""
+    def run(self, hold=None):
+        """Move every misplaced server once; their outcomes, in order.
+
+        :param hold: asked before each move; when it answers a reason
+            (the maintenance window closed), no further move starts.
+        """
         results = []
         for record in self.isolation.list_isolation(status=MISPLACED_PREFIX):
+            why_not = hold() if hold is not None else None
+            if why_not:
+                LOG.info('Server %s reported without isolation on %s is '
+                         'not moved now: %s', record['server_uuid'],
+                         record['host'], why_not)
+                break
             try:
                 server = self.compute.get_server(record['server_uuid'])
             except compute_mod.ComputeError as exc:
@@ -87,6 +105,10 @@ class Repairer:
                                  '%s); tried again next round' % (
                                      server.get('status'),
                                      server.get('OS-EXT-STS:task_state')))
+        result['action'] = self.actions.start(
+            actions_mod.REPAIR_MIGRATION, uuid, source,
+            'repair of server %s reported without isolation on %s (%s)'
+            % (uuid, source, reason), server_name=server.get('name'))
         try:
             self.compute.live_migrate(uuid, None)
         except compute_mod.ComputeError as exc:
@@ -135,6 +157,9 @@ class Repairer:
     def _outcome(self, result, outcome, detail):
         result['outcome'] = outcome
         result['detail'] = detail
+        action = result.pop('action', None)
+        if action is not None:
+            self.actions.end(action, outcome, detail, result['to_host'])
         log = LOG.info if outcome == DONE else LOG.warning
         log('Server %s without isolation on %s: live migration %s%s',
             result['uuid'], result['from_host'], outcome,

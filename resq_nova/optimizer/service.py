@@ -16,17 +16,23 @@ service: take a snapshot (live, under the lock, or from a file), plan,
 store both, notify; apply a stored plan under the lock, store the
 outcomes, notify. :class:`OptimizerService` runs it every ``[resq_optimizer]
 interval`` seconds under oslo.service, proposing by default and applying
-only when ``[resq_optimizer] apply`` is set.
+only when ``[resq_optimizer] apply`` is set; it moves servers reported
+without isolation only with ``[resq_optimizer] repair_isolation``, inside
+``repair_window``. Every live migration it asks of Nova is logged and
+announced with who asks and why (:mod:`resq_nova.optimizer.actions`).
 """
 
 import collections
 import contextlib
+import datetime
 import threading
 
 from oslo_log import log as logging
 
 from resq_common.clients import compute as compute_mod
 from resq_common import exception
+from resq_nova.conf import optimizer as optimizer_conf
+from resq_nova.optimizer import actions as actions_mod
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
 from resq_nova.optimizer import notifier as notifier_mod
@@ -39,6 +45,9 @@ LOG = logging.getLogger(__name__)
 # The reason a freed host's compute service is disabled with; only hosts
 # disabled with it are enabled again (by the optimizer or by admission).
 FREED_REASON = compute_mod.FREED_REASON
+# Outcomes that end a move the optimizer asked of Nova.
+_FINAL = (execute.DONE, execute.FAILED, execute.SKIPPED, execute.NOT_RUN,
+          execute.CANCELLED)
 
 
 class Optimizer:
@@ -54,6 +63,13 @@ class Optimizer:
         self.notifier = notifier
         # resq-api's client: where the agents report misplaced servers.
         self.isolation = isolation or getattr(self.store, 'client', None)
+        # Read now: a repair_window that is not one stops the optimizer
+        # at start (a ValueError naming the option), not at its first
+        # round.
+        self.repair_window = optimizer_conf.parse_window(
+            optimizer_conf.read_checked(self.opts, 'repair_window'))
+        self.actions = actions_mod.ActionLog(notifier, compute, conf)
+        self.utcnow = lambda: datetime.datetime.now(datetime.timezone.utc)
         # What /metrics shows (resq_nova.optimizer.metrics): plans by
         # outcome, hosts freed and moves made, and the last round's solve.
         self.figures = collections.Counter()
@@ -154,8 +170,15 @@ class Optimizer:
         return plan, path
 
     def _executor(self, plan, progress=None, concurrency=None, timeout=None):
-        """An executor whose progress is recorded in the store as it goes."""
+        """An executor whose progress is recorded in the store as it goes.
+
+        Each live migration it asks of Nova is logged and announced
+        (:mod:`resq_nova.optimizer.actions`).
+        """
+        announce = self._announcer(plan)
+
         def report(action):
+            announce(action)
             # The record says a move is requested before it is sent to
             # Nova, and ongoing once Nova accepted it: a crash leaves it
             # marked so, not as never started.
@@ -182,6 +205,33 @@ class Optimizer:
             cancelled=lambda: self.store.cancelled(plan),
             plan_ttl=self.opts.plan_ttl,
             cell_key=self.opts.cell_aggregate_key)
+
+    def _announcer(self, plan):
+        """A progress hook announcing the start and end of each move."""
+        started = {}
+        lock = threading.Lock()
+        reason = 'plan %s (%s)' % (plan.get('id'), plan.get('reason'))
+
+        def announce(action):
+            outcome = action.get('outcome')
+            if outcome == execute.REQUESTED:
+                record = self.actions.start(
+                    actions_mod.PLAN_MIGRATION, action['uuid'],
+                    action.get('from_host'), reason,
+                    target_host=action.get('to_host'),
+                    server_name=action.get('name'), plan_id=plan.get('id'))
+                with lock:
+                    started[action['uuid']] = record
+                return
+            if outcome not in _FINAL:
+                return
+            with lock:
+                record = started.pop(action['uuid'], None)
+            if record is not None:
+                self.actions.end(record, outcome, action.get('detail'),
+                                 action.get('to_host') if outcome ==
+                                 execute.DONE else None)
+        return announce
 
     def disable_freed(self, plan):
         """Disable the compute service of each host ``plan`` freed.
@@ -310,6 +360,9 @@ class Optimizer:
             self.placement, self.compute,
             timeout=self.opts.migration_timeout,
             poll_interval=self.opts.poll_interval)
+        reason = ('plan %s (%s), closed after its applier %s stopped'
+                  % (plan.get('id'), plan.get('reason'),
+                     plan.get('applier')))
         # The lease taken over is held while a migration is waited for.
         with _heartbeat(self.store, plan, self.opts.applier_lease):
             for action in plan.get('actions') or ():
@@ -318,11 +371,25 @@ class Optimizer:
                     executor.recover(action, action.get('requested_at')
                                      or plan.get('created_at'))
                     action['recovered'] = left
+                    # The applier that asked announced the start; this
+                    # is the end it could not announce.
+                    self.actions.end(self.actions.record(
+                        actions_mod.PLAN_MIGRATION, action['uuid'],
+                        action.get('from_host'), reason,
+                        target_host=action.get('to_host'),
+                        server_name=action.get('name'),
+                        plan_id=plan.get('id')), action.get('outcome'),
+                        action.get('detail'), action.get('to_host')
+                        if action.get('outcome') == execute.DONE else None)
         return self.store.close_orphan(plan)
 
-    def repair(self):
+    def repair(self, hold=None):
         """Live-migrate the servers resq-api lists as misplaced.
 
+        What ``resq-optimizer repair`` runs when an operator asks; the
+        service's rounds go through :meth:`repair_round`.
+
+        :param hold: see :meth:`resq_nova.optimizer.repair.Repairer.run`.
         :returns: one outcome per server (see
             :mod:`resq_nova.optimizer.repair`), each also notified; none
             without resq-api (the agents then report nowhere it can read).
@@ -334,27 +401,78 @@ class Optimizer:
         results = repair_mod.Repairer(
             self.compute, self.isolation,
             timeout=self.opts.migration_timeout,
-            poll_interval=self.opts.poll_interval).run()
+            poll_interval=self.opts.poll_interval,
+            actions=self.actions).run(hold=hold)
         if self.notifier is not None and hasattr(self.notifier,
                                                  'send_repair'):
             for result in results:
                 self.notifier.send_repair(result)
         return results
 
-    def tick(self):
-        """One round of the service: repair, plan; apply when configured to.
+    def repair_round(self, now=None):
+        """The service round's repair: only when configured to.
 
-        Servers running without isolation are moved first (always: an
-        instance without its partition breaks its SLO now). Never raises:
-        a failed round is logged in one line and the next one runs at the
-        next interval.
+        Nothing moves unless ``[resq_optimizer] repair_isolation`` is set,
+        and then only inside ``repair_window`` (no move starts once it
+        has closed). Otherwise the servers waiting are counted in the log.
+
+        :param now: the time (aware datetime) to judge the window by;
+            :attr:`utcnow` when None, asked again before each move.
+        :returns: the outcomes, as :meth:`repair`.
+        """
+        if not self.opts.repair_isolation:
+            self._count_unrepaired()
+            return []
+        window = self.repair_window
+        clock = (lambda: now) if now is not None else self.utcnow
+        if window is not None and not window.contains(clock()):
+            LOG.info('Outside [resq_optimizer] repair_window %s (UTC): '
+                     'servers without isolation are not moved this round',
+                     window.text)
+            return []
+
+        def hold():
+            if window is not None and not window.contains(clock()):
+                return ('[resq_optimizer] repair_window %s (UTC) closed; '
+                        'the next window moves it' % window.text)
+            return None
+
+        return self.repair(hold=hold)
+
+    def _count_unrepaired(self):
+        """Log the servers waiting for repair (never raises)."""
+        if self.isolation is None:
+            return
+        try:
+            waiting = list(self.isolation.list_isolation(
+                status=repair_mod.MISPLACED_PREFIX))
+        except Exception as exc:
+            LOG.debug('Cannot list servers without isolation: %s', exc)
+            return
+        if waiting:
+            LOG.warning('%d server(s) run without isolation (%s); not moved: '
+                        '[resq_optimizer] repair_isolation is off. Move them '
+                        'with "resq-optimizer repair", or set '
+                        'repair_isolation (and repair_window)',
+                        len(waiting), ', '.join(sorted(
+                            '%s on %s' % (r.get('server_uuid'), r.get('host'))
+                            for r in waiting)))
+
+    def tick(self):
+        """One round of the service: recover, repair, plan; apply if set.
+
+        Servers running without isolation are moved first when
+        ``[resq_optimizer] repair_isolation`` is set (and inside
+        ``repair_window``); plans are applied only with ``apply``. Never
+        raises: a failed round is logged in one line and the next one runs
+        at the next interval.
         """
         try:
             self.recover()
         except exception.ResQException as exc:
             LOG.error('Closing interrupted plans failed: %s', exc)
         try:
-            self.repair()
+            self.repair_round()
         except exception.ResQException as exc:
             LOG.error('Moving servers without isolation failed: %s', exc)
         except Exception:

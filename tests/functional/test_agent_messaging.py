@@ -249,6 +249,32 @@ class NovaNotificationTest(MessagingTestCase):
         self.assertEqual('instance.power_on.end', other.get(timeout=WAIT))
 
 
+class DefaultTopicTest(MessagingTestCase):
+    """The default RPC topic: the agent's two queues must be apart.
+
+    The RPC server's queue is ``resq-agent.<host>``; a Nova notification
+    pool of that name shared it, and each consumer took about half of the
+    other's messages.
+    """
+
+    def test_every_call_and_every_event_arrives(self):
+        self.flags('resq_agent', rpc_topic='resq-agent')
+        self.start_service()
+        api = self.agent_api()
+        for _ in range(6):
+            self.assertEqual(self.manager.status(),
+                             api.status({}, self.host, timeout=10))
+        notifier = self.nova_notifier()
+        sent = [str(uuid.uuid4()) for _ in range(6)]
+        for mine in sent:
+            notifier.info({}, 'instance.create.end',
+                          self.instance_payload(mine, self.host))
+        self.assertEqual(sorted(sent), sorted(
+            self.manager.events.get(timeout=WAIT)[0] for _ in sent))
+        self.assertEqual('resq-agent-nova.%s' % self.host,
+                         notifications.pool_name(self.host))
+
+
 class StatusNotificationTest(MessagingTestCase):
 
     def listen_to_agent(self):

@@ -69,5 +69,5 @@ class DevstackNovaConfTest(base.TestCase):
         conf = _nova_conf(ds.nova_conf)
         sched = conf.filter_scheduler
         self.assert_scheduler_loads_resq(sched)
-        self.assertEqual('versioned', conf.notifications.notification_format)
+        self.assertEqual('both', conf.notifications.notification_format)
         self.assertTrue(conf.compute.cpu_dedicated_set)

@@ -29,6 +29,7 @@ from resq_agent import rpc as agent_rpc
 from resq_agent import service as agent_service
 from resq_common import cache_domain
 from resq_nova import conf as resq_nova_conf
+from resq_nova.optimizer import actions
 from resq_nova.optimizer import notifier
 from resq_nova.optimizer import ondemand
 from tests.functional import test_agent_messaging as messaging
@@ -80,6 +81,8 @@ class ScaleOutBase(test_nova_scheduler.ResQNovaTestBase):
 
     def endpoint(self, compute=None, **kwargs):
         kwargs.setdefault('boot_timeout', 60)
+        # Off unless asked: these tests ask for boot.
+        kwargs.setdefault('mode', ondemand.BOOT)
         return ondemand.EscalationEndpoint(
             self.client, self.notifier, compute or self.compute, **kwargs)
 
@@ -93,11 +96,16 @@ class ScaleOutBase(test_nova_scheduler.ResQNovaTestBase):
         return sorted((s['name'], s['status'], s['OS-EXT-SRV-ATTR:host'])
                       for s in self.api.get_servers())
 
-    def notes(self):
-        """``[(level, event type, data)]`` sent so far."""
+    def notes(self, actions=False):
+        """``[(level, event type, data)]`` sent so far.
+
+        The decisions, or with ``actions`` the boots' start and end.
+        """
         return [(priority, msg['event_type'],
                  msg['payload']['resq_object.data'])
-                for _, msg, priority, _ in _impl_test.NOTIFICATIONS]
+                for _, msg, priority, _ in _impl_test.NOTIFICATIONS
+                if msg['event_type'].startswith(
+                    'resq.optimizer.action.') == actions]
 
     def lease_usage(self, host):
         return self.client.get_usages(self.rps[host]).get(
@@ -130,8 +138,25 @@ class ScaleOutTest(ScaleOutBase):
                           result['server_uuid'], 'host2'),
                          (level, event, data['outcome'],
                           data['server_uuid'], data['server_host']))
-        self.assertEqual('1.1', _impl_test.NOTIFICATIONS[0][1]['payload'][
-            'resq_object.version'])
+        self.assertEqual('1.1', [
+            msg['payload']['resq_object.version'] for _, msg, _, _ in
+            _impl_test.NOTIFICATIONS if msg['event_type'] ==
+            ondemand.SCALE_OUT][0])
+        # The boot itself: who asked, why, and its true outcome.
+        (l1, e1, start), (l2, e2, end) = self.notes(actions=True)
+        self.assertEqual((('INFO', actions.START), ('INFO', actions.END)),
+                         ((l1, e1), (l2, e2)))
+        self.assertEqual(('scale_out_boot', '%s-2' % TERM, 'host2',
+                          self.api.auth_user, self.api.project_id),
+                         (start['action'], start['server_name'],
+                          start['target_host'], start['user_id'],
+                          start['project_id']))
+        self.assertIn('scale-out of term %s: server %s escalated (on '
+                      'host1: latency above target' % (TERM, first['id']),
+                      start['reason'])
+        self.assertEqual(('booted', result['server_uuid'], 'host2'),
+                         (end['outcome'], end['server_uuid'],
+                          end['result_host']))
 
     def test_clone_has_the_networks_key_pair_and_security_groups(self):
         self.start_host('host1', lease_cores=1)
@@ -262,6 +287,44 @@ class ScaleOutTest(ScaleOutBase):
             result['decision'], result['outcome'], result['target_host']))
         self.assertIn('ondemand_scale_out is notify', result['reason'])
         self.assertEqual(1, len(self.servers()))
+        self.assertEqual([ondemand.SCALE_OUT],
+                         [event for _, event, _ in self.notes()])
+        self.assertEqual([], self.notes(actions=True))
+
+    def test_default_configuration_boots_nothing(self):
+        self.start_host('host1', lease_cores=1)
+        self.start_host('host2', lease_cores=2)
+        first = self.boot_first()
+        conf = cfg.ConfigOpts()
+        resq_nova_conf.register_opts(conf)
+        conf([], project='resq', default_config_files=[])
+        endpoint = ondemand.EscalationEndpoint.from_conf(
+            conf, self.client, self.notifier, self.compute)
+        result = self.escalate(endpoint, first)
+        self.assertEqual(('off', 'not_booted', None), (
+            result['decision'], result['outcome'], result['target_host']))
+        self.assertEqual(1, len(self.servers()))
+        self.assertEqual(0, self.lease_usage('host2'))
+        self.assertEqual([], self.notes() + self.notes(actions=True))
+
+    def test_a_boot_that_fails_is_announced_as_failed(self):
+        self.start_host('host1', lease_cores=1)
+        self.start_host('host2', lease_cores=2)
+        first = self.boot_first()
+        # The clone's boot fails on host2 (its driver cannot spawn).
+        self.useFixture(fixtures.MockPatchObject(
+            self.computes['host2'].driver, 'spawn',
+            side_effect=RuntimeError('injected: spawn failed')))
+        result = self.escalate(self.endpoint(), first)
+        self.assertEqual(('scale_out', 'failed'), (
+            result['decision'], result['outcome']), result['reason'])
+        [(level, _, data)] = self.notes()
+        self.assertEqual(('ERROR', 'failed'), (level, data['outcome']))
+        (_, _, start), (level, event, end) = self.notes(actions=True)
+        self.assertEqual(('ERROR', actions.END, 'failed',
+                          result['server_uuid']),
+                         (level, event, end['outcome'], end['server_uuid']))
+        self.assertIn('ERROR', end['detail'])
 
     def test_cap_reached_is_unmet(self):
         self.start_host('host1', lease_cores=1)
@@ -322,6 +385,8 @@ class ScaleOutOverBrokerTest(ScaleOutBase):
                                 'resq_agent')
         self.bconf.set_override('notification_topics',
                                 ['resq_agent_notes_%s' % tag], 'resq_agent')
+        self.bconf.set_override('ondemand_scale_out', 'boot',
+                                'resq_optimizer')
 
     def transport(self, rpc=True):
         get = (oslo_messaging.get_rpc_transport if rpc else
@@ -365,7 +430,12 @@ class ScaleOutOverBrokerTest(ScaleOutBase):
             'instance_uuid': first['id'], 'domain_id': 0, 'lease_ways': 4,
             'vcpus': 1, 'target_us': 60.0,
             'reason': 'latency above target with an isolated class'}]))
-        level, event, body = got.get(timeout=messaging.WAIT * 3)
+        # The boot's start and end, then the decision.
+        sent = [got.get(timeout=messaging.WAIT * 3) for _ in range(3)]
+        self.assertEqual([actions.START, actions.END, ondemand.SCALE_OUT],
+                         [event for _, event, _ in sent])
+        self.assertEqual('booted', sent[1][2]['resq_object.data']['outcome'])
+        level, event, body = sent[2]
         data = body['resq_object.data']
         self.assertEqual(('INFO', ondemand.SCALE_OUT, 'booted', 'host2'),
                          (level, event, data['outcome'],

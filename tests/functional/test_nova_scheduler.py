@@ -28,17 +28,18 @@ class ResQNovaTestBase(base.ServersTestBase):
     ADDITIONAL_FILTERS = RESQ_FILTERS
     microversion = 'latest'
     ADMIN_API = True
+    # The class paths nova.conf names.
+    FILTER_PATH = 'resq_nova.nova.scheduler.filters.ResQFilter'
+    WEIGHER_PATH = 'resq_nova.nova.scheduler.weights.ResQWeigher'
 
     def setUp(self):
         self.flags(api_paste_config=sys.prefix + '/etc/nova/api-paste.ini',
                    group='wsgi')
         self.flags(available_filters=[
-            'nova.scheduler.filters.all_filters',
-            'resq_nova.nova.scheduler.filters.ResQFilter'],
+            'nova.scheduler.filters.all_filters', self.FILTER_PATH],
             group='filter_scheduler')
         self.flags(weight_classes=[
-            'nova.scheduler.weights.all_weighers',
-            'resq_nova.nova.scheduler.weights.ResQWeigher'],
+            'nova.scheduler.weights.all_weighers', self.WEIGHER_PATH],
             group='filter_scheduler')
         # Cells of 4 cores: cell 0 has 0-3 dedicated, cell 1 has 4-5
         # dedicated and 6-7 for ordinary (shared-CPU) instances.
@@ -135,6 +136,62 @@ class ExtraSpecValidationTest(ResQNovaTestBase):
             'resq:slo': 'reserved', 'resq:throughput_mpps': '2.5',
             'resq:latency_p95_us': '40', 'resq:packet_bytes': '64',
             'resq:profile': 'stats-64B-100000flows-e3b0c442'}})
+
+
+class DeprecatedPathsTest(ResQNovaTestBase):
+    """A nova.conf written before the regrouping still schedules.
+
+    ``available_filters`` and ``weight_classes`` name the previous paths
+    (``resq_nova.scheduler...``); ``enabled_filters`` names the filter by
+    its class name, as before.
+    """
+
+    FILTER_PATH = 'resq_nova.scheduler.filters.ResQFilter'
+    WEIGHER_PATH = 'resq_nova.scheduler.weights.ResQWeigher'
+
+    def setUp(self):
+        from oslo_log import versionutils
+
+        # Each warning is logged once per process: this test's scheduler
+        # starts with none sent yet.
+        self.useFixture(fixtures.MockPatchObject(
+            versionutils, '_deprecated_messages_sent', {}))
+        super().setUp()
+
+    def test_old_paths_boot_a_resq_flavor_and_say_the_new_ones(self):
+        from resq_nova.nova.scheduler import filters as new_filters
+        from resq_nova.nova.scheduler import weights as new_weights
+        from resq_nova.scheduler import filters as old_filters
+        from resq_nova.scheduler import weights as old_weights
+
+        hm = self.scheduler.manager.host_manager
+        self.assertIsInstance(hm.filter_obj_map['ResQFilter'],
+                              old_filters.ResQFilter)
+        self.assertIsInstance(hm.filter_obj_map['ResQFilter'],
+                              new_filters.ResQFilter)
+        self.assertEqual(1, len([w for w in hm.weighers if isinstance(
+            w, old_weights.ResQWeigher)]))
+        self.assertTrue(issubclass(old_weights.ResQWeigher,
+                                   new_weights.ResQWeigher))
+        log = self.stdlog.logger.output
+        for old, new, option in (
+                (old_filters.OLD_PATH, new_filters.__name__ + '.ResQFilter',
+                 'available_filters'),
+                (old_weights.OLD_PATH, new_weights.__name__ + '.ResQWeigher',
+                 'weight_classes')):
+            self.assertEqual(1, log.count(
+                'Deprecated: %s is a deprecated alias of %s, kept for one '
+                'release: write %s in nova.conf [filter_scheduler] %s. The '
+                'alias is removed in the next resq-nova release.'
+                % (old, new, new, option)), log)
+        rps = {h: self.start_resq_compute(h) for h in ('host1', 'host2')}
+        flavor = self.resq_flavor(ways=3)
+        server = self._create_server(flavor_id=flavor, networks='none')
+        self.assertEqual(3, self.llc_usage(rps[self.host_of(server)][0]))
+        # The filter still refuses what cannot fit.
+        server = self._create_server(flavor_id=self.resq_flavor(ways=10),
+                                     networks='none', expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
 
 
 class SchedulingTest(ResQNovaTestBase):

@@ -89,7 +89,8 @@ class EscalationBase(messaging.MessagingTestCase):
         self.addCleanup(note.cleanup)
         server = ondemand.get_server(
             self.conf, transport,
-            ondemand.EscalationEndpoint(self.placement, note))
+            ondemand.EscalationEndpoint(self.placement, note,
+                                        mode=ondemand.BOOT))
         server.start()
         self.addCleanup(server.wait)
         self.addCleanup(server.stop)

@@ -11,6 +11,7 @@ own libvirt functional tests do (the domain is created on the destination
 and the job completes), unless a test makes it fail.
 """
 
+import datetime
 import json
 import os
 
@@ -19,13 +20,17 @@ from nova import context as nova_context
 from nova import objects
 from nova.tests.fixtures import libvirt as fakelibvirt
 from oslo_config import cfg
+import oslo_messaging
+from oslo_messaging.notify import _impl_test
 from prometheus_client import parser as prom_parser
 
 from resq_common import metrics
 from resq_nova import conf as nova_conf
+from resq_nova.optimizer import actions
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
 from resq_nova.optimizer import metrics as opt_metrics
+from resq_nova.optimizer import notifier as notifier_mod
 from resq_nova.optimizer import service
 from resq_nova.optimizer import snapshot as snap_mod
 from tests.fixtures import resq_api
@@ -76,6 +81,29 @@ class OptimizerTestBase(test_nova_scheduler.ResQNovaTestBase):
             params['destination_xml'],
             'fake-createXML-doesnt-care-about-flags')
         domain.complete_job()
+
+    def announce(self):
+        """The optimizer's notifications, on oslo.messaging's test driver.
+
+        :returns: a callable giving ``[(level, event, data)]`` of the
+            actions (``resq.optimizer.action.*``) sent so far.
+        """
+        _impl_test.reset()
+        transport = oslo_messaging.get_notification_transport(
+            self.conf, url='fake:/')
+        self.addCleanup(transport.cleanup)
+        note = notifier_mod.PlanNotifier(self.conf, transport, host='ctl')
+        # Kept in memory by the test driver.
+        note.notifier = oslo_messaging.Notifier(
+            transport, publisher_id='resq-optimizer.ctl', driver='test')
+        self.optimizer = service.Optimizer(
+            self.conf, self.client, self.compute, notifier=note,
+            isolation=self.optimizer.isolation)
+        return lambda: [(level, msg['event_type'],
+                         msg['payload']['resq_object.data'])
+                        for _, msg, level, _ in _impl_test.NOTIFICATIONS
+                        if msg['event_type'].startswith(
+                            'resq.optimizer.action.')]
 
     def scrape(self):
         """``{(name, sorted labels): value}`` of the optimizer's /metrics."""
@@ -256,6 +284,45 @@ class PlanAndApplyTest(OptimizerTestBase):
         self.assertEqual(0, got[('resq_optimizer_hosts_freed_total', ())])
         self.assertEqual(0, got[('resq_optimizer_moves_done_total', ())])
 
+    def test_each_move_is_announced_with_its_true_outcome(self):
+        self.boot('host1', ways=2, name='a')
+        self.boot('host2', ways=2, name='b')
+        self.boot('host3', ways=2, name='c')
+        sent = self.announce()
+        plan, _ = self.optimizer.plan()
+        first, second = plan['moves']
+        self.fail_migration_of.add(first['uuid'])
+        plan, _ = self.optimizer.apply(plan['id'])
+        self.assertEqual(execute.PLAN_FAILED, plan['status'])
+        # The failed move: asked, then failed; the next was never asked.
+        (l1, e1, start), (l2, e2, end) = sent()
+        self.assertEqual(('INFO', actions.START, 'ERROR', actions.END),
+                         (l1, e1, l2, e2))
+        self.assertEqual(('plan_migration', first['uuid'], plan['id'],
+                          first['from_host'], first['to_host'],
+                          self.api.auth_user, self.api.project_id),
+                         (start['action'], start['server_uuid'],
+                          start['plan_id'], start['host'],
+                          start['target_host'], start['user_id'],
+                          start['project_id']))
+        self.assertEqual('plan %s (%s)' % (plan['id'], plan['reason']),
+                         start['reason'])
+        self.assertEqual(('failed', plan['actions'][0]['detail']),
+                         (end['outcome'], end['detail']))
+
+    def test_applied_moves_are_announced_done(self):
+        self.boot('host1', ways=3, name='a')
+        self.boot('host2', ways=2, name='b')
+        sent = self.announce()
+        plan, _ = self.optimizer.plan()
+        plan, _ = self.optimizer.apply(plan['id'])
+        self.assertEqual(execute.APPLIED, plan['status'], plan['result'])
+        (mv,) = plan['moves']
+        self.assertEqual([('INFO', actions.START, None, None),
+                          ('INFO', actions.END, 'done', mv['to_host'])],
+                         [(lv, ev, d['outcome'], d['result_host'])
+                          for lv, ev, d in sent()])
+
     def test_plan_whose_state_changed_is_refused_before_any_move(self):
         self.boot('host1', ways=3, name='a')
         self.boot('host2', ways=2, name='b')
@@ -381,3 +448,60 @@ class RepairTest(OptimizerTestBase):
         self.assertEqual('failed', result['outcome'])
         self.assertIn('host1', result['detail'])
         self.assertEqual('host1', self.host_of(self.server(a['id'])))
+
+    def test_the_service_round_moves_nothing_by_default(self):
+        a = self.boot('host1', ways=3, name='a')
+        self.mark(a)
+        sent = self.announce()
+        logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
+        self.optimizer.tick()
+        self.assertEqual([], self.migrations)
+        self.assertEqual('host1', self.host_of(self.server(a['id'])))
+        self.assertEqual('misplaced', self.status(a))
+        self.assertEqual([], sent())
+        self.assertIn('1 server(s) run without isolation (%s on host1); '
+                      'not moved: [resq_optimizer] repair_isolation is off'
+                      % a['id'], logs.output)
+
+    def test_the_service_round_repairs_when_enabled_in_its_window(self):
+        self.conf.set_override('repair_isolation', True, 'resq_optimizer')
+        self.conf.set_override('repair_window', '22:00-04:00',
+                               'resq_optimizer')
+        a = self.boot('host1', ways=3, name='a')
+        self.mark(a)
+        sent = self.announce()
+        noon = datetime.datetime(2026, 11, 26, 12, 0,
+                                 tzinfo=datetime.timezone.utc)
+        self.assertEqual([], self.optimizer.repair_round(now=noon))
+        self.assertEqual([], self.migrations)
+        self.assertEqual([], sent())
+        night = noon.replace(hour=23)
+        (result,) = self.optimizer.repair_round(now=night)
+        self.assertEqual(('done', 'host2'), (result['outcome'],
+                                             result['to_host']))
+        self.assertEqual('host2', self.host_of(self.server(a['id'])))
+        (l1, e1, start), (l2, e2, end) = sent()
+        self.assertEqual(('INFO', actions.START, 'INFO', actions.END),
+                         (l1, e1, l2, e2))
+        self.assertEqual(('repair_migration', a['id'], 'host1', None,
+                          self.api.auth_user, self.api.project_id),
+                         (start['action'], start['server_uuid'],
+                          start['host'], start['target_host'],
+                          start['user_id'], start['project_id']))
+        self.assertIn('repair of server %s reported without isolation on '
+                      'host1' % a['id'], start['reason'])
+        self.assertEqual(('done', 'host2'), (end['outcome'],
+                                             end['result_host']))
+
+    def test_a_failed_repair_is_announced_as_failed(self):
+        self.conf.set_override('repair_isolation', True, 'resq_optimizer')
+        a = self.boot('host1', ways=3, name='a')
+        self.mark(a)
+        self.fail_migration_of.add(a['id'])
+        sent = self.announce()
+        (result,) = self.optimizer.repair_round()
+        self.assertEqual('failed', result['outcome'])
+        (_, _, start), (level, event, end) = sent()
+        self.assertEqual(('ERROR', actions.END, 'failed', result['detail']),
+                         (level, event, end['outcome'], end['detail']))
+        self.assertEqual('misplaced', self.status(a))

@@ -237,7 +237,9 @@ class PluginTest(base.TestCase):
         self.assertEqual(['nova.scheduler.weights.all_weighers,'
                           'resq_nova.nova.scheduler.weights.ResQWeigher'],
                          sched['weight_classes'])
-        self.assertEqual(['versioned'],
+        # Both: devstack's unversioned notifications stay for their
+        # other consumers, and the agent gets the versioned ones.
+        self.assertEqual(['both'],
                          nova['notifications']['notification_format'])
         self.assertEqual(['messagingv2'],
                          nova['oslo_messaging_notifications']['driver'])
@@ -342,7 +344,9 @@ class PluginTest(base.TestCase):
         opt = parse_ini(os.path.join(self.ds.conf_dir, 'resq-optimizer.conf'))
         self.assertEqual([os.path.join(self.ds.data_dir, 'optimizer')],
                          opt['resq_optimizer']['state_dir'])
-        self.assertEqual(['boot'], opt['resq_optimizer']['ondemand_scale_out'])
+        # The optimizer scales out only when asked to.
+        self.assertEqual(['off'], opt['resq_optimizer']['ondemand_scale_out'])
+        self.assertNotIn('repair_isolation', opt['resq_optimizer'])
         self.assertEqual(rabbit, opt['DEFAULT']['transport_url'])
         prof = parse_ini(os.path.join(self.ds.conf_dir,
                                       'resq-profiler.conf'))

@@ -9,9 +9,14 @@ request, a clone caught while building, two escalations at once).
 import datetime
 import threading
 
+import fixtures
+
+from resq_agent.ondemand import escalation
 from resq_common.clients import compute as compute_mod
+from resq_nova.optimizer import actions
 from resq_nova.optimizer import ondemand
 from tests import base
+from tests.unit.resq_nova.optimizer import test_repair
 
 ORIGIN = '11111111-0000-0000-0000-000000000001'
 NOW = datetime.datetime(2026, 11, 23, 18, 0, 0,
@@ -236,6 +241,7 @@ class FromConfTest(base.TestCase):
 
     def test_options_reach_the_scale_out(self):
         self.conf_fixture.config(group='resq_optimizer',
+                                 ondemand_scale_out='boot',
                                  ondemand_max_instances=3,
                                  ondemand_boot_timeout=42.0,
                                  ondemand_clone_window=7)
@@ -253,3 +259,73 @@ class FromConfTest(base.TestCase):
     def test_unknown_mode_is_refused_by_oslo_config(self):
         self.assertRaises(ValueError, self.conf_fixture.config,
                           group='resq_optimizer', ondemand_scale_out='spawn')
+
+    def test_default_is_off_and_does_nothing_but_log(self):
+        class Nothing:
+            def __getattr__(self, name):
+                raise AssertionError('%s asked of the cloud' % name)
+
+        note = test_repair.Notifications()
+        logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
+        ep = ondemand.EscalationEndpoint.from_conf(
+            self.conf, Nothing(), note, compute=Nothing())
+        self.assertEqual(ondemand.OFF, ep.mode)
+        self.assertIsNone(ep.scale_out)
+        result = ep.escalate({}, escalation.payload('h1', {
+            'instance_uuid': ORIGIN, 'vcpus': 1,
+            'reason': 'latency above target'}))
+        self.assertEqual(('off', 'not_booted', None), (
+            result['decision'], result['outcome'], result['target_host']))
+        self.assertIn('ondemand_scale_out is off', result['reason'])
+        self.assertEqual([], note.sent)
+        self.assertIn('On-demand NF %s on h1 escalated (latency above '
+                      'target); [resq_optimizer] ondemand_scale_out is off'
+                      % ORIGIN, logs.output)
+
+
+class ScaleOutActionTest(base.TestCase):
+    """A boot is an action: who asks, why, and its true outcome."""
+
+    def run_once(self, nova):
+        note = test_repair.Notifications()
+        log = actions.ActionLog(note, nova)
+        result = ondemand.ScaleOut(nova, wall=lambda: NOW,
+                                   actions=log).run(
+            ORIGIN, 'h2', why='on h1: latency above target')
+        return result, note.actions()
+
+    def test_booted(self):
+        nova = Nova()
+        nova.identity = lambda: {'user_id': 'u1', 'project_id': 'p1'}
+        (outcome, _, uuid, _), sent = self.run_once(nova)
+        self.assertEqual(ondemand.BOOTED, outcome)
+        (l1, e1, start), (l2, e2, end) = sent
+        self.assertEqual((('INFO', actions.START), ('INFO', actions.END)),
+                         ((l1, e1), (l2, e2)))
+        self.assertEqual(('scale_out_boot', None, 'od-a-2', 'h2', 'u1', 'p1',
+                          'scale-out of term od-a: server %s escalated (on '
+                          'h1: latency above target)' % ORIGIN),
+                         (start['action'], start['server_uuid'],
+                          start['server_name'], start['target_host'],
+                          start['user_id'], start['project_id'],
+                          start['reason']))
+        self.assertEqual(('booted', uuid, 'h2'), (
+            end['outcome'], end['server_uuid'], end['result_host']))
+
+    def test_refused_and_failed_boots_are_announced_as_failed(self):
+        nova = Nova()
+        nova.refuse = '403 Policy does not allow hypervisor_hostname'
+        _, sent = self.run_once(nova)
+        self.assertEqual([('INFO', actions.START, None),
+                          ('ERROR', actions.END, 'failed')],
+                         [(lv, ev, d['outcome']) for lv, ev, d in sent])
+        self.assertIn('Policy does not allow', sent[1][2]['detail'])
+        _, sent = self.run_once(Nova(settle='ERROR'))
+        self.assertEqual(('ERROR', 'failed', 'c1'), (
+            sent[1][0], sent[1][2]['outcome'], sent[1][2]['server_uuid']))
+
+    def test_no_boot_no_action(self):
+        nova = Nova(project='p2')
+        (outcome, _, _, _), sent = self.run_once(nova)
+        self.assertEqual(ondemand.NOT_BOOTED, outcome)
+        self.assertEqual([], sent)
