@@ -32,11 +32,15 @@ class Crash(BaseException):
     """The applier dies here."""
 
 
-class CrashTestBase(test_optimizer.OptimizerTestBase):
+class CrashTestBase:
+    """The crash steps, run with each store below (a mix-in, not a test).
+
+    Mixed in before :class:`test_optimizer.OptimizerTestBase`; not a
+    TestCase itself, so the runner collects only the stores' classes
+    (before, the template ran and skipped: five skips in every run).
+    """
 
     def setUp(self):
-        if type(self) is CrashTestBase:
-            self.skipTest('the steps run with each store below')
         super().setUp()
         self.conf.set_override('applier_lease', LEASE, 'resq_optimizer')
         self.hung = {}
@@ -192,7 +196,8 @@ class CrashTestBase(test_optimizer.OptimizerTestBase):
                            % self.first['from_host'])
 
 
-class FileStoreCrashTest(CrashTestBase):
+class FileStoreCrashTest(CrashTestBase,
+                         test_optimizer.OptimizerTestBase):
     done, failed, not_run = 'done', 'failed', 'not-run'
 
     def path(self):
@@ -254,7 +259,8 @@ class FileStoreCrashTest(CrashTestBase):
         self.assertLess(leases[0], leases[1])
 
 
-class ServiceStoreCrashTest(CrashTestBase):
+class ServiceStoreCrashTest(CrashTestBase,
+                            test_optimizer.OptimizerTestBase):
     done, failed, not_run = 'succeeded', 'failed', 'cancelled'
 
     def setUp(self):
