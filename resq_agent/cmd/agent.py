@@ -15,13 +15,20 @@ import json
 import sys
 import time
 
-from oslo_config import cfg
-from oslo_log import log as logging
-
 from resq_agent import conf as agent_conf
 from resq_agent import discovery
-from resq_agent import privsep as agent_privsep
+from resq_common import cmdline
 from resq_profiler import exception
+
+DESCRIPTION = '''The ResQ agent of a compute host: it discovers the L3
+cache domains and their ways, reports them to Placement, gives each ResQ
+instance its ways (resctrl classes of service) and keeps them as
+instances come and go. Its subcommands inspect the host, run one
+reconcile pass, print what is enforced, run NFVnice passes, or run the
+service. JSON documents go to standard output, logs to standard error.'''
+
+# Rates are differences of two readings: the first pass measures nothing.
+MIN_NFVNICE_PASSES = 2
 
 
 def _inspect(conf):
@@ -104,11 +111,10 @@ def _nfvnice_controller(conf, hypervisor=None):
 
 def _nfvnice(conf):
     # Rates are differences of two readings: the first pass measures
-    # nothing, so at least two are run.
+    # nothing, so --passes is at least 2 (refused as it is parsed).
     ctl = _nfvnice_controller(conf)
-    passes = max(2, conf.command.passes)
     actions = []
-    for n in range(passes):
+    for n in range(conf.command.passes):
         if n:
             time.sleep(conf.resq_agent.nfvnice_interval)
         summary = ctl.run_once()
@@ -129,10 +135,10 @@ def _add_parsers(subparsers):
     p = subparsers.add_parser(
         'inspect', help='print the cache topology and the Placement '
         'inventory the agent would report, as JSON')
-    p.add_argument('--root', help='resctrl root (default: [resq_agent] '
-                   'resctrl_root)')
-    p.add_argument('--sysfs-root', help='sysfs root (default: [resq_agent] '
-                   'sysfs_root)')
+    p.add_argument('--root', metavar='DIR', help='resctrl root (default: '
+                   '[resq_agent] resctrl_root)')
+    p.add_argument('--sysfs-root', metavar='DIR', help='sysfs root '
+                   '(default: [resq_agent] sysfs_root)')
     p.set_defaults(func=_inspect)
     p = subparsers.add_parser('reconcile', help='one full pass: read '
                               'libvirt and Placement, enforce, exit')
@@ -145,29 +151,26 @@ def _add_parsers(subparsers):
         'nfvnice_interval seconds apart, print the last one (and every '
         'pass\'s actions) as JSON; exit '
         '1 if something could not be read or written')
-    p.add_argument('--passes', type=int, default=2,
-                   help='passes to run (at least 2: rates need two '
-                   'readings)')
+    p.add_argument('--passes', type=cmdline.integer(
+        MIN_NFVNICE_PASSES, why=': rates need two readings'),
+        default=MIN_NFVNICE_PASSES, metavar='N',
+        help='passes to run, at least %d: rates need two readings'
+        % MIN_NFVNICE_PASSES)
     p.set_defaults(func=_nfvnice)
     p = subparsers.add_parser('run', help='run the agent service')
     p.set_defaults(func=_run)
 
 
-command_opt = cfg.SubCommandOpt('command', title='Commands',
-                                handler=_add_parsers)
-
-
 def _parse_config(argv):
-    conf = cfg.ConfigOpts()
-    logging.register_options(conf)
     # stdout carries the JSON documents; logs go to stderr.
-    conf.set_default('use_stderr', True)
-    agent_conf.register_opts(conf)
-    conf.register_cli_opt(command_opt)
-    conf(sys.argv[1:] if argv is None else argv, project='resq',
-         prog='resq-agent')
-    logging.setup(conf, 'resq-agent')
+    conf = cmdline.parse(argv, 'resq-agent', DESCRIPTION,
+                         (agent_conf.register_opts,), commands=_add_parsers,
+                         logs_to_stderr=True)
     # The privsep daemon gets the agent's options and config files.
+    # Imported once the command line is good: oslo.privsep's daemon module
+    # imports eventlet, which --help and a usage error do without.
+    from resq_agent import privsep as agent_privsep
+
     agent_privsep.init(conf)
     return conf
 

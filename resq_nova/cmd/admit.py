@@ -36,6 +36,7 @@ from oslo_config import cfg
 from resq_common.clients import compute as compute_mod
 from resq_common.clients import placement as placement_client
 from resq_common.clients import resq as resq_client
+from resq_common import cmdline
 from resq_common import extra_specs
 from resq_nova.admission.batch import deploy as batch_deploy
 from resq_nova.admission.batch import slo_file
@@ -45,9 +46,17 @@ from resq_nova import conf as nova_conf
 from resq_nova.deploy import deployment
 from resq_nova.deploy import flavors
 from resq_nova.deploy import heat
-from resq_profiler import cmd
 from resq_profiler import exception
 from resq_profiler import store as store_mod
+
+DESCRIPTION = '''Admit a reserved SLO term (an NF profile, a throughput and
+a p95 latency target) into the cloud: size it with the greedy, check with
+Placement that the cluster has room, create or reuse its flavors and boot
+its servers largest first, or write a Heat template that does
+(--heat-template), or only print the plan (--dry-run). --slo-file admits
+every term of a file jointly, whole or not at all; --slo on-demand admits
+one server into a host's on-demand lease. Nova and Placement are reached
+with the [nova] and [placement] options of the configuration file.'''
 
 cli_opts = [
     cfg.StrOpt('slo', default=extra_specs.RESERVED,
@@ -62,10 +71,13 @@ cli_opts = [
     cfg.StrOpt('term', help='name of the SLO term; names its flavors '
                             '(resq.<term>.<ways>w) and servers (<term>-<n>)'),
     cfg.StrOpt('profile', help='id of the NF profile in the profile store'),
-    cfg.FloatOpt('throughput-mpps', help='throughput target, Mpps'),
-    cfg.FloatOpt('latency-p95-us', help='p95 latency target, microseconds'),
-    cfg.IntOpt('packet-bytes', help='packet size of the traffic (default: '
-                                    'the profile\'s; must match it)'),
+    cfg.Opt('throughput-mpps', type=cmdline.Positive(),
+            help='throughput target, Mpps'),
+    cfg.Opt('latency-p95-us', type=cmdline.Positive(),
+            help='p95 latency target, microseconds'),
+    cfg.IntOpt('packet-bytes', min=64, max=9216,
+               help='packet size of the traffic (default: the profile\'s; '
+                    'must match it)'),
     cfg.IntOpt('max-instances', min=1,
                help='refuse the term if it needs more instances'),
     cfg.IntOpt('vcpus', default=1, min=1,
@@ -469,7 +481,8 @@ def _show_stack(doc, out):
 
 
 def main(argv=None):
-    conf = cmd.parse_config(argv, 'resq-admit', (register_opts,), cli_opts)
+    conf = cmdline.parse(argv, 'resq-admit', DESCRIPTION, (register_opts,),
+                         cli_opts)
     # Not strict: run() names missing arguments before it needs a service,
     # and says which options to set if it gets that far without them.
     return run(conf,

@@ -15,24 +15,42 @@ Production runs ``resq_nova.api.wsgi:application`` under uwsgi (devstack
 does). ``resq-api --config-file F [--host H] [--port P]``.
 """
 
-import sys
+import os
 from wsgiref import simple_server
 
 from oslo_config import cfg
 
+from resq_common import cmdline
+from resq_nova.api import deploy
 from resq_nova.api import wsgi
+
+DESCRIPTION = '''Serve resq-api on wsgiref, for a single-node try-out:
+production runs resq_nova.api.wsgi:application under uwsgi. Without
+--config-file it reads $RESQ_API_CONFIG (comma-separated) or %s.''' % (
+    wsgi.DEFAULT_CONFIG)
 
 OPTS = [
     cfg.HostAddressOpt('host', default='127.0.0.1',
-                       help='Address to listen on.'),
-    cfg.PortOpt('port', default=8778 + 100,
-                help='Port to listen on (8878 by default).'),
+                       help='address to listen on'),
+    cfg.PortOpt('port', default=8778 + 100, help='port to listen on'),
 ]
 
 
+def _config_files():
+    # As resq_nova.api.wsgi reads them.
+    env = os.environ.get('RESQ_API_CONFIG')
+    if env:
+        return env.split(',')
+    return [wsgi.DEFAULT_CONFIG] if os.path.exists(wsgi.DEFAULT_CONFIG) \
+        else []
+
+
 def main(argv=None):
-    conf = wsgi.make_conf(args=sys.argv[1:] if argv is None else argv,
-                          cli_opts=OPTS)
+    # init_application sets logging up.
+    conf = cmdline.parse(argv, 'resq-api', DESCRIPTION,
+                         (deploy.register_opts,), OPTS,
+                         default_config_files=_config_files(),
+                         setup_logging=False)
     app = wsgi.init_application(conf)
     server = simple_server.make_server(conf.host, conf.port, app)
     print('resq-api on http://%s:%d/' % (conf.host, conf.port))

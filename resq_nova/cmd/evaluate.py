@@ -22,16 +22,22 @@ import sys
 
 from oslo_config import cfg
 
+from resq_common import cmdline
 from resq_nova.admission import milp
 from resq_nova import conf as nova_conf
 from resq_nova.evaluation import figures
 from resq_nova.evaluation import run
 from resq_nova.evaluation import schemes
 from resq_nova.evaluation import slosets
-from resq_profiler import cmd
 from resq_profiler import conf as prof_conf
 from resq_profiler import exception
 from resq_profiler import store as store_mod
+
+DESCRIPTION = '''The cluster evaluation of ResQ (section 6) on resq-nova's
+code: profile the NF catalog, build the SLO sets, place each with every
+scheme, measure what each placement achieves on the simulated testbed and
+print the servers used and the SLO violations; optionally write the
+numbers as JSON and PNG figures. Nothing is asked of a cloud.'''
 
 cli_opts = [
     cfg.ListOpt('sets', default=['sensitive', 'insensitive', 'mixed'],
@@ -39,12 +45,22 @@ cli_opts = [
                     sorted(slosets.SETS))),
     cfg.ListOpt('schemes', default=list(schemes.NAMES),
                 help='schemes to compare: %s' % ', '.join(schemes.NAMES)),
-    cfg.IntOpt('terms', default=200, help='SLO terms per set'),
-    cfg.IntOpt('seed', default=0, help='seed of the SLO sets'),
+    cfg.IntOpt('terms', default=200, min=1, help='SLO terms per set'),
+    cfg.IntOpt('seed', default=0,
+               help='seed of every random draw: the SLO sets, the '
+                    'profiler\'s measurement noise ([resq_profiler] '
+                    'model_seed), the predictors\' noise, the on-demand '
+                    'traffic'),
+    cfg.StrOpt('seeds',
+               help='evaluate every seed of A-B (e.g. 0-9; or A,B,C) and '
+                    'report the spread (min/median/max) of each headline '
+                    'number; the rest of the output is the first seed\'s. '
+                    'Overrides --seed'),
     cfg.IntOpt('cores', default=9, help='cores per server'),
     cfg.IntOpt('ways', default=18,
                help='usable LLC ways per server (the other 2 are DDIO\'s)'),
-    cfg.IntOpt('packet-bytes', default=64, help='packet size of the traffic'),
+    cfg.IntOpt('packet-bytes', default=64, min=64, max=9216,
+               help='packet size of the traffic'),
     cfg.FloatOpt('time-limit',
                  help='MILP time limit per set, seconds (default: '
                       '[resq_evaluation] time_limit)'),
@@ -54,6 +70,17 @@ cli_opts = [
     cfg.StrOpt('slo-file',
                help='also evaluate the SLO set in this JSON file (set '
                     '"custom"; terms name catalog NFs)'),
+    cfg.StrOpt('slo-targets', default=run.BOTH,
+               choices=(run.BOTH, slosets.BINDING, slosets.PAPER),
+               help='latency targets of the SLO sets: "binding" (a third '
+                    'of the terms target the solo p95 at 60 to 85 percent '
+                    'load, so the target limits an instance\'s load), '
+                    '"paper" '
+                    '(every term targets the solo p95 at full load, as '
+                    'ResQ section 6 does) or "both" (binding, then paper, '
+                    'printed side by side with the paper\'s figures; the '
+                    'JSON\'s top level is the binding setup, "setups" '
+                    'holds both)'),
     cfg.FloatOpt('noise-pct', default=run.DEFAULT_NOISE_PCT, min=0.0,
                  max=20.0,
                  help='measurement noise (percent, Gaussian) of the '
@@ -68,13 +95,9 @@ def _progress(message):
 
 
 def main(argv=None):
-    conf = cmd.parse_config(argv, 'resq-evaluate',
-                            (prof_conf.register_opts,
-                             nova_conf.register_opts), cli_opts)
-    if conf.terms <= 0:
-        print('ERROR: --terms must be positive, got %d' % conf.terms,
-              file=sys.stderr)
-        return 1
+    conf = cmdline.parse(argv, 'resq-evaluate', DESCRIPTION,
+                         (prof_conf.register_opts, nova_conf.register_opts),
+                         cli_opts)
     try:
         doc = run.evaluate(conf, conf.sets, conf.schemes, terms=conf.terms,
                            seed=conf.seed, cores=conf.cores, ways=conf.ways,
@@ -88,7 +111,8 @@ def main(argv=None):
                            config_limit=(conf.resq_optimizer.
                                          max_configurations_per_term),
                            slo_file=conf.slo_file, progress=_progress,
-                           noise_pct=conf.noise_pct)
+                           noise_pct=conf.noise_pct, seeds=conf.seeds,
+                           slo_targets=conf.slo_targets)
     except (ValueError, milp.SolverUnavailable,
             exception.ResQException) as exc:
         print('ERROR: %s' % exc, file=sys.stderr)

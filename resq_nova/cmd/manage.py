@@ -21,12 +21,18 @@ snapshots that are older than D days or past the newest N (from cron).
 
 import sys
 
-from oslo_config import cfg
 from oslo_db import exception as db_exc
 import sqlalchemy.exc
 
+from resq_common import cmdline
 from resq_nova.api.db import api as db_api
 from resq_nova.api.db import migration
+
+DESCRIPTION = '''Manage resq-api's database ([database] connection of the
+configuration file): walk its schema up to the newest revision (run "db
+sync" before starting new API workers: the migrations only add), print
+the revision it is at, or delete finished plans and unused snapshots
+past their age (from cron).'''
 
 
 def _sync(conf):
@@ -51,34 +57,26 @@ def _prune(conf):
 
 
 def _add_commands(subparsers):
-    db = subparsers.add_parser('db', help='the database of resq-api')
+    db = subparsers.add_parser('db', help='the database of resq-api: '
+                               'sync, version, prune')
     db_sub = db.add_subparsers(dest='db_command')
     db_sub.required = True
     sync = db_sub.add_parser('sync', help='walk the schema up')
     sync.add_argument('--revision', default='head',
-                      help='revision to walk up to (default: head)')
+                      help='revision to walk up to')
     sync.set_defaults(func=_sync)
     version = db_sub.add_parser('version', help='print the revision')
     version.set_defaults(func=_version)
     prune = db_sub.add_parser(
         'prune', help='delete finished plans and unused snapshots that are '
         'older than --days or past the newest --keep (run it from cron)')
-    prune.add_argument('--keep', type=_positive, default=200,
-                       help='plans and snapshots always kept, newest first '
-                            '(default: 200)')
-    prune.add_argument('--days', type=_positive, default=14,
-                       help='finished plans older than this go (default: '
-                            '14)')
+    prune.add_argument('--keep', type=cmdline.integer(1), default=200,
+                       metavar='N',
+                       help='plans and snapshots always kept, newest first')
+    prune.add_argument('--days', type=cmdline.integer(1), default=14,
+                       metavar='D',
+                       help='finished plans older than this many days go')
     prune.set_defaults(func=_prune)
-
-
-def _positive(text):
-    import argparse
-
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError('must be a positive whole number, '
-                                         'got %r' % text)
-    return int(text)
 
 
 def _masked(url):
@@ -90,12 +88,9 @@ def _masked(url):
 
 
 def main(argv=None):
-    conf = cfg.ConfigOpts()
-    db_api.register_opts(conf)
-    conf.register_cli_opt(cfg.SubCommandOpt('command', handler=_add_commands,
-                                            title='commands'))
-    conf(sys.argv[1:] if argv is None else argv, project='resq',
-         prog='resq-manage')
+    conf = cmdline.parse(argv, 'resq-manage', DESCRIPTION,
+                         (db_api.register_opts,), commands=_add_commands,
+                         logs=False)
     try:
         db_api.configure(conf)
         conf.command.func(conf)

@@ -13,35 +13,46 @@
 
 ::
 
-    resq-optimizer [--config-file F] plan [--state FILE] [--json OUT]
-                                          [--min-hosts-freed N]
+    resq-optimizer [--config-file F] plan [--state FILE [--store]]
+                                          [--json OUT] [--min-hosts-freed N]
     resq-optimizer [--config-file F] apply PLAN [--concurrency N]
                                                 [--timeout S]
     resq-optimizer [--config-file F] run
 
 ``plan`` reads the cloud from Placement and Nova (``[placement]``,
-``[nova]``) or a snapshot file, prints the moves and the summary, and
-stores the plan (and its snapshot) under ``[resq_optimizer] state_dir``.
-``apply`` carries out a stored plan (its id, or a file) move by move and
-prints each outcome. ``run`` is the service. Exit status: 0 done, 1 an
-error or a refused plan, 2 a plan that failed part-way.
+``[nova]``), prints the moves and the summary, and stores the plan (and
+its snapshot) under ``[resq_optimizer] state_dir``; from a snapshot file
+(``--state``) it only reads and stores nothing, unless ``--store`` is
+given. ``apply`` carries out a stored plan (its id, or a file) move by
+move and prints each outcome. ``run`` is the service. Exit status: 0
+done, 1 an error or a refused plan, 2 a plan that failed part-way or a
+usage error.
 """
 
+import contextlib
 import json
 import sys
 
-from oslo_config import cfg
 from oslo_log import log as logging
 
 from resq_common.clients import compute as compute_mod
 from resq_common.clients import placement as placement_client
 from resq_common.clients import resq as resq_client
+from resq_common import cmdline
 from resq_common import exception
 from resq_common import fileutils
 from resq_nova.admission import milp
 from resq_nova import conf as nova_conf
 
 LOG = logging.getLogger(__name__)
+
+DESCRIPTION = '''Plan live migrations that repack ResQ instances onto fewer
+hosts (a MILP over the cache domains' ways and cores), carry a stored plan
+out move by move, move the servers agents marked misplaced, enable again the
+hosts a plan freed, or run as the service (a round every [resq_optimizer]
+interval). Placement and Nova are reached with the [placement] and [nova]
+options of the configuration file. Exit status: 0 done, 1 an error or a
+refused plan, 2 a plan that failed part-way or a usage error.'''
 
 
 def _clients(conf):
@@ -105,13 +116,44 @@ def print_plan(plan, out=None):
         print('left out %s: %s' % (item['uuid'], item['reason']), file=out)
 
 
+class _NoStore:
+    """Where a plan from a snapshot file goes without --store: nowhere.
+
+    Planning from a file only reads; it creates no directory or file.
+    """
+
+    client = None
+
+    def save_snapshot(self, snapshot_id, doc):
+        return None
+
+    def save_plan(self, plan):
+        return None
+
+    def lock(self):
+        return contextlib.nullcontext()
+
+
+def _replay(conf):
+    """The optimizer of ``plan --state``: no cloud, no notifications."""
+    if conf.command.store:
+        return _optimizer(conf, live=False, notify=False)
+    from resq_nova.optimizer import service
+
+    return service.Optimizer(conf, store=_NoStore())
+
+
 def _plan(conf):
     args = conf.command
-    opt = _optimizer(conf, live=not args.state, notify=not args.state)
+    if args.store and not args.state:
+        cmdline.fail('resq-optimizer plan', '--store is for --state: a '
+                     'plan of the live cloud is always stored')
+    opt = _replay(conf) if args.state else _optimizer(conf)
     plan, path = opt.plan(state_file=args.state,
                           min_hosts_freed=args.min_hosts_freed)
     print_plan(plan)
-    print('stored:       %s' % path)
+    print('stored:       %s' % (path or 'no (planned from a snapshot file; '
+                                        '--store stores it)'))
     if args.json:
         fileutils.atomic_write(args.json, json.dumps(plan, indent=1,
                                                      sort_keys=True) + '\n')
@@ -190,22 +232,31 @@ def _run(conf):
 
 
 def _add_parsers(subparsers):
+    positive = cmdline.integer(1)
     p = subparsers.add_parser('plan', help='make one plan, print it and '
-                              'store it')
-    p.add_argument('--state', help='plan from this snapshot file instead '
-                   'of the live cloud')
-    p.add_argument('--json', help='also write the plan to this file')
-    p.add_argument('--min-hosts-freed', type=int, default=None,
+                              'store it (from the live cloud), or only '
+                              'print it (from a snapshot file)')
+    p.add_argument('--state', metavar='FILE', help='plan from this snapshot '
+                   'file instead of the live cloud (reads only)')
+    p.add_argument('--store', action='store_true',
+                   help='with --state: store the plan and its snapshot in '
+                   'the plan store, as a plan of the live cloud is')
+    p.add_argument('--json', metavar='OUT',
+                   help='also write the plan to this file')
+    p.add_argument('--min-hosts-freed', type=positive, default=None,
+                   metavar='N',
                    help='propose only when the plan frees this many hosts '
                    '(default: [resq_optimizer] min_hosts_freed)')
     p.set_defaults(func=_plan)
     p = subparsers.add_parser('apply', help='carry out a stored plan')
     p.add_argument('plan', help='plan id (in [resq_optimizer] state_dir) or '
                    'plan file')
-    p.add_argument('--concurrency', type=int, default=None,
+    p.add_argument('--concurrency', type=positive, default=None,
+                   metavar='N',
                    help='live migrations at once (default: [resq_optimizer] '
                    'concurrency)')
-    p.add_argument('--timeout', type=float, default=None,
+    p.add_argument('--timeout', type=cmdline.number(above=0), default=None,
+                   metavar='S',
                    help='seconds per live migration (default: '
                    '[resq_optimizer] migration_timeout)')
     p.set_defaults(func=_apply)
@@ -217,39 +268,28 @@ def _add_parsers(subparsers):
         'enable-freed', help='enable again the compute services a plan '
         'disabled as freed ([resq_optimizer] disable_freed_hosts), e.g. '
         'when admission finds no room; other disabled hosts stay')
-    p.add_argument('--count', type=int, default=None,
+    p.add_argument('--count', type=positive, default=None, metavar='N',
                    help='enable at most this many (default: all)')
     p.set_defaults(func=_enable_freed)
     p = subparsers.add_parser('run', help='run the optimizer service')
     p.set_defaults(func=_run)
 
 
-command_opt = cfg.SubCommandOpt('command', title='Commands',
-                                handler=_add_parsers)
-
-
-def parse_config(argv):
-    conf = cfg.ConfigOpts()
-    logging.register_options(conf)
-    conf.set_default('use_stderr', True)
+def register_opts(conf):
     nova_conf.register_opts(conf)
     placement_client.register_opts(conf)
     compute_mod.register_opts(conf)
     resq_client.register_opts(conf)
-    conf.register_cli_opt(command_opt)
-    conf(sys.argv[1:] if argv is None else argv, project='resq',
-         prog='resq-optimizer')
-    logging.setup(conf, 'resq-optimizer')
-    return conf
+
+
+def parse_config(argv):
+    return cmdline.parse(argv, 'resq-optimizer', DESCRIPTION,
+                         (register_opts,), commands=_add_parsers,
+                         logs_to_stderr=True)
 
 
 def main(argv=None):
     conf = parse_config(argv)
-    args = conf.command
-    if getattr(args, 'min_hosts_freed', None) is not None \
-            and args.min_hosts_freed < 1:
-        print('ERROR: --min-hosts-freed must be at least 1', file=sys.stderr)
-        return 1
     try:
         return conf.command.func(conf)
     except exception.ResQException as exc:

@@ -24,11 +24,11 @@ import sys
 
 from oslo_config import cfg
 
+from resq_common import cmdline
 from resq_nova.admission import greedy
 from resq_nova.admission import slo
 from resq_nova import conf as nova_conf
 from resq_profiler import catalog
-from resq_profiler import cmd
 from resq_profiler import conf as prof_conf
 from resq_profiler import exception
 from resq_profiler import nfmodel
@@ -36,6 +36,14 @@ from resq_profiler import profiler
 from resq_profiler import store as store_mod
 
 EXAMPLE_MULTIPLES = (0.9, 2.0, 4.5)
+
+DESCRIPTION = '''Admit a set of reserved SLO terms one at a time with the
+greedy (ResQ section 5.3.1) on a cluster of N servers (--servers) of [resq]
+server_cores cores and server_ways ways, and print each term's instances,
+ways and servers, and every refusal with the constraint that failed. Without
+--slo-file it profiles the NF catalog with the model driver (reusing the
+profiles in the store) and plans an example set. Nothing is asked of a
+cloud.'''
 
 cli_opts = [
     cfg.StrOpt('slo-file', help='SLO set to plan (YAML or JSON, see the '
@@ -113,9 +121,9 @@ def _report(admitted, refused, servers):
 
 
 def main(argv=None):
-    conf = cmd.parse_config(argv, 'resq-plan', (nova_conf.register_opts,
-                                                prof_conf.register_opts),
-                            cli_opts)
+    conf = cmdline.parse(argv, 'resq-plan', DESCRIPTION,
+                         (nova_conf.register_opts, prof_conf.register_opts),
+                         cli_opts)
     store = store_mod.ProfileStore(conf.profile_dir or conf.resq.profile_dir)
     try:
         servers = greedy.make_cluster(conf.servers, conf.resq.server_cores,

@@ -10,151 +10,270 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 """PNG figures in the spirit of ResQ Figures 8 (violations), 9 (servers) and
-10 (the prediction baseline's error)."""
+10 (the prediction baseline's error).
+
+:func:`build` makes the matplotlib figures, :func:`write` saves them. So
+that no figure misleads:
+
+* on every server-count figure a scheme that violates SLOs is hatched
+  (:data:`VIOLATION_HATCH`) and its share of violated terms is in its bar
+  label: a cheap schedule that breaks its SLOs does not read as efficient;
+* a scheme has one colour in every figure (:data:`SCHEME_COLOURS`; the
+  predictors take their schemes' colours), and what is not a scheme (chain
+  variants, on-demand policies) takes colours no scheme has;
+* every title says what its figure shows, the SLO setup included, and no
+  two figures share one;
+* a missing value is no bar and an "n/a" mark (:data:`MISSING`), not 0;
+* the prediction error figure states how its setup differs from ResQ
+  Figure 10's (:data:`FIGURE10_NOTE`).
+"""
 
 import os
 
+from resq_nova.evaluation import reference
 from resq_nova.evaluation import schemes as schemes_mod
+from resq_nova.evaluation import slosets
 from resq_profiler import plot
 
 # One label per scheme, in the order the bars are drawn.
 LABELS = schemes_mod.LABELS
 
+# One colour per scheme, in every figure (matplotlib's tab10).
+SCHEME_COLOURS = {
+    'agnostic': '#d62728',           # red
+    'even_cat': '#ff7f0e',           # orange
+    'prediction': '#9467bd',         # purple
+    'slomo': '#e377c2',              # pink
+    'elastic': '#8c564b',            # brown
+    'resq_greedy_paper': '#17becf',  # cyan
+    'resq_greedy': '#1f77b4',        # blue
+    'resq_optimal': '#2ca02c',       # green
+}
+# Colours of what is not a scheme: none of them is a scheme's.
+OTHER_COLOURS = ('#7f7f7f', '#bcbd22', '#393b79', '#c7c7c7')
+VIOLATION_HATCH = '//'
+MISSING = 'n/a'
 
-def _bars(doc, metric, ylabel, title, path, schemes):
-    from matplotlib import pyplot
-    sets = list(doc['sets'])
-    fig, ax = pyplot.subplots(figsize=(9, 4))
-    try:
-        width = 0.8 / max(len(schemes), 1)
-        for i, scheme in enumerate(schemes):
-            values = [doc['sets'][s].get(scheme, {}).get(metric, 0)
-                      for s in sets]
-            xs = [j + i * width for j in range(len(sets))]
-            bars = ax.bar(xs, values, width, label=LABELS.get(scheme,
-                                                              scheme))
-            ax.bar_label(bars, fmt='%g', fontsize='x-small')
-        ax.set_xticks([j + width * (len(schemes) - 1) / 2
-                       for j in range(len(sets))])
-        ax.set_xticklabels(sets)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.legend(fontsize='small')
-        ax.grid(True, axis='y', alpha=0.3)
-        fig.tight_layout()
-        plot.save_figure(fig, path)
-    finally:
-        pyplot.close(fig)
+# Figure 10 as we run it, against the paper's (ResQ §6.2).
+FIGURE10_NOTE = (
+    "Not ResQ Figure 10's setup: each catalog NF runs alone (the paper: "
+    'chains such as LPM->Stats->IPsec) next to 5 identical instances of '
+    'each of the 9 catalog NFs, sharing the whole 45 MB LLC (the paper: '
+    '19.5 MB).')
 
 
-# The predictors a document may hold, with their figure labels.
-PREDICTORS = (('predictor', 'Dobrescu-style baseline'),
-              ('slomo_predictor', 'SLOMO'))
+def _figure(width, height):
+    """A figure of its own (not pyplot's: nothing to close)."""
+    from matplotlib import figure
+    return figure.Figure(figsize=(width, height))
 
 
-def _prediction_error(doc, path):
-    from matplotlib import pyplot
-    present = [(key, label) for key, label in PREDICTORS if doc.get(key)]
+def _legend(ax, schemes, hatched):
+    from matplotlib import patches
+    handles = [patches.Patch(facecolor=SCHEME_COLOURS.get(s, 'white'),
+                             edgecolor='black', linewidth=0.4,
+                             label=LABELS.get(s, s)) for s in schemes]
+    if hatched:
+        handles.append(patches.Patch(
+            facecolor='white', edgecolor='black', hatch=VIOLATION_HATCH,
+            label='hatched: violates SLOs (share of terms in the label)'))
+    ax.legend(handles=handles, fontsize='x-small', loc='upper left',
+              bbox_to_anchor=(1.01, 1))
+
+
+def _missing(ax, x):
+    """What a missing value draws: no bar, an "n/a" mark at ``x``."""
+    ax.text(x, 0, MISSING, ha='center', va='bottom', rotation=90,
+            fontsize='xx-small', color='dimgrey')
+
+
+def _label(value, violation_pct):
+    if violation_pct:
+        return '%g (%.1f%% violated)' % (value, violation_pct)
+    return '%g' % value
+
+
+def bars(sets, metric, ylabel, title, schemes, mark_violations=False):
+    """A bar per set and scheme of ``sets`` (``{set: {scheme: row}}``).
+
+    :param mark_violations: hatch the bars of rows that violate SLOs and
+        put their ``violation_pct`` in the label (server counts).
+    :returns: the figure.
+    """
+    names = list(sets)
+    fig = _figure(12 if mark_violations else 11, 4.5)
+    ax = fig.subplots()
+    width = 0.8 / max(len(schemes), 1)
+    top = 0
+    for i, scheme in enumerate(schemes):
+        xs, values, labels, hatched = [], [], [], []
+        for j, set_name in enumerate(names):
+            row = sets[set_name].get(scheme) or {}
+            x = j + i * width
+            if row.get(metric) is None:
+                _missing(ax, x)
+                continue
+            violated = row.get('violation_pct') if mark_violations else None
+            xs.append(x)
+            values.append(row[metric])
+            labels.append(_label(row[metric], violated))
+            hatched.append(bool(violated))
+        drawn = ax.bar(xs, values, width, color=SCHEME_COLOURS.get(scheme),
+                       edgecolor='black', linewidth=0.4)
+        for bar, hatch in zip(drawn, hatched):
+            if hatch:
+                bar.set_hatch(VIOLATION_HATCH)
+        ax.bar_label(drawn, labels=labels, fontsize='x-small', padding=2,
+                     rotation=90 if mark_violations else 0)
+        top = max([top] + values)
+    ax.set_ylim(0, (top or 1) * (1.7 if mark_violations else 1.15))
+    ax.set_xticks([j + width * (len(schemes) - 1) / 2
+                   for j in range(len(names))])
+    ax.set_xticklabels(names)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize='medium')
+    _legend(ax, schemes, mark_violations)
+    ax.grid(True, axis='y', alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+# The predictors a document may hold, with their figure labels and the
+# scheme whose colour they take.
+PREDICTORS = (('predictor', 'Dobrescu-style baseline', 'prediction'),
+              ('slomo_predictor', 'SLOMO', 'slomo'))
+
+
+def prediction_error(doc):
+    """Figure 10: the predictors' error, with how its setup differs."""
+    present = [p for p in PREDICTORS if doc.get(p[0])]
     names = sorted(doc[present[0][0]]['per_nf'])
     width = 0.8 / len(present)
-    fig, ax = pyplot.subplots(figsize=(9, 4))
-    try:
-        for i, (key, label) in enumerate(present):
-            per_nf = doc[key]['per_nf']
-            xs = [x + (i - (len(present) - 1) / 2) * width
-                  for x in range(len(names))]
-            bars = ax.bar(xs, [per_nf[n]['mean_pp'] for n in names], width,
-                          label='%s: mean over competitor sets' % label)
-            ax.bar_label(bars, fmt='%.1f', fontsize='x-small')
-            ax.scatter(xs, [per_nf[n]['max_pp'] for n in names],
-                       color='black', marker='_', s=200,
-                       label='largest error' if i == 0 else None)
-        ax.axhline(0, color='grey', linewidth=0.8)
-        ax.set_xticks(list(range(len(names))))
-        ax.set_xticklabels(names, rotation=30)
-        ax.set_ylabel('predicted - observed drop (points)')
-        ax.set_title('Contention predictors against the testbed '
-                     '(cf. ResQ Figure 10)')
-        ax.legend(fontsize='small')
-        ax.grid(True, axis='y', alpha=0.3)
-        fig.tight_layout()
-        plot.save_figure(fig, path)
-    finally:
-        pyplot.close(fig)
+    fig = _figure(9, 4.8)
+    ax = fig.subplots()
+    for i, (key, label, scheme) in enumerate(present):
+        per_nf = doc[key]['per_nf']
+        xs = [x + (i - (len(present) - 1) / 2) * width
+              for x in range(len(names))]
+        drawn = ax.bar(xs, [per_nf[n]['mean_pp'] for n in names], width,
+                       color=SCHEME_COLOURS[scheme],
+                       label='%s: mean over competitor sets' % label)
+        ax.bar_label(drawn, fmt='%.1f', fontsize='x-small')
+        ax.scatter(xs, [per_nf[n]['max_pp'] for n in names],
+                   color='black', marker='_', s=200,
+                   label='largest error' if i == 0 else None)
+    ax.axhline(0, color='grey', linewidth=0.8)
+    ax.set_xticks(list(range(len(names))))
+    ax.set_xticklabels(names, rotation=30)
+    ax.set_ylabel('predicted - observed drop (points)')
+    ax.set_title('Contention predictors: predicted minus observed '
+                 'throughput drop per NF (cf. ResQ Figure 10)',
+                 fontsize='medium')
+    ax.legend(fontsize='small')
+    ax.grid(True, axis='y', alpha=0.3)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.text(0.01, 0.01, FIGURE10_NOTE, fontsize='x-small', wrap=True)
+    return fig
 
 
 CHAIN_LABELS = {'default': 'Equal shares', 'rate_cost': 'Rate-cost shares',
                 'backpressure': 'Backpressure',
                 'nfvnice': 'Rate-cost + backpressure'}
+CHAIN_COLOURS = dict(zip(CHAIN_LABELS, OTHER_COLOURS))
 
 
-def _chains(chains, path):
+def chains(doc):
     """Throughput, drops and wasted work per chain scenario and variant."""
-    from matplotlib import pyplot
-    names = list(chains)
+    names = list(doc)
     metrics = (('throughput_mpps', 'throughput (Mpps)'),
                ('drop_pct', 'packets dropped (%)'),
                ('wasted_work_pct', 'wasted CPU cycles (%)'))
-    fig, axes = pyplot.subplots(1, len(metrics), figsize=(12, 4))
-    try:
-        width = 0.8 / len(CHAIN_LABELS)
-        for ax, (metric, label) in zip(axes, metrics):
-            for i, (variant, text) in enumerate(CHAIN_LABELS.items()):
-                xs = [j + i * width for j in range(len(names))]
-                bars = ax.bar(xs, [chains[n][variant][metric]
-                                   for n in names], width, label=text)
-                ax.bar_label(bars, fmt='%g', fontsize='xx-small')
-            ax.set_xticks([j + width * (len(CHAIN_LABELS) - 1) / 2
-                           for j in range(len(names))])
-            ax.set_xticklabels(names)
-            ax.set_ylabel(label)
-            ax.grid(True, axis='y', alpha=0.3)
-        axes[0].legend(fontsize='x-small')
-        fig.suptitle('Chains on a shared core (cf. NFVnice)')
-        fig.tight_layout()
-        plot.save_figure(fig, path)
-    finally:
-        pyplot.close(fig)
+    fig = _figure(12, 4)
+    axes = fig.subplots(1, len(metrics))
+    width = 0.8 / len(CHAIN_LABELS)
+    for ax, (metric, label) in zip(axes, metrics):
+        for i, (variant, text) in enumerate(CHAIN_LABELS.items()):
+            xs = [j + i * width for j in range(len(names))]
+            drawn = ax.bar(xs, [doc[n][variant][metric] for n in names],
+                           width, label=text,
+                           color=CHAIN_COLOURS[variant])
+            ax.bar_label(drawn, fmt='%g', fontsize='xx-small')
+        ax.set_xticks([j + width * (len(CHAIN_LABELS) - 1) / 2
+                       for j in range(len(names))])
+        ax.set_xticklabels(names)
+        ax.set_ylabel(label)
+        ax.grid(True, axis='y', alpha=0.3)
+    axes[0].legend(fontsize='x-small')
+    fig.suptitle('NF chains sharing one core: throughput, drops and '
+                 'wasted work per CPU-sharing variant (cf. NFVnice)')
+    fig.tight_layout()
+    return fig
+
+
+# The figures of each setup: file name, metric, axis label, title.
+SET_FIGURES = (
+    ('violations', 'violation_pct', 'SLO terms violated by >5% (%)',
+     'Terms violating their throughput or latency SLO by >5%'
+     ' (cf. ResQ Figure 8)'),
+    ('violations_throughput', 'throughput_violation_pct',
+     'throughput SLOs missed by >5% (%)',
+     'Terms missing their throughput SLO by >5%'),
+    ('violations_latency', 'latency_violation_pct',
+     'p95 latency SLOs exceeded by >5% (%)',
+     'Terms exceeding their p95 latency SLO by >5%'),
+)
+# Figure 9 compares ResQ with the prediction and elastic schemes; the
+# contention-agnostic ones are Figure 8's.
+NOT_IN_SERVERS = ('agnostic', 'even_cat')
+
+
+def suffix(targets):
+    """What a setup adds to its figures' file names (binding: nothing)."""
+    return '' if targets == slosets.BINDING else '_%s_targets' % targets
+
+
+def build(doc):
+    """Every figure of ``doc``: ``[(file name, matplotlib Figure)]``."""
+    result = []
+    for targets, setup in reference.setups(doc):
+        schemes = [s for s in LABELS if any(s in rows for rows in
+                                            setup['sets'].values())]
+        what = slosets.TARGET_LABELS[targets]
+        for name, metric, ylabel, title in SET_FIGURES:
+            result.append((name + suffix(targets) + '.png', bars(
+                setup['sets'], metric, ylabel, '%s\n%s' % (title, what),
+                schemes)))
+        result.append(('servers%s.png' % suffix(targets), bars(
+            setup['sets'], 'servers', 'servers used',
+            'Servers used per SLO set (cf. ResQ Figure 9; hatched: violates '
+            'SLOs)\n%s' % what,
+            [s for s in schemes if s not in NOT_IN_SERVERS],
+            mark_violations=True)))
+    if any(doc.get(p[0]) for p in PREDICTORS):
+        result.append(('prediction_error.png', prediction_error(doc)))
+    if doc.get('chains'):
+        result.append(('chains.png', chains(doc['chains'])))
+    if doc.get('on_demand'):
+        from resq_nova.evaluation import ondemand
+        result.append(('ondemand.png', ondemand.build_figure(
+            doc['on_demand'])))
+    return result
 
 
 def write(doc, directory):
-    """Write the figures; return their paths.
+    """Write the figures of :func:`build` into ``directory``; their paths.
 
-    violations.png (all schemes), and split into throughput and latency
-    violations (violations_throughput.png, violations_latency.png),
-    servers.png, when the prediction baseline or SLOMO ran,
-    prediction_error.png (both predictors side by side), with the chains
-    simulation, chains.png, and with the on-demand simulation,
-    ondemand.png.
+    Per SLO setup: violations.png (all schemes), violations_throughput.png
+    and violations_latency.png, servers.png, each with the setup's suffix
+    (:func:`suffix`: none for the binding targets, ``_paper_targets`` for
+    the paper's); then prediction_error.png when the prediction baseline
+    or SLOMO ran (both side by side), chains.png with the chains
+    simulation and ondemand.png with the on-demand one.
     """
     os.makedirs(directory, exist_ok=True)
-    schemes = [s for s in LABELS if any(s in rows for rows in
-                                        doc['sets'].values())]
     paths = []
-    for name, metric, what in (
-            ('violations', 'violation_pct', 'SLO terms violated by >5% (%)'),
-            ('violations_throughput', 'throughput_violation_pct',
-             'throughput SLOs missed by >5% (%)'),
-            ('violations_latency', 'latency_violation_pct',
-             'p95 latency SLOs exceeded by >5% (%)')):
-        path = os.path.join(directory, name + '.png')
-        _bars(doc, metric, what, 'SLO violations (cf. ResQ Figure 8)',
-              path, schemes)
+    for name, fig in build(doc):
+        path = os.path.join(directory, name)
+        plot.save_figure(fig, path)
         paths.append(path)
-    servers = os.path.join(directory, 'servers.png')
-    _bars(doc, 'servers', 'servers used',
-          'Resource efficiency (cf. ResQ Figure 9)', servers,
-          [s for s in schemes if s not in ('agnostic', 'even_cat')])
-    paths.append(servers)
-    if any(doc.get(key) for key, _ in PREDICTORS):
-        path = os.path.join(directory, 'prediction_error.png')
-        _prediction_error(doc, path)
-        paths.append(path)
-    if doc.get('chains'):
-        path = os.path.join(directory, 'chains.png')
-        _chains(doc['chains'], path)
-        paths.append(path)
-    if doc.get('on_demand'):
-        from resq_nova.evaluation import ondemand
-        paths.append(ondemand.figure(doc['on_demand'], directory))
     return paths

@@ -172,31 +172,43 @@ def table(doc):
     return '\n'.join(lines)
 
 
-def figure(doc, directory):
-    """``ondemand.png``: violations and mask moves per policy; its path."""
-    import os
+def build_figure(doc):
+    """Violations and mask moves per policy: a matplotlib figure.
 
-    from matplotlib import pyplot
+    The policies take colours no placement scheme has
+    (:data:`resq_nova.evaluation.figures.OTHER_COLOURS`).
+    """
+    from matplotlib import figure as mfigure
+
+    from resq_nova.evaluation import figures
+
+    names = list(doc['policies'])
+    colours = [figures.OTHER_COLOURS[i % len(figures.OTHER_COLOURS)]
+               for i in range(len(names))]
+    fig = mfigure.Figure(figsize=(9, 3.5))
+    axes = fig.subplots(1, 2)
+    for ax, metric, label in (
+            (axes[0], 'violation_pct', 'NF-periods above target (%)'),
+            (axes[1], 'moves', 'mask changes')):
+        bars = ax.bar(names, [doc['policies'][n][metric] for n in names],
+                      color=colours)
+        ax.bar_label(bars, fmt='%g', fontsize='x-small')
+        ax.set_ylabel(label)
+        ax.grid(True, axis='y', alpha=0.3)
+    fig.suptitle('On-demand NFs: latency violations and mask changes per '
+                 'local policy, %(nfs)d NFs, %(lease_ways)d-way lease, '
+                 '%(periods)d periods of varying traffic' % doc['config'],
+                 fontsize='medium')
+    fig.tight_layout()
+    return fig
+
+
+def figure(doc, directory):
+    """``ondemand.png`` (:func:`build_figure`) in ``directory``; its path."""
+    import os
 
     from resq_profiler import plot
 
     path = os.path.join(directory, 'ondemand.png')
-    names = list(doc['policies'])
-    fig, axes = pyplot.subplots(1, 2, figsize=(9, 3.5))
-    try:
-        for ax, metric, label in (
-                (axes[0], 'violation_pct', 'NF-periods above target (%)'),
-                (axes[1], 'moves', 'mask changes')):
-            bars = ax.bar(names, [doc['policies'][n][metric]
-                                  for n in names])
-            ax.bar_label(bars, fmt='%g', fontsize='x-small')
-            ax.set_ylabel(label)
-            ax.grid(True, axis='y', alpha=0.3)
-        fig.suptitle('On-demand NFs: %(nfs)d NFs, %(lease_ways)d-way lease, '
-                     '%(periods)d periods of varying traffic'
-                     % doc['config'])
-        fig.tight_layout()
-        plot.save_figure(fig, path)
-    finally:
-        pyplot.close(fig)
+    plot.save_figure(build_figure(doc), path)
     return path

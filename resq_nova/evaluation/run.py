@@ -19,6 +19,7 @@ from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
 from resq_nova.evaluation import measured
 from resq_nova.evaluation import ondemand
+from resq_nova.evaluation import reference
 from resq_nova.evaluation import schemes as schemes_mod
 from resq_nova.evaluation import seeds as seeds_mod
 from resq_nova.evaluation import slomo
@@ -102,6 +103,38 @@ class Setup:
     mip_gap: float = 0.0
     config_limit: int = 2000
     noise_pct: float = DEFAULT_NOISE_PCT
+    slo_targets: tuple = (slosets.BINDING,)
+
+
+# ``--slo-targets both``: the default setup, then the paper's.
+BOTH = 'both'
+
+
+def targets_of(slo_targets):
+    """The setups ``slo_targets`` names, in order.
+
+    A tuple of :data:`resq_nova.evaluation.slosets.TARGETS` keys; the
+    first fills the document's top level.
+
+    :param slo_targets: ``None`` (binding), ``'binding'``, ``'paper'``,
+        ``'both'`` (binding, then paper) or a sequence of them.
+    :raises ValueError: for anything else.
+    """
+    if slo_targets is None:
+        return (slosets.BINDING,)
+    if slo_targets == BOTH:
+        return (slosets.BINDING, slosets.PAPER)
+    if isinstance(slo_targets, str):
+        slo_targets = (slo_targets,)
+    result = tuple(slo_targets)
+    for name in result:
+        if name not in slosets.TARGETS:
+            raise ValueError('unknown SLO targets %r; choose from %s' % (
+                name, ', '.join(sorted(slosets.TARGETS) + [BOTH])))
+    if not result or len(set(result)) != len(result):
+        raise ValueError('SLO targets: name each setup once, got %r'
+                         % (slo_targets,))
+    return result
 
 
 def _check(sets, schemes, setup, slo_file):
@@ -136,7 +169,7 @@ def _check(sets, schemes, setup, slo_file):
 def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
              packet_bytes=64, time_limit=60.0, mip_gap=0.0, config_limit=2000,
              slo_file=None, progress=None, noise_pct=DEFAULT_NOISE_PCT,
-             seeds=None):
+             seeds=None, slo_targets=None):
     """Place every SLO set with every scheme and measure the result.
 
     :param seed: seeds every random draw (:mod:`resq_nova.evaluation.seeds`),
@@ -145,12 +178,18 @@ def evaluate(conf, sets, schemes, terms=200, seed=0, cores=9, ways=18,
         ``--seeds``' text, e.g. ``"0-9"``); the document is the first
         seed's, with ``seed_spread``
         (:func:`resq_nova.evaluation.seeds.spread`).
+    :param slo_targets: the SLO sets' latency targets (:func:`targets_of`):
+        ``'binding'`` (the default), ``'paper'`` or ``'both'``; each setup
+        places the same NFs with the same profiles and predictors.
     :returns: the JSON-ready document ``{"sets": {set: {scheme: {...}}},
-        "ratios": ..., "config": ..., "profiles": ..., "chains": ...}``,
-        ``chains`` from :func:`resq_nova.evaluation.chains.evaluate`.
+        "ratios": ..., "setups": {targets: {"sets", "ratios",
+        "description"}}, "paper_reference": ..., "config": ...,
+        "profiles": ..., "chains": ...}``; ``sets`` and ``ratios`` are the
+        first setup's, ``chains`` from
+        :func:`resq_nova.evaluation.chains.evaluate`.
     """
     setup = Setup(terms, cores, ways, packet_bytes, time_limit, mip_gap,
-                  config_limit, noise_pct)
+                  config_limit, noise_pct, targets_of(slo_targets))
     _check(sets, schemes, setup, slo_file)
     if seeds is not None and not isinstance(seeds, (list, tuple)):
         seeds = seeds_mod.parse(seeds)
@@ -182,34 +221,26 @@ def evaluate_seed(conf, sets, schemes, seed, setup, slo_file=None,
                                    sub['prediction_noise'])
     slomo_predictor = slomo.Predictor(noise, setup.packet_bytes, sub['slomo'])
     custom = slosets.load(slo_file, profiles) if slo_file else None
-    if custom and slosets.CUSTOM not in sets:
-        sets = list(sets) + [slosets.CUSTOM]
-    doc = {'sets': {}, 'ratios': {}, 'config': {
+    doc = {'config': {
         'terms': setup.terms, 'seed': seed, 'sub_seeds': sub,
         'cores': setup.cores, 'ways': setup.ways,
         'packet_bytes': setup.packet_bytes, 'time_limit_s': setup.time_limit,
         'violation_tolerance_pct': cluster.VIOLATION_TOLERANCE * 100,
-        'noise_pct': noise}}
+        'noise_pct': noise, 'slo_targets': list(setup.slo_targets)}}
     doc['profiles'] = measured.figures(
         profiles, setup.packet_bytes,
         conf.resq_profiler.latency_load_levels)
-    for set_name in sets:
-        if set_name == slosets.CUSTOM:
-            slo_terms = custom
-        else:
-            slo_terms = slosets.make(set_name, profiles, setup.terms,
-                                     sub['slo_sets'])
-        rows = doc['sets'][set_name] = {}
-        for scheme in schemes:
-            rows[scheme] = scheme_row(scheme, slo_terms, setup, predictor,
-                                      slomo_predictor)
-            if progress:
-                progress('%s / %s: %d servers, %.1f%% of terms violated'
-                         % (set_name, scheme, rows[scheme]['servers'],
-                            rows[scheme]['violation_pct']))
-        ratio = ratios(rows)
-        if ratio:
-            doc['ratios'][set_name] = ratio
+    doc['setups'] = {}
+    for i, targets in enumerate(setup.slo_targets):
+        # A file's terms carry their own targets: placed once, first.
+        doc['setups'][targets] = place_sets(
+            sets, schemes, profiles, setup, sub['slo_sets'], targets,
+            (predictor, slomo_predictor), custom if i == 0 else None,
+            progress if len(setup.slo_targets) == 1 else _prefixed(
+                progress, targets))
+    first = doc['setups'][setup.slo_targets[0]]
+    doc['sets'], doc['ratios'] = first['sets'], first['ratios']
+    doc['paper_reference'] = reference.document()
     if 'prediction' in schemes:
         doc['predictor'] = dobrescu.figure10(predictor)
         doc['predictor']['profiling_runs'] = predictor.measurements
@@ -223,6 +254,49 @@ def evaluate_seed(conf, sets, schemes, seed, setup, slo_file=None,
     doc['on_demand'] = ondemand.evaluate(seed=sub['on_demand'],
                                          progress=progress)
     return doc
+
+
+def _prefixed(progress, targets):
+    if progress is None:
+        return None
+    return lambda message: progress('%s: %s' % (
+        slosets.TARGET_LABELS[targets], message))
+
+
+def place_sets(sets, schemes, profiles, setup, seed, targets, predictors,
+               custom=None, progress=None):
+    """Every set placed by every scheme, with ``targets``' latency targets.
+
+    :param predictors: ``(prediction baseline, SLOMO)``, shared by the
+        setups (each caches what it measured).
+    :param custom: the terms of ``--slo-file``, set ``custom``.
+    :returns: ``{"sets": {set: {scheme: row}}, "ratios": {set: ...},
+        "description": what the targets are}``.
+    """
+    result = {'description': slosets.TARGETS[targets], 'sets': {},
+              'ratios': {}}
+    if custom and slosets.CUSTOM not in sets:
+        sets = list(sets) + [slosets.CUSTOM]
+    for set_name in sets:
+        if set_name == slosets.CUSTOM:
+            if not custom:
+                continue
+            slo_terms = custom
+        else:
+            slo_terms = slosets.make(set_name, profiles, setup.terms, seed,
+                                     targets)
+        rows = result['sets'][set_name] = {}
+        for scheme in schemes:
+            rows[scheme] = scheme_row(scheme, slo_terms, setup,
+                                      *predictors)
+            if progress:
+                progress('%s / %s: %d servers, %.1f%% of terms violated'
+                         % (set_name, scheme, rows[scheme]['servers'],
+                            rows[scheme]['violation_pct']))
+        ratio = ratios(rows)
+        if ratio:
+            result['ratios'][set_name] = ratio
+    return result
 
 
 def _needed(sets, slo_file):
@@ -252,9 +326,10 @@ def scheme_row(scheme, slo_terms, setup, predictor=None,
             o.throughput_violated for o in outcome.values()),
         'latency_violation_pct': _pct(
             o.latency_violated for o in outcome.values()),
+        # None when no latency target binds (the paper's targets).
         'latency_binding_violation_pct': _pct(
-            outcome[t.name].violated for t in slo_terms
-            if slosets.binding(t)),
+            [outcome[t.name].violated for t in slo_terms
+             if slosets.binding(t)], empty=None),
         'seconds': round(time.monotonic() - started, 3),
     }
     error = prediction_error(placed, outs)
@@ -307,13 +382,34 @@ def without_timings(doc):
     return doc
 
 
-def _pct(flags):
+def _pct(flags, empty=0.0):
     flags = list(flags)
-    return round(100.0 * sum(flags) / len(flags), 2) if flags else 0.0
+    return round(100.0 * sum(flags) / len(flags), 2) if flags else empty
 
 
 def table(doc):
-    """The results as a plain-text table."""
+    """The results as plain text.
+
+    The first setup's table, each other setup's, the setups side by side
+    with the paper's figures (:func:`resq_nova.evaluation.reference.
+    side_by_side`), then the rest of the document.
+    """
+    setups = list(doc.get('setups', {}).items())
+    lines = []
+    if len(setups) > 1:
+        lines.append('with %s:' % slosets.TARGETS[setups[0][0]])
+    lines += _set_lines(doc)
+    for targets, setup in setups[1:]:
+        lines += ['', 'with %s:' % slosets.TARGETS[targets]]
+        lines += _set_lines(setup)
+    if setups:
+        lines += ['', reference.side_by_side(doc), '']
+    lines += _extra_lines(doc)
+    return '\n'.join(lines)
+
+
+def _set_lines(doc):
+    """A line per set and scheme of ``doc['sets']``, then the ratios."""
     lines = ['%-12s %-17s %8s %10s %9s %9s %9s' % (
         'set', 'scheme', 'servers', 'violated%', 'thr viol%', 'lat viol%',
         'pred err%')]
@@ -330,6 +426,12 @@ def table(doc):
                 row['throughput_violation_pct'],
                 row['latency_violation_pct'], pred, extra))
     lines.extend(_ratio_lines(doc))
+    return lines
+
+
+def _extra_lines(doc):
+    """Profiles, predictors, chains and the seeds' spread, as text."""
+    lines = []
     if doc.get('profiles'):
         p = doc['profiles']
         lines.append('profiles the schedulers saw: %g runs per profile '
@@ -352,11 +454,14 @@ def table(doc):
                      'average, %.1f at worst (%.0f%% of the observed drop)'
                      % (p['mean_pp'], p['max_abs_pp'],
                         p['mean_relative_pct']))
+    if 'predictor' in doc or 'slomo_predictor' in doc:
+        lines.append('ResQ paper on its testbed (%s): the baseline %s'
+                     % (reference.FIGURE10[1], reference.FIGURE10[0]))
     if doc.get('chains'):
         lines.append(chains_mod.table(doc['chains']))
     if doc.get('seed_spread'):
         lines.append(seeds_mod.table(doc['seed_spread']))
-    return '\n'.join(lines)
+    return lines
 
 
 def _ratio_lines(doc):

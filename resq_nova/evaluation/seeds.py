@@ -93,6 +93,13 @@ HEADLINES = (
     ('sets', '*', '*', 'prediction_error_pct'),
     ('sets', '*', '*', 'prediction_error_max_pct'),
     ('ratios', '*', '*'),
+    # Each SLO setup (resq-evaluate --slo-targets); the first is also the
+    # top level's.
+    ('setups', '*', 'sets', '*', '*', 'servers'),
+    ('setups', '*', 'sets', '*', '*', 'violation_pct'),
+    ('setups', '*', 'sets', '*', '*', 'throughput_violation_pct'),
+    ('setups', '*', 'sets', '*', '*', 'latency_violation_pct'),
+    ('setups', '*', 'ratios', '*', '*'),
     ('predictor', 'mean_pp'),
     ('predictor', 'max_abs_pp'),
     ('predictor', 'mean_relative_pct'),
@@ -187,6 +194,7 @@ def table(doc):
         lines.append('%s: %s' % (set_name, ', '.join(
             '%s %s' % (key, _mmm(stat, '%.2f'))
             for key, stat in ratios.items())))
+    lines += _setup_lines(numbers.get('setups', {}))
     for section in ('predictor', 'slomo_predictor', 'profiles'):
         if section in numbers:
             lines.append('%s: %s' % (section, ', '.join(
@@ -198,6 +206,26 @@ def table(doc):
             '%s %s' % (key, _mmm(stat, '%.2f'))
             for key, stat in stats.items())))
     return '\n'.join(lines)
+
+
+def _setup_lines(setups):
+    """Servers and violations per setup, when there are several."""
+    lines = []
+    if len(setups) < 2:
+        return lines
+    for targets, setup in setups.items():
+        lines.append('%s latency targets: servers and violated%% per set '
+                     'and scheme' % targets)
+        for set_name, rows in setup.get('sets', {}).items():
+            lines.append('  %-12s %s' % (set_name, ', '.join(
+                '%s %s (%s%%)' % (scheme, _mmm(row.get('servers'), '%g'),
+                                  _mmm(row.get('violation_pct'), '%.1f'))
+                for scheme, row in rows.items())))
+        for set_name, ratios in setup.get('ratios', {}).items():
+            lines.append('  %s: %s' % (set_name, ', '.join(
+                '%s %s' % (key, _mmm(stat, '%.2f'))
+                for key, stat in ratios.items())))
+    return lines
 
 
 def _seeds_text(seeds):

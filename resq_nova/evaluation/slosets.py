@@ -19,7 +19,15 @@ binds; for a share of the terms (``LATENCY_BINDING_SHARE``) it is the solo
 p95 at a lower load, drawn from ``LATENCY_BINDING_LOADS``, so the latency
 SLO limits how much traffic one instance may carry: a scheme that sizes by
 throughput alone violates it, and ResQ's latency cap has work to do.
-Deterministic for a seed.
+These are the ``binding`` targets, the default.
+
+The ``paper`` targets (``resq-evaluate --slo-targets paper``) are ResQ §6's
+own: every term's latency target is 100% of what one instance shows alone,
+the NF's solo p95 at the load of its solo run, which is saturated (ResQ §2,
+§6.1: each NF is first run alone on a dedicated server to determine its
+throughput and latency), i.e. ``latency_at(PAPER_LATENCY_LOAD)``. No target
+binds. Both draw the same NFs for the same seed, so the two sets differ in
+their latency targets only. Deterministic for a seed.
 """
 
 import random
@@ -40,17 +48,37 @@ LATENCY_FRACTION = 1.0
 # 60-85% load.
 LATENCY_BINDING_SHARE = 1.0 / 3
 LATENCY_BINDING_LOADS = (0.6, 0.85)
+# ResQ §6's latency target: the solo p95 at the load of the solo run.
+PAPER_LATENCY_LOAD = 1.0
+
+# The latency targets a set may have, with what they are (figures and text
+# name them).
+BINDING = 'binding'
+PAPER = 'paper'
+TARGETS = {
+    BINDING: 'binding latency targets (default): a third of the terms '
+             'target the solo p95 at 60-85% load',
+    PAPER: "the paper's latency targets: every term targets the solo p95 "
+           'at full load (ResQ section 6)',
+}
+# Short names for table headers and figure titles.
+TARGET_LABELS = {BINDING: 'binding latency targets',
+                 PAPER: "paper's latency targets (solo p95)"}
 
 
 class UnknownSet(ValueError):
     pass
 
 
-def make(name, profiles, terms=200, seed=0):
+def make(name, profiles, terms=200, seed=0, targets=BINDING):
     """Build SLO set ``name`` from ``profiles`` (``{nf name: Profile}``).
 
+    :param targets: the latency targets, a key of :data:`TARGETS`.
     :returns: a list of :class:`resq_nova.admission.greedy.SLOTerm`.
     """
+    if targets not in TARGETS:
+        raise ValueError('unknown SLO targets %r; choose from %s'
+                         % (targets, ', '.join(sorted(TARGETS))))
     if name not in SETS:
         raise UnknownSet('unknown SLO set %r; choose from %s'
                          % (name, ', '.join(sorted(SETS))))
@@ -67,6 +95,8 @@ def make(name, profiles, terms=200, seed=0):
         load = LATENCY_FRACTION
         if lat_rng.random() < LATENCY_BINDING_SHARE:
             load = lat_rng.uniform(*LATENCY_BINDING_LOADS)
+        if targets == PAPER:
+            load = PAPER_LATENCY_LOAD
         result.append(greedy.SLOTerm(
             name='%s-%03d-%s' % (name, i, nf.lower()), profile=prof,
             throughput_mpps=THROUGHPUT_FRACTION * prof.peak_mpps,

@@ -252,9 +252,8 @@ class _Reader:
                       % type(value).__name__)
         missing = [k for k in required if k not in value]
         if missing:
-            self.fail(where, 'lacks %s (a %s has %s)' % (
-                ', '.join(repr(k) for k in missing), where.split('[')[0],
-                ', '.join(required)))
+            self.fail(where, 'lacks %s (it needs %s)' % (
+                ', '.join(repr(k) for k in missing), ', '.join(required)))
         return value
 
     def list(self, value, where):

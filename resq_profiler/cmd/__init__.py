@@ -9,24 +9,13 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""What every resq-nova console script does first."""
+"""The console scripts of resq_profiler.
 
-import sys
+Importing the package drops eventlet's deprecation banner before a command
+module imports what pulls eventlet in (see
+:func:`resq_common.cmdline.quiet_eventlet`).
+"""
 
-from oslo_config import cfg
-from oslo_log import log as logging
+from resq_common import cmdline
 
-
-def parse_config(argv, prog, register, cli_opts=()):
-    """A fresh ``ConfigOpts`` with logging, the groups and CLI options.
-
-    :param register: functions ``conf -> None`` registering option groups.
-    """
-    conf = cfg.ConfigOpts()
-    logging.register_options(conf)
-    for fn in register:
-        fn(conf)
-    conf.register_cli_opts(list(cli_opts))
-    conf(sys.argv[1:] if argv is None else argv, project='resq', prog=prog)
-    logging.setup(conf, prog)
-    return conf
+cmdline.quiet_eventlet()

@@ -15,30 +15,44 @@ import json
 import os
 import sys
 
-from oslo_config import cfg
 from oslo_log import log as logging
 
 from resq_common.clients import resq as resq_client
+from resq_common import cmdline
 from resq_common.conf import clients as conf_clients
 from resq_profiler import catalog
-from resq_profiler import cmd
 from resq_profiler import conf as resq_conf
 from resq_profiler import exception
 from resq_profiler import nfmodel
-from resq_profiler import privsep
 from resq_profiler import profiler
 from resq_profiler import store as store_mod
 from resq_profiler import upload as upload_mod
 
 LOG = logging.getLogger(__name__)
 
+DESCRIPTION = '''Measure NF profiles (throughput against LLC ways, p95
+latency against load) with the configured driver, keep them in the profile
+store ([resq_profiler] profile_dir), check, show and plot them, push them
+to resq-api, and train and check the SLOMO contention models beside
+them.'''
+
+_PACKET_BYTES = cmdline.integer(64, 9216)
+_POSITIVE = cmdline.integer(1)
+
+
+def _add_traffic(p):
+    p.add_argument('--packet-bytes', type=_PACKET_BYTES, default=64,
+                   metavar='B',
+                   help='packet size of the offered traffic, 64 to 9216')
+    p.add_argument('--flows', type=_POSITIVE, default=100000, metavar='N',
+                   help='flows in the offered traffic')
+
 
 def _add_parsers(subparsers):
     p = subparsers.add_parser(
         'profile', help='measure an NF and store its profile')
     p.add_argument('nf', help='NF name (see "resq-profiler catalog")')
-    p.add_argument('--packet-bytes', type=int, default=64)
-    p.add_argument('--flows', type=int, default=100000)
+    _add_traffic(p)
     p.add_argument('--nf-config', metavar='PATH',
                    help='the NF configuration file; its digest is recorded '
                         'and the profile is valid for it only')
@@ -71,20 +85,21 @@ def _add_parsers(subparsers):
     p = subparsers.add_parser(
         'profile-catalog',
         help='profile every NF of the catalog with the model driver')
-    p.add_argument('--packet-bytes', type=int, default=64)
-    p.add_argument('--flows', type=int, default=100000)
+    _add_traffic(p)
     p.add_argument('--plot-dir', metavar='DIR',
                    help='write one PNG per profile here')
     p.set_defaults(func=cmd_profile_catalog)
 
     p = subparsers.add_parser(
         'validate', help='check profile documents; non-zero exit if invalid')
-    p.add_argument('paths', nargs='+', metavar='PATH')
+    p.add_argument('paths', nargs='+', metavar='PATH',
+                   help='profile document')
     p.set_defaults(func=cmd_validate)
 
     p = subparsers.add_parser('show', help='print a profile and its fit')
     p.add_argument('profile', help='profile id in the store, or a file')
-    p.add_argument('--json', action='store_true')
+    p.add_argument('--json', action='store_true',
+                   help='print the profile document as it is stored')
     p.set_defaults(func=cmd_show)
 
     p = subparsers.add_parser('list', help='list the stored profiles')
@@ -92,7 +107,8 @@ def _add_parsers(subparsers):
 
     p = subparsers.add_parser('plot', help='write a PNG of both curves')
     p.add_argument('profile', help='profile id in the store, or a file')
-    p.add_argument('--output', '-o', required=True, metavar='PNG')
+    p.add_argument('--output', '-o', required=True, metavar='PNG',
+                   help='the PNG file to write')
     p.set_defaults(func=cmd_plot)
 
     p = subparsers.add_parser('catalog', help='list the NF catalog')
@@ -103,9 +119,10 @@ def _add_parsers(subparsers):
         help="train an NF's SLOMO contention model and store it beside its "
              'profile')
     p.add_argument('profile', help='profile id in the store')
-    p.add_argument('--runs', type=int, default=80,
+    p.add_argument('--runs', type=_POSITIVE, default=80, metavar='R',
                    help='contention runs against synthetic competitors')
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--seed', type=cmdline.integer(), default=0, metavar='S',
+                   help='seed of the synthetic competitors')
     p.set_defaults(func=cmd_slomo_train)
 
     p = subparsers.add_parser(
@@ -113,10 +130,6 @@ def _add_parsers(subparsers):
         help="check a profile's SLOMO model file; non-zero exit if refused")
     p.add_argument('profile', help='profile id in the store')
     p.set_defaults(func=cmd_slomo_check)
-
-
-command_opt = cfg.SubCommandOpt('command', title='Commands',
-                                handler=_add_parsers)
 
 
 def _store(conf):
@@ -220,13 +233,7 @@ def cmd_upload(conf):
 
 
 def _traffic(args):
-    if not 64 <= args.packet_bytes <= 9216:
-        raise exception.MeasurementError(
-            reason='--packet-bytes must be between 64 and 9216, got %d'
-            % args.packet_bytes)
-    if args.flows < 1:
-        raise exception.MeasurementError(
-            reason='--flows must be at least 1, got %d' % args.flows)
+    # --packet-bytes and --flows are checked as they are parsed.
     return nfmodel.Traffic(args.packet_bytes, args.flows)
 
 
@@ -336,9 +343,6 @@ def cmd_slomo_train(conf):
     from resq_profiler.slomo import training
 
     args = conf.command
-    if args.runs < 1:
-        raise exception.MeasurementError(
-            reason='--runs must be at least 1, got %d' % args.runs)
     prof = _store(conf).get(args.profile)
     name = conf.resq_profiler.driver
     if name == 'model':
@@ -388,10 +392,15 @@ def cmd_slomo_check(conf):
 
 
 def main(argv=None):
-    conf = cmd.parse_config(argv, 'resq-profiler', (resq_conf.register_opts,
-                                                    resq_client.register_opts),
-                            [command_opt])
-    privsep.init(conf)
+    conf = cmdline.parse(argv, 'resq-profiler', DESCRIPTION,
+                         (resq_conf.register_opts, resq_client.register_opts),
+                         commands=_add_parsers)
+    if conf.resq_profiler.driver == 'command':
+        # Only the command driver runs anything as root; the others need
+        # no privsep (whose daemon module imports eventlet).
+        from resq_profiler import privsep
+
+        privsep.init(conf)
     try:
         return conf.command.func(conf)
     except conf_clients.MissingCredentials as exc:

@@ -29,6 +29,19 @@ class CommandTestCase(base.TestCase):
             rc = main(['--config-file', self.conf_file] + list(args))
         return rc, out.getvalue(), err.getvalue()
 
+    def usage_error(self, main, *args):
+        """Run a command line refused as it is parsed: its one line."""
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(err):
+            exc = self.assertRaises(SystemExit, main,
+                                    ['--config-file', self.conf_file]
+                                    + list(args))
+        self.assertEqual(2, exc.code, args)
+        lines = err.getvalue().splitlines()
+        self.assertEqual(1, len(lines), err.getvalue())
+        return lines[0]
+
 
 class ProfilerCommandTest(CommandTestCase):
 
@@ -104,9 +117,15 @@ class ProfilerCommandTest(CommandTestCase):
         self.assertIn('OK %s' % good, out)
 
     def test_bad_input_exits_non_zero_and_stores_nothing(self):
+        self.assertEqual(
+            "resq-profiler profile: --packet-bytes: must be a whole number "
+            "from 64 to 9216, got '10' (see resq-profiler profile --help)",
+            self.usage_error(profiler_cmd.main, 'profile', 'LPM',
+                             '--packet-bytes', '10'))
+        self.assertIn("--flows: must be a positive whole number, got '0'",
+                      self.usage_error(profiler_cmd.main, 'profile-catalog',
+                                       '--flows', '0'))
         for args, text in ((['profile', 'Nope'], "Unknown NF 'Nope'"),
-                           (['profile', 'LPM', '--packet-bytes', '10'],
-                            '--packet-bytes'),
                            (['profile', 'LPM', '--nf-config', '/no/such'],
                             'cannot read NF configuration'),
                            (['show', 'missing-id'], 'No profile')):
@@ -202,8 +221,11 @@ class EvaluateCommandTest(CommandTestCase):
 
     def test_bad_input_leaves_no_output(self):
         out_json = os.path.join(self.tmp, 'ev.json')
+        self.assertEqual('resq-evaluate: --terms 0: should be greater than '
+                         'or equal to 1',
+                         self.usage_error(evaluate.main, '--json', out_json,
+                                          '--terms', '0'))
         for args, text in ((['--sets', 'spicy'], "unknown SLO set 'spicy'"),
-                           (['--terms', '0'], '--terms must be positive'),
                            (['--time-limit', '0'], 'time limit'),
                            (['--cores', '-1'], 'at least one core'),
                            (['--slo-file', self.write_json('s.json', '{')],

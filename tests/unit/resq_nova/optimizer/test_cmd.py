@@ -90,6 +90,15 @@ class CommandTest(base.TestCase):
         with open(out_json) as f:
             plan = json.load(f)
         self.assertEqual(1, len(plan['moves']))
+        # From a file it only reads: nothing is stored...
+        self.assertIn('stored:       no (planned from a snapshot file', out)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, 'state')))
+        # ... unless asked.
+        rc, out, err = self.run_cmd('plan', '--state', state, '--store',
+                                    '--json', out_json)
+        self.assertEqual(0, rc, err)
+        with open(out_json) as f:
+            plan = json.load(f)
         stored = os.listdir(os.path.join(self.dir, 'state', 'plans'))
         self.assertEqual([plan['id'] + '.json'], stored)
         snaps = os.listdir(os.path.join(self.dir, 'state', 'snapshots'))
@@ -115,10 +124,15 @@ class CommandTest(base.TestCase):
         self.assertEqual(1, rc)
         self.assertIn('ERROR: [placement]', err)
         self.assertIn('auth_type', err)
-        rc, out, err = self.run_cmd('plan', '--state', 'x',
-                                    '--min-hosts-freed', '0')
-        self.assertEqual(1, rc)
-        self.assertIn('--min-hosts-freed must be at least 1', err)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            exc = self.assertRaises(SystemExit, cmd.main, [
+                '--config-file', self.conf, 'plan', '--state', 'x',
+                '--min-hosts-freed', '0'])
+        self.assertEqual(2, exc.code)
+        self.assertEqual("resq-optimizer plan: --min-hosts-freed: must be a "
+                         "positive whole number, got '0' (see resq-optimizer "
+                         "plan --help)\n", err.getvalue())
 
     def test_silent_service_fails_within_the_timeout(self):
         # Accepts connections and never answers.

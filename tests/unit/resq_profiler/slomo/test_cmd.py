@@ -51,10 +51,9 @@ class SlomoCommandTest(test_cmd.CommandTestCase):
         self.assertEqual(1, rc)
         self.assertIn("No profile 'nope'", err)
         pid = self._profile()
-        rc, _, err = self.run_main(profiler_cmd.main, 'slomo-train', pid,
-                                   '--runs', '0')
-        self.assertEqual(1, rc)
-        self.assertIn('--runs must be at least 1', err)
+        self.assertIn("--runs: must be a positive whole number, got '0'",
+                      self.usage_error(profiler_cmd.main, 'slomo-train', pid,
+                                       '--runs', '0'))
         rc, _, err = self.run_main(profiler_cmd.main, 'slomo-check', pid)
         self.assertEqual(1, rc)
         self.assertIn('no such file', err)
