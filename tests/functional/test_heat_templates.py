@@ -38,10 +38,20 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 TEMPLATES = sorted(glob.glob(os.path.join(REPO, 'etc', 'heat', '*.yaml')))
 
 
-def heat_load(*texts):
-    """Heat's verdict on each template (see ``heat_check``)."""
-    requests = [{'text': text, 'params': _required_params(text)}
-                for text in texts]
+def heat_load(*texts, params=None):
+    """Heat's verdict on each template (see ``heat_check``).
+
+    :param params: parameter values given to every template, as
+        ``openstack stack create --parameter`` would.
+    """
+    return _heat_check([(text, params) for text in texts])
+
+
+def _heat_check(requests):
+    """Heat's verdict on each ``(template text, parameters)``, in one run."""
+    requests = [{'text': text,
+                 'params': dict(_required_params(text), **(params or {}))}
+                for text, params in requests]
     proc = subprocess.run([sys.executable, heat_check.__file__],
                           input=json.dumps(requests), capture_output=True,
                           text=True, cwd=REPO)
@@ -68,6 +78,20 @@ def _plan():
 def _read(path):
     with open(path) as f:
         return f.read()
+
+
+# The cache-domain traits the templates in etc/heat/ take as parameters,
+# and their defaults: the model driver's 20-way L3 of 2304 KiB ways.
+TRAIT_PARAMS = {'llc_ways_trait': 'CUSTOM_RESQ_LLC_WAYS_20',
+                'llc_way_kib_trait': 'CUSTOM_RESQ_LLC_WAY_KIB_2304'}
+
+
+def _llc_traits(specs):
+    """The platform traits an LLC request group requires."""
+    return sorted(k[len('trait%s:' % flavors.LLC_GROUP):]
+                  for k, v in specs.items()
+                  if v == 'required' and k.startswith(
+                      'trait%s:CUSTOM_RESQ_LLC_WAY' % flavors.LLC_GROUP))
 
 
 class HeatTemplatesTest(base.TestCase):
@@ -112,6 +136,58 @@ class HeatTemplatesTest(base.TestCase):
                 ref = raw[name]['properties']['flavor']['get_resource']
                 self.assertEqual('OS::Nova::Flavor', res[ref]['type'],
                                  (path, name))
+
+    def test_cache_domain_traits_are_parameters(self):
+        texts = [_read(p) for p in TEMPLATES]
+        for path, text in zip(TEMPLATES, texts):
+            params = yaml.safe_load(text)['parameters']
+            for name, default in TRAIT_PARAMS.items():
+                # Today's platform by default, and the description says
+                # where an operator finds the values of another.
+                self.assertEqual(default, params[name]['default'],
+                                 (path, name))
+                self.assertIn('allowed_pattern',
+                              params[name]['constraints'][0], (path, name))
+            self.assertIn('openstack resq host list',
+                          params['llc_ways_trait']['description'], path)
+            self.assertIn('openstack resource provider trait list',
+                          params['llc_ways_trait']['description'], path)
+            # No flavor names a cache shape itself.
+            self.assertNotIn('trait_LLC:CUSTOM_RESQ_LLC_WAY', text, path)
+        other = {'llc_ways_trait': 'CUSTOM_RESQ_LLC_WAYS_11',
+                 'llc_way_kib_trait': 'CUSTOM_RESQ_LLC_WAY_KIB_1408'}
+        # Not a cache-domain trait of the parameter's kind.
+        bad = ({'llc_ways_trait': 'CUSTOM_RESQ_LLC_WAY_KIB_1408'},
+               {'llc_ways_trait': 'CUSTOM_RESQ_LLC_WAYS_'},
+               {'llc_way_kib_trait': 'HW_CPU_X86_AVX2'},
+               {'llc_way_kib_trait': 'CUSTOM_RESQ_LLC_WAY_KIB_1408 '})
+        cases = [(None, TRAIT_PARAMS), (other, other)] + [
+            (params, None) for params in bad]
+        # One Heat run for all of them: (case, template) in order.
+        answers = iter(_heat_check([(text, params) for params, _ in cases
+                                    for text in texts]))
+        for params, want in cases:
+            for path in TEMPLATES:
+                ans = next(answers)
+                if want is None:
+                    # Heat refuses it, naming the parameter.
+                    self.assertFalse(ans['ok'], (path, params))
+                    self.assertIn(list(params)[0], ans['error'],
+                                  (path, params))
+                    continue
+                res, seen = self.check(ans, path)
+                self.assertGreater(seen, 0, path)
+                for name, r in res.items():
+                    if r['type'] != 'OS::Nova::Flavor':
+                        continue
+                    # Heat resolved the parameters into the flavor's
+                    # extra specs, next to the rest of the LLC group.
+                    specs = r['properties']['extra_specs']
+                    self.assertEqual(sorted(want.values()),
+                                     _llc_traits(specs), (path, name))
+                    self.assertEqual('required', specs['trait%s:%s' % (
+                        flavors.LLC_GROUP, extra_specs.TRAIT_CAT_L3)])
+                    self.assertEqual('reserved', specs['resq:slo'])
 
     def test_service_chain_specs_are_resq_admits(self):
         text = _read(os.path.join(REPO, 'etc', 'heat',
