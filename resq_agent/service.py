@@ -34,6 +34,10 @@ from resq_agent import rpc
 
 LOG = logging.getLogger(__name__)
 
+# Seconds a periodic task whose interval was set to 0 by a reload waits
+# before it reads the interval again.
+IDLE_S = 1.0
+
 
 def compute_host(conf):
     return conf.resq_agent.compute_host or socket.gethostname()
@@ -86,6 +90,7 @@ class AgentService:
         self.connected = threading.Event()
         self._broker_down = False      # seen by the connector
         self._monitor_down = False     # seen by the monitoring thread
+        self._reload = threading.Event()  # set by SIGHUP
 
     # -- life cycle ---------------------------------------------------------
     def start(self):
@@ -106,12 +111,14 @@ class AgentService:
             self.conf, self.transport, self.notification_transport,
             self.host)
         self._spawn('resq-agent-messaging', self._connect)
+        # The intervals are read again before each wait: SIGHUP changes
+        # them (they are mutable); one that is 0 at start needs a restart.
         if opts.reconcile_interval:
             self._spawn('resq-agent-reconcile', self._every,
-                        opts.reconcile_interval, self._reconcile)
+                        lambda: opts.reconcile_interval, self._reconcile)
         if opts.status_notification_interval:
             self._spawn('resq-agent-monitor', self._every,
-                        opts.status_notification_interval,
+                        lambda: opts.status_notification_interval,
                         self.send_status)
         LOG.info('resq-agent service started for host %s (RPC topic %s)',
                  self.host, opts.rpc_topic)
@@ -135,11 +142,38 @@ class AgentService:
         LOG.info('resq-agent service stopped')
 
     def wait(self):
-        """Block until :meth:`stop` or SIGTERM."""
+        """Block until :meth:`stop` or SIGTERM; SIGHUP calls :meth:`reload`.
+
+        The signal handler only sets a flag: the configuration is read
+        again here, in the main thread, not inside the handler.
+        """
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+            signal.signal(signal.SIGHUP, lambda *_: self._reload.set())
         while not self._stop.wait(1.0):
-            pass
+            if self._reload.is_set():
+                self._reload.clear()
+                self.reload()
+
+    def reload(self):
+        """Read the configuration files again (SIGHUP).
+
+        Only the options marked mutable change; oslo.config logs each
+        change and warns about every other option that changed in the
+        files, which keeps its value until the agent restarts. The
+        periodic tasks read their intervals before each wait, and the
+        mutate hooks (``conf.register_mutate_hook``) pass the new values
+        to what keeps a copy.
+
+        :returns: ``{(group, option): (old, new)}`` of what changed.
+        """
+        LOG.info('SIGHUP: reading the configuration files again')
+        try:
+            return self.conf.mutate_config_files()
+        except Exception as exc:
+            LOG.error('The configuration files could not be read again '
+                      '(%s); the running configuration stays', exc)
+            return {}
 
     def _spawn(self, name, target, *args):
         thread = threading.Thread(target=target, args=args, name=name,
@@ -148,16 +182,26 @@ class AgentService:
         self._threads.append(thread)
 
     def run_every(self, name, interval, func):
-        """Call ``func()`` every ``interval`` seconds until :meth:`stop`."""
+        """Call ``func()`` every ``interval`` seconds until :meth:`stop`.
+
+        :param interval: seconds, or a callable returning them, called
+            before each wait (so a mutable option's new value is used).
+            While it returns 0 or less, ``func`` is not called.
+        """
         self._spawn(name, self._every, interval, func)
 
     def _every(self, interval, func):
-        while not self._stop.wait(interval):
+        while True:
+            seconds = interval() if callable(interval) else interval
+            if self._stop.wait(seconds if seconds > 0 else IDLE_S):
+                return
+            if seconds <= 0:
+                continue
             try:
                 func()
             except Exception:
                 LOG.exception('%s failed; trying again in %s s',
-                              func.__name__, interval)
+                              func.__name__, seconds)
 
     # -- messaging ----------------------------------------------------------
     def _connect(self):

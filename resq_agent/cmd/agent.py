@@ -89,19 +89,35 @@ def _run(conf):
         metrics.serve(conf.resq_agent.metrics_listen,
                       agent_metrics.AgentCollector(mgr))
     svc.start()
-    if mgr.host_report is not None and conf.resq_agent.host_report_interval:
-        svc.run_every('resq-agent-host-report',
-                      conf.resq_agent.host_report_interval,
-                      mgr.host_report.heartbeat)
-    if conf.resq_agent.nfvnice:
-        svc.run_every('resq-agent-nfvnice', conf.resq_agent.nfvnice_interval,
-                      _nfvnice_controller(conf, mgr.hypervisor).run_once)
+    _run_periodic(conf, mgr, svc)
     try:
         svc.wait()
     finally:
         svc.stop()
         mgr.stop()
     return 0
+
+
+def _run_periodic(conf, mgr, svc):
+    """The host report's heartbeat and NFVnice passes, every interval.
+
+    Their intervals are mutable: each wait reads the option again, and
+    the host reporter, which keeps its interval, gets the new one from a
+    mutate hook (SIGHUP, see AgentService.reload).
+    """
+    opts = conf.resq_agent
+    if mgr.host_report is not None:
+        def _new_interval(conf, fresh):
+            mgr.host_report.interval = opts.host_report_interval
+
+        conf.register_mutate_hook(_new_interval)
+        if opts.host_report_interval:
+            svc.run_every('resq-agent-host-report',
+                          lambda: opts.host_report_interval,
+                          mgr.host_report.heartbeat)
+    if opts.nfvnice:
+        svc.run_every('resq-agent-nfvnice', lambda: opts.nfvnice_interval,
+                      _nfvnice_controller(conf, mgr.hypervisor).run_once)
 
 
 def _nfvnice_controller(conf, hypervisor=None):

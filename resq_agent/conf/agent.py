@@ -150,6 +150,7 @@ ALL_OPTS = [
                       'counters over time; readings closer together than '
                       'this reuse the previous rate.'),
     cfg.IntOpt('host_report_interval',
+               mutable=True,
                default=60, min=0,
                help='Seconds between reports of this host\'s cache domains '
                     'to resq-api (PUT /hosts/<hostname>) when nothing '

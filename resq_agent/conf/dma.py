@@ -119,15 +119,18 @@ MESSAGING_OPTS = [
                      'notifications to (resq.agent.status, '
                      'resq.instance.monitor).'),
     cfg.IntOpt('reconcile_interval',
+               mutable=True,
                default=60, min=0,
                help='Seconds between full reconciles (the backstop when an '
                     'event is missed). 0 disables the periodic pass.'),
     cfg.IntOpt('status_notification_interval',
+               mutable=True,
                default=60, min=0,
                help='Seconds between monitoring notifications (LLC '
                     'occupancy and memory bandwidth per instance). 0 '
                     'disables them.'),
     cfg.IntOpt('messaging_retry_interval',
+               mutable=True,
                default=10, min=1,
                help='Seconds between attempts to start the RPC server and '
                     'notification listener while RabbitMQ is unreachable. '

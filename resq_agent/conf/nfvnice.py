@@ -26,6 +26,7 @@ NFVNICE_OPTS = [
                      'come from Open vSwitch interface statistics, so '
                      'ovsdb_connection must be set.'),
     cfg.FloatOpt('nfvnice_interval',
+                 mutable=True,
                  default=2.0, min=0.5,
                  help='Seconds between NFVnice passes (rates measured, '
                       'shares and policers updated). ovs-vswitchd '

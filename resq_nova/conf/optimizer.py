@@ -87,6 +87,7 @@ class WindowType(types.String):
 
 ALL_OPTS = [
     cfg.FloatOpt('time_limit',
+                 mutable=True,
                  default=20.0, min=1.0,
                  help='Seconds a consolidation plan may take, snapshot '
                       'model build included. The planner returns as soon '
@@ -96,6 +97,7 @@ ALL_OPTS = [
                       'its number of instances. (resq-evaluate has its '
                       'own [resq_evaluation] time_limit.)'),
     cfg.FloatOpt('mip_gap',
+                 mutable=True,
                  default=0.01, min=0.0, max=1.0,
                  help='Relative gap at which a plan is good enough: the '
                       'planner stops when the hosts it uses are proven '
@@ -103,6 +105,7 @@ ALL_OPTS = [
                       '1%). 0 asks for a proof of the optimum, which on a '
                       'large cloud uses the whole time_limit.'),
     cfg.FloatOpt('moves_gap',
+                 mutable=True,
                  default=0.10, min=0.0, max=10.0,
                  help='A plan that meets mip_gap is good enough when its '
                       'live migrations are also proven within this fraction '
@@ -152,6 +155,7 @@ ALL_OPTS = [
                     'that finds the lock taken skips its round (or its '
                     'command fails) and says so.'),
     cfg.IntOpt('min_hosts_freed',
+               mutable=True,
                default=1, min=1,
                help='Propose a plan only when it frees at least this many '
                     'hosts (ResQ\'s migration threshold): moving network '
@@ -179,26 +183,31 @@ ALL_OPTS = [
                help='Seconds after its creation a plan may still be '
                     'applied; an older one is refused (make a new plan).'),
     cfg.IntOpt('keep_plans',
+               mutable=True,
                default=200, min=1,
                help='Plans (and snapshots) kept in the store; older ones '
                     'beyond this count are pruned after each round, '
                     'except plans being applied.'),
     cfg.IntOpt('keep_days',
+               mutable=True,
                default=14, min=1,
                help='Plans and snapshots older than this many days are '
                     'pruned after each round, whatever keep_plans says '
                     '(plans being applied excepted).'),
     metrics_conf.listen_opt(9478),
     cfg.IntOpt('interval',
+               mutable=True,
                default=600, min=10,
                help='Seconds between two plans of "resq-optimizer run".'),
     cfg.BoolOpt('apply',
+                mutable=True,
                 default=False,
                 help='Whether "resq-optimizer run" carries out the plans it '
                      'proposes. By default it only proposes (stores the '
                      'plan and sends resq.optimizer.plan.proposed) and an '
                      'operator applies a plan with "resq-optimizer apply".'),
     cfg.BoolOpt('repair_isolation',
+                mutable=True,
                 default=False,
                 help='Whether each round of "resq-optimizer run" '
                      'live-migrates the servers agents report running '
@@ -209,6 +218,7 @@ ALL_OPTS = [
                      'there are, and an operator moves them with '
                      '"resq-optimizer repair". Independent of apply.'),
     cfg.Opt('repair_window',
+            mutable=True,
             type=WindowType(),
             default='',
             help='With repair_isolation, the daily maintenance window in '

@@ -75,6 +75,20 @@ class Optimizer:
         self.figures = collections.Counter()
         self.last_plan = None
 
+    def reload_conf(self):
+        """Read again the mutable options kept as parsed values.
+
+        Called when the service (re)starts, e.g. after SIGHUP: the other
+        options are read where they are used. A ``repair_window`` that
+        is not one is logged and the previous window stays.
+        """
+        try:
+            self.repair_window = optimizer_conf.parse_window(
+                optimizer_conf.read_checked(self.opts, 'repair_window'))
+        except ValueError as exc:
+            LOG.error('%s; the repair window stays %s', exc,
+                      getattr(self.repair_window, 'text', 'unset'))
+
     def _notify(self, event, plan):
         self._count(event, plan)
         if self.notifier is not None:
@@ -560,6 +574,9 @@ def make_service(conf, optimizer):
 
         def start(self):
             super().start()
+            # After SIGHUP oslo.service starts the service again with
+            # the mutable options' new values: interval is read below.
+            optimizer.reload_conf()
             self.metrics_server = serve_metrics(conf, optimizer)
             self.tg.add_timer(conf.resq_optimizer.interval, optimizer.tick,
                               initial_delay=0)

@@ -167,6 +167,9 @@ class ServiceTest(base.TestCase):
             assert 'oslo_messaging' not in sys.modules
 
             class Recorder:
+                def reload_conf(self):
+                    pass
+
                 def tick(self):
                     # oslo.service's threading backend runs the service in
                     # a worker process; record the round, then stop the

@@ -1,0 +1,74 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""etc/resq/resq-api-uwsgi.ini under real uwsgi, signalled as systemd does.
+
+etc/systemd/resq-api.service reloads with SIGHUP and stops with SIGTERM:
+the first must reload the workers and keep uwsgi running, the second stop
+it.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import fixtures
+
+from tests import base
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+UWSGI = os.path.join(os.path.dirname(sys.executable), 'uwsgi')
+INI = os.path.join(REPO, 'etc', 'resq', 'resq-api-uwsgi.ini')
+
+
+class UwsgiSignalsTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists(UWSGI):
+            self.fail('uwsgi is not installed in %s (test-requirements: '
+                      'pyuwsgi)' % os.path.dirname(UWSGI))
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        with open(INI) as f:
+            text = f.read()
+        # The unit's RuntimeDirectory (/run/resq-api) is a temporary one.
+        self.ini = os.path.join(self.dir, 'resq-api-uwsgi.ini')
+        with open(self.ini, 'w') as f:
+            f.write(text.replace('/run/resq-api/', self.dir + '/'))
+        self.log = os.path.join(self.dir, 'uwsgi.log')
+
+    def _wait_for(self, what, count, proc, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if os.path.exists(self.log):
+                with open(self.log) as f:
+                    if f.read().count(what) >= count:
+                        return
+            self.assertIsNone(proc.poll(), 'uwsgi exited')
+            time.sleep(0.5)
+        self.fail('no %d x %r in the uwsgi log' % (count, what))
+
+    def test_sighup_reloads_sigterm_stops(self):
+        env = dict(os.environ, RESQ_API_CONFIG=os.path.join(
+            REPO, 'etc', 'resq', 'resq-api.conf.sample'))
+        proc = subprocess.Popen([UWSGI, '--ini', self.ini, '--logto',
+                                 self.log], env=env)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        # lazy-apps: each of the two workers loads the application.
+        self._wait_for('WSGI app 0', 2, proc)
+        proc.send_signal(signal.SIGHUP)
+        self._wait_for('WSGI app 0', 4, proc)
+        self.assertIsNone(proc.poll())
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(0, proc.wait(timeout=60))
