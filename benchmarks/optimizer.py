@@ -16,14 +16,26 @@ Targets: 1,000 hosts / 5,000 instances <= 20 s, gap_pct <= 1, moves <=
 1.10 x moves_lower_bound; 10,000 hosts / 50,000 instances <= 60 s, gap_pct
 <= 1, moves <= 1.15 x moves_lower_bound, peak memory <= 2 GB (the
 process's peak resident set, printed as peak_rss_mb).
+
+``--gap-study`` (issue 34) instead measures where the gap of the mixed
+clouds is: for small mixed clouds, and with ``--big`` the 1,000-host mixed
+case, the plan and its proven bound against the optimum of the per-host
+model, solved by HiGHS at mip_gap 0 with anti-affinity explicit for every
+group (``--exact-limit`` seconds per cell and stage, default 60). It
+prints a table and a JSON line (``"benchmark": "optimizer_gap"``).
 """
 
+import collections
 import json
+import math
 import random
 import resource
 import sys
 import time
 
+from resq_nova.optimizer import bound
+from resq_nova.optimizer import common
+from resq_nova.optimizer import model
 from resq_nova.optimizer import planner
 from resq_nova.optimizer import snapshot
 
@@ -134,6 +146,8 @@ def case(hosts, time_limit=20.0, mip_gap=0.01, mixed=False):
 
 
 def main(argv):
+    if '--gap-study' in argv:
+        return gap_study([a for a in argv if a != '--gap-study'])
     sizes = [int(a) for a in argv] or [100, 250, 500, 1000]
     rows = []
     for hosts in sizes:
@@ -176,6 +190,139 @@ def main(argv):
     keys = ('hosts', 'instances', 'seconds', 'build_seconds', 'gap_pct',
             'moves_ratio')
     figures['scaling'] = [{k: r[k] for k in keys} for r in rows]
+    print(json.dumps(figures, sort_keys=True))
+    return 0
+
+
+# The gap study (issue 34, item 1): how far the plan and the bound each
+# are from the optimum of the per-host model.
+
+GAP_SIZES = (20, 30, 40, 60)
+GAP_SEEDS = (1, 2)
+
+
+def exact(snap, plan_targets, time_limit):
+    """The per-host model of one cell solved with HiGHS at mip_gap 0.
+
+    Anti-affinity is explicit for every group (no lazy relaxation), and
+    the start is the plan's own. Then, at the fewest hosts found, the
+    fewest moves. :returns: a dict of figures.
+    """
+    fixed = common.fixed_instances(snap)
+    groups = {gi for gi, g in enumerate(snap.server_groups)
+              if g.policy == 'anti-affinity'}
+    before = len(snap.hosts_in_use())
+    out = {'before': before, 'lp': before, 'opt': before, 'opt_bound': before,
+           'opt_moves': 0, 'opt_moves_bound': 0, 'status': 'nothing movable',
+           'pooled': bound.hosts_lower_bound(snap, fixed, 10.0)[0]}
+    if all(i.uuid in fixed for i in snap.instances):
+        return out
+    milp = model.Milp(snap, fixed, groups, time_limit, time.monotonic())
+    if milp.c is None:
+        return out
+    m, run = milp.m, milp.runner
+    start = milp.start_from({u: t for u, t in plan_targets.items()
+                             if u not in fixed})
+    start_hosts = int(sum(start[id(m.open[hi])] for hi in m.open))
+    relaxed = run.relaxation_bound(time_limit)
+    best, lower, status, values = run.run(time_limit, 0.0, start)
+    if best is None or round(best) >= start_hosts:
+        best, values = start_hosts, start
+    out.update(lp=math.ceil(relaxed - 1e-6) if relaxed is not None else 0,
+               opt=int(round(best)),
+               opt_bound=math.ceil((lower or 0) - 1e-6), status=status)
+    run.objective([(m.dep[v], 1) for v in milp.v.dindex],
+                  cap=([m.open[hi] for hi in m.open], out['opt']))
+    moves, mlower, status2, _ = run.run(time_limit, 0.0, values)
+    out.update(opt_moves=int(round(moves)) if moves is not None else None,
+               opt_moves_bound=math.ceil((mlower or 0) - 1e-6),
+               status='%s/%s' % (status, status2))
+    return out
+
+
+def gap_row(hosts, seed, time_limit, exact_limit):
+    doc = cloud(hosts, hosts * 5, seed=seed, mixed=True)
+    snap = snapshot.from_dict(doc, 'gap-%d-%d' % (hosts, seed))
+    started = time.monotonic()
+    plan = planner.make_plan(snap, time_limit=time_limit)
+    seconds = time.monotonic() - started
+    # The plan's end state per instance (the last leg of a detour).
+    targets = {mv['uuid']: (mv['to_host'], mv['to_domain'])
+               for mv in plan['moves']}
+    figures = collections.Counter()
+    statuses = []
+    for _, sub in snapshot.cells(snap):
+        uuids = {i.uuid for i in sub.instances}
+        one = exact(sub, {u: t for u, t in targets.items() if u in uuids},
+                    exact_limit)
+        statuses.append(one.pop('status'))
+        figures.update(one)
+    opt, after = figures['opt'], plan['hosts_used_after']
+    proven = figures['opt'] == figures['opt_bound']
+    return {'hosts': hosts, 'seed': seed, 'instances': len(snap.instances),
+            'before': plan['hosts_used_before'], 'plan': after,
+            'plan_bound': plan['lower_bound'], 'pooled': figures['pooled'],
+            'lp': figures['lp'], 'opt': opt, 'opt_bound': figures['opt_bound'],
+            'proven': proven,
+            'plan_over_opt_pct': round((after - opt) / opt * 100.0, 2),
+            'bound_under_opt_pct': round(
+                (opt - plan['lower_bound']) / opt * 100.0, 2),
+            'gap_pct': plan['gap_pct'], 'moves': len(plan['moves']),
+            'moves_lower_bound': plan['moves_lower_bound'],
+            'opt_moves': figures['opt_moves'], 'seconds': round(seconds, 1),
+            'status': '; '.join(statuses)}
+
+
+def gap_study(argv):
+    """``--gap-study [--big] [--exact-limit S] [HOSTS...]``.
+
+    Mixed clouds of ``HOSTS`` hosts (default: 20, 30, 40 and 60), two
+    seeds each; ``--big`` adds the mixed case of the benchmark (1,000
+    hosts, seed 1; alone, only that one), with at least 120 s per exact
+    stage.
+    """
+    big = '--big' in argv
+    exact_limit = 60.0
+    sizes = []
+    args = iter(argv)
+    for a in args:
+        if a == '--exact-limit':
+            exact_limit = float(next(args))
+        elif a.isdigit():
+            sizes.append(int(a))
+    if not sizes and not big:
+        sizes = list(GAP_SIZES)
+    rows = []
+    for hosts in sizes:
+        for seed in GAP_SEEDS:
+            print('... %d hosts of three shapes, seed %d' % (hosts, seed),
+                  flush=True)
+            rows.append(gap_row(hosts, seed, 20.0, exact_limit))
+    if big:
+        print('... 1000 hosts of three shapes (the mixed case)', flush=True)
+        rows.append(gap_row(1000, 1, 20.0, max(exact_limit, 120.0)))
+    print('Where the gap is: hosts in use after the plan, its bound, and '
+          'the optimum of the per-host model (HiGHS, mip_gap 0, %gs per '
+          'cell and stage)' % exact_limit)
+    print('%5s %4s %5s %6s %5s %5s %6s %5s %5s %4s %7s %7s %5s %5s %5s' % (
+        'hosts', 'seed', 'insts', 'before', 'plan', 'opt', 'optlb', 'bound',
+        'pool', 'lp', 'plan-op', 'op-bnd', 'moves', 'mopt', 'mlb'))
+    for r in rows:
+        print('%5d %4d %5d %6d %5d %5d %6d %5d %5d %4d %6.1f%% %6.1f%% '
+              '%5d %5s %5d' % (
+                  r['hosts'], r['seed'], r['instances'], r['before'],
+                  r['plan'], r['opt'], r['opt_bound'], r['plan_bound'],
+                  r['pooled'], r['lp'], r['plan_over_opt_pct'],
+                  r['bound_under_opt_pct'], r['moves'], r['opt_moves'],
+                  r['moves_lower_bound']))
+    small = [r for r in rows if r['hosts'] < 1000 and r['proven']]
+    figures = {'benchmark': 'optimizer_gap', 'cases': len(rows),
+               'proven_optimal': len(small),
+               'plan_over_opt_pct_max': max(
+                   (r['plan_over_opt_pct'] for r in small), default=None),
+               'bound_under_opt_pct_max': max(
+                   (r['bound_under_opt_pct'] for r in small), default=None),
+               'rows': rows}
     print(json.dumps(figures, sort_keys=True))
     return 0
 

@@ -39,6 +39,7 @@ import time
 from oslo_log import log as logging
 
 from resq_nova.admission import milp
+from resq_nova.optimizer import highs
 
 LOG = logging.getLogger(__name__)
 
@@ -134,12 +135,45 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
     if not demand:
         return len(forced), 'nothing movable'
     _, highspy = milp.load_pyomo_and_highspy()
-    from resq_nova.optimizer import model as model_mod
-
-    h = model_mod._new_highs(highspy)
+    h = highs.new_highs(highspy)
     h.setOptionValue('time_limit', float(max(time_limit, 0.5)))
     integer = highspy.HighsVarType.kInteger
-    # The forced-open hosts, pooled: their free capacity summed.
+    fp = _forced_pool(snap, fixed, forced)
+    cols, opened = _columns(h, integer, snap, by_pool, forced, demand, stay,
+                            fp)
+    for k, n in demand.items():
+        vs = [v for (kk, _), v in cols.items() if kk == k]
+        if not vs:
+            return len(snap.hosts_in_use()), 'an instance shape fits nowhere'
+        h.addConstr(sum(vs) == n)
+    _pool_rows(h, integer, cols, opened, fp)
+    h.setOptionValue('time_limit', float(max(
+        time_limit - (time.monotonic() - started), 0.5)))
+    h.run()
+    status = h.modelStatusToString(h.getModelStatus())
+    info = h.getInfo()
+    value = info.mip_dual_bound
+    if value is None or not math.isfinite(value):
+        value = 0.0
+    if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
+        # The current placement is a solution: only a bug gets here.
+        LOG.warning('Aggregated plan bound found no solution; using the '
+                    'forced-open hosts as the bound')
+        value = 0.0
+    bound = len(forced) + math.ceil(value - 1e-6)
+    LOG.debug('Aggregated host bound %d (%d pools, %d shapes, %s, %.2fs)',
+              bound, len(opened), len(demand), status,
+              time.monotonic() - started)
+    return bound, status
+
+
+def _forced_pool(snap, fixed, forced):
+    """The forced-open hosts, pooled: their free capacity summed.
+
+    :returns: ``(free, domains, left per domain, stays)``: what cannot
+        move takes its room, per domain too; movable instances there
+        count in the forced pool if they stay.
+    """
     forced_free = collections.Counter()
     forced_doms = []
     host_of = {x.name: x for x in snap.hosts}
@@ -151,8 +185,6 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
         forced_free.update(caps)
         forced_doms.extend((d.cores, d.ways, d.clos, d.memory_mb,
                             d.hugepages_mb) for d in host.domains)
-    # What cannot move takes its room, per domain too; movable instances
-    # there count in the forced pool if they stay.
     taken = collections.defaultdict(collections.Counter)
     for inst in snap.instances:
         if (inst.uuid in fixed and inst.host in forced
@@ -178,6 +210,13 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
     forced_stays = collections.Counter(
         _inst_shape(i) for i in snap.instances if i.uuid not in fixed
         and i.host in forced and not host_of[i.host].accepts)
+    return forced_free, forced_doms, forced_left, forced_stays
+
+
+def _columns(h, integer, snap, by_pool, forced, demand, stay, fp):
+    """``(cols, opened)``: ``{(kshape, pool): var}`` and hosts per pool."""
+    _, forced_doms, _, forced_stays = fp
+    host_of = {x.name: x for x in snap.hosts}
     cols = {}           # (kshape, pool) -> variable
     opened = {}
     for shape, names in by_pool.items():
@@ -205,11 +244,12 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
         if ub:
             cols[k, ('forced-stay',)] = h.addVariable(lb=0, ub=ub,
                                                       type=integer)
-    for k, n in demand.items():
-        vs = [v for (kk, _), v in cols.items() if kk == k]
-        if not vs:
-            return len(snap.hosts_in_use()), 'an instance shape fits nowhere'
-        h.addConstr(sum(vs) == n)
+    return cols, opened
+
+
+def _pool_rows(h, integer, cols, opened, fp):
+    """Each pool's capacity, per host and per domain; the forced pool's."""
+    forced_free, _, forced_left, _ = fp
     for shape, y in opened.items():
         caps = _host_caps(shape)
         here = [(k, v) for (k, p), v in cols.items() if p == shape]
@@ -238,24 +278,6 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
                  if _dims(k).get(dim, 0)]
         if terms and dim in forced_free:
             h.addConstr(sum(terms) <= max(forced_free[dim], 0))
-    h.setOptionValue('time_limit', float(max(
-        time_limit - (time.monotonic() - started), 0.5)))
-    h.run()
-    status = h.modelStatusToString(h.getModelStatus())
-    info = h.getInfo()
-    value = info.mip_dual_bound
-    if value is None or not math.isfinite(value):
-        value = 0.0
-    if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
-        # The current placement is a solution: only a bug gets here.
-        LOG.warning('Aggregated plan bound found no solution; using the '
-                    'forced-open hosts as the bound')
-        value = 0.0
-    bound = len(forced) + math.ceil(value - 1e-6)
-    LOG.debug('Aggregated host bound %d (%d pools, %d shapes, %s, %.2fs)',
-              bound, len(opened), len(demand), status,
-              time.monotonic() - started)
-    return bound, status
 
 
 MAX_PATTERNS = 4000

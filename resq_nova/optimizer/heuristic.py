@@ -38,63 +38,114 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
     :param only: drain exactly these hosts (into the others); ``None``
         when one of them cannot be drained.
     """
-    hosts = {h.name: h for h in snap.hosts}
-    free = {}
-    for h in snap.hosts:
-        for d in h.domains:
-            free[h.name, d.id] = [d.cores, d.ways,
-                                  d.clos if d.clos is not None else h.clos]
-    clos = {h.name: h.clos for h in snap.hosts}
-    # Memory of each NUMA cell and resources of each node (only those that
-    # are limited).
-    numa = {(h.name, d.id): dict(d.numa_caps()) for h in snap.hosts
-            for d in h.domains}
-    res = {h.name: dict(h.resources) for h in snap.hosts}
-    keys_of = {h.name: [(h.name, d.id) for d in h.domains]
-               for h in snap.hosts}
-    on_host = collections.defaultdict(list)
-    for inst in snap.instances:
-        free[inst.host, inst.domain][0] -= inst.cores
-        free[inst.host, inst.domain][1] -= inst.ways
-        free[inst.host, inst.domain][2] -= inst.clos
-        clos[inst.host] -= inst.clos
-        _take(numa[inst.host, inst.domain], inst.numa_need())
-        _take(res[inst.host], inst.resources)
-        on_host[inst.host].append(inst)
-    mates = collections.defaultdict(set)
-    for g in snap.server_groups:
-        if g.policy == 'anti-affinity':
-            for u in g.members:
-                mates[u].update(x for x in g.members if x != u)
-    where = {i.uuid: i.host for i in snap.instances}
+    room = _Room(snap)
+    capacity = {h.name: sum(d.ways for d in h.domains) for h in snap.hosts}
+    targets = {}
+    drained = set()
+    if only is not None:
+        room.keep.difference_update(only)
+        for key in (k for n in only for k in room.keys_of[n]):
+            room.buckets[room.free[key][1]].pop(key, None)
+    forced = snap.forced_open(fixed)
     in_use = snap.hosts_in_use()
-    keep = set(in_use)
-    # Domains by free ways, for best fit (insertion-ordered dicts: the
-    # same order on every run without sorting on every placement).
-    buckets = collections.defaultdict(dict)
-    for key, (_, ways, _) in sorted(free.items()):
-        if key[0] in keep and hosts[key[0]].accepts:
-            buckets[ways][key] = None
-    max_ways = max((d.ways for h in snap.hosts for d in h.domains),
-                   default=0)
+    candidates = sorted(
+        (n for n in (in_use if only is None else only) if n not in forced),
+        key=lambda n: (room.movable_load(n) + CAPACITY_WEIGHT * capacity[n]
+                       + (rng.uniform(0, noise) if rng else 0), n))
+    for name in candidates:
+        room.keep.discard(name)
+        for key in room.keys_of[name]:
+            room.buckets[room.free[key][1]].pop(key, None)
+        done = []
+        for inst in sorted(room.on_host[name],
+                           key=lambda i: (-i.ways, -i.cores, i.uuid)):
+            key = room.place(inst, name)
+            if key is None:
+                break
+            room.take(inst, key)
+            done.append((inst, key))
+        else:
+            drained.add(name)
+            for inst, key in done:
+                targets[inst.uuid] = key
+                room.on_host[key[0]].append(inst)
+            room.on_host[name] = []
+            continue
+        if only is not None:
+            return None
+        # Undo: the host stays in use.
+        for inst, key in done:
+            room.take(inst, key, -1, home=name)
+        room.keep.add(name)
+        for key in room.keys_of[name]:
+            if room.hosts[name].accepts:
+                room.buckets[room.free[key][1]][key] = None
+    return targets, drained
 
-    def rebucket(key, old_ways):
-        buckets[old_ways].pop(key, None)
-        if key[0] in keep and hosts[key[0]].accepts:
-            buckets[free[key][1]][key] = None
 
-    # Best fit, but a domain left with fewer ways than the smallest
-    # instance has is room lost: such fits come last.
-    smallest = min((i.ways for i in snap.instances), default=1)
+class _Room:
+    """The room left in every domain and host while hosts drain."""
 
-    def levels(need):
-        tight = range(need + 1, need + smallest)
-        return ([need] + [w for w in range(need + smallest, max_ways + 1)]
-                + [w for w in tight if w <= max_ways])
+    def __init__(self, snap):
+        self.hosts = {h.name: h for h in snap.hosts}
+        free = self.free = {}
+        for h in snap.hosts:
+            for d in h.domains:
+                free[h.name, d.id] = [d.cores, d.ways,
+                                      d.clos if d.clos is not None
+                                      else h.clos]
+        self.clos = {h.name: h.clos for h in snap.hosts}
+        # Memory of each NUMA cell and resources of each node (only those
+        # that are limited).
+        self.numa = {(h.name, d.id): dict(d.numa_caps()) for h in snap.hosts
+                     for d in h.domains}
+        self.res = {h.name: dict(h.resources) for h in snap.hosts}
+        self.keys_of = {h.name: [(h.name, d.id) for d in h.domains]
+                        for h in snap.hosts}
+        self.on_host = collections.defaultdict(list)
+        for inst in snap.instances:
+            free[inst.host, inst.domain][0] -= inst.cores
+            free[inst.host, inst.domain][1] -= inst.ways
+            free[inst.host, inst.domain][2] -= inst.clos
+            self.clos[inst.host] -= inst.clos
+            _take(self.numa[inst.host, inst.domain], inst.numa_need())
+            _take(self.res[inst.host], inst.resources)
+            self.on_host[inst.host].append(inst)
+        self.mates = collections.defaultdict(set)
+        for g in snap.server_groups:
+            if g.policy == 'anti-affinity':
+                for u in g.members:
+                    self.mates[u].update(x for x in g.members if x != u)
+        self.where = {i.uuid: i.host for i in snap.instances}
+        self.keep = set(snap.hosts_in_use())
+        # Domains by free ways, for best fit (insertion-ordered dicts: the
+        # same order on every run without sorting on every placement).
+        self.buckets = collections.defaultdict(dict)
+        for key, (_, ways, _) in sorted(free.items()):
+            if key[0] in self.keep and self.hosts[key[0]].accepts:
+                self.buckets[ways][key] = None
+        self.max_ways = max((d.ways for h in snap.hosts for d in h.domains),
+                            default=0)
+        # Best fit, but a domain left with fewer ways than the smallest
+        # instance has is room lost: such fits come last.
+        self.smallest = min((i.ways for i in snap.instances), default=1)
 
-    def place(inst, exclude):
-        for ways in levels(inst.ways):
-            for key in buckets.get(ways, ()):
+    def rebucket(self, key, old_ways):
+        self.buckets[old_ways].pop(key, None)
+        if key[0] in self.keep and self.hosts[key[0]].accepts:
+            self.buckets[self.free[key][1]][key] = None
+
+    def levels(self, need):
+        tight = range(need + 1, need + self.smallest)
+        return ([need]
+                + [w for w in range(need + self.smallest, self.max_ways + 1)]
+                + [w for w in tight if w <= self.max_ways])
+
+    def place(self, inst, exclude):
+        """The domain (best fit) ``inst`` goes to, not on ``exclude``."""
+        free, clos, hosts = self.free, self.clos, self.hosts
+        for ways in self.levels(inst.ways):
+            for key in self.buckets.get(ways, ()):
                 name = key[0]
                 if name == exclude or free[key][0] < inst.cores:
                     continue
@@ -102,75 +153,30 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
                     continue
                 if inst.az and hosts[name].az != inst.az:
                     continue
-                if not (_room(numa[key], inst.numa_need())
-                        and _room(res[name], inst.resources)):
+                if not (_room(self.numa[key], inst.numa_need())
+                        and _room(self.res[name], inst.resources)):
                     continue
-                if any(where.get(u) == name for u in mates[inst.uuid]):
+                if any(self.where.get(u) == name
+                       for u in self.mates[inst.uuid]):
                     continue
                 return key
         return None
 
-    capacity = {h.name: sum(d.ways for d in h.domains) for h in snap.hosts}
+    def take(self, inst, key, sign=1, home=None):
+        """Put ``inst`` in ``key`` (``sign`` -1: back on ``home``)."""
+        free = self.free[key]
+        old = free[1]
+        free[0] -= sign * inst.cores
+        free[1] -= sign * inst.ways
+        free[2] -= sign * inst.clos
+        self.clos[key[0]] -= sign * inst.clos
+        _take(self.numa[key], inst.numa_need(), sign)
+        _take(self.res[key[0]], inst.resources, sign)
+        self.where[inst.uuid] = key[0] if sign > 0 else home
+        self.rebucket(key, old)
 
-    def movable_load(name):
-        return sum(i.ways for i in on_host[name])
-
-    targets = {}
-    drained = set()
-    if only is not None:
-        keep.difference_update(only)
-        for key in (k for n in only for k in keys_of[n]):
-            buckets[free[key][1]].pop(key, None)
-    forced = snap.forced_open(fixed)
-    candidates = sorted(
-        (n for n in (in_use if only is None else only) if n not in forced),
-        key=lambda n: (movable_load(n) + CAPACITY_WEIGHT * capacity[n]
-                       + (rng.uniform(0, noise) if rng else 0), n))
-    for name in candidates:
-        keep.discard(name)
-        for key in keys_of[name]:
-            buckets[free[key][1]].pop(key, None)
-        done = []
-        for inst in sorted(on_host[name], key=lambda i: (-i.ways, -i.cores,
-                                                         i.uuid)):
-            key = place(inst, name)
-            if key is None:
-                break
-            old = free[key][1]
-            free[key][0] -= inst.cores
-            free[key][1] -= inst.ways
-            free[key][2] -= inst.clos
-            clos[key[0]] -= inst.clos
-            _take(numa[key], inst.numa_need())
-            _take(res[key[0]], inst.resources)
-            where[inst.uuid] = key[0]
-            rebucket(key, old)
-            done.append((inst, key))
-        else:
-            drained.add(name)
-            for inst, key in done:
-                targets[inst.uuid] = key
-                on_host[key[0]].append(inst)
-            on_host[name] = []
-            continue
-        if only is not None:
-            return None
-        # Undo: the host stays in use.
-        for inst, key in done:
-            old = free[key][1]
-            free[key][0] += inst.cores
-            free[key][1] += inst.ways
-            free[key][2] += inst.clos
-            clos[key[0]] += inst.clos
-            _take(numa[key], inst.numa_need(), -1)
-            _take(res[key[0]], inst.resources, -1)
-            where[inst.uuid] = name
-            rebucket(key, old)
-        keep.add(name)
-        for key in keys_of[name]:
-            if hosts[name].accepts:
-                buckets[free[key][1]][key] = None
-    return targets, drained
+    def movable_load(self, name):
+        return sum(i.ways for i in self.on_host[name])
 
 
 def _take(free, need, sign=1):

@@ -37,23 +37,31 @@ The objective is lexicographic and solved in two stages: first the fewest
 open hosts; then, with at most that many hosts, the fewest departures.
 Both stages report HiGHS's own bound. The current placement is always a
 feasible answer, so a stage that finds nothing better keeps it.
+
+This is the MILP stage of the plan (see :mod:`planner`): :class:`Milp`
+is its entry point. It imports no other stage; the planner gives it the
+pooled bound and the heuristic's plan, and runs the heuristic and the
+moves bound between its two stages.
 """
 
 import collections
-import dataclasses
 import math
-import os
-import sys
-import tempfile
 import time
+import types
 
 from oslo_log import log as logging
 
 from resq_nova.admission import milp
-from resq_nova.optimizer import bound
-from resq_nova.optimizer import heuristic
+from resq_nova.optimizer import common
+from resq_nova.optimizer import highs
 
 LOG = logging.getLogger(__name__)
+
+# Kept here for the callers that name them through this module.
+Result = common.Result
+Hint = common.Hint
+fixed_instances = common.fixed_instances
+gap_pct = common.gap_pct
 
 
 class PairingFailed(Exception):
@@ -65,41 +73,6 @@ class PairingFailed(Exception):
     def __init__(self, message, groups=()):
         super().__init__(message)
         self.groups = set(groups)
-
-
-@dataclasses.dataclass
-class Result:
-    hosts_before: int
-    hosts_after: int
-    lower_bound: int
-    gap_pct: float
-    # uuid -> (host, domain) for the instances that move
-    targets: dict
-    moves_lower_bound: int
-    status: str
-    build_s: float
-    solve_s: float
-    # uuid -> reason of the instances that cannot move
-    fixed: dict
-
-
-def fixed_instances(snap):
-    """``{uuid: reason}`` of the instances the plan must leave in place."""
-    fixed = {}
-    down = {h.name for h in snap.hosts if h.down}
-    for inst in snap.instances:
-        if not inst.migratable:
-            fixed[inst.uuid] = inst.reason or 'not migratable'
-        elif inst.host in down:
-            fixed[inst.uuid] = ('its host %s has its compute service down'
-                                % inst.host)
-    for g in snap.server_groups:
-        if g.policy == 'affinity':
-            for m in g.members:
-                fixed.setdefault(m, 'member of affinity group %s (Nova '
-                                 'keeps its members on one host)'
-                                 % (g.id or ','.join(g.members)))
-    return fixed
 
 
 def _shape_key(inst, anti_groups):
@@ -122,100 +95,169 @@ def _cap(need, free, limit):
     return limit
 
 
-def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
-          moves_gap=0.10, full_model_max=6000):
-    """Plan on ``snap``; see the module doc.
+class Milp:
+    """The per-host model of one snapshot, in two stages.
 
-    First the cheap part: the pooled lower bound on hosts
-    (:mod:`~resq_nova.optimizer.bound`) and the repacking heuristic. When
-    the heuristic's plan is proven within ``mip_gap`` of the fewest hosts
-    and its moves within ``moves_gap`` of the fewest such a plan needs, it
-    is returned at once (the stop rule). Otherwise, up to
-    ``full_model_max`` movable instances, the per-host MILP improves it in
-    the time left; above that the heuristic's plan is returned with its
-    proven gaps.
+    The planner builds it, runs :meth:`fewest_hosts`, gives it the
+    heuristic's drain of the hosts HiGHS chose to close
+    (:meth:`restart`), then runs :meth:`fewest_moves` with the moves bound.
 
-    Anti-affinity is added lazily in the MILP: members first count as
-    ordinary instances of their shape (a relaxation, so its bounds stay
-    valid) and the pairing keeps groupmates apart; only a group the pairing
-    cannot keep apart gets its own shapes and one-member-per-host
-    constraints, and the model is solved again with it.
-
-    :raises resq_nova.admission.milp.SolverUnavailable: without Pyomo or HiGHS.
+    :raises PairingFailed: from :meth:`fewest_moves`, when an
+        anti-affinity group needs its own constraints (``explicit``).
     """
-    if time_limit is None or time_limit <= 0:
-        raise ValueError('the plan time limit must be positive, got %r'
-                         % time_limit)
-    started = time.monotonic()
-    fixed = fixed_instances(snap)
-    hosts_before = len(snap.hosts_in_use())
-    movable = sum(1 for i in snap.instances if i.uuid not in fixed)
-    if not movable:
-        return _unchanged(snap, hosts_before, fixed, started,
-                          'nothing movable')
-    agg, agg_status = bound.hosts_lower_bound(snap, fixed,
-                                              min(0.15 * time_limit, 10.0))
-    full = movable <= full_model_max
-    share = first_share * 0.5 if full else 0.9
-    # Without the MILP to follow, the restarts may use most of the time.
-    good_enough = (math.floor(agg / (1.0 - mip_gap) + 1e-9)
-                   if mip_gap < 1.0 else None)
-    h_targets, drained, passes = heuristic.best_of(
-        snap, fixed, started + share * time_limit, agg,
-        restart_share=0.6 if full else 0.9, good_enough=good_enough)
-    h_hosts = hosts_before - len(drained)
-    lower = min(agg, h_hosts)
-    moves_lb = bound.moves_lower_bound(snap, fixed, h_hosts) or 0
-    hint = Hint(agg, h_targets, passes)
-    met = (gap_pct(h_hosts, lower) <= mip_gap * 100.0 + 1e-9
-           and len(h_targets) <= moves_lb * (1.0 + moves_gap) + 1e-9)
-    if met or not full:
-        status = ('heuristic (%d passes; pooled bound %s)%s'
-                  % (passes, agg_status, '' if met else
-                     '; gap not met, %d movable instances is past '
-                     'full_model_max_instances' % movable))
-        LOG.info('Plan: %d -> %d hosts (pooled bound %d), %d moves (bound '
-                 '%d): %s', hosts_before, h_hosts, lower, len(h_targets),
-                 moves_lb, status)
-        if h_hosts >= hosts_before:
-            result = _unchanged(snap, hosts_before, fixed, started, status)
-            result.lower_bound = lower
-            result.gap_pct = gap_pct(hosts_before, lower)
+
+    def __init__(self, snap, fixed, explicit, time_limit, started):
+        pyo, highspy = milp.load_pyomo_and_highspy()
+        self.stage_started = time.monotonic()
+        self.snap, self.fixed, self.started = snap, fixed, started
+        self.time_limit = time_limit
+        self.c = _count(snap, fixed, explicit)
+        self.hosts_before = len(snap.hosts_in_use())
+        self.closing = None
+        if self.c is None:
+            return
+        self.m, self.v = _variables(pyo, snap, self.c)
+        _pairing_rows(pyo, snap, self.c, self.m, self.v, explicit)
+        self.runner = highs.Run(self.m, highspy)
+        self.build_s = time.monotonic() - self.stage_started
+
+    def start_from(self, targets):
+        """Variable values of the plan that moves ``targets``."""
+        c, v = self.c, self.v
+        return _start(self.m, self.snap, self.fixed, c.anti, v.kpos, c.didx,
+                      c.hidx, c.forced_open, v.mindex, v.dindex, v.deps_of,
+                      targets)
+
+    def fewest_hosts(self, hint, mip_gap, first_share):
+        """Stage 1: fewest hosts; a :class:`common.Result` when done.
+
+        The LP relaxation bounds it; the heuristic's plan (``hint``) is
+        the start; HiGHS's branch and bound then tries to close the gap in
+        the time left. Sets :attr:`closing` to the hosts HiGHS chose to
+        close when its plan is better than the heuristic's.
+        """
+        if self.c is None:
+            return common.unchanged(self.snap, self.hosts_before, self.fixed,
+                                    self.started, 'nothing movable')
+        m, runner, hosts = self.m, self.runner, self.c.hosts
+        deadline1 = self.stage_started + self.time_limit * first_share
+        t0 = time.monotonic()
+        relaxed = runner.relaxation_bound(max(deadline1 - time.monotonic(),
+                                              1.0))
+        lower = max(math.ceil(relaxed - 1e-6) if relaxed is not None
+                    else len(self.c.forced_open), hint.lower)
+        self.h_targets, passes = hint.targets, hint.passes
+        start_values = self.start_from(self.h_targets)
+        h_hosts = int(sum(start_values[id(m.open[hi])] for hi in m.open))
+        self.h_hosts, self.h_moves = h_hosts, len(self.h_targets)
+        hosts_after, stage1_start, stage1_moves = (h_hosts, start_values,
+                                                   self.h_moves)
+        from_solver = False
+        status1 = 'heuristic (%d passes)' % passes
+        if (common.gap_pct(h_hosts, lower) > mip_gap * 100.0 + 1e-9
+                and time.monotonic() < deadline1 - 1.0):
+            best, mip_bound, status1, values = runner.run(
+                deadline1 - time.monotonic(), mip_gap, start_values)
+            if mip_bound is not None:
+                lower = max(lower, math.ceil(mip_bound - 1e-6))
+            if best is not None and round(best) < h_hosts:
+                hosts_after = int(round(best))
+                stage1_start = values
+                stage1_moves = int(round(sum(values[id(m.dep[v])]
+                                             for v in self.v.dindex)))
+                from_solver = True
+                # HiGHS chose which hosts close; draining exactly those
+                # moves only what must move, a better start for stage 2.
+                used_now = self.v.used_now
+                self.closing = [
+                    hosts[hi].name for hi in m.open
+                    if values.get(id(m.open[hi]), m.open[hi].value) < 0.5
+                    and hosts[hi].name in used_now]
+        else:
+            status1 = ('optimal' if h_hosts <= lower else status1)
+        self.solve_s = time.monotonic() - t0
+        self.lower, self.status1 = lower, status1
+        self.hosts_after, self.stage1_start = hosts_after, stage1_start
+        self.stage1_moves, self.from_solver = stage1_moves, from_solver
+        if hosts_after >= self.hosts_before:
+            LOG.info('Plan MILP: no placement with fewer than %d hosts (%s)',
+                     self.hosts_before, status1)
+            result = common.unchanged(self.snap, self.hosts_before,
+                                      self.fixed, self.started, status1)
+            result.lower_bound = min(lower, self.hosts_before)
+            result.gap_pct = common.gap_pct(self.hosts_before,
+                                            result.lower_bound)
+            result.build_s, result.solve_s = self.build_s, self.solve_s
             return result
-        return Result(hosts_before=hosts_before, hosts_after=h_hosts,
-                      lower_bound=lower, gap_pct=gap_pct(h_hosts, lower),
-                      targets=h_targets,
-                      moves_lower_bound=min(moves_lb, len(h_targets)),
-                      status=status, build_s=0.0,
-                      solve_s=time.monotonic() - started, fixed=fixed)
-    explicit = set()
-    while True:
-        left = time_limit - (time.monotonic() - started)
-        try:
-            return _solve(snap, max(left, 1.0), mip_gap, first_share,
-                          explicit, started, hint, moves_gap)
-        except PairingFailed as exc:
-            new = exc.groups - explicit
-            if not new:
-                raise
-            LOG.info('Plan MILP: anti-affinity group(s) %s need their own '
-                     'constraints; solving again', sorted(new))
-            explicit |= new
+        return None
+
+    def restart(self, targets):
+        """Start stage 2 from ``targets`` when they move fewer instances."""
+        if targets is not None and len(targets) < self.stage1_moves:
+            self.h_targets = targets
+            self.stage1_start = self.start_from(targets)
+            self.stage1_moves = len(targets)
+            self.from_solver = False
+
+    def fewest_moves(self, moves_floor, mip_gap, moves_gap):
+        """Stage 2: with at most stage 1's hosts, fewest departures.
+
+        ``moves_floor`` is a lower bound on them found elsewhere.
+        """
+        m, runner, dindex = self.m, self.runner, self.v.dindex
+        stage1_moves, lower = self.stage1_moves, self.lower
+        runner.objective([(m.dep[v], 1) for v in dindex],
+                         cap=([m.open[hi] for hi in m.open],
+                              self.hosts_after))
+        t0 = time.monotonic()
+        # Leave a little of the time for pairing and ordering the moves.
+        deadline2 = (self.stage_started + self.time_limit
+                     - max(0.5, 0.05 * self.time_limit))
+        bound2 = runner.relaxation_bound(max(deadline2 - time.monotonic(),
+                                             1.0))
+        moves_lower = max(math.ceil(bound2 - 1e-6) if bound2 is not None
+                          else 0, moves_floor)
+        status2 = 'optimal' if stage1_moves <= moves_lower else 'bounded'
+        best2 = None
+        if (stage1_moves > moves_lower * (1.0 + moves_gap) + 1e-9
+                and time.monotonic() < deadline2 - 1.0):
+            best2, mip_bound2, status2, values2 = runner.run(
+                deadline2 - time.monotonic(), mip_gap, self.stage1_start)
+            if mip_bound2 is not None:
+                moves_lower = max(moves_lower, math.ceil(mip_bound2 - 1e-6))
+        solve_s = self.solve_s + time.monotonic() - t0
+        if best2 is not None and round(best2) < stage1_moves:
+            targets = self._pair(values2)
+        elif self.from_solver:
+            targets = self._pair(self.stage1_start)
+        else:
+            targets = self.h_targets
+        moves, hosts_after = len(targets), self.hosts_after
+        LOG.info('Plan MILP: %d -> %d hosts (bound %d, %s), %d moves (bound '
+                 '%d, %s); heuristic %d hosts, %d moves; built in %.1fs, '
+                 'solved in %.1fs', self.hosts_before, hosts_after, lower,
+                 self.status1, moves, moves_lower, status2, self.h_hosts,
+                 self.h_moves, self.build_s, solve_s)
+        return common.Result(
+            hosts_before=self.hosts_before, hosts_after=hosts_after,
+            lower_bound=min(lower, hosts_after),
+            gap_pct=common.gap_pct(hosts_after, lower), targets=targets,
+            moves_lower_bound=min(moves_lower, moves),
+            status='%s/%s' % (self.status1, status2), build_s=self.build_s,
+            solve_s=solve_s, fixed=self.fixed)
+
+    def _pair(self, values):
+        c, m = self.c, self.m
+        counts = {v: int(round(values[id(m.m[v])])) for v in self.v.mindex}
+        return _pair(c.keys, c.doms, c.hosts, c.cur, c.members, counts,
+                     self.v.mindex, c.groups_of, self.snap)
 
 
-@dataclasses.dataclass
-class Hint:
-    """What the cheap part found: the pooled bound and the heuristic plan."""
-    lower: int
-    targets: dict
-    passes: int
+def _count(snap, fixed, explicit):
+    """What the model counts: shapes, domains, fixed load.
 
-
-def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
-           hint, moves_gap):
-    pyo, highspy = milp.load_pyomo_and_highspy()
-    stage_started = time.monotonic()
-    fixed = fixed_instances(snap)
+    ``None`` when no instance can go anywhere.
+    """
     anti = {}
     groups_of = {}
     for gi, g in enumerate(snap.server_groups):
@@ -253,7 +295,6 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
         k = _shape_key(inst, anti)
         cur[k, di] += 1
         members[k, di].append(inst)
-    hosts_before = len(snap.hosts_in_use())
     keys = sorted({k for k, _ in cur}, key=str)
     total = collections.Counter()
     for (k, di), n in cur.items():
@@ -274,7 +315,26 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
     res_free = [{rc: cap - fixed_res[hi][rc]
                  for rc, cap in h.resources.items()}
                 for hi, h in enumerate(hosts)]
-    index = []          # (k, di) of every m variable
+    index, eligible = _index(keys, doms, hosts, frees, numa_free, res_free,
+                             cur)
+    if not index:
+        return None
+    return types.SimpleNamespace(
+        anti=anti, groups_of=groups_of, hosts=hosts, hidx=hidx, doms=doms,
+        didx=didx, fixed_dom=fixed_dom, fixed_clos=fixed_clos,
+        fixed_anti=fixed_anti, forced_open=forced_open, cur=cur,
+        members=members, keys=keys, total=total, frees=frees,
+        numa_free=numa_free, res_free=res_free, index=index,
+        eligible=eligible)
+
+
+def _index(keys, doms, hosts, frees, numa_free, res_free, cur):
+    """``(index, eligible)`` of the ``m`` variables.
+
+    The ``(k, di)`` of every variable, and those that may receive
+    instances.
+    """
+    index = []
     eligible = set()
     for k in keys:
         cores, ways, clos, az = k[:4]
@@ -289,10 +349,14 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
                 eligible.add((k, di))
             if ok or cur[k, di]:
                 index.append((k, di))
-    if not index:
-        return _unchanged(snap, hosts_before, fixed, started, 'nothing '
-                          'movable')
+    return index, eligible
 
+
+def _variables(pyo, snap, c):
+    """The model, its variables, counts kept and capacities."""
+    keys, doms, hosts, cur, total = c.keys, c.doms, c.hosts, c.cur, c.total
+    frees, numa_free, res_free = c.frees, c.numa_free, c.res_free
+    eligible, forced_open = c.eligible, c.forced_open
     m = pyo.ConcreteModel()
     m.open = pyo.Var(range(len(hosts)), domain=pyo.Binary)
     used_now = snap.hosts_in_use()
@@ -313,7 +377,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
         return (0, min(cap, total[k]))
 
     kpos = {k: i for i, k in enumerate(keys)}
-    mindex = [(kpos[k], di) for k, di in index]
+    mindex = [(kpos[k], di) for k, di in c.index]
     m.m = pyo.Var(mindex, domain=pyo.NonNegativeIntegers, bounds=m_bounds)
     dindex = [(kpos[k], di) for (k, di) in cur]
     m.dep = pyo.Var(dindex, domain=pyo.NonNegativeIntegers,
@@ -350,9 +414,21 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
         _resource_rows(m, quick, keys, vs, 5, numa_free[di], m.open[hi])
     for hi, vs in by_host.items():
         m.c.add(quick(keys[kk][2] * m.m[kk, d] for kk, d in vs)
-                <= (hosts[hi].clos - fixed_clos[hi]) * m.open[hi])
+                <= (hosts[hi].clos - c.fixed_clos[hi]) * m.open[hi])
         _resource_rows(m, quick, keys, vs, 6, res_free[hi], m.open[hi])
-    # Leavers pair with arrivals on other hosts.
+    return m, types.SimpleNamespace(kpos=kpos, mindex=mindex, dindex=dindex,
+                                    used_now=used_now, by_host=by_host)
+
+
+def _pairing_rows(pyo, snap, c, m, v, explicit):
+    """Leavers pair with arrivals on other hosts; the hosts objective.
+
+    Also: a closing host empties; explicit anti-affinity. Sets
+    ``v.deps_of``.
+    """
+    keys, doms, cur = c.keys, c.doms, c.cur
+    mindex, dindex = v.mindex, v.dindex
+    quick = pyo.quicksum
     # (One variable per shape for what moves in all keeps these sparse.)
     deps_of = collections.defaultdict(list)
     hosts_with = collections.defaultdict(set)
@@ -365,7 +441,7 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
         host_vars[kk, doms[di][0]].append(di)
     for kk, vs in deps_of.items():
         k = keys[kk]
-        m.c.add(m.leaving[kk] == quick(m.dep[v] for v in vs))
+        m.c.add(m.leaving[kk] == quick(m.dep[x] for x in vs))
         for hi in hosts_with[kk]:
             terms = []
             for di in host_vars[kk, hi]:
@@ -379,10 +455,10 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
     for kk, di in dindex:
         deps_on_host[doms[di][0]].append((kk, di))
     for hi, vs in deps_on_host.items():
-        if hi in forced_open:
+        if hi in c.forced_open:
             continue
         n_here = sum(cur[keys[kk], di] for kk, di in vs)
-        m.c.add(quick(m.dep[v] for v in vs) >= n_here * (1 - m.open[hi]))
+        m.c.add(quick(m.dep[x] for x in vs) >= n_here * (1 - m.open[hi]))
     # Anti-affinity: one member per host.
     for gi, g in enumerate(snap.server_groups):
         if g.policy != 'anti-affinity' or gi not in explicit:
@@ -390,109 +466,12 @@ def _solve(snap, time_limit, mip_gap, first_share, explicit, started,
         gkeys = {kk for kk, k in enumerate(keys) if gi in k[4]}
         if not gkeys:
             continue
-        for hi, vs in by_host.items():
-            terms = [m.m[v] for v in vs if v[0] in gkeys]
+        for hi, vs in v.by_host.items():
+            terms = [m.m[x] for x in vs if x[0] in gkeys]
             if terms:
-                m.c.add(quick(terms) <= 1 - fixed_anti[gi, hi])
+                m.c.add(quick(terms) <= 1 - c.fixed_anti[gi, hi])
     m.hosts = pyo.Objective(expr=quick(m.open[hi] for hi in m.open))
-
-    runner = _HighsRun(m, highspy)
-    build_s = time.monotonic() - stage_started
-    deadline1 = stage_started + time_limit * first_share
-    t0 = time.monotonic()
-
-    # Stage 1: fewest hosts. The LP relaxation bounds it; the repacking
-    # heuristic (with restarts) gives a plan fast; HiGHS's branch and bound
-    # then tries to close the gap in the time left.
-    relaxed = runner.relaxation_bound(max(deadline1 - time.monotonic(),
-                                          1.0))
-    lower = max(math.ceil(relaxed - 1e-6) if relaxed is not None
-                else len(forced_open), hint.lower)
-    h_targets, passes = hint.targets, hint.passes
-    start_values = _start(m, snap, fixed, anti, kpos, didx, hidx,
-                          forced_open, mindex, dindex, deps_of, h_targets)
-    h_hosts = int(sum(start_values[id(m.open[hi])] for hi in m.open))
-    h_moves = len(h_targets)
-    hosts_after, stage1_start, stage1_moves = h_hosts, start_values, h_moves
-    from_solver = False
-    status1 = 'heuristic (%d passes)' % passes
-    if (gap_pct(h_hosts, lower) > mip_gap * 100.0 + 1e-9
-            and time.monotonic() < deadline1 - 1.0):
-        best, mip_bound, status1, values = runner.run(
-            deadline1 - time.monotonic(), mip_gap, start_values)
-        if mip_bound is not None:
-            lower = max(lower, math.ceil(mip_bound - 1e-6))
-        if best is not None and round(best) < h_hosts:
-            hosts_after = int(round(best))
-            stage1_start = values
-            stage1_moves = int(round(sum(values[id(m.dep[v])]
-                                         for v in dindex)))
-            from_solver = True
-            # HiGHS chose which hosts close; draining exactly those moves
-            # only what must move, a better start for the moves stage.
-            closing = [hosts[hi].name for hi in m.open
-                       if values.get(id(m.open[hi]), m.open[hi].value) < 0.5
-                       and hosts[hi].name in used_now]
-            drained = heuristic.drain(snap, fixed, only=closing)
-            if drained is not None and len(drained[0]) < stage1_moves:
-                h_targets = drained[0]
-                stage1_start = _start(m, snap, fixed, anti, kpos, didx,
-                                      hidx, forced_open, mindex, dindex,
-                                      deps_of, h_targets)
-                stage1_moves = len(h_targets)
-                from_solver = False
-    else:
-        status1 = ('optimal' if h_hosts <= lower else status1)
-    solve_s = time.monotonic() - t0
-    if hosts_after >= hosts_before:
-        LOG.info('Plan MILP: no placement with fewer than %d hosts (%s)',
-                 hosts_before, status1)
-        result = _unchanged(snap, hosts_before, fixed, started, status1)
-        result.lower_bound = min(lower, hosts_before)
-        result.gap_pct = gap_pct(hosts_before, result.lower_bound)
-        result.build_s, result.solve_s = build_s, solve_s
-        return result
-
-    # Stage 2: with at most that many hosts, fewest departures.
-    runner.objective([(m.dep[v], 1) for v in dindex],
-                     cap=([m.open[hi] for hi in m.open], hosts_after))
-    t0 = time.monotonic()
-    # Leave a little of the time for pairing and ordering the moves.
-    deadline2 = stage_started + time_limit - max(0.5, 0.05 * time_limit)
-    bound2 = runner.relaxation_bound(max(deadline2 - time.monotonic(), 1.0))
-    moves_lower = max(math.ceil(bound2 - 1e-6) if bound2 is not None
-                      else 0,
-                      bound.moves_lower_bound(snap, fixed, hosts_after) or 0)
-    status2 = 'optimal' if stage1_moves <= moves_lower else 'bounded'
-    best2 = None
-    if (stage1_moves > moves_lower * (1.0 + moves_gap) + 1e-9
-            and time.monotonic() < deadline2 - 1.0):
-        best2, mip_bound2, status2, values2 = runner.run(
-            deadline2 - time.monotonic(), mip_gap, stage1_start)
-        if mip_bound2 is not None:
-            moves_lower = max(moves_lower, math.ceil(mip_bound2 - 1e-6))
-    solve_s += time.monotonic() - t0
-    if best2 is not None and round(best2) < stage1_moves:
-        counts = {v: int(round(values2[id(m.m[v])])) for v in mindex}
-        targets = _pair(keys, doms, hosts, cur, members, counts, mindex,
-                        groups_of, snap)
-    elif from_solver:
-        counts = {v: int(round(stage1_start[id(m.m[v])])) for v in mindex}
-        targets = _pair(keys, doms, hosts, cur, members, counts, mindex,
-                        groups_of, snap)
-    else:
-        targets = h_targets
-    moves = len(targets)
-    LOG.info('Plan MILP: %d -> %d hosts (bound %d, %s), %d moves (bound '
-             '%d, %s); heuristic %d hosts, %d moves; built in %.1fs, solved '
-             'in %.1fs', hosts_before, hosts_after, lower, status1, moves,
-             moves_lower, status2, h_hosts, h_moves, build_s, solve_s)
-    return Result(hosts_before=hosts_before, hosts_after=hosts_after,
-                  lower_bound=min(lower, hosts_after),
-                  gap_pct=gap_pct(hosts_after, lower), targets=targets,
-                  moves_lower_bound=min(moves_lower, moves),
-                  status='%s/%s' % (status1, status2), build_s=build_s,
-                  solve_s=solve_s, fixed=fixed)
+    v.deps_of = deps_of
 
 
 def _resource_rows(m, quick, keys, vs, pos, free, is_open):
@@ -527,165 +506,6 @@ def _start(m, snap, fixed, anti, kpos, didx, hidx, forced_open, mindex,
     for kk in m.leaving:
         values[id(m.leaving[kk])] = sum(dep[v] for v in deps_of[kk])
     return values
-
-
-class _HighsRun:
-    """HiGHS on a Pyomo model, with a MIP start and a second objective.
-
-    Pyomo writes the model as an LP file that HiGHS reads, which is much
-    faster than Pyomo's in-memory HiGHS interface at tens of thousands of
-    variables, and lets us give HiGHS our own first solution (that
-    interface loaded the start back instead of HiGHS's solution with
-    highspy 1.16).
-    """
-
-    def __init__(self, model, highspy):
-        self._highspy = highspy
-        with tempfile.TemporaryDirectory(prefix='resq-plan-') as tmp:
-            path = os.path.join(tmp, 'plan.lp')
-            _, smap_id = model.write(
-                path, io_options={'symbolic_solver_labels': False})
-            smap = model.solutions.symbol_map[smap_id]
-            # The model lives in an instance that never runs; each run gets
-            # its own (see _fresh).
-            self.model = _new_highs(highspy)
-            self.model.readModel(path)
-        self.h = None
-        # HiGHS's own time limit is not checked everywhere (its dual simplex
-        # at the root of a large model overran it threefold): interrupt it
-        # from its callbacks at our deadline as well.
-        self._deadline = None
-        lp = self.model.getLp()
-        self.lower = list(lp.col_lower_)
-        self.cols = [smap.bySymbol.get(n) for n in lp.col_names_]
-        self.col_of = {id(v): i for i, v in enumerate(self.cols)
-                       if v is not None}
-
-    def objective(self, costs, cap=None):
-        """Replace the objective with ``[(var, cost)]``.
-
-        ``cap``, ``(vars, n)``, adds the row ``sum(vars) <= n``.
-        """
-        n = len(self.cols)
-        self.model.changeColsCost(n, list(range(n)), [0.0] * n)
-        pairs = [(self.col_of[id(v)], float(c)) for v, c in costs
-                 if id(v) in self.col_of]
-        self.model.changeColsCost(len(pairs), [i for i, _ in pairs],
-                                  [c for _, c in pairs])
-        if cap is not None:
-            cols = [self.col_of[id(v)] for v in cap[0]
-                    if id(v) in self.col_of]
-            fixed_ones = sum(1 for v in cap[0] if id(v) not in self.col_of
-                             and v.value)
-            self.model.addRow(-self._highspy.kHighsInf,
-                              cap[1] - fixed_ones, len(cols), cols,
-                              [1.0] * len(cols))
-
-    def _watch(self, h):
-        for event in (h.cbSimplexInterrupt, h.cbIpmInterrupt,
-                      h.cbMipInterrupt):
-            event += self._interrupt
-
-    def _fresh(self, interruptible):
-        """A new HiGHS on the model, for one run.
-
-        The model itself lives in an instance that never runs: with
-        highspy 1.16 a run after one we interrupted stopped at once, and
-        our interrupt callbacks cut the LP relaxation short; each run gets
-        its own instance, with the callbacks only for branch and bound.
-        """
-        h = _new_highs(self._highspy)
-        h.passModel(self.model.getLp())
-        if interruptible:
-            self._watch(h)
-        self.h = h
-
-    def _interrupt(self, event):
-        if self._deadline is not None and time.monotonic() > self._deadline:
-            event.interrupt()
-
-    def relaxation_bound(self, time_limit):
-        """The LP relaxation's optimum: a lower bound HiGHS proves."""
-        self._fresh(interruptible=False)
-        self.h.setOptionValue('time_limit', float(time_limit))
-        self._deadline = time.monotonic() + time_limit
-        self.h.setOptionValue('solve_relaxation', True)
-        self.h.setOptionValue('solver', 'ipm')
-        try:
-            self.h.run()
-            ok = (self.h.getModelStatus()
-                  == self._highspy.HighsModelStatus.kOptimal)
-            value = self.h.getInfo().objective_function_value
-        finally:
-            self.h.setOptionValue('solve_relaxation', False)
-            self.h.setOptionValue('solver', 'choose')
-        return value if ok else None
-
-    def run(self, time_limit, mip_gap, start):
-        """Solve from ``start`` (``{id(var): value}``).
-
-        :returns: ``(best, bound, status, {id(var): value})``; ``best`` is
-            None when HiGHS found no solution.
-        """
-        self._fresh(interruptible=True)
-        self.h.setOptionValue('time_limit', float(time_limit))
-        self._deadline = time.monotonic() + time_limit
-        self.h.setOptionValue('mip_rel_gap', float(mip_gap))
-        if start:
-            sol = self._highspy.HighsSolution()
-            # Columns the start does not name (the LP writer's constant
-            # column) take their lower bound.
-            sol.col_value = [float(start.get(id(v), low))
-                             for v, low in zip(self.cols, self.lower)]
-            sol.value_valid = True
-            self.h.setSolution(sol)
-        self.h.run()
-        status = self.h.modelStatusToString(self.h.getModelStatus())
-        info = self.h.getInfo()
-        sol = self.h.getSolution()
-        if not sol.value_valid or info.primal_solution_status == 0:
-            return None, _finite(info.mip_dual_bound), status, {}
-        col_value = list(sol.col_value)     # one copy, not one per column
-        values = {id(v): x for v, x in zip(self.cols, col_value)
-                  if v is not None}
-        return (info.objective_function_value, _finite(info.mip_dual_bound),
-                status, values)
-
-
-def _new_highs(highspy):
-    """A HiGHS instance, without the banner it prints on standard output.
-
-    HiGHS writes its copyright banner from C++ when the first instance is
-    made; commands print their results on standard output.
-    """
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        with open(os.devnull, 'w') as null:
-            os.dup2(null.fileno(), 1)
-            h = highspy.Highs()
-            h.setOptionValue('output_flag', False)
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-    return h
-
-
-def _finite(value):
-    return value if value is not None and math.isfinite(value) else None
-
-
-def gap_pct(value, lower):
-    """How far ``value`` may be above the proven ``lower``, in percent."""
-    return (value - lower) / value * 100.0 if value else 0.0
-
-
-def _unchanged(snap, hosts_before, fixed, started, status):
-    return Result(hosts_before=hosts_before, hosts_after=hosts_before,
-                  lower_bound=0, gap_pct=0.0, targets={},
-                  moves_lower_bound=0, status=status,
-                  build_s=time.monotonic() - started, solve_s=0.0,
-                  fixed=fixed)
 
 
 def _pair(keys, doms, hosts, cur, members, counts, mindex, groups_of,

@@ -26,16 +26,27 @@ the optimum; ``moves_lower_bound`` the moves any plan with that many hosts
 needs. A plan is ``proposed`` only when it frees at least
 ``min_hosts_freed`` hosts (ResQ's threshold: moving NFs costs more than it
 saves otherwise); ``reason`` says why, or why not.
+
+The planner alone runs the stages, each a module that imports no other
+stage (see the contributor's "optimizer pipeline" page): the snapshot
+(:mod:`snapshot`, split by cell), the bounds (:mod:`bound`), the
+repacking heuristic (:mod:`heuristic`), the MILP (:mod:`model`, when the
+movable instances are few enough) and the safe order of the moves
+(:mod:`ordering`). :func:`solve` is the walk of one cell through the
+first four, :func:`_plan_cell` adds the last.
 """
 
 import dataclasses
 import datetime
+import math
 import time
 import uuid as uuid_mod
 
 from oslo_log import log as logging
 
 from resq_nova.optimizer import bound
+from resq_nova.optimizer import common
+from resq_nova.optimizer import heuristic
 from resq_nova.optimizer import model
 from resq_nova.optimizer import ordering
 from resq_nova.optimizer import snapshot as snap_mod
@@ -110,7 +121,7 @@ def make_plan(snap, min_hosts_freed=1, time_limit=20.0, mip_gap=0.01,
         'hosts_used_before': before,
         'hosts_used_after': after,
         'lower_bound': lower,
-        'gap_pct': round(model.gap_pct(after, lower), 3),
+        'gap_pct': round(common.gap_pct(after, lower), 3),
         'proposed': proposed,
         'reason': reason,
         'moves': moves,
@@ -134,10 +145,119 @@ def make_plan(snap, min_hosts_freed=1, time_limit=20.0, mip_gap=0.01,
     }
 
 
+def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
+          moves_gap=0.10, full_model_max=6000):
+    """Plan on ``snap``; see the module doc.
+
+    First the cheap part: the pooled lower bound on hosts
+    (:mod:`~resq_nova.optimizer.bound`) and the repacking heuristic. When
+    the heuristic's plan is proven within ``mip_gap`` of the fewest hosts
+    and its moves within ``moves_gap`` of the fewest such a plan needs, it
+    is returned at once (the stop rule). Otherwise, up to
+    ``full_model_max`` movable instances, the per-host MILP improves it in
+    the time left; above that the heuristic's plan is returned with its
+    proven gaps.
+
+    Anti-affinity is added lazily in the MILP: members first count as
+    ordinary instances of their shape (a relaxation, so its bounds stay
+    valid) and the pairing keeps groupmates apart; only a group the pairing
+    cannot keep apart gets its own shapes and one-member-per-host
+    constraints, and the model is solved again with it.
+
+    :raises resq_nova.admission.milp.SolverUnavailable: without Pyomo or HiGHS.
+    """
+    # (This was model.solve; the MILP stage is now model.Milp, run by
+    # _milp below.)
+    if time_limit is None or time_limit <= 0:
+        raise ValueError('the plan time limit must be positive, got %r'
+                         % time_limit)
+    started = time.monotonic()
+    fixed = common.fixed_instances(snap)
+    hosts_before = len(snap.hosts_in_use())
+    movable = sum(1 for i in snap.instances if i.uuid not in fixed)
+    if not movable:
+        return common.unchanged(snap, hosts_before, fixed, started,
+                                'nothing movable')
+    agg, agg_status = bound.hosts_lower_bound(snap, fixed,
+                                              min(0.15 * time_limit, 10.0))
+    full = movable <= full_model_max
+    share = first_share * 0.5 if full else 0.9
+    # Without the MILP to follow, the restarts may use most of the time.
+    good_enough = (math.floor(agg / (1.0 - mip_gap) + 1e-9)
+                   if mip_gap < 1.0 else None)
+    h_targets, drained, passes = heuristic.best_of(
+        snap, fixed, started + share * time_limit, agg,
+        restart_share=0.6 if full else 0.9, good_enough=good_enough)
+    h_hosts = hosts_before - len(drained)
+    lower = min(agg, h_hosts)
+    moves_lb = bound.moves_lower_bound(snap, fixed, h_hosts) or 0
+    hint = common.Hint(agg, h_targets, passes)
+    met = (common.gap_pct(h_hosts, lower) <= mip_gap * 100.0 + 1e-9
+           and len(h_targets) <= moves_lb * (1.0 + moves_gap) + 1e-9)
+    if met or not full:
+        status = ('heuristic (%d passes; pooled bound %s)%s'
+                  % (passes, agg_status, '' if met else
+                     '; gap not met, %d movable instances is past '
+                     'full_model_max_instances' % movable))
+        LOG.info('Plan: %d -> %d hosts (pooled bound %d), %d moves (bound '
+                 '%d): %s', hosts_before, h_hosts, lower, len(h_targets),
+                 moves_lb, status)
+        if h_hosts >= hosts_before:
+            result = common.unchanged(snap, hosts_before, fixed, started,
+                                      status)
+            result.lower_bound = lower
+            result.gap_pct = common.gap_pct(hosts_before, lower)
+            return result
+        return common.Result(
+            hosts_before=hosts_before, hosts_after=h_hosts,
+            lower_bound=lower, gap_pct=common.gap_pct(h_hosts, lower),
+            targets=h_targets,
+            moves_lower_bound=min(moves_lb, len(h_targets)),
+            status=status, build_s=0.0,
+            solve_s=time.monotonic() - started, fixed=fixed)
+    return _milp(snap, fixed, hint, time_limit, mip_gap, first_share,
+                 moves_gap, started)
+
+
+def _milp(snap, fixed, hint, time_limit, mip_gap, first_share, moves_gap,
+          started):
+    """The MILP stage; the heuristic and the moves bound between its two.
+
+    Solved again with the anti-affinity groups it could not pair.
+    """
+    explicit = set()
+    while True:
+        left = max(time_limit - (time.monotonic() - started), 1.0)
+        try:
+            return _milp_once(snap, fixed, hint, left, mip_gap, first_share,
+                              moves_gap, started, explicit)
+        except model.PairingFailed as exc:
+            new = exc.groups - explicit
+            if not new:
+                raise
+            LOG.info('Plan MILP: anti-affinity group(s) %s need their own '
+                     'constraints; solving again', sorted(new))
+            explicit |= new
+
+
+def _milp_once(snap, fixed, hint, time_limit, mip_gap, first_share,
+               moves_gap, started, explicit):
+    """Fewest hosts; drain what HiGHS closes; the moves bound; fewest moves."""
+    milp = model.Milp(snap, fixed, explicit, time_limit, started)
+    done = milp.fewest_hosts(hint, mip_gap, first_share)
+    if done is not None:
+        return done
+    if milp.closing is not None:
+        drained = heuristic.drain(snap, fixed, only=milp.closing)
+        milp.restart(None if drained is None else drained[0])
+    floor = bound.moves_lower_bound(snap, fixed, milp.hosts_after) or 0
+    return milp.fewest_moves(floor, mip_gap, moves_gap)
+
+
 def _plan_cell(cell, snap, time_limit, mip_gap, moves_gap, full_model_max):
     """One cell's moves, in a safe order, each one needed; and why."""
-    result = model.solve(snap, time_limit=time_limit, mip_gap=mip_gap,
-                         moves_gap=moves_gap, full_model_max=full_model_max)
+    result = solve(snap, time_limit=time_limit, mip_gap=mip_gap,
+                   moves_gap=moves_gap, full_model_max=full_model_max)
     before = result.hosts_before
     lower = min(result.lower_bound, before)
     first_fixed = result.fixed
@@ -200,9 +320,9 @@ def _without_blocked(snap, left_out, time_limit, mip_gap, moves_gap,
              if i.uuid in blocked else i for i in snap.instances]
     fixed_snap = snap_mod.Snapshot(snap.hosts, insts, snap.server_groups,
                                    snap.source, snap.taken_at)
-    result = model.solve(fixed_snap, time_limit=max(time_limit, 1.0),
-                         mip_gap=mip_gap, moves_gap=moves_gap,
-                         full_model_max=full_model_max)
+    result = solve(fixed_snap, time_limit=max(time_limit, 1.0),
+                   mip_gap=mip_gap, moves_gap=moves_gap,
+                   full_model_max=full_model_max)
     moves, still = ordering.order(snap, result.targets, detour=True)
     if still:
         return None

@@ -140,7 +140,7 @@ class SwapTest(base.TestCase):
                  [obase.inst('a', 'h1', cores=1, ways=5),
                   obase.inst('b', 'h2', cores=3, ways=2),
                   obase.inst('c', 'h3', cores=1, ways=1)])
-        real = model.solve
+        real = planner.solve
         swap = model.Result(
             hosts_before=3, hosts_after=2, lower_bound=2, gap_pct=0.0,
             targets={'a': ('h2', 0), 'b': ('h1', 0)},
@@ -154,7 +154,7 @@ class SwapTest(base.TestCase):
             return swap if len(calls) == 1 else real(snap_, **kw)
 
         self.useFixture(__import__('fixtures').MockPatch(
-            'resq_nova.optimizer.model.solve', side_effect=solve))
+            'resq_nova.optimizer.planner.solve', side_effect=solve))
         p = plan(s)
         # The second solve kept a and b (no safe order) where they are.
         self.assertEqual([[], ['a', 'b']], calls)
@@ -201,7 +201,7 @@ class SwapTest(base.TestCase):
             targets={'a': ('h2', 0), 'b': ('h1', 0)}, moves_lower_bound=2,
             status='test', build_s=0.0, solve_s=0.0, fixed={})
         self.useFixture(__import__('fixtures').MockPatch(
-            'resq_nova.optimizer.model.solve', return_value=swap))
+            'resq_nova.optimizer.planner.solve', return_value=swap))
         p = plan(s)
         self.assertFalse(p['proposed'])
         self.assertEqual([], p['moves'])
@@ -321,7 +321,7 @@ class BoundTest(base.TestCase):
     def test_stop_rule_returns_without_the_per_host_model(self):
         s = snap([obase.host('h%d' % n) for n in range(6)],
                  [obase.inst('i%d' % n, 'h%d' % n) for n in range(6)])
-        result = model.solve(s, time_limit=10, mip_gap=0.01)
+        result = planner.solve(s, time_limit=10, mip_gap=0.01)
         # Three classes of service per host: two hosts, four moves.
         self.assertEqual(2, result.hosts_after)
         self.assertEqual(2, result.lower_bound)
