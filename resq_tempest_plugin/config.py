@@ -24,6 +24,12 @@ service_option = cfg.BoolOpt(
     help='Whether resq-api (service type "resq" in the catalog) and the '
          'rest of resq-nova are expected to be available.')
 
+watcher_service_option = cfg.BoolOpt(
+    'watcher', default=False,
+    help='Whether Watcher (service type "infra-optim" in the catalog) runs '
+         'with resq-nova\'s goal and strategy installed in its decision '
+         'engine; the Watcher scenario is skipped when False.')
+
 resq_group = cfg.OptGroup(
     name='resq', title='resq-nova tempest plugin options')
 
@@ -69,6 +75,9 @@ ResQGroup = [
         choices=['public', 'admin', 'internal', 'publicURL', 'adminURL',
                  'internalURL'],
         help='Endpoint type of resq-api.'),
+    cfg.StrOpt(
+        'watcher_catalog_type', default='infra-optim',
+        help='Catalog type of Watcher\'s API.'),
     cfg.StrOpt(
         'orchestration_catalog_type', default='orchestration',
         help='Catalog type of Heat, which boots the admitted term\'s Heat '

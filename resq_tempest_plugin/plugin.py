@@ -13,6 +13,7 @@
 
 import os
 
+from oslo_config import cfg
 from tempest import config
 from tempest.test_discover import plugins
 
@@ -31,9 +32,16 @@ class ResQTempestPlugin(plugins.TempestPlugin):
     def register_opts(self, conf):
         config.register_opt_group(conf, config.service_available_group,
                                   [project_config.service_option])
+        try:
+            config.register_opt_group(
+                conf, config.service_available_group,
+                [project_config.watcher_service_option])
+        except cfg.DuplicateOptError:
+            pass  # watcher-tempest-plugin's own option is the one
         config.register_opt_group(conf, project_config.resq_group,
                                   project_config.ResQGroup)
 
     def get_opt_lists(self):
         return [(project_config.resq_group.name, project_config.ResQGroup),
-                ('service_available', [project_config.service_option])]
+                ('service_available', [project_config.service_option,
+                                       project_config.watcher_service_option])]

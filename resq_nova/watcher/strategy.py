@@ -151,6 +151,15 @@ class CacheConsolidation(base.BaseStrategy):
         return value
 
     def do_execute(self, audit=None):
+        if not self.compute_model.extended_attributes_enabled:
+            # Without them every instance's flavor extra specs are empty
+            # in the model: no instance is a ResQ one and the plan would
+            # be empty, whatever the cloud.
+            raise w_exception.WatcherException(
+                'ResQ could not plan: Watcher\'s compute model holds no '
+                'flavor extra specs, so no instance shows as a ResQ one; '
+                'set [compute_model] enable_extended_attributes = True in '
+                'watcher.conf and restart watcher-decision-engine')
         try:
             snap = cluster.snapshot_from(
                 self.compute_model, self.placement, self.nova,

@@ -30,6 +30,8 @@ both around the tempest plugin.
   (tests/cloud/devstack.sh): resq-api under uwsgi behind Apache and
   keystonemiddleware, resq-agent as the unprivileged ``stack`` user with the
   plugin's sudoers rule and privsep helper, resq-optimizer.
+* Watcher's api, decision engine and applier, where python-watcher is
+  installed (:mod:`tests.cloud.watcher`).
 
 It writes ``DIR/cloud.json`` (endpoints, credentials, hosts) and a tempest
 workspace ``DIR/tempest`` configured for the cloud and the resq-nova
@@ -50,6 +52,7 @@ import urllib.request
 
 from resq_agent import fake_host
 from tests.cloud import sharedfs
+from tests.cloud import watcher
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -68,7 +71,7 @@ PORTS = {'keystone': 5000, 'glance': 9292, 'placement': 8778,
 APACHE_PORT = 80
 AGENT_METRICS_PORTS = {'aio-1': 9477, 'aio-2': 9478}
 DATABASES = ('keystone', 'glance', 'placement', 'nova_api', 'nova',
-             'nova_cell0', 'neutron', 'heat')
+             'nova_cell0', 'neutron', 'heat', 'watcher')
 WSGI = {
     'keystone': ('keystone.wsgi.api:application',
                  'OS_KEYSTONE_CONFIG_DIR', 'keystone'),
@@ -627,7 +630,12 @@ def nova_conf(state, accel):
         write_conf(state.etc('nova', 'nova-cpu-%s.conf' % name), {
             # Its own state (Nova keeps the node's uuid in compute_id
             # there); the instances path stays the shared one.
-            'DEFAULT': {'host': name, 'state_path': state.path('nova', name)},
+            'DEFAULT': {'host': name, 'state_path': state.path('nova', name),
+                        # A guest that came by live migration is counted
+                        # by its migration record until this periodic
+                        # task: deleted before it, its pinned CPUs stay
+                        # taken for the NUMA filter (60 s by default).
+                        'update_resources_interval': 10},
             'libvirt': {'connection_uri': state.host(name).uri},
             'compute': {'cpu_shared_set': '0'},
         })
@@ -910,7 +918,8 @@ def tempest_workspace(state, image_id):
         'service_available': {'nova': 'True', 'glance': 'True',
                               'neutron': 'True', 'heat': 'True',
                               'cinder': 'False', 'swift': 'False',
-                              'resq': 'True'},
+                              'resq': 'True',
+                              'watcher': str(watcher.available())},
         'heat_plugin': {},
         'resq': {'compute_hosts': hosts, 'agent_metrics': metrics,
                  'example_profile': 'lpm-example', 'flavor_ram_mb': 64,
@@ -978,6 +987,8 @@ def up(state):
     wait_computes(state, conn)
     for node in HOSTS:
         devstack(state, node, 'stack', 'extra')
+    if watcher.available():
+        watcher.up(state, conn)
     image_id = image(state, conn)
     tempest_workspace(state, image_id)
     cloud_json(state, image_id, accel)

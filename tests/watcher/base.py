@@ -70,6 +70,9 @@ class StrategyTestBase(w_base.TestCase):
 
     def setUp(self):
         super().setUp()
+        # What the strategy needs in watcher.conf: flavor extra specs in
+        # the model.
+        self.flags(enable_extended_attributes=True, group='compute_model')
         fixture = self.useFixture(placement_fx.PlacementFixture())
         self.placement = placement_client.PlacementClient.for_endpoint(
             fixture.endpoint)

@@ -136,6 +136,16 @@ class ConsolidationTest(base.StrategyTestBase):
                                 self.strategy.execute)
         self.assertIn('ResQ could not plan', str(exc))
 
+    def test_model_without_extra_specs_fails_the_audit(self):
+        # Watcher's default: instances without their flavor's extra specs,
+        # which would hide every ResQ instance and plan nothing.
+        self.seed(ways=4)
+        self.flags(enable_extended_attributes=False, group='compute_model')
+        self.model.extended_attributes_enabled = None
+        exc = self.assertRaises(w_exception.WatcherException,
+                                self.strategy.execute)
+        self.assertIn('[compute_model] enable_extended_attributes', str(exc))
+
     def test_placement_down_fails_the_audit(self):
         self.strategy.placement = base.placement_client.PlacementClient \
             .for_endpoint('http://127.0.0.1:9', timeout=2)
