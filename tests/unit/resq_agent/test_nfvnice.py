@@ -380,8 +380,11 @@ class RunCommandTest(base.TestCase):
         self.flags('resq_agent', nfvnice=True, nfvnice_interval=3.0,
                    dma_sizing=False, ovsdb_connection='')
         name, interval, func = self._run().run_every.call_args[0]
-        self.assertEqual(('resq-agent-nfvnice', 3.0), (name, interval))
+        # The interval is read again before every wait (mutable).
+        self.assertEqual(('resq-agent-nfvnice', 3.0), (name, interval()))
         self.assertIsInstance(func.__self__, controller.Controller)
+        self.flags('resq_agent', nfvnice_interval=5.0)
+        self.assertEqual(5.0, interval())
 
     def test_off_by_default(self):
         self.flags('resq_agent', dma_sizing=False)
@@ -392,7 +395,7 @@ class RunCommandTest(base.TestCase):
         report = mock.Mock()
         name, interval, func = self._run(report).run_every.call_args[0]
         self.assertEqual(('resq-agent-host-report', 7, report.heartbeat),
-                         (name, interval, func))
+                         (name, interval(), func))
 
 
 class ProfileCostsTest(base.TestCase):
