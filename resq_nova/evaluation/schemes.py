@@ -223,14 +223,19 @@ def _load_cap(term, discount=greedy.DEFAULT_DISCOUNT):
         1 - discount)
 
 
-def _greedy_schedule(terms, cores, ways):
-    servers = greedy.make_cluster(max(len(terms), 1), cores, ways)
+def _schedule(terms, admit, server_count, cores, ways):
+    """Each term admitted by ``admit`` on ``server_count`` empty servers."""
+    servers = greedy.make_cluster(max(server_count, 1), cores, ways)
     index = {s.name: i for i, s in enumerate(servers)}
     result = []
     for term in terms:
-        _, placements = greedy.admit(term, servers)
+        _, placements = admit(term, servers)
         result += [(term, p.ways, index[p.server]) for p in placements]
     return result
+
+
+def _greedy_schedule(terms, cores, ways):
+    return _schedule(terms, greedy.admit, len(terms), cores, ways)
 
 
 def _paper_greedy_schedule(terms, cores, ways):
@@ -240,13 +245,7 @@ def _paper_greedy_schedule(terms, cores, ways):
     that first fit always finds room: what it opens is what it needs.
     """
     count = sum(greedy.size(t, cores, ways).instances for t in terms)
-    servers = greedy.make_cluster(max(count, 1), cores, ways)
-    index = {s.name: i for i, s in enumerate(servers)}
-    result = []
-    for term in terms:
-        _, placements = greedy.admit_first_fit(term, servers)
-        result += [(term, p.ways, index[p.server]) for p in placements]
-    return result
+    return _schedule(terms, greedy.admit_first_fit, count, cores, ways)
 
 
 def resq_greedy_paper(terms, cores, ways, packet_bytes=64, **_):
