@@ -257,6 +257,9 @@ def build(doc):
         from resq_nova.evaluation import ondemand
         result.append(('ondemand.png', ondemand.build_figure(
             doc['on_demand'])))
+    if doc.get('durner'):
+        from resq_nova.evaluation import durner
+        result.append(('durner.png', durner.build_figure(doc['durner'])))
     return result
 
 
@@ -268,7 +271,8 @@ def write(doc, directory):
     (:func:`suffix`: none for the binding targets, ``_paper_targets`` for
     the paper's); then prediction_error.png when the prediction baseline
     or SLOMO ran (both side by side), chains.png with the chains
-    simulation and ondemand.png with the on-demand one.
+    simulation, ondemand.png with the on-demand one and durner.png with
+    Durner et al.'s scheduler on its own objective.
     """
     os.makedirs(directory, exist_ok=True)
     paths = []

@@ -17,6 +17,7 @@ import time
 from resq_nova.evaluation import chains as chains_mod
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
+from resq_nova.evaluation import durner
 from resq_nova.evaluation import measured
 from resq_nova.evaluation import ondemand
 from resq_nova.evaluation import reference
@@ -253,6 +254,9 @@ def evaluate_seed(conf, sets, schemes, seed, setup, slo_file=None,
     doc['chains'] = chains_mod.evaluate()
     doc['on_demand'] = ondemand.evaluate(seed=sub['on_demand'],
                                          progress=progress)
+    # Durner et al.'s scheduler on the paper's own objective and setup.
+    doc['durner'] = durner.evaluate(progress=progress,
+                                   base=sub['durner'])
     return doc
 
 
@@ -459,6 +463,8 @@ def _extra_lines(doc):
                      % (reference.FIGURE10[1], reference.FIGURE10[0]))
     if doc.get('chains'):
         lines.append(chains_mod.table(doc['chains']))
+    if doc.get('durner'):
+        lines.extend(durner.table(doc['durner']))
     if doc.get('seed_spread'):
         lines.append(seeds_mod.table(doc['seed_spread']))
     return lines

@@ -39,6 +39,8 @@ DRAWS = (
               '(resq_nova.evaluation.slomo)'),
     ('on_demand', "the on-demand simulation's traffic "
                   '(resq_nova.evaluation.ondemand)'),
+    ('durner', "the VNFs of Durner et al.'s scheduler runs "
+               '(resq_nova.evaluation.durner)'),
 )
 
 
@@ -114,6 +116,7 @@ HEADLINES = (
     ('on_demand', 'policies', '*', 'ways_isolated'),
     ('on_demand', 'policies', '*', 'moves'),
     ('on_demand', 'policies', '*', 'escalations'),
+    ('durner', 'gain_pts', '*'),
 )
 
 
@@ -195,7 +198,10 @@ def table(doc):
             '%s %s' % (key, _mmm(stat, '%.2f'))
             for key, stat in ratios.items())))
     lines += _setup_lines(numbers.get('setups', {}))
-    for section in ('predictor', 'slomo_predictor', 'profiles'):
+    if 'durner' in numbers:
+        numbers = dict(numbers, durner_gain_pts=numbers['durner']['gain_pts'])
+    for section in ('predictor', 'slomo_predictor', 'profiles',
+                    'durner_gain_pts'):
         if section in numbers:
             lines.append('%s: %s' % (section, ', '.join(
                 '%s %s' % (key, _mmm(stat, '%.1f'))
