@@ -190,7 +190,8 @@ def evaluate(seeds=200, vnfs=VNFS, progress=None, base=0):
     gains = sorted(r['gain_pts'] for r in runs)
     x = [r['max_minus_mean_pts'] for r in runs]
     return {
-        'config': {'seeds': seeds, 'vnfs': vnfs, 'seed': base, 'llc_mb': LLC_MB,
+        'config': {'seeds': seeds, 'vnfs': vnfs, 'seed': base,
+                   'llc_mb': LLC_MB,
                    'llc_ways': LLC_WAYS, 'alphas': list(ALPHAS),
                    'working_set_mb': list(WORKING_SET_MB),
                    'rate': list(RATE), 'util_range': list(UTIL_RANGE)},

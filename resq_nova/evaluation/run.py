@@ -256,7 +256,7 @@ def evaluate_seed(conf, sets, schemes, seed, setup, slo_file=None,
                                          progress=progress)
     # Durner et al.'s scheduler on the paper's own objective and setup.
     doc['durner'] = durner.evaluate(progress=progress,
-                                   base=sub['durner'])
+                                    base=sub['durner'])
     return doc
 
 
