@@ -9,7 +9,10 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``resq-agent``: inspect the cache, reconcile once, show status, run."""
+"""``resq-agent``: inspect the cache, reconcile once, show status, run.
+
+``cleanup`` removes the agent's resctrl groups once it is stopped.
+"""
 
 import json
 import sys
@@ -24,8 +27,9 @@ DESCRIPTION = '''The ResQ agent of a compute host: it discovers the L3
 cache domains and their ways, reports them to Placement, gives each ResQ
 instance its ways (resctrl classes of service) and keeps them as
 instances come and go. Its subcommands inspect the host, run one
-reconcile pass, print what is enforced, run NFVnice passes, or run the
-service. JSON documents go to standard output, logs to standard error.'''
+reconcile pass, print what is enforced, run NFVnice passes, run the
+service, or remove its resctrl groups once it is stopped. JSON
+documents go to standard output, logs to standard error.'''
 
 # Rates are differences of two readings: the first pass measures nothing.
 MIN_NFVNICE_PASSES = 2
@@ -143,6 +147,25 @@ def _nfvnice(conf):
     return 1 if 'error' in summary or summary['errors'] or failed else 0
 
 
+def _cleanup(conf):
+    from resq_agent import cleanup
+
+    # A dry run reads only: it may look while the agent runs.
+    if not conf.command.dry_run:
+        try:
+            cleanup.check_not_running()
+        except cleanup.AgentRunning as exc:
+            print('ERROR: %s' % exc, file=sys.stderr)
+            return 1
+    doc = cleanup.plan(conf.resq_agent.resctrl_root)
+    doc['dry_run'] = conf.command.dry_run
+    ok = True
+    if not conf.command.dry_run:
+        ok = cleanup.execute(doc)
+    _print(doc)
+    return 0 if ok else 1
+
+
 def _print(doc):
     print(json.dumps(doc, indent=2, sort_keys=True))
 
@@ -173,6 +196,14 @@ def _add_parsers(subparsers):
         help='passes to run, at least %d: rates need two readings'
         % MIN_NFVNICE_PASSES)
     p.set_defaults(func=_nfvnice)
+    p = subparsers.add_parser(
+        'cleanup', help='remove the agent\'s resctrl groups from this host '
+        'and give the default group every way again (after "resq-agent '
+        'run" is stopped; refused while it runs); print the plan and each '
+        'outcome as JSON, exit 1 if a step failed')
+    p.add_argument('--dry-run', action='store_true',
+                   help='print what would be removed; change nothing')
+    p.set_defaults(func=_cleanup)
     p = subparsers.add_parser('run', help='run the agent service')
     p.set_defaults(func=_run)
 

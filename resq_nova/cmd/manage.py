@@ -17,6 +17,9 @@ database is at. Run ``db sync`` before starting new API workers: the
 migrations only add, so the old workers keep running meanwhile.
 ``db prune [--keep N] [--days D]`` deletes finished plans and unused
 snapshots that are older than D days or past the newest N (from cron).
+``cleanup [--dry-run] [--yes]`` removes what resq-nova created in Nova and
+Placement (:mod:`resq_nova.deploy.cleanup`): it prints its plan first, and
+asks before it deletes flavors.
 """
 
 import sys
@@ -24,7 +27,10 @@ import sys
 from oslo_db import exception as db_exc
 import sqlalchemy.exc
 
+from resq_common.clients import compute as compute_mod
+from resq_common.clients import placement as placement_mod
 from resq_common import cmdline
+from resq_common import exception
 from resq_nova.api.db import api as db_api
 from resq_nova.api.db import migration
 
@@ -32,7 +38,9 @@ DESCRIPTION = '''Manage resq-api's database ([database] connection of the
 configuration file): walk its schema up to the newest revision (run "db
 sync" before starting new API workers: the migrations only add), print
 the revision it is at, or delete finished plans and unused snapshots
-past their age (from cron).'''
+past their age (from cron); or remove what resq-nova created in Nova
+and Placement ("cleanup", with the [placement] and [nova] credentials of
+an admin).'''
 
 
 def _sync(conf):
@@ -56,6 +64,54 @@ def _prune(conf):
     print('pruned %d plan(s) and %d snapshot(s)' % (plans, snaps))
 
 
+def _confirm(flavors):
+    """Ask on the terminal before flavors are deleted; True for yes."""
+    print('Delete %d flavor(s) (%s)? [y/N] ' % (
+        len(flavors), ', '.join(f.name for f in flavors)), end='',
+        flush=True)
+    answer = sys.stdin.readline()
+    if not answer:
+        print('\nno answer (standard input is closed): the flavors are '
+              'kept; give --yes to delete them without asking')
+        return False
+    return answer.strip().lower() in ('y', 'yes')
+
+
+def _cleanup(conf):
+    from resq_nova.deploy import cleanup
+
+    try:
+        placement = cleanup.Placement.from_conf(conf)
+        compute = cleanup.Compute.from_conf(conf)
+        plan = cleanup.make_plan(placement, compute)
+    except exception.ResQException as exc:
+        print('resq-manage: cannot make the clean-up plan: %s' % exc,
+              file=sys.stderr)
+        return 1
+    print('Plan (nothing is changed yet):')
+    for line in plan.lines():
+        print('  ' + line)
+    if conf.command.dry_run:
+        print('--dry-run: nothing removed')
+        return 0
+    if not plan.to_remove():
+        return 0
+    flavors = plan.to_remove('flavor')
+    confirmed = bool(flavors) and (conf.command.yes or _confirm(flavors))
+    done = cleanup.execute(plan, placement, compute, confirmed)
+    for item in done:
+        print('%-8s %s %s%s' % (item.outcome, item.kind, item.name,
+                                ': %s' % item.error if item.error else ''))
+    if not cleanup.succeeded(done):
+        print('resq-manage: %d removal(s) failed or were not tried; fix '
+              'the cause and run "resq-manage cleanup" again' % len(
+                  [i for i in done if i.outcome in (cleanup.FAILED,
+                                                    cleanup.SKIPPED)]),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
 def _add_commands(subparsers):
     db = subparsers.add_parser('db', help='the database of resq-api: '
                                'sync, version, prune')
@@ -77,6 +133,16 @@ def _add_commands(subparsers):
                        metavar='D',
                        help='finished plans older than this many days go')
     prune.set_defaults(func=_prune)
+    cleanup = subparsers.add_parser(
+        'cleanup', help='remove what resq-nova created in Nova and '
+        'Placement: its resq.<term>.<ways>w flavors (asking first), the '
+        'agents\' cache-domain providers, its traits and resource classes. '
+        'Prints the plan first; what is in use is kept, saying why')
+    cleanup.add_argument('--dry-run', action='store_true',
+                         help='print the plan and change nothing')
+    cleanup.add_argument('--yes', action='store_true',
+                         help='delete the flavors without asking (scripts)')
+    cleanup.set_defaults(func=_cleanup, needs_database=False)
 
 
 def _masked(url):
@@ -87,10 +153,17 @@ def _masked(url):
         return '(unparsable URL)'
 
 
+def _register(conf):
+    db_api.register_opts(conf)
+    placement_mod.register_opts(conf)
+    compute_mod.register_opts(conf)
+
+
 def main(argv=None):
-    conf = cmdline.parse(argv, 'resq-manage', DESCRIPTION,
-                         (db_api.register_opts,), commands=_add_commands,
-                         logs=False)
+    conf = cmdline.parse(argv, 'resq-manage', DESCRIPTION, (_register,),
+                         commands=_add_commands, logs=False)
+    if not getattr(conf.command, 'needs_database', True):
+        return conf.command.func(conf)
     try:
         db_api.configure(conf)
         conf.command.func(conf)
