@@ -8,14 +8,21 @@ instances are pinned (not migratable), some pinned to their availability
 zone, some hosts disabled, some carry non-ResQ load, and 5% of the
 instances belong to anti-affinity groups of three. Then a heterogeneous
 cloud of 1,000 hosts (three host shapes, two Nova cells, memory per host)
-and a 10,000-host cloud of the first kind. Each is planned from its
-snapshot with the optimizer's defaults: a 20 s time limit (60 s at 10,000
-hosts), model build included, mip_gap 1% and moves_gap 10%.
+a 10,000-host cloud of the first kind, and a 10,000-host cloud of four
+host shapes in four cells. Each is planned from its snapshot with the
+optimizer's defaults: a 20 s time limit (60 s at 10,000 hosts), model
+build included, mip_gap 1% and moves_gap 10%. ``--100k`` adds the
+largest: 100,000 hosts of four shapes in ten cells (about 500,000
+instances), planned in a process of its own with a 60 s limit, whose
+peak resident set is reported as ``peak_rss_mb_100k``.
 
 Targets: 1,000 hosts / 5,000 instances <= 20 s, gap_pct <= 1, moves <=
 1.10 x moves_lower_bound; 10,000 hosts / 50,000 instances <= 60 s, gap_pct
 <= 1, moves <= 1.15 x moves_lower_bound, peak memory <= 2 GB (the
-process's peak resident set, printed as peak_rss_mb).
+process's peak resident set, printed as peak_rss_mb); the mixed clouds
+(issue 34): gap_pct <= 1 within 20 s at 1,000 hosts, moves <= 1.10 x
+moves_lower_bound, no move across cells; 100,000 hosts <= 60 s at a gap
+<= 1% in <= 4 GB.
 
 ``--gap-study`` (issue 34) instead measures where the gap of the mixed
 clouds is: for small mixed clouds, and with ``--big`` the 1,000-host mixed
@@ -45,20 +52,35 @@ WEIGHTS = [4, 4, 3, 2, 2, 1, 1, 1]
 
 # Host shapes of the heterogeneous cloud: (domains, cores and ways per
 # domain, classes of service, memory MB).
+# The fourth (the 10,000- and 100,000-host mixed clouds): two sockets of
+# 32 cores and a 12-way LLC each, 512 GB.
 HOST_SHAPES = [(2, 9, 18, 15, 196608), (2, 14, 11, 15, 262144),
-               (1, 20, 20, 15, 131072)]
+               (1, 20, 20, 15, 131072), (2, 32, 12, 15, 524288)]
 
 
-def cloud(hosts, instances, seed=1, mixed=False):
+def _cell(i, hosts, cells):
+    if cells == 2:
+        # (The 1,000-host mixed case's layout, kept for its figures.)
+        return 'cell%d' % (1 + (i * 7 // hosts) % 2)
+    return 'cell%d' % (1 + i * cells // hosts)
+
+
+def cloud(hosts, instances, seed=1, mixed=False, shapes=3, cells=2):
     """A fragmented cloud as a snapshot document.
 
-    ``mixed``: three host shapes, two Nova cells, memory per host and per
-    instance.
+    ``mixed``: ``shapes`` host shapes (of :data:`HOST_SHAPES`, host ``i``
+    has shape ``i % shapes``), ``cells`` Nova cells, memory per host and
+    per instance.
     """
-    rng = random.Random('optimizer/%d/%d/%s' % (hosts, seed, mixed))
+    if mixed and not 1 <= shapes <= len(HOST_SHAPES):
+        raise ValueError('shapes must be 1 to %d, got %d'
+                         % (len(HOST_SHAPES), shapes))
+    rng = random.Random('optimizer/%d/%d/%s' % (hosts, seed, mixed)
+                        if (shapes, cells) == (3, 2) else
+                        'optimizer/%d/%d/%d/%d' % (hosts, seed, shapes, cells))
     docs = []
     for i in range(hosts):
-        ndom, dcores, dways, hclos, mem = (HOST_SHAPES[i % 3] if mixed
+        ndom, dcores, dways, hclos, mem = (HOST_SHAPES[i % shapes] if mixed
                                            else (2, 9, 18, 15, None))
         doc = {'name': 'cmp%05d' % i, 'clos': hclos,
                'disabled': i % 97 == 5, 'az': 'az%d' % (i % 2),
@@ -66,7 +88,7 @@ def cloud(hosts, instances, seed=1, mixed=False):
                'domains': [{'id': d, 'cores': dcores, 'ways': dways,
                             'reserved_ways': 2} for d in range(ndom)]}
         if mixed:
-            doc['cell'] = 'cell%d' % (1 + (i * 7 // hosts) % 2)
+            doc['cell'] = _cell(i, hosts, cells)
             doc['resources'] = {'MEMORY_MB': mem}
         docs.append(doc)
     use = {(h['name'], d['id']): [0, 0] for h in docs for d in h['domains']}
@@ -118,8 +140,9 @@ def cloud(hosts, instances, seed=1, mixed=False):
     return {'hosts': docs, 'instances': insts, 'server_groups': groups}
 
 
-def case(hosts, time_limit=20.0, mip_gap=0.01, mixed=False):
-    doc = cloud(hosts, hosts * 5, mixed=mixed)
+def case(hosts, time_limit=20.0, mip_gap=0.01, mixed=False, shapes=3,
+         cells=2):
+    doc = cloud(hosts, hosts * 5, mixed=mixed, shapes=shapes, cells=cells)
     started = time.monotonic()
     snap = snapshot.from_dict(doc, 'synthetic-%d' % hosts)
     plan = planner.make_plan(snap, time_limit=time_limit, mip_gap=mip_gap)
@@ -129,7 +152,8 @@ def case(hosts, time_limit=20.0, mip_gap=0.01, mixed=False):
                 if snap.host(mv['from_host']).cell
                 != snap.host(mv['to_host']).cell)
     return {'hosts': hosts, 'instances': len(snap.instances),
-            'kind': 'mixed, 2 cells' if mixed else 'uniform',
+            'kind': ('%d shapes, %d cells' % (shapes, cells) if mixed
+                     else 'uniform'),
             'seconds': round(seconds, 2),
             'build_seconds': plan['solver']['build_seconds'],
             'hosts_before': plan['hosts_used_before'],
@@ -145,9 +169,33 @@ def case(hosts, time_limit=20.0, mip_gap=0.01, mixed=False):
             'status': plan['solver']['status'][:60]}
 
 
+def _child(hosts, time_limit, shapes, cells, queue):
+    row = case(hosts, time_limit=time_limit, mixed=True, shapes=shapes,
+               cells=cells)
+    row['peak_rss_mb'] = round(
+        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+    queue.put(row)
+
+
+def in_child(hosts, time_limit, shapes, cells):
+    """:func:`case` (mixed) in a process of its own, with its peak RSS."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context('spawn')
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child,
+                       args=(hosts, time_limit, shapes, cells, queue))
+    proc.start()
+    row = queue.get()
+    proc.join()
+    return row
+
+
 def main(argv):
     if '--gap-study' in argv:
         return gap_study([a for a in argv if a != '--gap-study'])
+    largest = '--100k' in argv
+    argv = [a for a in argv if a != '--100k']
     sizes = [int(a) for a in argv] or [100, 250, 500, 1000]
     rows = []
     for hosts in sizes:
@@ -162,6 +210,16 @@ def main(argv):
         print('... 10000 hosts', flush=True)
         huge = case(10000, time_limit=60.0)
         rows.append(huge)
+        print('... 10000 hosts, four shapes, four cells', flush=True)
+        mixed_10k = case(10000, time_limit=60.0, mixed=True, shapes=4,
+                         cells=4)
+        rows.append(mixed_10k)
+    largest_row = None
+    if largest:
+        print('... 100000 hosts, four shapes, ten cells (its own process)',
+              flush=True)
+        largest_row = in_child(100000, 60.0, 4, 10)
+        rows.append(largest_row)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print('Plan on a fragmented cloud (optimizer defaults: mip_gap 1%, '
           'moves_gap 10%)')
@@ -186,6 +244,13 @@ def main(argv):
         figures.update({k + '_10k': huge[k] for k in (
             'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
             'moves_lower_bound')})
+        figures.update({k + '_mixed_10k': mixed_10k[k] for k in (
+            'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
+            'moves_lower_bound', 'cross_cell_moves')})
+    if largest_row is not None:
+        figures.update({k + '_100k': largest_row[k] for k in (
+            'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
+            'moves_lower_bound', 'cross_cell_moves', 'peak_rss_mb')})
     figures['peak_rss_mb'] = round(peak_mb)
     keys = ('hosts', 'instances', 'seconds', 'build_seconds', 'gap_pct',
             'moves_ratio')

@@ -128,15 +128,20 @@ def pools(snap, fixed):
 def hosts_lower_bound(snap, fixed, time_limit=10.0):
     """Proven fewest hosts any plan of ``snap`` uses (see the module doc).
 
+    The LP relaxation of the pooled model first (fast at any size, and
+    within a host or so of its optimum: the pattern rows make it a
+    Gilmore-Gomory relaxation), then the MILP in the time left; the bound
+    is the better of the two, so a MILP stopped by the time limit still
+    leaves the LP's bound rather than whatever its search had proven.
+
     :returns: ``(bound, status)``.
     """
     started = time.monotonic()
     by_pool, forced, demand, stay = pools(snap, fixed)
     if not demand:
         return len(forced), 'nothing movable'
-    _, highspy = milp.load_pyomo_and_highspy()
+    highspy = _highspy()
     h = highs.new_highs(highspy)
-    h.setOptionValue('time_limit', float(max(time_limit, 0.5)))
     integer = highspy.HighsVarType.kInteger
     fp = _forced_pool(snap, fixed, forced)
     cols, opened = _columns(h, integer, snap, by_pool, forced, demand, stay,
@@ -147,24 +152,57 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
             return len(snap.hosts_in_use()), 'an instance shape fits nowhere'
         h.addConstr(sum(vs) == n)
     _pool_rows(h, integer, cols, opened, fp)
+    lp_value, lp_status = _relaxation(h, highspy, started, time_limit)
+    if lp_status == 'infeasible':
+        # The current placement is a solution: only a bug gets here.
+        LOG.warning('Aggregated plan bound found no solution; using the '
+                    'forced-open hosts as the bound')
+        return len(forced), 'infeasible (a bug: the placement is a solution)'
+    h.setOptionValue('solve_relaxation', False)
     h.setOptionValue('time_limit', float(max(
         time_limit - (time.monotonic() - started), 0.5)))
     h.run()
     status = h.modelStatusToString(h.getModelStatus())
-    info = h.getInfo()
-    value = info.mip_dual_bound
+    value = h.getInfo().mip_dual_bound
     if value is None or not math.isfinite(value):
         value = 0.0
     if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
-        # The current placement is a solution: only a bug gets here.
-        LOG.warning('Aggregated plan bound found no solution; using the '
-                    'forced-open hosts as the bound')
         value = 0.0
+    if lp_value is not None and math.ceil(lp_value - 1e-6) > math.ceil(
+            value - 1e-6):
+        status = '%s; LP relaxation bound' % status
+        value = lp_value
     bound = len(forced) + math.ceil(value - 1e-6)
     LOG.debug('Aggregated host bound %d (%d pools, %d shapes, %s, %.2fs)',
               bound, len(opened), len(demand), status,
               time.monotonic() - started)
     return bound, status
+
+
+def _highspy():
+    try:
+        import highspy
+    except ImportError as exc:
+        raise milp.SolverUnavailable(
+            'the optimizer needs HiGHS (pip install highspy): %s' % exc)
+    return highspy
+
+
+def _relaxation(h, highspy, started, time_limit):
+    """``(value, status)`` of the pooled model's LP relaxation.
+
+    ``value`` None when it did not finish in half the time left.
+    """
+    h.setOptionValue('solve_relaxation', True)
+    h.setOptionValue('time_limit', float(max(
+        0.5 * (time_limit - (time.monotonic() - started)), 0.25)))
+    h.run()
+    model_status = h.getModelStatus()
+    if model_status == highspy.HighsModelStatus.kInfeasible:
+        return None, 'infeasible'
+    if model_status != highspy.HighsModelStatus.kOptimal:
+        return None, h.modelStatusToString(model_status)
+    return h.getInfo().objective_function_value, 'optimal'
 
 
 def _forced_pool(snap, fixed, forced):

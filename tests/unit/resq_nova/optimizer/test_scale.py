@@ -6,6 +6,7 @@ import datetime
 import itertools
 import os
 import random
+from unittest import mock
 
 from resq_nova.optimizer import bound
 from resq_nova.optimizer import execute
@@ -317,6 +318,38 @@ class BoundTest(base.TestCase):
                   for n in range(3)])
         # 5 + 5 fit in h3's 12 ways; the third needs its own domain.
         self.assertEqual(2, bound.hosts_lower_bound(s, {})[0])
+
+    def test_bound_keeps_the_lp_when_the_milp_is_stopped(self):
+        # Twenty hosts of 6-way domains, one 5-way instance each: ten
+        # hosts at least (one per domain, two domains per host). A MILP
+        # stopped before it proves anything leaves the LP relaxation's
+        # bound, not the forced hosts alone.
+        s = snap([obase.host('h%d' % n, domains=((4, 6), (4, 6)), clos=4)
+                  for n in range(20)],
+                 [obase.inst('i%d' % n, 'h%d' % n, ways=5)
+                  for n in range(20)])
+        full, status = bound.hosts_lower_bound(s, {})
+        self.assertEqual(10, full)
+        self.assertNotIn('LP relaxation', status)
+        real = bound.highs.new_highs
+
+        def stopped(highspy):
+            h = real(highspy)
+            run = h.run
+
+            def only_the_lp():
+                if h.getOptionValue('solve_relaxation')[1]:
+                    return run()
+                # The MIP "ran out of time" before its first bound.
+                return highspy.HighsStatus.kOk
+
+            h.run = only_the_lp
+            return h
+
+        with mock.patch.object(bound.highs, 'new_highs', stopped):
+            lp, status = bound.hosts_lower_bound(s, {})
+        self.assertIn('LP relaxation bound', status)
+        self.assertEqual(10, lp)
 
     def test_stop_rule_returns_without_the_per_host_model(self):
         s = snap([obase.host('h%d' % n) for n in range(6)],
