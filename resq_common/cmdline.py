@@ -17,6 +17,13 @@
   and the option, and exit status 2 (:data:`USAGE_ERROR`, argparse's):
   never a traceback. So is any other usage error (argparse's own errors
   are one line too, without the usage text).
+* Without ``--config-file``, a command reads oslo.config's default files
+  for project ``resq``: ``resq.conf`` (what every command shares: the
+  clients' credentials, logging) and then ``<command>.conf`` (its own
+  options, which win), each from the first of ``~/.resq/``, ``~/``,
+  ``/etc/resq/`` and ``/etc/`` that has it (:func:`searched`); neither
+  has to exist. ``--config-file`` replaces that search (and must name
+  files that exist); ``--config-dir`` adds a directory's files to it.
 * ``--config-file`` and ``--config-dir`` may come before or after the
   subcommand (:func:`hoist`).
 * ``--help`` starts with the command's description and lists the
@@ -56,6 +63,17 @@ _CONFIG_FILE_HELP = ('read this configuration file (repeat for more: later '
 _ANYWHERE = '; before or after the subcommand'
 _CONFIG_DIR_HELP = ('read every *.conf file of this directory, in name '
                     'order, after the --config-file files%s (default: %s)')
+
+
+# oslo.config's default search for project 'resq' (find_config_files).
+PROJECT = 'resq'
+SEARCH_DIRS = ('~/.resq/', '~/', '/etc/resq/', '/etc/')
+
+
+def searched(prog):
+    """The default configuration files of ``prog``, in words."""
+    return '%s.conf and %s.conf in %s' % (
+        PROJECT, prog, ', '.join(SEARCH_DIRS))
 
 
 def quiet_eventlet():
@@ -200,6 +218,8 @@ class _Parser(cfg._CachedArgumentParser):
         self.hidden_dests = frozenset()
         self.hidden = {}
         self.has_commands = False
+        # What oslo.config reads without --config-file/--config-dir.
+        self.config_defaults = {}
 
     def initialize_parser_arguments(self):
         super().initialize_parser_arguments()
@@ -212,7 +232,11 @@ class _Parser(cfg._CachedArgumentParser):
                 action.help = argparse.SUPPRESS
             elif (action.dest in ('config_file', 'config_dir')
                   and not isinstance(action, _ConfigFileHere)):
-                shown = ', '.join(action.default or ()) or 'none'
+                found = (self.config_defaults.get(action.dest)
+                         or action.default or ())
+                shown = ', '.join(found) or (
+                    'none found: %s' % searched(self.prog)
+                    if action.dest == 'config_file' else 'none')
                 action.help = (_CONFIG_FILE_HELP if action.dest ==
                                'config_file' else _CONFIG_DIR_HELP) % (
                     _ANYWHERE if self.has_commands else '',
@@ -281,6 +305,9 @@ class _Conf(cfg.ConfigOpts):
                                 epilog=old.epilog)
         self._oparser.hidden_dests = self.hidden
         self._oparser.has_commands = self.has_commands
+        # (prog, default config files, default config dirs)
+        self._oparser.config_defaults = {'config_file': result[1],
+                                         'config_dir': result[2]}
         if self.hidden:
             self._oparser.add_argument('--help-logging', nargs=0,
                                        action=_HelpLogging,
@@ -481,7 +508,8 @@ def parse(argv, prog, description, register=(), cli_opts=(), commands=None,
         for a caller that does it itself).
     :param logs_to_stderr: logs default to standard error (stdout carries
         the command's documents).
-    :param default_config_files: instead of oslo.config's search.
+    :param default_config_files: instead of oslo.config's search
+        (:func:`searched`; None: the search).
     :raises SystemExit: status 2, after one line on standard error, for a
         configuration or command line it cannot run with.
     """
@@ -504,7 +532,7 @@ def parse(argv, prog, description, register=(), cli_opts=(), commands=None,
             'command', title='commands', handler=_subcommands(commands)))
     try:
         conf(hoist(sys.argv[1:] if argv is None else list(argv)),
-             project='resq', prog=prog, description=_fill(description),
+             project=PROJECT, prog=prog, description=_fill(description),
              epilog=_epilog(prog, commands, logs),
              default_config_files=default_config_files)
         check_values(conf)

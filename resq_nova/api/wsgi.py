@@ -12,7 +12,10 @@
 """``application`` for uwsgi or any WSGI server.
 
 The configuration files are ``$RESQ_API_CONFIG`` (comma-separated) or
-``/etc/resq/resq-api.conf``.
+those oslo.config's default search finds for project ``resq`` and program
+``resq-api``: ``resq.conf`` (what every resq command shares), then
+``resq-api.conf`` (resq-api's own options, which win), each from the first
+of ``~/.resq/``, ``~/``, ``/etc/resq/`` and ``/etc/`` that has it.
 """
 
 import os
@@ -24,7 +27,11 @@ from oslo_log import log as logging
 from resq_nova.api.db import api as db_api
 from resq_nova.api import deploy
 
-DEFAULT_CONFIG = '/etc/resq/resq-api.conf'
+
+def env_config_files():
+    """``$RESQ_API_CONFIG``'s files, or None: oslo.config's search."""
+    env = os.environ.get('RESQ_API_CONFIG')
+    return env.split(',') if env else None
 
 
 def make_conf(config_files=None, args=None, cli_opts=()):
@@ -33,10 +40,7 @@ def make_conf(config_files=None, args=None, cli_opts=()):
     logging.register_options(conf)
     deploy.register_opts(conf)
     if config_files is None:
-        env = os.environ.get('RESQ_API_CONFIG')
-        config_files = (env.split(',') if env else
-                        [DEFAULT_CONFIG] if os.path.exists(DEFAULT_CONFIG)
-                        else [])
+        config_files = env_config_files()
     conf(args or [], project='resq', prog='resq-api',
          default_config_files=config_files)
     return conf

@@ -15,7 +15,6 @@ Production runs ``resq_nova.api.wsgi:application`` under uwsgi (devstack
 does). ``resq-api --config-file F [--host H] [--port P]``.
 """
 
-import os
 from wsgiref import simple_server
 
 from oslo_config import cfg
@@ -26,8 +25,9 @@ from resq_nova.api import wsgi
 
 DESCRIPTION = '''Serve resq-api on wsgiref, for a single-node try-out:
 production runs resq_nova.api.wsgi:application under uwsgi. Without
---config-file it reads $RESQ_API_CONFIG (comma-separated) or %s.''' % (
-    wsgi.DEFAULT_CONFIG)
+--config-file it reads $RESQ_API_CONFIG (comma-separated) or, as every
+resq command, resq.conf then resq-api.conf from ~/.resq/, ~/, /etc/resq/
+or /etc/.'''
 
 OPTS = [
     cfg.HostAddressOpt('host', default='127.0.0.1',
@@ -36,20 +36,11 @@ OPTS = [
 ]
 
 
-def _config_files():
-    # As resq_nova.api.wsgi reads them.
-    env = os.environ.get('RESQ_API_CONFIG')
-    if env:
-        return env.split(',')
-    return [wsgi.DEFAULT_CONFIG] if os.path.exists(wsgi.DEFAULT_CONFIG) \
-        else []
-
-
 def main(argv=None):
     # init_application sets logging up.
     conf = cmdline.parse(argv, 'resq-api', DESCRIPTION,
                          (deploy.register_opts,), OPTS,
-                         default_config_files=_config_files(),
+                         default_config_files=wsgi.env_config_files(),
                          setup_logging=False)
     app = wsgi.init_application(conf)
     server = simple_server.make_server(conf.host, conf.port, app)

@@ -33,6 +33,13 @@ from resq_common import extra_specs
 
 CREDENTIALS = ('pass --os-cloud with a cloud from clouds.yaml, or set '
                'OS_AUTH_URL, OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME')
+# keystoneauth's plugins that take an endpoint instead of Keystone.
+ENDPOINT_AUTH_TYPES = ('admin_token', 'token_endpoint', 'none', 'noauth',
+                       'http_basic')
+NO_KEYSTONE = ('without Keystone, give resq-api\'s address and a token: '
+               '--os-auth-type admin_token --os-endpoint URL --os-token '
+               'TOKEN (resq-api with noauth2: "admin", or '
+               '"<user>:<project>")')
 
 
 class ResQClient:
@@ -98,6 +105,14 @@ def get_client(app):
         raise exceptions.CommandError(' '.join((
             'cannot reach the identity service (%s); check OS_AUTH_URL or '
             'the auth_url of your cloud in clouds.yaml' % exc).split()))
+    except TypeError as exc:
+        # keystoneauth builds an endpoint plugin without its arguments.
+        auth_type = getattr(getattr(app, 'options', None), 'auth_type', None)
+        if auth_type not in ENDPOINT_AUTH_TYPES:
+            raise
+        raise exceptions.CommandError(
+            '--os-auth-type %s is missing an argument (%s); %s'
+            % (auth_type, exc, NO_KEYSTONE))
     return app.client_manager.resq
 
 

@@ -18,9 +18,21 @@ catalog (or ``placement_endpoint_override`` / ``compute_endpoint_override``
 in ``clouds.yaml``) says where they are; resq-api is the catalog's
 ``resq`` service (or ``resq_endpoint_override``), asked at the
 microversion ``--os-resq-api-version`` names.
+
+Without Keystone (a resq-api with ``[api] auth_strategy = noauth2``),
+``--os-auth-type admin_token --os-endpoint URL --os-token TOKEN`` sends
+TOKEN to URL, which is resq-api's alone: there is no catalog, so Placement
+and Nova are reached only where ``placement_endpoint_override`` /
+``compute_endpoint_override`` (``OS_PLACEMENT_ENDPOINT_OVERRIDE``,
+``OS_COMPUTE_ENDPOINT_OVERRIDE``) name them; without one, a command that
+needs the service says so instead of sending its request to resq-api.
 """
 
 from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exc
+from keystoneauth1 import http_basic
+from keystoneauth1 import noauth
+from keystoneauth1 import token_endpoint
 from osc_lib import utils
 
 from resq_nova.osc import client as client_mod
@@ -36,11 +48,33 @@ API_VERSIONS = {'1': 'resq_nova.osc.client.ResQClient',
                 '1.1': 'resq_nova.osc.client.ResQClient'}
 
 
+# keystoneauth plugins with one endpoint (--os-endpoint) and no catalog.
+ENDPOINT_ONLY = (token_endpoint.Token, noauth.NoAuth,
+                 http_basic.HTTPBasicAuth)
+NAMES = {'placement': 'Placement', 'compute': 'Nova'}
+
+
+class _NoEndpoint(ks_adapter.Adapter):
+    """A service without a catalog or an endpoint override: says so."""
+
+    def request(self, url, method, **kwargs):
+        kind = self.service_type
+        raise ks_exc.EndpointNotFound(
+            'no %(name)s endpoint: without Keystone, --os-endpoint is '
+            'resq-api\'s alone; set OS_%(env)s_ENDPOINT_OVERRIDE to a '
+            '%(name)s that accepts the token (with its own noauth2)' % {
+                'name': NAMES.get(kind, kind), 'env': kind.upper()})
+
+
 def _adapter(instance, service_type):
     # The CLI's options may name an endpoint of their own for a service.
     override = instance.get_configuration().get(
         '%s_endpoint_override' % service_type)
-    return ks_adapter.Adapter(
+    cls = ks_adapter.Adapter
+    if (override is None and service_type in NAMES
+            and isinstance(getattr(instance, 'auth', None), ENDPOINT_ONLY)):
+        cls = _NoEndpoint
+    return cls(
         session=instance.session, service_type=service_type,
         interface=instance.interface, region_name=instance.region_name,
         endpoint_override=override, raise_exc=False)

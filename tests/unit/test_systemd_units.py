@@ -43,8 +43,9 @@ def _console_scripts():
     return {line.split('=')[0].strip() for line in lines if line.strip()}
 
 
-def _config_file(argv):
-    return argv[argv.index('--config-file') + 1]
+def _config_files(argv):
+    return [argv[i + 1] for i, arg in enumerate(argv)
+            if arg == '--config-file']
 
 
 class UnitFilesTest(base.TestCase):
@@ -71,20 +72,25 @@ class UnitFilesTest(base.TestCase):
             self.assertEqual(name[:-len('.service')], binary)
             self.assertIn(binary, scripts, name)
             self.assertEqual('run', argv[-1], name)
-            config = _config_file(argv)
-            # The samples' name scheme: etc/resq/<command>.conf.sample.
-            self.assertEqual('/etc/resq/%s.conf' % binary, config)
-            self.assertTrue(os.path.exists(os.path.join(
-                REPO, 'etc', 'resq', binary + '.conf.sample')), config)
+            # The name scheme: the shared file, then the command's own;
+            # each has a sample, etc/resq/<name>.conf.sample.
+            configs = _config_files(argv)
+            self.assertEqual(['/etc/resq/resq.conf',
+                              '/etc/resq/%s.conf' % binary], configs)
+            for config in configs:
+                self.assertTrue(os.path.exists(os.path.join(
+                    REPO, 'etc', 'resq',
+                    os.path.basename(config) + '.sample')), config)
 
     def _check_api(self, unit, argv):
         svc = unit['Service']
         self.assertEqual('uwsgi', os.path.basename(argv[0]))
         self.assertEqual('SIGTERM', svc['KillSignal'])
-        self.assertEqual('RESQ_API_CONFIG=/etc/resq/resq-api.conf',
-                         svc['Environment'])
-        self.assertTrue(os.path.exists(os.path.join(
-            REPO, 'etc', 'resq', 'resq-api.conf.sample')))
+        self.assertEqual('RESQ_API_CONFIG=/etc/resq/resq.conf,'
+                         '/etc/resq/resq-api.conf', svc['Environment'])
+        for name in ('resq.conf.sample', 'resq-api.conf.sample'):
+            self.assertTrue(os.path.exists(os.path.join(
+                REPO, 'etc', 'resq', name)), name)
         ini = argv[argv.index('--ini') + 1]
         self.assertEqual('/etc/resq/resq-api-uwsgi.ini', ini)
         uwsgi = _ini(os.path.join(REPO, 'etc', 'resq',

@@ -320,8 +320,8 @@ class PluginTest(base.TestCase):
     def test_resq_configuration_files(self):
         self.ds.run(POST_CONFIG)
         self.assertEqual(
-            ['resq-agent.conf', 'resq-nova.conf', 'resq-optimizer.conf',
-             'resq-profiler.conf'], sorted(os.listdir(self.ds.conf_dir)))
+            ['resq-agent.conf', 'resq-optimizer.conf', 'resq-profiler.conf',
+             'resq.conf'], sorted(os.listdir(self.ds.conf_dir)))
         sudo = self.ds.calls('sudo')
         self.assertIn('install -d -o %s -m 755 %s'
                       % (_user(), self.ds.conf_dir), sudo)
@@ -337,7 +337,7 @@ class PluginTest(base.TestCase):
                  'region_name': ['RegionOne']}
         rabbit = ['rabbit://stackrabbit:secret@127.0.0.1:5672/']
         for name in ('resq-agent.conf', 'resq-optimizer.conf',
-                     'resq-nova.conf'):
+                     'resq.conf'):
             conf = parse_ini(os.path.join(self.ds.conf_dir, name))
             for group in ('nova', 'placement'):
                 self.assertEqual(creds, conf[group], (name, group))
@@ -488,8 +488,8 @@ class PluginTest(base.TestCase):
         ds = self.useFixture(Devstack(
             services='rabbit,n-api,n-sch,resq-optimizer'))
         ds.run(POST_CONFIG)
-        self.assertEqual(['resq-nova.conf', 'resq-optimizer.conf',
-                          'resq-profiler.conf'],
+        self.assertEqual(['resq-optimizer.conf', 'resq-profiler.conf',
+                          'resq.conf'],
                          sorted(os.listdir(ds.conf_dir)))
         self.assertFalse(os.path.exists(ds.sudoers))
 
@@ -557,13 +557,16 @@ class PluginTest(base.TestCase):
         self.ds.reset_calls()
         self.ds.run(EXTRA)
         bin_dir = self.ds.bin
+        shared = os.path.join(self.ds.conf_dir, 'resq.conf')
         agent_conf = os.path.join(self.ds.conf_dir, 'resq-agent.conf')
         opt_conf = os.path.join(self.ds.conf_dir, 'resq-optimizer.conf')
+        # Each service reads the shared file, then its own (which wins).
         self.assertEqual([
-            'resq-agent %s/resq-agent --config-file %s run'
-            % (bin_dir, agent_conf),
-            'resq-optimizer %s/resq-optimizer --config-file %s run'
-            % (bin_dir, opt_conf)], self.ds.calls('run_process'))
+            'resq-agent %s/resq-agent --config-file %s --config-file %s run'
+            % (bin_dir, shared, agent_conf),
+            'resq-optimizer %s/resq-optimizer --config-file %s '
+            '--config-file %s run' % (bin_dir, shared, opt_conf)],
+            self.ds.calls('run_process'))
         # The real profiler stored the example profile.
         store = store_mod.ProfileStore(os.path.join(self.ds.data_dir,
                                                     'profiles'))
@@ -657,8 +660,10 @@ class PluginTest(base.TestCase):
         uwsgi = parse_ini(os.path.join(ds.conf_dir, 'resq-api-uwsgi.ini'))
         self.assertEqual(['resq_nova.api.wsgi:application'],
                          uwsgi['uwsgi']['module'])
-        self.assertEqual(['RESQ_API_CONFIG=%s' % os.path.join(
-            ds.conf_dir, 'resq-api.conf')], uwsgi['uwsgi']['env'])
+        self.assertEqual(['RESQ_API_CONFIG=%s,%s' % (
+            os.path.join(ds.conf_dir, 'resq.conf'),
+            os.path.join(ds.conf_dir, 'resq-api.conf'))],
+            uwsgi['uwsgi']['env'])
         self.assertEqual(['resq'], ds.calls('recreate_database'))
         self.assertEqual(['--config-file %s db sync' % os.path.join(
             ds.conf_dir, 'resq-api.conf')], ds.calls('resq-manage'))
@@ -682,7 +687,7 @@ class PluginTest(base.TestCase):
         self.assertEqual((['resq'], ['secretservice'], ['service']), (
             conf['resq_api']['username'], conf['resq_api']['password'],
             conf['resq_api']['project_name']))
-        admit_conf = parse_ini(os.path.join(ds.conf_dir, 'resq-nova.conf'))
+        admit_conf = parse_ini(os.path.join(ds.conf_dir, 'resq.conf'))
         self.assertEqual(['admin'], admit_conf['resq_api']['username'])
         ds.reset_calls()
         ds.run(('unstack',), ('clean',))

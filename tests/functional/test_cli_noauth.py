@@ -1,0 +1,195 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""``openstack resq`` against a resq-api without Keystone, as documented.
+
+doc/source/cli/index.rst ("Try it without Keystone"): resq-api.conf with
+``[api] auth_strategy = noauth2`` and a SQLite database, the schema from
+the real ``resq-manage db sync``, the real ``resq-api`` console script
+serving it (no ``--config-file``: the default search finds
+``~/.resq/resq-api.conf``), and the real ``openstack`` console script with
+``--os-auth-type admin_token --os-endpoint URL --os-token TOKEN``.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import fixtures
+import requests
+from testtools import content
+
+from tests import base
+from tests.unit.resq_profiler import test_profile
+
+BIN = os.path.dirname(sys.executable)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+class NoKeystoneTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.home = self.useFixture(fixtures.TempDir()).path
+        confdir = os.path.join(self.home, '.resq')
+        os.mkdir(confdir)
+        with open(os.path.join(confdir, 'resq-api.conf'), 'w') as f:
+            f.write('[api]\nauth_strategy = noauth2\n\n[database]\n'
+                    'connection = sqlite:///%s\n'
+                    % os.path.join(self.home, 'resq.sqlite'))
+        # Neither the developer's clouds.yaml nor OS_* of the shell.
+        self.env = {k: v for k, v in os.environ.items()
+                    if not k.startswith('OS_')}
+        self.env.update(HOME=self.home, OS_CLIENT_CONFIG_FILE=os.path.join(
+            self.home, 'clouds.yaml'))
+        self.env.pop('RESQ_API_CONFIG', None)
+        # resq-manage works on resq-api's database: it is given its file.
+        subprocess.run([os.path.join(BIN, 'resq-manage'), '--config-file',
+                        os.path.join(confdir, 'resq-api.conf'), 'db', 'sync'],
+                       env=self.env, check=True, capture_output=True,
+                       cwd=self.home)
+        self.url = self._start()
+
+    def _start(self):
+        port = _free_port()
+        log = open(os.path.join(self.home, 'resq-api.log'), 'w+')
+        self.addCleanup(log.close)
+        self.addOnException(lambda exc_info: self.addDetail(
+            'resq-api-log', content.text_content(self._read(log))))
+        proc = subprocess.Popen(
+            [os.path.join(BIN, 'resq-api'), '--port', str(port)],
+            env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=self.home)
+        self.addCleanup(self._stop, proc)
+        url = 'http://127.0.0.1:%d' % port
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            self.assertIsNone(proc.poll(), self._read(log))
+            try:
+                if requests.get(url, timeout=10).status_code == 200:
+                    return url
+            except requests.RequestException:
+                pass
+            time.sleep(0.3)
+        self.fail('resq-api did not answer within 120 s')
+
+    @staticmethod
+    def _stop(proc):
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+
+    @staticmethod
+    def _read(log):
+        log.flush()
+        log.seek(0)
+        return log.read()
+
+    def openstack(self, *args, token='admin', env=None):
+        """``openstack`` as the docs run it; (status, stdout, stderr)."""
+        argv = [os.path.join(BIN, 'openstack'), '--os-auth-type',
+                'admin_token', '--os-endpoint', self.url]
+        if token is not None:
+            argv += ['--os-token', token]
+        proc = subprocess.run(argv + list(args), env=dict(self.env,
+                                                          **(env or {})),
+                              capture_output=True, text=True, cwd=self.home)
+        # Other OpenStackClient plugins of the environment may complain
+        # while they load; only the command's own lines count.
+        stderr = [line for line in proc.stderr.splitlines()
+                  if not line.startswith('Could not load ')]
+        return proc.returncode, proc.stdout, stderr
+
+    def _profile_file(self, profile_id):
+        doc = test_profile.make_doc()
+        doc['id'] = profile_id
+        path = os.path.join(self.home, profile_id + '.json')
+        with open(path, 'w') as f:
+            json.dump(doc, f)
+        return path
+
+    def test_profiles_and_terms_without_keystone(self):
+        status, out, err = self.openstack(
+            'resq', 'profile', 'upload', '--public', '-f', 'json',
+            self._profile_file('lpm-try'))
+        self.assertEqual((0, []), (status, err), out)
+        self.assertEqual('public', json.loads(out)['visibility'])
+        status, out, err = self.openstack('resq', 'profile', 'list',
+                                          '-f', 'json')
+        self.assertEqual((0, []), (status, err))
+        self.assertEqual(['lpm-try'], [p['ID'] for p in json.loads(out)])
+        status, out, err = self.openstack('resq', 'profile', 'show',
+                                          'lpm-try', '-f', 'json')
+        self.assertEqual((0, []), (status, err))
+        shown = json.loads(out)
+        self.assertEqual(('lpm-try', 'LPM'), (shown['id'], shown['nf']))
+        status, out, err = self.openstack('resq', 'slo', 'list',
+                                          '-f', 'json')
+        self.assertEqual((0, [], []), (status, err, json.loads(out)))
+
+    def test_the_token_names_the_caller(self):
+        # A private profile of project "admin" ...
+        status, out, err = self.openstack(
+            'resq', 'profile', 'upload', self._profile_file('lpm-admin'))
+        self.assertEqual((0, []), (status, err), out)
+        # ... is not one project "demo"'s member can use.
+        status, out, err = self.openstack('resq', 'profile', 'list',
+                                          '-f', 'json', token='demo:demo')
+        self.assertEqual((0, [], []), (status, err, json.loads(out)))
+        status, out, err = self.openstack('resq', 'profile', 'show',
+                                          'lpm-admin', token='demo:demo')
+        self.assertEqual(1, status)
+        self.assertEqual(1, len(err), err)
+        self.assertIn("no profile 'lpm-admin'", err[0])
+
+    def test_errors_are_one_line(self):
+        # No such profile.
+        status, out, err = self.openstack('resq', 'profile', 'show', 'nope')
+        self.assertEqual((1, ''), (status, out))
+        self.assertEqual(1, len(err), err)
+        self.assertIn("no profile 'nope' in resq-api", err[0])
+        # Hosts are Placement's: --os-endpoint is resq-api's alone.
+        status, out, err = self.openstack('resq', 'host', 'list')
+        self.assertEqual((1, ''), (status, out))
+        self.assertEqual(1, len(err), err)
+        self.assertIn('no Placement endpoint', err[0])
+        self.assertIn('OS_PLACEMENT_ENDPOINT_OVERRIDE', err[0])
+        # No token: what to give.
+        status, out, err = self.openstack('resq', 'profile', 'list',
+                                          token=None)
+        self.assertEqual(1, status)
+        self.assertEqual(1, len(err), err)
+        self.assertIn('--os-auth-type admin_token is missing an argument',
+                      err[0])
+        self.assertIn('--os-token TOKEN', err[0])
+
+    def test_placement_override_is_used(self):
+        # Where Placement is named, host commands go there, not to
+        # resq-api: here a port nothing listens on.
+        status, out, err = self.openstack(
+            'resq', 'host', 'list', env={
+                'OS_PLACEMENT_ENDPOINT_OVERRIDE':
+                    'http://127.0.0.1:%d' % _free_port()})
+        self.assertEqual(1, status)
+        self.assertEqual(1, len(err), err)
+        self.assertIn('cannot reach Placement', err[0])
+        self.assertNotIn('no Placement endpoint', err[0])
