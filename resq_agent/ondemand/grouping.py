@@ -9,71 +9,173 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Merge NFs into fewer classes of service with a min-cost flow. Pure.
+"""Merge NFs into fewer classes of service: NetContainer's min-cost flow.
 
 When more NFs need a class of their own than there are classes of service
 left, NFs that hurt each other least share one, as NetContainer (Hu et
-al.) groups buffers into cache colours: a bipartite flow graph from NFs to
-classes, each class seeded with an *anchor* NF, each edge costing what
-the NF and the anchor would lose by sharing, each class taking at most its
-share of the NFs. The flow is solved as a linear program by HiGHS (the
-transportation polytope is integral, so the simplex answer is an
-assignment); nothing here is a hand-written flow solver.
+al., seed 003 §5) groups buffers into cache colours:
 
-The sharing cost follows footprint theory's intuition: sharing a class
-leaves each NF the part of it that its own footprint holds, so NF ``a``
-loses about ``miss_a * fp_b / (fp_a + fp_b)`` and the pair costs the sum
-(``fp`` the LLC occupancy, ``miss`` the memory bandwidth; both measured by
-CMT/MBM, no miss-ratio curve profiling needed).
+* **Cost of a class** (§4.2): the miss bandwidth its members lose by
+  sharing a class of the class's size, against each alone in its share of
+  it, from each NF's miss-ratio curve by footprint composition
+  (:mod:`.mrc`): every member against all the others, not against one.
+  A member's losses count times its priority (``model.NF.priority``).
+* **Flow graph** (§5.1-5.2): a bipartite graph from NFs to classes, each
+  class seeded with an *anchor* NF (the anchors are the NFs that are
+  dearest to put together, chosen farthest-point), the edge from an NF to
+  a class costing what the NF adds to the class as it stands (the paper's
+  "cost of the edge as a function" of the cluster), the sink edges
+  carrying each class's budget of NFs (its colour budget). The flow is a
+  transportation linear program solved by HiGHS (integral, so the simplex
+  answer is an assignment); its edge costs are then re-priced against the
+  classes it formed and it is solved again, a few rounds.
+* **Priorities** (§5.2) on the source edges: every NF sends one unit, so a
+  constant cost there could not change the answer; the priority instead
+  weighs the NF's own losses in every class cost, so that fewer NFs share
+  with a high-priority one, the effect the paper wants of it.
+* **Local search**: from each round's answer, moves and swaps of NFs
+  between classes on the exact class costs while one lowers the total
+  (the edge costs of a flow are only marginal: a class's cost is not a
+  sum of its members' edges); the cheapest result wins.
 """
 
 import math
 
 import numpy as np
 
-_EPS = 1.0
+from resq_agent.ondemand import mrc
+
+DEFAULT_WAY_BYTES = 1441792
+# Re-pricing rounds of the flow, and passes of the local search.
+FLOW_ROUNDS = 3
+SEARCH_PASSES = 8
+_TOL = 1e-9
 
 
-def sharing_cost(a, b):
-    """Extra misses (bytes/s) ``a`` and ``b`` cause each other by sharing.
+class Costs:
+    """Exact, memoised class costs of one grouping problem.
 
-    :param a: :class:`model.Reading` of one NF; ``b`` of the other.
+    :param curves: one :class:`mrc.Curve` per NF (by index).
+    :param weights: one priority per NF.
+    :param ways_per_nf: ways each member brings to its class (a class of
+        ``m`` NFs has ``m * ways_per_nf`` ways, as :mod:`.maxmin` sizes
+        them); None: a class is as large as its members' occupancy.
+    :param occupancy: measured bytes per NF (for ``ways_per_nf`` None).
     """
-    fa = max(a.occupancy_bytes, 0.0) + _EPS
-    fb = max(b.occupancy_bytes, 0.0) + _EPS
-    return (max(a.miss_bw, 0.0) * fb + max(b.miss_bw, 0.0) * fa) / (fa + fb)
+
+    def __init__(self, curves, weights, ways_per_nf, way_bytes, occupancy):
+        self.curves = curves
+        self.composer = mrc.Composer(curves)
+        self.weights = weights
+        self.ways_per_nf = ways_per_nf
+        self.way_bytes = way_bytes
+        self.occupancy = occupancy
+        self._memo = {}
+
+    def size(self, members):
+        """Bytes of a class of ``members`` (indices)."""
+        if self.ways_per_nf is not None:
+            return len(members) * self.ways_per_nf * self.way_bytes
+        return max(sum(self.occupancy[i] for i in members), self.way_bytes)
+
+    def of(self, members):
+        """The class cost of ``members`` (an iterable of indices)."""
+        key = frozenset(members)
+        if len(key) < 2:
+            return 0.0
+        if key not in self._memo:
+            idx = sorted(key)
+            self._memo[key] = self.composer.extra(
+                idx, self.size(idx), [self.weights[i] for i in idx])
+        return self._memo[key]
+
+    def of_each(self, members, candidates):
+        """``[of(members + [u]) for u in candidates]``, vectorised."""
+        members = list(members)
+        todo = [u for u in candidates
+                if frozenset(members + [u]) not in self._memo]
+        if todo and (members or len(todo) > 1):
+            size = self.size(members + [todo[0]])
+            if self.ways_per_nf is None:
+                # Sizes differ per candidate: one at a time.
+                for u in todo:
+                    self.of(members + [u])
+            else:
+                for u, c in zip(todo, self.composer.extra_with(
+                        members, size, todo, self.weights)):
+                    self._memo[frozenset(members + [u])] = float(c)
+        return [self.of(members + [u]) for u in candidates]
+
+    def total(self, groups):
+        return sum(self.of(g) for g in groups)
 
 
-def anchors(nfs, readings, k):
-    """``k`` NFs that should not share a class.
+def _weights(nfs):
+    out = []
+    for n in nfs:
+        p = getattr(n, 'priority', 1.0)
+        p = 1.0 if p is None else float(p)
+        if not math.isfinite(p) or p <= 0:
+            raise ValueError('on-demand NF %s has priority %r: a priority '
+                             'must be a positive number (1 is the default, '
+                             'higher shares less)' % (n.uuid, p))
+        out.append(p)
+    return out
 
-    The heaviest misser first, then each time the NF whose cheapest
-    pairing with a chosen anchor costs the most (farthest-point).
+
+def _budgets(budgets, n, k):
+    """The colour budget (most NFs) of each of ``k`` classes."""
+    if budgets is None:
+        return [math.ceil(n / k)] * k
+    budgets = [int(b) for b in budgets]
+    if len(budgets) != k or min(budgets) < 1 or sum(budgets) < n:
+        raise ValueError('class budgets %s cannot take %d NFs in %d classes:'
+                         ' give one budget of at least 1 per class, adding '
+                         'up to the NFs or more' % (budgets, n, k))
+    return budgets
+
+
+def anchors(costs, k):
+    """Indices of ``k`` NFs that should not share a class.
+
+    The NF that loses most (weighted) when squeezed to half its share
+    first, then each time the NF whose cheapest pairing with a chosen
+    anchor costs the most (farthest-point).
     """
-    order = sorted(nfs, key=lambda n: (-readings[n.uuid].miss_bw, n.uuid))
+    n = len(costs.curves)
+
+    def squeeze(i):
+        alone = costs.size([i])
+        c = costs.curves[i]
+        return costs.weights[i] * (c.miss_bw(alone / 2) - c.miss_bw(alone))
+
+    order = sorted(range(n), key=lambda i: (-squeeze(i), i))
     chosen = [order[0]]
-    # Cheapest pairing of each candidate with the anchors so far, kept up
-    # to date as anchors are added: k passes over the NFs, not k squared.
     rest = order[1:]
-    near = [sharing_cost(readings[n.uuid], readings[order[0].uuid])
-            for n in rest]
+    near = costs.of_each([order[0]], rest)
     while len(chosen) < k:
-        # Highest cheapest-pairing cost; ties to the earlier (heavier) NF.
-        i = max(range(len(rest)), key=lambda j: (near[j], -j))
-        best = rest.pop(i)
-        near.pop(i)
+        j = max(range(len(rest)), key=lambda x: (near[x], -x))
+        best = rest.pop(j)
+        near.pop(j)
         chosen.append(best)
-        r = readings[best.uuid]
-        near = [min(c, sharing_cost(readings[n.uuid], r))
-                for n, c in zip(rest, near)]
+        near = [min(c, d)
+                for c, d in zip(near, costs.of_each([best], rest))]
     return chosen
 
 
-def group(nfs, readings, k):
-    """Split ``nfs`` into at most ``k`` groups of least total sharing cost.
+def group(nfs, readings, k, ways_per_nf=None, way_bytes=DEFAULT_WAY_BYTES,
+          curves=None, budgets=None):
+    """Split ``nfs`` into at most ``k`` groups of least total class cost.
 
-    :returns: a list of lists of NFs, anchors' groups in anchor order.
-    :raises ValueError: when ``k`` < 1 and there are NFs.
+    :param readings: ``{uuid: model.Reading}``.
+    :param ways_per_nf: ways per member of a class (see :class:`Costs`).
+    :param curves: ``{uuid: mrc.Curve}``; an NF without one gets
+        :func:`mrc.curve_for` its reading.
+    :param budgets: most NFs per class, one per class (colour budgets);
+        None: balanced, ``ceil(len(nfs) / k)`` each.
+    :returns: a list of lists of NFs, one per class (budget order).
+    :raises ValueError: when ``k`` < 1 and there are NFs, on budgets that
+        cannot take the NFs, or on a priority that is not positive.
     """
     nfs = list(nfs)
     if not nfs:
@@ -83,21 +185,125 @@ def group(nfs, readings, k):
                          % len(nfs))
     if len(nfs) <= k:
         return [[n] for n in nfs]
-    heads = anchors(nfs, readings, k)
-    others = [n for n in nfs if n not in heads]
-    # Balanced class budgets, as the colour budgets of the sink edges.
-    cap = math.ceil(len(nfs) / k) - 1
-    assign = _min_cost_assignment(
-        [[sharing_cost(readings[u.uuid], readings[h.uuid]) for h in heads]
-         for u in others], cap)
-    groups = [[h] for h in heads]
-    for u, v in zip(others, assign):
-        groups[v].append(u)
+    caps = _budgets(budgets, len(nfs), k)
+    curves = curves or {}
+    table = [curves.get(n.uuid)
+             or mrc.curve_for(readings[n.uuid], way_bytes) for n in nfs]
+    costs = Costs(table, _weights(nfs), ways_per_nf, way_bytes,
+                  [readings[n.uuid].occupancy_bytes for n in nfs])
+    # The local search from every round of the flow: each is a start.
+    groups = min((local_search(costs, g, caps)
+                  for g in flow_rounds(costs, caps)), key=costs.total)
+    return [[nfs[i] for i in g] for g in groups]
+
+
+def flow_rounds(costs, caps):
+    """Anchors and the re-priced min-cost flow: each round's index groups.
+
+    :returns: a list of groupings (index groups per class), one a round,
+        until a round gives back the classes it was priced on.
+    """
+    k = len(caps)
+    heads = anchors(costs, k)
+    # The dearest anchor to the class of the smallest budget.
+    slots = sorted(range(k), key=lambda v: (caps[v], v))
+    seeds = [None] * k
+    for h, v in zip(heads, slots):
+        seeds[v] = h
+    others = [i for i in range(len(costs.curves)) if i not in heads]
+    current = [[h] for h in seeds]
+    rounds = []
+    for _ in range(FLOW_ROUNDS):
+        # Marginal cost of each NF in each class as the class stands.
+        edge = [[0.0] * k for _ in others]
+        for v, g in enumerate(current):
+            out = [u for u in others if u not in g]
+            base = costs.of(g)
+            for u, c in zip(out, costs.of_each(g, out)):
+                edge[others.index(u)][v] = c - base
+            for u in g:
+                if u in others:
+                    rest = [i for i in g if i != u]
+                    edge[others.index(u)][v] = (base - costs.of(rest))
+        assign = min_cost_assignment(edge, [c - 1 for c in caps])
+        groups = [[h] for h in seeds]
+        for u, v in zip(others, assign):
+            groups[v].append(u)
+        if groups == current:
+            break
+        rounds.append(groups)
+        current = groups
+    return rounds
+
+
+def local_search(costs, groups, caps):
+    """Moves and swaps between classes while one lowers the total cost."""
+    groups = [list(g) for g in groups]
+    # Pairs of classes found with no improving swap, as they were then.
+    settled = set()
+    for _ in range(SEARCH_PASSES):
+        improved = False
+        for s in range(len(groups)):
+            for u in list(groups[s]):
+                # A class keeps at least one NF.
+                if len(groups[s]) > 1 and _best_move(costs, groups, caps,
+                                                     s, u):
+                    improved = True
+        for s in range(len(groups)):
+            for v in range(s + 1, len(groups)):
+                key = (frozenset(groups[s]), frozenset(groups[v]))
+                if key in settled:
+                    continue
+                if _swaps(costs, groups[s], groups[v]):
+                    improved = True
+                else:
+                    settled.add(key)
+        if not improved:
+            break
     return groups
 
 
-def _min_cost_assignment(cost, cap):
-    """Each row to one column, at most ``cap`` rows per column, least cost.
+def _best_move(costs, groups, caps, s, u):
+    """Move ``u`` out of class ``s`` where that helps most; True if moved."""
+    src = groups[s]
+    without = [i for i in src if i != u]
+    gain_src = costs.of(src) - costs.of(without)
+    best, best_v = -_TOL, None
+    for v, g in enumerate(groups):
+        if v == s or len(g) >= caps[v]:
+            continue
+        delta = costs.of(g + [u]) - costs.of(g) - gain_src
+        if delta < best:
+            best, best_v = delta, v
+    if best_v is None:
+        return False
+    src.remove(u)
+    groups[best_v].append(u)
+    return True
+
+
+def _swaps(costs, a, b):
+    """Swap members of ``a`` and ``b``, best first, while that helps.
+
+    :returns: True if any swap was made.
+    """
+    improved = False
+    for _ in range(len(a) + len(b)):
+        before = costs.of(a) + costs.of(b)
+        # into_a[x][y]: a without its x-th member, plus b's y-th.
+        into_a = [costs.of_each([i for i in a if i != u], b) for u in a]
+        into_b = [costs.of_each([i for i in b if i != w], a) for w in b]
+        delta, x, y = min((into_a[x][y] + into_b[y][x] - before, x, y)
+                          for x in range(len(a)) for y in range(len(b)))
+        if delta >= -_TOL - 1e-9 * before:
+            break
+        a[x], b[y] = b[y], a[x]
+        improved = True
+    return improved
+
+
+def min_cost_assignment(cost, caps):
+    """Each row to one column, at most ``caps[v]`` rows in column v.
 
     :returns: the column of each row.
     """
@@ -108,14 +314,14 @@ def _min_cost_assignment(cost, cap):
     lp = highspy.HighsLp()
     lp.num_col_ = n
     lp.num_row_ = rows + cols
-    scale = max((c for r in cost for c in r), default=0.0) or 1.0
+    scale = max((abs(c) for r in cost for c in r), default=0.0) or 1.0
     lp.col_cost_ = np.array([cost[u][v] / scale for u in range(rows)
                              for v in range(cols)])
     lp.col_lower_ = np.zeros(n)
     lp.col_upper_ = np.ones(n)
     # Rows 0..rows-1: each NF sends one unit; then each class takes <= cap.
     lp.row_lower_ = np.array([1.0] * rows + [0.0] * cols)
-    lp.row_upper_ = np.array([1.0] * rows + [float(cap)] * cols)
+    lp.row_upper_ = np.array([1.0] * rows + [float(c) for c in caps])
     starts, index = [0], []
     for u in range(rows):
         for v in range(cols):

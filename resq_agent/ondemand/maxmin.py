@@ -47,7 +47,7 @@ def violating(nfs, readings):
             if readings[n.uuid].latency_us > n.target_us}
 
 
-def plan(lease, nfs, readings, high_miss_bw, may_share=None):
+def plan(lease, nfs, readings, high_miss_bw, may_share=None, curves=None):
     """Split ``lease`` among ``nfs`` from their latest ``readings``.
 
     :param lease: :class:`model.Lease`.
@@ -58,6 +58,9 @@ def plan(lease, nfs, readings, high_miss_bw, may_share=None):
         NF counts as missing a lot.
     :param may_share: ``(nfs, readings) -> uuids`` of the NFs predicted
         not to keep up if ``nfs`` share one class; None: no prediction.
+    :param curves: ``{uuid: mrc.Curve}`` miss-ratio curves for grouping
+        (from profiles or past readings); an NF without one is fitted to
+        its reading (:func:`.mrc.curve_for`).
     :returns: :class:`model.Plan`; ``unmet`` lists violating NFs it could
         not isolate (no class of service or ways left, or a fair share
         under ``min_cbm_bits``).
@@ -113,8 +116,9 @@ def plan(lease, nfs, readings, high_miss_bw, may_share=None):
             low = []
         if not low and not iso:
             break
-        groups = grouping.group(iso, readings,
-                                min(len(iso), iso_classes)) if iso else []
+        groups = grouping.group(
+            iso, readings, min(len(iso), iso_classes), ways_per_nf=iso_ways,
+            way_bytes=lease.way_bytes, curves=curves) if iso else []
         for members in groups:
             kind = 'isolated' if len(members) == 1 else 'grouped'
             done.append(model.ClassOfService(

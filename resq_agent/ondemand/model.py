@@ -86,6 +86,9 @@ class NF:
     cpus: tuple = ()
     # resq:profile of its flavor: names its SLOMO model, if any.
     profile: str = None
+    # Weight of its own losses when NFs are merged into a class (grouping,
+    # NetContainer's source-edge priority): higher shares with fewer.
+    priority: float = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
