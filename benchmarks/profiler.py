@@ -12,6 +12,13 @@ at most 1% error at 0.5% noise.
 
 ``--seeds N`` repeats the noisy levels with the model driver's seeds 0 to
 N-1; the figures are then the worst error and the median over all of them.
+
+Last, the runs-error trade-off on the simulated testbed
+(:func:`resq_profiler.budget.tradeoff`, seeds 0-2): every profile capped
+at a budget of runs, both curves and repeats included, and the worst
+error against the noiseless truth; ``testbed_runs_median_by_noise`` and
+``testbed_error_pct_by_noise`` are the profiler's own stopping rule,
+``profiler_budget`` the whole trade-off.
 """
 
 import argparse
@@ -22,6 +29,7 @@ import statistics
 from oslo_config import cfg
 
 from resq_profiler import adaptive
+from resq_profiler import budget
 from resq_profiler import catalog
 from resq_profiler import conf as prof_conf
 from resq_profiler import nfmodel
@@ -189,15 +197,15 @@ def main(argv):
                'max_error_pct_by_noise': {},
                'max_latency_load_error_pct_by_noise': {}}
     for noise in NOISE_LEVELS:
-        rows = run(noise, 0, 'testbed')
+        tb_rows = run(noise, 0, 'testbed')
         k = _key(noise)
         testbed['measurements_per_profile_median_by_noise'][k] = (
-            statistics.median(r['measurements'] for r in rows))
+            statistics.median(r['measurements'] for r in tb_rows))
         testbed['max_error_pct_by_noise'][k] = round(max(
             max(r['throughput_error_pct'], r['latency_error_pct'])
-            for r in rows), 4)
+            for r in tb_rows), 4)
         testbed['max_latency_load_error_pct_by_noise'][k] = round(max(
-            r['latency_load_error_pct'] for r in rows), 4)
+            r['latency_load_error_pct'] for r in tb_rows), 4)
         print('testbed, noise %4g%%: median %s measurements per profile, '
               'worst error %.3f%% against its noiseless truth (latency '
               'curve along the load axis above half load: %.3f points)' % (
@@ -206,6 +214,8 @@ def main(argv):
                   testbed['max_latency_load_error_pct_by_noise'][k]))
     print('targets: median <= 12 measurements per profile (noiseless), '
           '<= 1% error at 0.5% noise')
+    trade = budget.tradeoff(noise_levels=NOISE_LEVELS, kind='testbed')
+    _print_tradeoff(trade)
     figures = {
         'benchmark': 'profiler',
         'max_measurements_per_curve': max_pts,
@@ -221,6 +231,9 @@ def main(argv):
         'noise_seeds': args.seeds,
         'testbed': testbed,
         'max_error_pct_by_noise_per_seed': per_seed,
+        'testbed_runs_median_by_noise': trade['runs_median_by_noise'],
+        'testbed_error_pct_by_noise': trade['error_pct_by_noise'],
+        'profiler_budget': trade,
         'per_nf': {r['nf']: {
             'throughput_points': r['throughput_points'],
             'latency_points': r['latency_points'],
@@ -231,3 +244,25 @@ def main(argv):
     }
     print(json.dumps(figures, sort_keys=True))
     return 0
+
+
+def _print_tradeoff(trade):
+    """The runs-error table of :func:`resq_profiler.budget.tradeoff`."""
+    print()
+    print('Runs against error on the testbed (seeds %s, %d NFs): runs per '
+          'profile (both curves, repeats included) and error against the '
+          'noiseless truth; budget "auto" is the profiler\'s own stopping '
+          'rule' % (', '.join(str(s) for s in trade['seeds']),
+                    len(trade['nfs'])))
+    print('%6s %6s %8s %8s %10s %10s' % (
+        'noise%', 'budget', 'runs med', 'runs max', 'err% med', 'err% max'))
+    for noise, curve in trade['curve'].items():
+        for b, p in curve.items():
+            print('%6s %6s %8g %8d %10.3f %10.3f' % (
+                noise, b, p['runs_median'], p['runs_max'],
+                p['error_pct_median'], p['error_pct_max']))
+    for noise, holds in trade['paper_claim_holds'].items():
+        print('noise %4s%%: <= %d runs at <= %g%% error %s' % (
+            noise, budget.PAPER_RUNS, budget.PAPER_ERROR_PCT,
+            'holds (budget %s)' % trade['paper_claim_budget'][noise]
+            if holds else 'does not hold'))

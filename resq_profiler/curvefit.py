@@ -100,15 +100,44 @@ class Model:
         raise NotImplementedError
 
 
-def _wls(design, ys):
-    """Relative least squares ``design @ coef ~ ys`` with coef >= 0."""
-    a = design / ys[:, None]
-    target = numpy.ones_like(ys)
-    coef, *_ = numpy.linalg.lstsq(a, target, rcond=None)
-    if (coef < 0).any():
-        coef, _ = optimize.nnls(a, target)
-    r = a @ coef - target
-    return coef, float(r @ r)
+def _wls_many(shapes, ys):
+    """Relative least squares ``a + b * g ~ ys``, ``a, b >= 0``, per ``g``.
+
+    One problem per row ``g`` of ``shapes``, minimising the squared
+    relative residuals ``(a + b * g) / ys - 1``, all solved at once by
+    their normal equations; where the unconstrained solution has a
+    negative coefficient (or the equations are singular), the better of
+    the two one-column fits with a nonnegative coefficient, as a
+    nonnegative least-squares solver finds.
+
+    :returns: ``(coef, cost)``: arrays of shape ``(m, 2)`` and ``(m,)``.
+    """
+    c0 = 1.0 / ys
+    c1 = shapes / ys[None, :]
+    n = float(len(ys))
+    s00 = float(c0 @ c0)
+    s01 = c1 @ c0
+    s11 = numpy.einsum('ij,ij->i', c1, c1)
+    t0 = float(c0.sum())
+    t1 = c1.sum(axis=1)
+    det = s00 * s11 - s01 ** 2
+    ok = det > 1e-12 * s00 * numpy.maximum(s11, 1e-300)
+    with numpy.errstate(all='ignore'):
+        a = numpy.where(ok, (s11 * t0 - s01 * t1) / det, -1.0)
+        b = numpy.where(ok, (s00 * t1 - s01 * t0) / det, -1.0)
+        both = ok & (a >= 0) & (b >= 0)
+        cost_both = n - 2 * (a * t0 + b * t1) + (
+            a * a * s00 + 2 * a * b * s01 + b * b * s11)
+        a_only = max(t0 / s00, 0.0)
+        cost_a = n - 2 * a_only * t0 + a_only ** 2 * s00
+        b_only = numpy.where(s11 > 0, numpy.maximum(t1, 0.0) / s11, 0.0)
+        cost_b = n - 2 * b_only * t1 + b_only ** 2 * s11
+    use_a = cost_a <= cost_b
+    coef = numpy.column_stack([
+        numpy.where(both, a, numpy.where(use_a, a_only, 0.0)),
+        numpy.where(both, b, numpy.where(use_a, 0.0, b_only))])
+    cost = numpy.where(both, cost_both, numpy.minimum(cost_a, cost_b))
+    return coef, numpy.maximum(cost, 0.0)
 
 
 class SaturatingThroughput(Model):
@@ -143,24 +172,20 @@ class SaturatingThroughput(Model):
                 numpy.array([numpy.inf, numpy.inf, top * 1e3, 500.0]))
 
     def _starts(self, xs, ys):
-        inv = 1.0 / ys
-        found = []
         top = float(numpy.max(xs))
         lo = float(numpy.min(xs))
-        for w in numpy.geomspace(lo * 0.5, top * 40.0, 48):
-            for q in numpy.geomspace(0.3, 120.0, 36):
-                g = numpy.clip(1.0 - xs / w, 0.0, None) ** q
-                coef, cost = _wls(numpy.column_stack(
-                    [numpy.ones_like(xs), g]), inv)
-                found.append((cost, [coef[0], coef[1], w, q]))
-        found.sort(key=lambda f: f[0])
+        ws, qs = numpy.meshgrid(numpy.geomspace(lo * 0.5, top * 40.0, 48),
+                                numpy.geomspace(0.3, 120.0, 36),
+                                indexing='ij')
+        ws, qs = ws.ravel(), qs.ravel()
+        shapes = numpy.clip(1.0 - xs[None, :] / ws[:, None], 0.0,
+                            None) ** qs[:, None]
+        coef, cost = _wls_many(shapes, 1.0 / ys)
         out = []
-        for cost, p in found:
-            if p[0] <= 0:
-                p = [max(p[0], 1e-9), p[1], p[2], p[3]]
-            out.append(numpy.array(p, dtype=float))
-            if len(out) >= 3:
-                break
+        for j in numpy.argsort(cost, kind='stable')[:3]:
+            out.append(numpy.array([coef[j, 0] if coef[j, 0] > 0 else 1e-9,
+                                    coef[j, 1], ws[j], qs[j]],
+                                   dtype=float))
         return out
 
     def params_dict(self, params):
@@ -191,15 +216,11 @@ class QueueingLatency(Model):
 
     def _starts(self, xs, ys):
         top = float(numpy.max(xs))
-        found = []
-        for s in numpy.geomspace(5e-4, 1.0, 200):
-            c = (1.0 - s) / top
-            g = 1.0 / (1.0 - c * xs)
-            coef, cost = _wls(numpy.column_stack(
-                [numpy.ones_like(xs), g]), ys)
-            found.append((cost, numpy.array([coef[0], coef[1], c])))
-        found.sort(key=lambda f: f[0])
-        return [p for _, p in found[:3]]
+        cs = (1.0 - numpy.geomspace(5e-4, 1.0, 200)) / top
+        shapes = 1.0 / (1.0 - cs[:, None] * xs[None, :])
+        coef, cost = _wls_many(shapes, ys)
+        return [numpy.array([coef[j, 0], coef[j, 1], cs[j]])
+                for j in numpy.argsort(cost, kind='stable')[:3]]
 
     def params_dict(self, params):
         a, b, c = (float(v) for v in params)

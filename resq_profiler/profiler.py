@@ -18,7 +18,12 @@
    throughput (ResQ: the worst-case latency curve), sampled adaptively over
    the configured load levels (convex), starting from what it knows: the
    noise, and the latency at full load if the saturating runs at that
-   allocation reported it (one run, both curves).
+   allocation reported it and the stored peak is the throughput they
+   measured (one run, both curves; noise, or a fit that misses that
+   point, moves the peak off the load those runs offered).
+
+``max_measurements`` caps the runs of the whole profile
+(:mod:`resq_profiler.budget` draws the runs-error trade-off with it).
 """
 
 import datetime
@@ -36,10 +41,16 @@ LOG = logging.getLogger(__name__)
 
 # The error stated when the measurements bound nothing.
 UNKNOWN_ERROR_PCT = 100.0
+# The fitted peak and the measured throughput at its allocation are the
+# same load within this fraction.
+PEAK_MATCH = 1e-6
+# The smallest budget of a whole profile: three measurements per curve.
+MIN_PROFILE_BUDGET = 6
 
 
 def run(conf, nf, traffic, config_text='', driver_name=None,
-        progress=None, profile_id=None, description=None):
+        progress=None, profile_id=None, description=None,
+        max_measurements=None):
     """Profile ``nf`` and return a :class:`~resq_common.profile.Profile`.
 
     :param conf: ``ConfigOpts`` with ``[resq_profiler]`` registered.
@@ -48,7 +59,17 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
         profile, which is valid for that configuration only.
     :param progress: callable ``(curve, x, y, count)`` per measurement,
         repeats included; ``count`` counts the curve's measurements.
+    :param max_measurements: most measurements of the whole profile, both
+        curves and repeats included (at least ``MIN_PROFILE_BUDGET``),
+        shared between the curves as their models' parameters (the
+        latency curve gets at least three and what the throughput curve
+        left). Default: only ``[resq_profiler]
+        max_measurements_per_curve`` per curve.
     """
+    if max_measurements is not None and max_measurements < MIN_PROFILE_BUDGET:
+        raise ValueError('a profile needs a budget of at least %d '
+                         'measurements (three per curve), got %r'
+                         % (MIN_PROFILE_BUDGET, max_measurements))
     opts = conf.resq_profiler
     driver_name = driver_name or opts.driver
     tol = opts.max_interpolation_error_pct
@@ -56,7 +77,8 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
     drv = drivers.load(driver_name, conf, nf, traffic)
     try:
         platform = drv.platform()
-        thr, lat, best_ways, known = _measure(drv, opts, tol, progress)
+        thr, lat, best_ways, known = _measure(drv, opts, tol, progress,
+                                              max_measurements)
     finally:
         drv.close()
     digest = profile_mod.config_digest(config_text)
@@ -82,8 +104,10 @@ def run(conf, nf, traffic, config_text='', driver_name=None,
     return prof
 
 
-def _measure(drv, opts, tol, progress):
+def _measure(drv, opts, tol, progress, budget=None):
     """Sample both curves with ``drv``.
+
+    :param budget: most measurements of both curves together, or None.
 
     :returns: ``(throughput, latency, ways of the latency curve, known)``:
         two :class:`~resq_profiler.modelfit.CurveResult`, and the latency
@@ -104,24 +128,53 @@ def _measure(drv, opts, tol, progress):
             full_load.setdefault(int(ways), []).append(lat_us)
         return mpps
 
-    thr = modelfit.sample(saturate, drv.way_range(),
-                          curvefit.SaturatingThroughput(), tol,
-                          max_points=opts.max_measurements_per_curve,
+    per_curve = opts.max_measurements_per_curve
+    thr_model, lat_model = (curvefit.SaturatingThroughput(),
+                            curvefit.QueueingLatency())
+    thr_cap = per_curve
+    if budget is not None:
+        # Split a profile's budget between the curves as their models'
+        # parameters, the latency curve keeping at least three.
+        reserve = max(3, budget * lat_model.nparams
+                      // (thr_model.nparams + lat_model.nparams))
+        thr_cap = min(per_curve, budget - reserve)
+    thr = modelfit.sample(saturate, drv.way_range(), thr_model, tol,
+                          max_points=thr_cap,
                           progress=report('throughput'),
                           shape='concave')
     best_ways, peak = _best_allocation(thr)
     levels = sorted(opts.latency_load_levels)
     known = {}
-    if levels[-1] == 1.0 and full_load.get(best_ways):
+    # The saturating runs read the latency at the NF's real capacity; the
+    # latency curve's full load is the profile's peak, the fitted value,
+    # which noise or a model that misses the measured point moves off it.
+    # Near saturation latency is steep (a 1% error in load is ~20% in p95
+    # at full load), so the run is shared only when the two are one load.
+    if (levels[-1] == 1.0 and full_load.get(best_ways)
+            and _peak_is_measured(thr, best_ways, peak)):
         known[1.0] = full_load[best_ways]
     lat = modelfit.sample(
         lambda x: drv.latency(best_ways, x, peak), levels,
-        curvefit.QueueingLatency(), tol,
-        max_points=opts.max_measurements_per_curve,
+        lat_model, tol,
+        max_points=(per_curve if budget is None else
+                    min(per_curve, budget - thr.measurements)),
         progress=report('latency'), shape='convex', known=known,
         noise_pct=thr.noise_pct, noise_dof=thr.noise_dof,
         dense=_dense(levels))
     return thr, lat, best_ways, known
+
+
+def _peak_is_measured(thr, ways, peak):
+    """Whether ``peak`` is what the saturating runs at ``ways`` offered.
+
+    True on a noiseless testbed when the stored curve goes through the
+    measured throughput there (to a part in a million).
+    """
+    if thr.noise_pct:
+        return False
+    measured = {x: y for x, y, _ in thr.measured}.get(ways)
+    return measured is not None and abs(peak - measured) <= (
+        abs(measured) * PEAK_MATCH)
 
 
 def _best_allocation(thr):

@@ -1,6 +1,7 @@
 import os
 import sys
 import textwrap
+import types
 
 import fixtures
 
@@ -111,12 +112,46 @@ class ModelProfilerTest(base.TestCase):
         total = m['measurements']['throughput'] + m['measurements']['latency']
         self.assertEqual(made[0].calls, total)
         self.assertGreater(m['measurements']['repeats'], 0)
-        # Each kept point was measured once, plus the repeats, less the
-        # full-load latency point the throughput runs gave.
-        self.assertGreaterEqual(m['measurements']['shared'], 1)
-        self.assertEqual(total, sum(m['points'].values()) - 1
+        # Under noise the profile's peak is not the NF's capacity, at
+        # which the saturating runs read their latency: the full-load
+        # point is measured at the peak instead of shared. Each kept point
+        # was measured once, plus the repeats.
+        self.assertEqual(0, m['measurements']['shared'])
+        self.assertIn(1.0, [x for x, _, _ in m['fit']['latency']['measured']])
+        self.assertEqual(total, sum(m['points'].values())
                          + m['measurements']['repeats'])
         self.assertGreater(m['noise_pct'], 0.1)
+
+    def test_profile_budget_caps_both_curves_together(self):
+        made = self._counting_driver()
+        self.flags('resq_profiler', model_noise_pct=0.5)
+        prof = profiler.run(self.conf, 'LPM', nfmodel.Traffic(),
+                            max_measurements=9)
+        m = prof.measurement
+        total = m['measurements']['throughput'] + m['measurements']['latency']
+        self.assertEqual(9, total)
+        self.assertEqual(made[0].calls, total)
+        self.assertGreaterEqual(m['measurements']['latency'], 3)
+        self.assertTrue(m['budget_exhausted'])
+
+    def test_profile_budget_below_two_curves_is_refused(self):
+        err = self.assertRaises(ValueError, profiler.run, self.conf, 'LPM',
+                                nfmodel.Traffic(), max_measurements=5)
+        self.assertIn('at least 6', str(err))
+
+    def test_full_load_run_is_shared_only_at_the_stored_peak(self):
+        def curve(noise, mpps):
+            return types.SimpleNamespace(
+                noise_pct=noise, measured=[(8.0, 3.0, 1), (9.0, mpps, 1)])
+
+        self.assertTrue(profiler._peak_is_measured(curve(0.0, 3.5), 9, 3.5))
+        # A model that misses the measured point moves the peak off the
+        # load the saturating runs offered ...
+        self.assertFalse(profiler._peak_is_measured(curve(0.0, 3.51), 9,
+                                                    3.5))
+        # ... and so does noise, whatever the fit.
+        self.assertFalse(profiler._peak_is_measured(curve(0.5, 3.5), 9, 3.5))
+        self.assertFalse(profiler._peak_is_measured(curve(0.0, 3.5), 7, 3.5))
 
     def test_budget_cut_profile_states_its_error(self):
         self.flags('resq_profiler', max_measurements_per_curve=3)

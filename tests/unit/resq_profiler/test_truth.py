@@ -185,10 +185,13 @@ class MeasuredFromTruthTest(base.TestCase):
             self.assertAlmostEqual(truth.solo(spec, ways).capacity_mpps,
                                    mpps, places=9)
         peak = prof.peak_mpps
+        shared = prof.measurement['measurements']['shared']
         for load, us, _ in fit['latency']['measured']:
-            if load == 1.0:
-                # From the saturating runs: offered what the NF can do.
+            if load == 1.0 and shared:
+                # From the saturating runs: offered what the NF can do
+                # (shared only when that is the stored peak).
                 offered = truth.solo(spec, prof.latency_ways).capacity_mpps
+                self.assertAlmostEqual(offered, peak, places=6)
             else:
                 offered = load * peak
             self.assertAlmostEqual(truth.solo(
