@@ -113,13 +113,15 @@ ALL_OPTS = [
                       '(0.10 = 10% more at most); otherwise the planner '
                       'keeps improving it within time_limit.'),
     cfg.IntOpt('full_model_max_instances',
-               default=6000, min=0,
+               default=1000, min=0,
                help='Clouds (or Nova cells) with more movable ResQ '
                     'instances than this are planned with the repacking '
                     'heuristic and the aggregated lower bound only (hosts '
                     'of one shape pooled), whose proven gap is reported '
                     'the same way; below it the per-host MILP may improve '
-                    'the plan when the gap is not yet met.'),
+                    'the plan when the gap is not yet met. Above about a '
+                    'thousand, building the MILP takes most of time_limit '
+                    'and HiGHS improves nothing in the rest.'),
     cfg.IntOpt('max_configurations_per_term',
                default=2000, min=10,
                help='Terms with more minimal configurations than this (very '

@@ -125,7 +125,7 @@ def pools(snap, fixed):
     return by_pool, forced, demand, stay
 
 
-def hosts_lower_bound(snap, fixed, time_limit=10.0):
+def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
     """Proven fewest hosts any plan of ``snap`` uses (see the module doc).
 
     The LP relaxation of the pooled model first (fast at any size, and
@@ -153,6 +153,7 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
         h.addConstr(sum(vs) == n)
     _pool_rows(h, integer, cols, opened, fp)
     lp_value, lp_status = _relaxation(h, highspy, started, time_limit)
+    lp_x = list(h.getSolution().col_value) if lp_value is not None else None
     if lp_status == 'infeasible':
         # The current placement is a solution: only a bug gets here.
         LOG.warning('Aggregated plan bound found no solution; using the '
@@ -172,11 +173,27 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0):
             value - 1e-6):
         status = '%s; LP relaxation bound' % status
         value = lp_value
+    if keep is not None:
+        keep.update(_kept(h, highspy, opened, by_pool, lp_x))
     bound = len(forced) + math.ceil(value - 1e-6)
     LOG.debug('Aggregated host bound %d (%d pools, %d shapes, %s, %.2fs)',
               bound, len(opened), len(demand), status,
               time.monotonic() - started)
     return bound, status
+
+
+def _kept(h, highspy, opened, by_pool, lp_x):
+    """``{(host names): hosts kept open}`` of the model's solution."""
+    if (h.getInfo().primal_solution_status
+            == highspy.SolutionStatus.kSolutionStatusFeasible):
+        x, up = h.getSolution().col_value, round
+    elif lp_x is not None:
+        x, up = lp_x, (lambda v: math.ceil(v - 1e-6))
+    else:
+        return {}
+    return {tuple(by_pool[shape]): min(int(up(x[var.index])),
+                                       len(by_pool[shape]))
+            for shape, var in opened.items()}
 
 
 def _highspy():

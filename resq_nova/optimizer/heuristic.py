@@ -143,24 +143,28 @@ class _Room:
 
     def place(self, inst, exclude):
         """The domain (best fit) ``inst`` goes to, not on ``exclude``."""
-        free, clos, hosts = self.free, self.clos, self.hosts
         for ways in self.levels(inst.ways):
             for key in self.buckets.get(ways, ()):
-                name = key[0]
-                if name == exclude or free[key][0] < inst.cores:
-                    continue
-                if min(clos[name], free[key][2]) < inst.clos:
-                    continue
-                if inst.az and hosts[name].az != inst.az:
-                    continue
-                if not (_room(self.numa[key], inst.numa_need())
-                        and _room(self.res[name], inst.resources)):
-                    continue
-                if any(self.where.get(u) == name
-                       for u in self.mates[inst.uuid]):
-                    continue
-                return key
+                if key[0] != exclude and self.fits(inst, key):
+                    return key
         return None
+
+    def fits(self, inst, key):
+        """Whether ``inst`` fits in domain ``key`` as things are now."""
+        free, name = self.free[key], key[0]
+        if not self.hosts[name].accepts:
+            return False
+        if free[1] < inst.ways or free[0] < inst.cores:
+            return False
+        if min(self.clos[name], free[2]) < inst.clos:
+            return False
+        if inst.az and self.hosts[name].az != inst.az:
+            return False
+        if not (_room(self.numa[key], inst.numa_need())
+                and _room(self.res[name], inst.resources)):
+            return False
+        return not any(self.where.get(u) == name
+                       for u in self.mates[inst.uuid])
 
     def take(self, inst, key, sign=1, home=None):
         """Put ``inst`` in ``key`` (``sign`` -1: back on ``home``)."""
@@ -270,3 +274,123 @@ def compose(snap, first, then):
     if any(t[0] == origin[u][0] and t != origin[u] for u, t in out.items()):
         return None         # back home in another domain: not a migration
     return {u: t for u, t in out.items() if t != origin[u]}
+
+
+# Instances of at most this many ways may be evicted from a kept domain to
+# make room for a larger one (they are the fillers that fit small holes).
+EVICT_WAYS = 3
+
+
+def repack(snap, fixed, keep, deadline, clock=None):
+    """Close the hosts the pooled bound's solution closes; the best plan.
+
+    ``keep`` is :func:`bound.hosts_lower_bound`'s ``{(host names): hosts
+    kept open}``: per pool of hosts of one shape, the bound's solution
+    says how many stay. The fullest stay; the others are drained, their
+    largest instances first, each to the best-fitting domain or, when no
+    hole is big enough, to a domain where evicting a few small instances
+    (:data:`EVICT_WAYS`) makes room; the evicted go to other hosts'
+    holes. This packs hosts of several shapes where the emptiest-first
+    drain (:func:`drain`) leaves many small holes: it closes the shape
+    the bound says to close, and lets large instances into full hosts.
+    When not every host can close, fewer do: the emptiest of the list
+    first, the count found by bisection.
+
+    :returns: ``(targets, drained)``, or ``None`` when no host closes.
+    """
+    import time
+
+    clock = clock or time.monotonic
+    forced = snap.forced_open(fixed)
+    in_use = snap.hosts_in_use()
+    load = collections.Counter(i.host for i in snap.instances)
+    close = []
+    for names, count in keep.items():
+        mine = sorted((n for n in names if n in in_use and n not in forced),
+                      key=lambda n: (load[n], n))
+        close.extend(mine[:max(len(mine) - count, 0)])
+    close.sort(key=lambda n: (load[n], n))
+    best = None
+    lo, hi = 0, len(close)
+    while lo < hi and clock() < deadline:
+        mid = (lo + hi + 1) // 2
+        got = _repack_once(snap, fixed, close[:mid])
+        if got is None:
+            hi = mid - 1
+        else:
+            best, lo = got, mid
+    return best
+
+
+def _repack_once(snap, fixed, close):
+    """Drain exactly ``close`` with evictions; ``None`` if one is stuck."""
+    room = _Room(snap)
+    room.keep.difference_update(close)
+    for key in (k for n in close for k in room.keys_of[n]):
+        room.buckets[room.free[key][1]].pop(key, None)
+    origin = {i.uuid: (i.host, i.domain) for i in snap.instances}
+    at = collections.defaultdict(list)      # kept domain -> evictable
+    for inst in sorted(snap.instances,
+                       key=lambda i: (-i.ways, -i.cores, i.uuid)):
+        if (inst.host not in close and inst.uuid not in fixed
+                and inst.ways <= EVICT_WAYS):
+            at[inst.host, inst.domain].append(inst)
+    items = sorted((i for n in close for i in room.on_host[n]),
+                   key=lambda i: (-i.ways, -i.cores, i.uuid))
+    targets, evicted = {}, []
+    for inst in items:
+        key = room.place(inst, inst.host)
+        if key is None and inst.ways > EVICT_WAYS:
+            key = _evict_for(room, inst, at, evicted)
+        if key is None:
+            evicted.append(inst)        # placed with the small ones
+            continue
+        room.take(inst, key)
+        targets[inst.uuid] = key
+    for inst in sorted(evicted, key=lambda i: (-i.ways, -i.cores, i.uuid)):
+        key = room.place(inst, origin[inst.uuid][0])
+        if key is None:
+            return None
+        room.take(inst, key)
+        targets[inst.uuid] = key
+    return targets, set(close)
+
+
+def _evict_for(room, inst, at, evicted, tries=8):
+    """A kept domain where evicting small instances lets ``inst`` in.
+
+    Of the domains that could hold it once their small instances leave,
+    those needing the fewest evictions are tried first (at most
+    ``tries``); the evicted are taken out and appended to ``evicted``.
+    ``None`` when none will do.
+    """
+    found = []
+    for key, small in at.items():
+        if (not small or key[0] not in room.keep
+                or not room.hosts[key[0]].accepts):
+            continue
+        free = room.free[key]
+        short_w, short_c = inst.ways - free[1], inst.cores - free[0]
+        if short_w > sum(s.ways for s in small):
+            continue
+        out = []
+        for s in small:
+            if short_w <= 0 and short_c <= 0:
+                break
+            out.append(s)
+            short_w -= s.ways
+            short_c -= s.cores
+        if short_w <= 0 and short_c <= 0:
+            found.append((len(out), key, out))
+    found.sort(key=lambda f: (f[0], f[1]))
+    for _, key, out in found[:tries]:
+        for s in out:
+            room.take(s, key, -1, home=None)
+        if room.fits(inst, key):
+            for s in out:
+                at[key].remove(s)
+            evicted.extend(out)
+            return key
+        for s in out:
+            room.take(s, key)
+    return None

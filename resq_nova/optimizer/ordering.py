@@ -27,7 +27,12 @@ import collections
 class Ledger:
     """What each cache domain and host holds, move by move."""
 
-    def __init__(self, snap):
+    def __init__(self, snap, only=None):
+        """The room of every domain and host of ``snap``.
+
+        :param only: track the room of this host alone (the others'
+            counts start at zero and are never checked by the caller).
+        """
         self.snap = snap
         self.dom = collections.defaultdict(lambda: [0, 0, 0])
         self.host_clos = collections.Counter()
@@ -40,7 +45,8 @@ class Ledger:
                 for u in g.members:
                     self.mates[u].update(x for x in g.members if x != u)
         for inst in snap.instances:
-            self.add(inst, inst.host, inst.domain)
+            if only is None or inst.host == only:
+                self.add(inst, inst.host, inst.domain)
             self.where[inst.uuid] = {inst.host}
 
     def add(self, inst, host, dom, sign=1):
@@ -242,13 +248,38 @@ def needed_only(snap, moves):
             if any(d['uuid'] == uuid for d in dropped):
                 continue
             rest = [mv for mv in moves if mv['uuid'] != uuid]
-            if replay(snap, rest) is None and freed <= (
+            if _safe_at(snap, rest, origin[uuid]) and freed <= (
                     snap.hosts_in_use() - hosts_in_use_after(snap, rest)):
                 dropped.extend(mv for mv in moves if mv['uuid'] == uuid)
                 moves = rest
                 changed = True
                 break
     return moves, dropped
+
+
+def _safe_at(snap, moves, host):
+    """Whether every move of ``moves`` into ``host`` can start in order.
+
+    Enough to tell whether an instance of ``host`` may stay there (its
+    moves dropped from a plan that was safe): staying only takes room on
+    ``host``, so only the moves into ``host`` can be blocked by it. Only
+    the moves that touch ``host`` are replayed, against its room alone,
+    so the check does not grow with the cloud.
+    """
+    touching = [mv for mv in moves
+                if host in (mv['from_host'], mv['to_host'])]
+    if not any(mv['to_host'] == host for mv in touching):
+        return True
+    ledger = Ledger(snap, only=host)
+    by_uuid = {i.uuid: i for i in snap.instances}
+    loc = {i.uuid: (i.host, i.domain) for i in snap.instances}
+    for mv in touching:
+        inst = by_uuid[mv['uuid']]
+        if (mv['to_host'] == host and ledger.blocker(
+                inst, host, mv['to_domain'])):
+            return False
+        _leg(ledger, inst, loc, mv['to_host'], mv['to_domain'])
+    return True
 
 
 def hosts_in_use_after(snap, moves):
