@@ -134,11 +134,23 @@ class Synthetic:
 
     It issues ``refs_per_s`` LLC references a second, uniformly over a
     buffer of ``buffer_bytes`` (``alpha`` 0), whatever the cache does.
+    With ``packet_mpps`` it also does packet I/O: the NIC writes
+    ``packet_mpps`` million packets of ``packet_bytes`` a second into
+    ``dma_buffers`` DMA buffers through DDIO, so its buffers take DDIO's
+    ways like an NF's do and, when all of them overflow DDIO, its leaked
+    packets load the memory bus (the default does no I/O).
     """
 
     refs_per_s: float
     buffer_bytes: float = 64 * nfmodel.MIB
     name: str = 'synthetic'
+    packet_mpps: float = 0.0
+    packet_bytes: int = 64
+    dma_buffers: int = 0
+
+    @property
+    def does_io(self):
+        return self.packet_mpps > 0 and self.dma_buffers > 0
 
 
 class TruthNF:
@@ -310,7 +322,7 @@ def _groups(instances, synthetic):
     return groups
 
 
-def _dma_leak(platform, instances):
+def _dma_leak(platform, instances, synthetic=()):
     """``(fraction of packet data leaked to DRAM, bytes held in DDIO)``."""
     ddio = platform.io_ways * platform.way_size_bytes
     footprint = 0.0
@@ -321,6 +333,10 @@ def _dma_leak(platform, instances):
                                             inst.traffic.packet_bytes,
                                             len(instances))
         footprint += buffers * nfmodel.buffer_bytes(inst.traffic.packet_bytes)
+    for syn, _ in synthetic:
+        if syn.does_io:
+            footprint += syn.dma_buffers * nfmodel.buffer_bytes(
+                syn.packet_bytes)
     leak = max(0.0, 1.0 - ddio / footprint) if footprint else 0.0
     return leak, min(footprint, ddio)
 
@@ -337,7 +353,7 @@ class _Server:
         self.groups = _groups(instances, synthetic)
         self.io_ways = frozenset(range(platform.llc_ways - platform.io_ways,
                                        platform.llc_ways))
-        self.leak, self.in_ddio = _dma_leak(platform, instances)
+        self.leak, self.in_ddio = _dma_leak(platform, instances, synthetic)
         self.hz = platform.cpu_ghz * 1e9
         self.caps = [self.hz / m.cycles(platform.llc_bytes) / 1e6
                      for m in self.models]
@@ -373,6 +389,11 @@ class _Server:
                 * CACHE_LINE
                 + leak * (inst.traffic.packet_bytes * LEAK_TRANSFERS
                           + HEADER_LINES * CACHE_LINE))
+        for syn, _ in self.synthetic:
+            if syn.does_io:
+                traffic_bytes += syn.packet_mpps * 1e6 * leak * (
+                    syn.packet_bytes * LEAK_TRANSFERS
+                    + HEADER_LINES * CACHE_LINE)
         self.util = traffic_bytes / (self.platform.mem_bw_gbps * 1e9)
         self.speed = 0.5 * self.speed + 0.5 * nfmodel.memory_speed(self.util)
 
@@ -432,12 +453,27 @@ class _Server:
 
     def synthetic_counters(self):
         """One :class:`Counters` per synthetic competitor."""
-        return [Counters(
-            llc_refs_per_s=s.refs_per_s, llc_misses_per_s=misses,
-            llc_occupancy_bytes=share,
-            mem_bw_bytes_per_s=misses * CACHE_LINE, io_bytes_per_s=0.0)
-            for (s, _), (share, misses) in zip(self.synthetic,
-                                               self.syn_read)]
+        out = []
+        for (s, _), (share, misses) in zip(self.synthetic, self.syn_read):
+            if not s.does_io:
+                out.append(Counters(
+                    llc_refs_per_s=s.refs_per_s, llc_misses_per_s=misses,
+                    llc_occupancy_bytes=share,
+                    mem_bw_bytes_per_s=misses * CACHE_LINE,
+                    io_bytes_per_s=0.0))
+                continue
+            # Packet I/O as an NF's: leaked headers miss, leaked data
+            # crosses the bus twice.
+            pps = s.packet_mpps * 1e6
+            misses += pps * self.leak * min(HEADER_LINES, nfmodel.buffer_lines(
+                s.packet_bytes))
+            out.append(Counters(
+                llc_refs_per_s=s.refs_per_s, llc_misses_per_s=misses,
+                llc_occupancy_bytes=share,
+                mem_bw_bytes_per_s=misses * CACHE_LINE + pps * self.leak
+                * s.packet_bytes * LEAK_TRANSFERS,
+                io_bytes_per_s=pps * s.packet_bytes))
+        return out
 
 
 @functools.lru_cache(maxsize=64)

@@ -104,8 +104,25 @@ def lease_candidates(placement, vcpus):
         raise
 
 
+def lease_ways(traits):
+    """The ways of a lease from its provider's traits, or ``None``.
+
+    The agent reports them as ``CUSTOM_RESQ_ONDEMAND_WAYS_<n>``.
+    """
+    prefix = extra_specs.TRAIT_ONDEMAND_PREFIX
+    for trait in traits or ():
+        if trait.startswith(prefix) and trait[len(prefix):].isdigit():
+            ways = int(trait[len(prefix):])
+            if ways > 0:
+                return ways
+    return None
+
+
 def leases_with_room(placement, term, vcpus):
-    """``[{'provider', 'root', 'free'}]``, most free lease cores first.
+    """``[{'provider', 'root', 'free', 'ways'}]``, most free cores first.
+
+    ``ways`` is the lease's size in ways (``None`` when its provider does
+    not say).
 
     :raises greedy.AdmissionRefused: no lease has room for one instance.
     """
@@ -119,7 +136,8 @@ def leases_with_room(placement, term, vcpus):
                 extra_specs.RC_ONDEMAND_CORE) or {}
             seen[rp] = {'provider': rp,
                         'root': s.get('root_provider_uuid'),
-                        'free': res.get('capacity', 0) - res.get('used', 0)}
+                        'free': res.get('capacity', 0) - res.get('used', 0),
+                        'ways': lease_ways(s.get('traits'))}
     if not seen:
         raise greedy.AdmissionRefused(
             term, LEASE,
@@ -137,10 +155,13 @@ def sharing_warnings(placement, compute, store, room, profile, mpps):
     expected rate (``resq:profile``, ``resq:throughput_mpps``) and the new
     NF are predicted together with their SLOMO models
     (:func:`resq_profiler.slomo.sharing.admission_warning`): a warning
-    names every NF that would fall below its rate. A warning does not
-    refuse the term (the host agent isolates who violates); it says where
-    Nova's choice of host would hurt. Without a profile and an expected
-    rate for the new NF nothing is predicted.
+    names every NF that would fall below its rate. They are predicted
+    confined to the lease's ways (its ``CUSTOM_RESQ_ONDEMAND_WAYS_<n>``
+    trait), the most one shared class of the lease can have; a lease that
+    does not report its ways is predicted on the whole LLC. A warning does
+    not refuse the term (the host agent isolates who violates); it says
+    where Nova's choice of host would hurt. Without a profile and an
+    expected rate for the new NF nothing is predicted.
 
     :returns: warning lines, ``on <host>: ...``.
     """
@@ -181,8 +202,12 @@ def sharing_warnings(placement, compute, store, room, profile, mpps):
             model(pid)
             members.append(pid)
             targets[pid] = max(targets.get(pid, 0.0), float(rate))
-        text = sharing.admission_warning(models, members,
-                                         profile.profile_id, targets)
+        try:
+            text = sharing.admission_warning(models, members,
+                                             profile.profile_id, targets,
+                                             lease.get('ways'))
+        except ValueError as exc:
+            text = 'no SLOMO prediction for its lease: %s' % exc
         if text:
             warnings.append('on %s: %s' % (host, text))
     return warnings

@@ -16,7 +16,8 @@ through the model driver on the simulated testbed, with the evaluation's
 measurement noise: its contentiousness, and a sensitivity model trained
 against synthetic competitors. The prediction of an NF's throughput next
 to a set of catalog NFs reads their measured contentiousness, composes it
-and asks the NF's model. It answers the same questions as
+with the size of the class they share (the whole LLC unless told) and
+asks the NF's model. It answers the same questions as
 :class:`resq_nova.evaluation.dobrescu.Predictor`, so the ``slomo`` scheme
 places with the ``prediction`` scheme's logic, and
 :func:`resq_nova.evaluation.dobrescu.figure10` judges both.
@@ -84,14 +85,18 @@ class Predictor:
     def solo_mpps(self, name):
         return self.model(name).solo_mpps
 
-    def predict(self, name, competitors):
+    def predict(self, name, competitors, ways=None):
         """Predicted saturation throughput (Mpps) of ``name``.
 
-        :param competitors: names of the NFs sharing its LLC.
+        :param competitors: names of the NFs sharing its cache class.
+        :param ways: ways of that class; ``None`` is the whole LLC (the
+            evaluation's schemes share all of it).
         """
         key = dobrescu.colocation(name, competitors)
-        if key not in self._memo:
+        if ways is not None and ways >= self.platform.llc_ways:
+            ways = None
+        if (key, ways) not in self._memo:
             mine = self.model(key[0])
-            self._memo[key] = mine.predict_mpps(
-                [self.model(c).contentiousness for c in key[1]])
-        return self._memo[key]
+            self._memo[key, ways] = mine.predict_mpps(
+                [self.model(c).contentiousness for c in key[1]], ways)
+        return self._memo[key, ways]

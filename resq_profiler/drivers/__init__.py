@@ -65,17 +65,20 @@ class Driver(metaclass=abc.ABCMeta):
         """
         return self.throughput(ways), None
 
-    def contention_run(self, competitors, with_nf=True):
+    def contention_run(self, competitors, with_nf=True, ways=None):
         """One run next to synthetic competitors, with counter readings.
 
         What SLOMO's training measures (:mod:`resq_profiler.slomo`): the
         NF saturated on its core while each competitor streams over its
-        buffer on a core of its own, all sharing the LLC, and every core's
-        counters (:class:`resq_profiler.truth.Counters`).
+        buffer (and does packet I/O, if it has a packet rate) on a core of
+        its own, all in one class of service of ``ways`` ways, and every
+        core's counters (:class:`resq_profiler.truth.Counters`).
 
         :param competitors: :class:`resq_profiler.truth.Synthetic` objects.
         :param with_nf: ``False`` runs the competitors alone (to read their
             own counters).
+        :param ways: ways of the class they all share, from the lowest way
+            up; ``None`` is the whole LLC.
         :returns: ``(Mpps or None, NF counters or None, [competitor
             counters])``.
         :raises resq_profiler.exception.MeasurementError: when the driver
@@ -84,8 +87,25 @@ class Driver(metaclass=abc.ABCMeta):
         raise exception.MeasurementError(
             reason='the %r profiling driver cannot run synthetic competitors '
             'with counter readings, which SLOMO training needs; train with '
-            'the model driver, or see doc/source/admin/slomo.rst for what a '
-            'hardware driver must provide' % self.name)
+            'the model driver or the command driver (with [resq_profiler] '
+            'contention_command), see doc/source/admin/slomo.rst'
+            % self.name)
+
+    def check_class_ways(self, ways):
+        """``ways`` checked against the platform (``None``: all ways).
+
+        :raises resq_profiler.exception.MeasurementError: when the platform
+            cannot have a class of that many ways.
+        """
+        allowed = self.way_range()
+        if ways is None:
+            return allowed[-1]
+        if isinstance(ways, bool) or not isinstance(ways, int) or not (
+                allowed[0] <= ways <= allowed[-1]):
+            raise exception.MeasurementError(
+                reason='a contention run needs a class of %d to %d ways on '
+                'this platform, got %r' % (allowed[0], allowed[-1], ways))
+        return ways
 
     def close(self):
         """Release whatever the driver holds (groups, processes)."""

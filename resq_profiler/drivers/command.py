@@ -20,6 +20,7 @@ until the parent has written its PID to ``tasks``), lets it run, stops it
 with SIGINT and parses its output.
 """
 
+import json
 import math
 import os
 import re
@@ -27,18 +28,48 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from resq_common import cbm
 from resq_common import resctrl
 from resq_profiler import drivers
+from resq_profiler.drivers import counters
 from resq_profiler import exception
 from resq_profiler import nfmodel
 import resq_profiler.privsep.resctrl
 
 LOG = logging.getLogger(__name__)
+
+# SLOMO's contention runs on a real host (doc/source/admin/slomo.rst).
+CONTENTION_OPTS = [
+    cfg.StrOpt('contention_command',
+               help='Command line of one SLOMO contention run on this host: '
+                    'it runs the NF (when asked) and the synthetic '
+                    'competitors the run spec lists, each on its core, '
+                    'for the measurement window, writes "perf stat -x, -A" '
+                    'counts to {perf_out} and resctrl mon_data snapshots '
+                    'of monitoring groups cpu<N> to {mon_out}, and prints '
+                    'the NF\'s throughput as [resq_profiler] '
+                    'command_output says. Placeholders: {spec} (JSON run '
+                    'spec), {perf_out}, {mon_out}, {cpus}, {cpu}, '
+                    '{competitor_cpus}, {with_nf}, {ways}, {duration_s}, '
+                    '{packet_bytes}, {flows}, {mbufs}, {group_dir}. Unset: '
+                    'this host cannot train SLOMO models.'),
+    cfg.ListOpt('contention_cpus', item_type=cfg.types.Integer(min=0),
+                default=[],
+                help='Cores for the synthetic competitors of contention '
+                     'runs, one each (SLOMO trains with up to 8); they '
+                     'share the profiling core\'s cache domain.'),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(CONTENTION_OPTS, group='resq_profiler')
+
 
 _KV_RE = re.compile(r'^\s*(throughput_mpps|latency_p95_us)\s*[=:]\s*'
                     r'([0-9.eE+-]+)\s*$', re.MULTILINE)
@@ -217,9 +248,31 @@ class CommandDriver(drivers.Driver):
     def _run(self, ways, load_fraction, load_mpps):
         mask = self._apply_mask(ways)
         argv = self._argv(ways, load_fraction, load_mpps)
+        output, returncode = self._launch(argv, mask)
+        mpps, lat = self.parse(output)
+        if mpps is None and lat is None:
+            raise exception.MeasurementError(
+                reason='%s exited %s and printed nothing parseable as %s '
+                'output%s; last lines:\n%s' % (
+                    argv[0], returncode, self.opts.command_output,
+                    _HINTS.get(self.opts.command_output, ''),
+                    _tail(output)))
+        for value, what in ((mpps, 'throughput'), (lat, 'latency')):
+            if value is not None and (not math.isfinite(value)
+                                      or value <= 0):
+                raise exception.MeasurementError(
+                    reason='%s reported a %s of %r, which is not a '
+                    'positive number' % (argv[0], what, value))
+        return mpps, lat
+
+    def _launch(self, argv, mask, cpus=None):
+        """Run ``argv`` in the group; ``(output, exit status)``.
+
+        :param cpus: the cores it may run on (default the profiling core).
+        """
         LOG.debug('Running %s with L3 mask %s', argv, cbm.fmt(mask))
         gate_r, gate_w = os.pipe()
-        cpu = self.opts.cpu
+        cpu = set(cpus or (self.opts.cpu,))
         # The shim blocks on the gate pipe and then execs the NF in place,
         # keeping its PID: the NF's first instruction already runs under
         # the group's mask. (A blocking preexec_fn cannot do this: Popen
@@ -229,7 +282,7 @@ class CommandDriver(drivers.Driver):
             proc = subprocess.Popen(
                 shim, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True, errors='replace',
-                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+                preexec_fn=lambda: os.sched_setaffinity(0, cpu),
                 pass_fds=(gate_r,))
         except OSError as exc:
             os.close(gate_r)
@@ -249,21 +302,7 @@ class CommandDriver(drivers.Driver):
         os.close(gate_w)
         output = self._collect(proc, argv)
         self.last_output = output
-        mpps, lat = self.parse(output)
-        if mpps is None and lat is None:
-            raise exception.MeasurementError(
-                reason='%s exited %s and printed nothing parseable as %s '
-                'output%s; last lines:\n%s' % (
-                    argv[0], proc.returncode, self.opts.command_output,
-                    _HINTS.get(self.opts.command_output, ''),
-                    _tail(output)))
-        for value, what in ((mpps, 'throughput'), (lat, 'latency')):
-            if value is not None and (not math.isfinite(value)
-                                      or value <= 0):
-                raise exception.MeasurementError(
-                    reason='%s reported a %s of %r, which is not a '
-                    'positive number' % (argv[0], what, value))
-        return mpps, lat
+        return output, proc.returncode
 
     def _collect(self, proc, argv):
         """Run the measurement window and return everything printed.
@@ -324,6 +363,135 @@ class CommandDriver(drivers.Driver):
                     'after SIGINT' if interrupted
                     else 'before the measurement ended', _tail(out)))
         return out
+
+    # -- contention (SLOMO) -----------------------------------------------
+    def contention_run(self, competitors, with_nf=True, ways=None):
+        """One contention run through ``contention_command``.
+
+        The profiler's group gets a mask of ``ways`` ways and every core
+        of the run (the profiling core, one of ``contention_cpus`` per
+        competitor); the command gets the run spec and leaves the counter
+        files (:mod:`.counters`).
+        """
+        register_opts(self.conf)
+        ways = self.check_class_ways(ways)
+        template = self._contention_template()
+        cores = list(self.opts.contention_cpus)
+        if len(competitors) > len(cores):
+            raise exception.MeasurementError(
+                reason='a contention run with %d competitors needs as many '
+                '[resq_profiler] contention_cpus, %d given'
+                % (len(competitors), len(cores)))
+        cores = cores[:len(competitors)]
+        if self.opts.cpu in cores:
+            raise exception.MeasurementError(
+                reason='[resq_profiler] contention_cpus must not include '
+                'the profiling core %d' % self.opts.cpu)
+        cpus = ([self.opts.cpu] if with_nf else []) + cores
+        mask = self._apply_mask(ways)
+        resq_profiler.privsep.resctrl.assign_cpus(
+            self.opts.resctrl_group, [self.opts.cpu] + cores)
+        with tempfile.TemporaryDirectory(prefix='resq-contention-') as tmp:
+            paths = {k: os.path.join(tmp, k) for k in
+                     ('spec', 'perf_out', 'mon_out')}
+            spec = self._contention_spec(competitors, with_nf, ways, cores,
+                                         paths)
+            with open(paths['spec'], 'w', encoding='utf-8') as f:
+                json.dump(spec, f, indent=1, sort_keys=True)
+            argv = self._contention_argv(template, spec, paths)
+            output, status = self._launch(argv, mask, cpus)
+            texts = {}
+            for key in ('perf_out', 'mon_out'):
+                try:
+                    with open(paths[key], encoding='utf-8',
+                              errors='replace') as f:
+                        texts[key] = f.read()
+                except OSError:
+                    raise exception.MeasurementError(
+                        reason='%s exited %s without writing {%s}; last '
+                        'lines:\n%s' % (argv[0], status, key,
+                                        _tail(output)))
+        mpps = self._contention_mpps(output, argv) if with_nf else None
+        io = {c['cpu']: c['packet_mpps'] * 1e6 * c['packet_bytes']
+              for c in spec['competitors']}
+        if with_nf:
+            io[self.opts.cpu] = mpps * 1e6 * self.traffic.packet_bytes
+        io.update(counters.io_overrides(output))
+        read = counters.readings(
+            texts['perf_out'], texts['mon_out'], io, cpus,
+            sources=('%s {perf_out}' % argv[0], '%s {mon_out}' % argv[0]))
+        if with_nf:
+            return mpps, read[0], read[1:]
+        return None, None, read
+
+    def _contention_template(self):
+        if not self.opts.contention_command:
+            raise exception.MeasurementError(
+                reason='the command driver runs SLOMO contention runs only '
+                'with [resq_profiler] contention_command set (see '
+                'doc/source/admin/slomo.rst for its protocol)')
+        try:
+            return shlex.split(self.opts.contention_command)
+        except ValueError as exc:
+            raise exception.MeasurementError(
+                reason='[resq_profiler] contention_command cannot be '
+                'parsed: %s' % exc)
+
+    def _contention_spec(self, competitors, with_nf, ways, cores, paths):
+        nf = None
+        if with_nf:
+            nf = {'name': self.nf, 'cpu': self.opts.cpu,
+                  'packet_bytes': self.traffic.packet_bytes,
+                  'flows': self.traffic.flows, 'mbufs': self.mbufs()}
+        return {
+            'format': 'resq-contention-run', 'format_version': 1,
+            'ways': ways, 'duration_s': self.opts.command_duration_s,
+            'group_dir': os.path.join(self.tree.root,
+                                      self.opts.resctrl_group),
+            'monitoring_groups': ['cpu%d' % c for c in (
+                [self.opts.cpu] if with_nf else []) + cores],
+            'nf': nf,
+            'competitors': [{
+                'cpu': cpu, 'name': c.name, 'refs_per_s': c.refs_per_s,
+                'buffer_bytes': int(c.buffer_bytes),
+                'packet_mpps': c.packet_mpps if c.does_io else 0.0,
+                'packet_bytes': c.packet_bytes,
+                'dma_buffers': c.dma_buffers if c.does_io else 0}
+                for cpu, c in zip(cores, competitors)],
+            'perf_out': paths['perf_out'], 'mon_out': paths['mon_out'],
+        }
+
+    def _contention_argv(self, template, spec, paths):
+        self._runs += 1
+        cpus = [c['cpu'] for c in spec['competitors']]
+        values = {
+            'spec': paths['spec'], 'perf_out': paths['perf_out'],
+            'mon_out': paths['mon_out'], 'ways': spec['ways'],
+            'cpu': self.opts.cpu, 'with_nf': int(spec['nf'] is not None),
+            'cpus': ','.join(str(c) for c in (
+                [self.opts.cpu] if spec['nf'] else []) + cpus),
+            'competitor_cpus': ','.join(str(c) for c in cpus),
+            'duration_s': self.opts.command_duration_s,
+            'packet_bytes': self.traffic.packet_bytes,
+            'flows': self.traffic.flows, 'mbufs': self.mbufs(),
+            'group_dir': spec['group_dir'],
+        }
+        try:
+            return [arg.format(**values) for arg in template]
+        except (KeyError, IndexError, ValueError) as exc:
+            raise exception.MeasurementError(
+                reason='[resq_profiler] contention_command has an unknown '
+                'placeholder %s; known: %s' % (exc,
+                                               ', '.join(sorted(values))))
+
+    def _contention_mpps(self, output, argv):
+        mpps, _ = self.parse(output)
+        if mpps is None or not math.isfinite(mpps) or mpps <= 0:
+            raise exception.MeasurementError(
+                reason='%s printed no positive NF throughput (%s format) '
+                'for a contention run; last lines:\n%s' % (
+                    argv[0], self.opts.command_output, _tail(output)))
+        return mpps
 
     def close(self):
         if self._group_made:

@@ -74,7 +74,13 @@ class ModelDriver(drivers.Driver):
             value = self.model.latency_p95_us(load_fraction, self.traffic)
         return self._noisy(value)
 
-    def contention_run(self, competitors, with_nf=True):
+    # DMA buffers of the NF in contention runs; None: the ResQ-sized budget
+    # that fits DDIO (the SLOMO accuracy's I/O-heavy mixes leave them
+    # unsized).
+    dma_buffers = None
+
+    def contention_run(self, competitors, with_nf=True, ways=None):
+        ways = self.check_class_ways(ways)
         if self.truth != 'testbed':
             raise exception.MeasurementError(
                 reason='runs next to competitors need the simulated testbed;'
@@ -82,12 +88,13 @@ class ModelDriver(drivers.Driver):
                 'model has no contention)')
         self.calls += 1
         platform = self.model.platform
-        ways = frozenset(range(platform.llc_ways))
+        part = frozenset(range(ways))
         insts = []
         if with_nf:
-            insts = [nfmodel.Instance(self.spec, ways, self.traffic)]
+            insts = [nfmodel.Instance(self.spec, part, self.traffic,
+                                      dma_buffers=self.dma_buffers)]
         outs, nf_counters, syn_counters = truth.run_server(
-            insts, platform, [(c, ways) for c in competitors])
+            insts, platform, [(c, part) for c in competitors])
         syn_counters = [c.noisy(self._noisy) for c in syn_counters]
         if not with_nf:
             return None, None, syn_counters

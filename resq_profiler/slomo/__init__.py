@@ -19,9 +19,14 @@ SLOMO answers it with two measured things:
   subsystem, read from performance counters (:mod:`.metrics`), composed
   over a set of competitors by summing;
 * **sensitivity** of each NF, a gradient-boosting regression from the
-  competitors' composed contentiousness to the NF's throughput, trained
-  from runs against synthetic competitors of varying pressure
-  (:mod:`.training`, :mod:`.ensemble`).
+  competitors' composed contentiousness and the size of the class of
+  service they share to the NF's throughput, trained from runs against
+  synthetic competitors of varying pressure and packet I/O, confined to
+  classes of a few ways up to the whole LLC (:mod:`.training`,
+  :mod:`.ensemble`).
+
+:mod:`.accuracy` measures the predictions inside classes against the
+simulated testbed.
 
 The fitted model is stored beside the NF's profile as a versioned,
 validated JSON document (:mod:`.document`, :mod:`.store`); an NF without a

@@ -14,13 +14,19 @@
 One document per NF profile (``<profile id>.slomo`` beside
 ``<profile id>.json`` in the profile store)::
 
-    {"format": "resq-slomo-model", "format_version": 1,
+    {"format": "resq-slomo-model", "format_version": 2,
      "nf": {"name", "profile_id"}, "platform": {...}, "traffic": {...},
      "solo_mpps": ..., "contentiousness": {"solo": {...},
      "pressured": {...}}, "probe": {...}, "features": [...],
      "target": "relative_throughput", "training": {...},
      "ensemble": {"init", "learning_rate", "n_features", "trees"},
      "checksum": "sha256:..."}
+
+Version 2 adds the class of service to the features (the ways the mix
+shares, :data:`metrics.CLASS_FEATURES`): its models answer for any class
+size of the platform. Version 1 documents, trained on the whole LLC only,
+still load and predict for the whole LLC; asked about a smaller class they
+are refused (:class:`ClassSizeUnsupported`) with the advice to retrain.
 
 The checksum covers the canonical JSON of everything else, so a file cut
 short or edited by hand is refused even when it still parses. A document
@@ -40,7 +46,9 @@ from resq_profiler.slomo import ensemble as ensemble_mod
 from resq_profiler.slomo import metrics
 
 FORMAT = 'resq-slomo-model'
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# The features each readable format version was trained on.
+VERSION_FEATURES = {1: metrics.FEATURES_V1, 2: metrics.FEATURES}
 TARGET = 'relative_throughput'
 # Platform fields that must match for a model to apply.
 PLATFORM_KEYS = ('cpu_model', 'llc_ways', 'way_size_bytes')
@@ -62,6 +70,10 @@ class PlatformMismatch(InvalidModel):
     pass
 
 
+class ClassSizeUnsupported(InvalidModel):
+    """A version-1 model asked about a class smaller than the LLC."""
+
+
 _NUM = {'type': 'number'}
 _NONNEG = {'type': 'number', 'minimum': 0}
 _INTS = {'type': 'array', 'items': {'type': 'integer'}}
@@ -77,7 +89,7 @@ SCHEMA = {
     'additionalProperties': False,
     'properties': {
         'format': {'const': FORMAT},
-        'format_version': {'const': FORMAT_VERSION},
+        'format_version': {'enum': sorted(VERSION_FEATURES)},
         'checksum': {'type': 'string', 'pattern': '^sha256:[0-9a-f]{64}$'},
         'nf': {'type': 'object', 'required': ['name', 'profile_id'],
                'properties': {'name': {'type': 'string', 'minLength': 1},
@@ -156,10 +168,12 @@ def validate(doc, source='<memory>', platform=None):
     if doc.get('format') != FORMAT:
         raise InvalidModel(source, 'not a SLOMO model document (format %r, '
                            'expected %r)' % (doc.get('format'), FORMAT))
-    if doc.get('format_version') != FORMAT_VERSION:
+    version = doc.get('format_version')
+    if isinstance(version, bool) or version not in VERSION_FEATURES:
         raise InvalidModel(source, 'format version %r is not supported; '
-                           'this release reads version %d'
-                           % (doc.get('format_version'), FORMAT_VERSION))
+                           'this release reads versions %s'
+                           % (version, ', '.join(
+                               str(v) for v in sorted(VERSION_FEATURES))))
     errors = sorted(_VALIDATOR.iter_errors(doc),
                     key=lambda e: (-len(e.absolute_path),
                                    [str(p) for p in e.absolute_path]))
@@ -173,14 +187,14 @@ def validate(doc, source='<memory>', platform=None):
     if doc['checksum'] != expected:
         raise InvalidModel(source, 'checksum mismatch: the file was cut '
                            'short or edited after training')
-    if list(doc['features']) != list(metrics.FEATURES):
-        raise InvalidModel(source, 'trained on features %s; this release '
-                           'uses %s' % (', '.join(doc['features']),
-                                        ', '.join(metrics.FEATURES)))
-    if doc['ensemble']['n_features'] != len(metrics.FEATURES):
+    features = VERSION_FEATURES[version]
+    if list(doc['features']) != list(features):
+        raise InvalidModel(source, 'trained on features %s; format version '
+                           '%d uses %s' % (', '.join(doc['features']),
+                                           version, ', '.join(features)))
+    if doc['ensemble']['n_features'] != len(features):
         raise InvalidModel(source, 'ensemble.n_features is %d, expected %d'
-                           % (doc['ensemble']['n_features'],
-                              len(metrics.FEATURES)))
+                           % (doc['ensemble']['n_features'], len(features)))
     try:
         ensemble_mod.check(doc['ensemble'])
         metrics.Contentiousness.from_dict(doc['contentiousness'])
@@ -219,26 +233,64 @@ class Model:
         self.name = doc['nf']['name']
         self.profile_id = doc['nf']['profile_id']
         self.platform = doc['platform']
+        self.version = doc['format_version']
         self.solo_mpps = doc['solo_mpps']
         self.contentiousness = metrics.Contentiousness.from_dict(
             doc['contentiousness'])
         self._ensemble = ensemble_mod.Ensemble(doc['ensemble'])
 
-    def relative(self, competitors):
+    @property
+    def llc_ways(self):
+        return self.platform['llc_ways']
+
+    def row(self, competitors, ways=None):
+        """The feature vector of ``competitors`` sharing ``ways`` ways.
+
+        :param ways: ways of the class shared; ``None`` is the whole LLC.
+        :raises ValueError: for a class the platform cannot have.
+        :raises ClassSizeUnsupported: a version-1 model (whole LLC only)
+            asked about a smaller class.
+        """
+        if ways is not None and (
+                isinstance(ways, bool) or not isinstance(ways, int)
+                or not 1 <= ways <= self.llc_ways):
+            raise ValueError('a class of service of %s has 1 to %d ways, '
+                             'got %r' % (self.platform.get('cpu_model'),
+                                         self.llc_ways, ways))
+        if self.version == 1:
+            if ways is not None and ways < self.llc_ways:
+                raise ClassSizeUnsupported(
+                    self.source, 'trained on the whole LLC only (format '
+                    'version 1), it cannot predict a class of %d of %d '
+                    'ways; retrain it ("resq-profiler slomo-train %s") to '
+                    'train at class sizes' % (ways, self.llc_ways,
+                                              self.profile_id))
+            return metrics.compose(competitors)
+        return metrics.compose(competitors, ways or self.llc_ways,
+                               self.platform['way_size_bytes'])
+
+    def relative(self, competitors, ways=None):
         """Predicted throughput relative to solo, in ``[0, 1]``.
+
+        Solo is the NF alone with the whole LLC, so a small class lowers
+        the prediction even without competitors.
 
         :param competitors: :class:`metrics.Contentiousness` of every
             competing instance.
+        :param ways: ways of the class they share (``None``: whole LLC).
         """
-        value = self._ensemble.predict(metrics.compose(competitors))
+        value = self._ensemble.predict(self.row(competitors, ways))
         if not math.isfinite(value):
             # Validated trees give finite sums; guard the contract anyway.
             return 0.0
         return min(max(value, 0.0), 1.0)
 
-    def predict_mpps(self, competitors):
-        """Predicted saturation throughput (Mpps), never negative or NaN."""
-        return self.solo_mpps * self.relative(competitors)
+    def predict_mpps(self, competitors, ways=None):
+        """Predicted saturation throughput (Mpps), never negative or NaN.
+
+        :param ways: ways of the class shared (``None``: whole LLC).
+        """
+        return self.solo_mpps * self.relative(competitors, ways)
 
     def to_json(self):
         return json.dumps(self.doc, sort_keys=True, indent=1,

@@ -19,6 +19,12 @@ them, which its solo reading cannot tell: an NF with a hot core of its
 working set keeps less cache under pressure than a streaming one with the
 same access rate. A competitor set's contentiousness is the sum of its
 members' readings, plus the number of competitors.
+
+NFs that share a class of service share only its ways, so the features
+also carry the class's size (:data:`CLASS_FEATURES`): the ways the mix
+shares, and how much of them the competitors' pressured occupancy would
+fill. Models of format version 1 were trained on the whole LLC without
+them (:data:`FEATURES_V1`).
 """
 
 import dataclasses
@@ -28,8 +34,12 @@ import math
 COUNTERS = ('llc_refs_per_s', 'llc_misses_per_s', 'llc_occupancy_bytes',
             'mem_bw_bytes_per_s', 'io_bytes_per_s')
 CONDITIONS = ('solo', 'pressured')
-FEATURES = tuple('%s.%s' % (cond, name) for cond in CONDITIONS
-                 for name in COUNTERS) + ('competitors',)
+FEATURES_V1 = tuple('%s.%s' % (cond, name) for cond in CONDITIONS
+                    for name in COUNTERS) + ('competitors',)
+# The class the mix shares: its ways, and the competitors' pressured
+# occupancy over the class's bytes.
+CLASS_FEATURES = ('class_ways', 'class_fill')
+FEATURES = FEATURES_V1 + CLASS_FEATURES
 
 
 def _reading(values, where):
@@ -83,16 +93,40 @@ class Contentiousness:
                 for name in COUNTERS]
 
 
-def compose(competitors):
-    """The feature vector (:data:`FEATURES`) of a set of competitors.
+def compose(competitors, ways=None, way_bytes=None):
+    """The feature vector of a set of competitors.
 
     :param competitors: :class:`Contentiousness` objects, one per competing
         instance (an NF twice is two instances).
+    :param ways: ways of the class they share with the NF; ``None`` gives
+        the version-1 vector (:data:`FEATURES_V1`, whole LLC, no class
+        features), a number the full one (:data:`FEATURES`).
+    :param way_bytes: bytes of one way (needed with ``ways``).
+    :raises ValueError: for a class of no ways or ways of no bytes.
     """
-    total = [0.0] * (len(FEATURES) - 1)
+    total = [0.0] * (len(FEATURES_V1) - 1)
     count = 0
     for item in competitors:
         for i, value in enumerate(item.vector()):
             total[i] += value
         count += 1
-    return total + [float(count)]
+    row = total + [float(count)]
+    if ways is None:
+        return row
+    return with_class(row, ways, way_bytes)
+
+
+def with_class(row, ways, way_bytes):
+    """A version-1 ``row`` with the class features of ``ways`` ways."""
+    if len(row) != len(FEATURES_V1):
+        raise ValueError('expected a row of the %d whole-LLC features, got '
+                         '%d values' % (len(FEATURES_V1), len(row)))
+    if (isinstance(ways, bool) or not isinstance(ways, (int, float))
+            or not ways >= 1):
+        raise ValueError('a class of service needs at least one way, got '
+                         '%r' % (ways,))
+    if not way_bytes or way_bytes <= 0:
+        raise ValueError('bytes per way must be positive, got %r'
+                         % (way_bytes,))
+    occupancy = row[FEATURES_V1.index('pressured.llc_occupancy_bytes')]
+    return list(row) + [float(ways), occupancy / (ways * way_bytes)]

@@ -14,12 +14,15 @@
 1. The NF's own contentiousness: its counters alone and next to the
    probe (:data:`PROBE`).
 2. A palette of synthetic competitors (:class:`resq_profiler.truth.
-   Synthetic`) spanning access rates and buffer sizes, each measured the
-   same way (alone, and next to the probe), so their contentiousness is
-   read exactly as an NF's would be.
-3. Runs of the NF saturated next to sets of 1 to 8 palette competitors;
-   each gives one training row: the set's composed contentiousness and
-   the NF's throughput relative to solo.
+   Synthetic`) spanning access rates and buffer sizes, half of them doing
+   packet I/O (packet rates and sizes, DMA buffers that may overflow
+   DDIO's ways), each measured the same way (alone, and next to the
+   probe), so their contentiousness is read exactly as an NF's would be.
+3. Runs of the NF saturated next to sets of 0 to 8 palette competitors,
+   all confined to one class of service of a few ways up to the whole
+   LLC (:func:`class_sizes`); each gives one training row: the set's
+   composed contentiousness with the class's size, and the NF's
+   throughput relative to solo (alone, whole LLC).
 4. A gradient-boosting fit (:mod:`.ensemble`) of those rows.
 
 Every run goes through a profiling driver's :meth:`contention_run`
@@ -35,20 +38,36 @@ from resq_profiler.slomo import ensemble
 from resq_profiler.slomo import metrics
 from resq_profiler import truth
 
-DEFAULT_RUNS = 80
-PALETTE_SIZE = 24
+DEFAULT_RUNS = 240
+PALETTE_SIZE = 32
 MAX_COMPETITORS = 8
+# Class sizes trained at, as fractions of the LLC's ways (2, 3, 4, 6, 8,
+# 12, 16 and 20 of 20 ways).
+CLASS_FRACTIONS = (0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0)
 # A heavy streaming competitor, 120M LLC references/s over 48 MiB (more
 # than the LLC): next to it an NF shows how much cache and memory
 # bandwidth it still claims under contention. A milder probe (40M over
 # 32 MiB) halved the readings' value for crowded co-locations of
 # cache-sensitive NFs (benchmarks/prediction.py).
+# The probe also forwards 5 Mpps of 64-byte packets into 4096 DMA buffers
+# (512 KiB): next to it a reading shows how much DMA buffer space the NF or
+# competitor holds, as the packet data it leaks to DRAM (the DDIO
+# chokepoint). A probe filling most of DDIO (32768 buffers) read NFs whose
+# buffers are sized for DDIO as leaky and made the catalog mixes'
+# predictions pessimistic by 1-3 points (resq_profiler.slomo.accuracy).
 PROBE = truth.Synthetic(refs_per_s=1.2e8, buffer_bytes=48 * 2 ** 20,
-                        name='probe')
+                        name='probe', packet_mpps=5.0, packet_bytes=64,
+                        dma_buffers=4096)
 # The palette spans 1M-200M references/s and 256 KiB-80 MiB buffers
 # (log-uniform), beyond what the catalog's NFs issue and hold.
 RATE_RANGE = (1e6, 2e8)
 BUFFER_RANGE = (256 * 2 ** 10, 80 * 2 ** 20)
+# Packet I/O of the competitors that do it: 0.5-15 Mpps of 64-1518 byte
+# packets into 512-8192 DMA buffers (a DPDK port's default rings of 2 x
+# 2048 descriptors are in the range, and overflow DDIO at large packets).
+PACKET_RATE_RANGE = (5e-1, 15.0)
+PACKET_SIZES = (64, 128, 256, 512, 1024, 1518)
+DMA_BUFFER_RANGE = (512, 8192)
 
 
 def _log_uniform(rng, lo, hi):
@@ -56,21 +75,55 @@ def _log_uniform(rng, lo, hi):
 
 
 def palette(seed=0, size=PALETTE_SIZE):
-    """Synthetic competitors of varying pressure (deterministic per seed)."""
+    """Synthetic competitors of varying pressure (deterministic per seed).
+
+    Every other one does packet I/O, so the DDIO counters and the leak of
+    overflowing DMA buffers vary over the training set.
+    """
     rng = random.Random('slomo-palette/%d' % seed)
-    return [truth.Synthetic(refs_per_s=_log_uniform(rng, *RATE_RANGE),
-                            buffer_bytes=_log_uniform(rng, *BUFFER_RANGE),
-                            name='synthetic-%d' % i) for i in range(size)]
+    kinds = []
+    for i in range(size):
+        refs = _log_uniform(rng, *RATE_RANGE)
+        buf = _log_uniform(rng, *BUFFER_RANGE)
+        io = {}
+        if i % 2:
+            io = {'packet_mpps': _log_uniform(rng, *PACKET_RATE_RANGE),
+                  'packet_bytes': rng.choice(PACKET_SIZES),
+                  'dma_buffers': int(_log_uniform(rng, *DMA_BUFFER_RANGE))}
+        kinds.append(truth.Synthetic(refs_per_s=refs, buffer_bytes=buf,
+                                     name='synthetic-%d' % i, **io))
+    return kinds
 
 
-def plan(runs, seed=0, size=PALETTE_SIZE, max_competitors=MAX_COMPETITORS):
-    """``runs`` competitor sets, as lists of palette indexes."""
+def class_sizes(llc_ways, min_ways=1):
+    """The class sizes (ways) training runs at, smallest first."""
+    if llc_ways < max(min_ways, 1):
+        raise ValueError('a platform of %r ways has no class of at least %r'
+                         % (llc_ways, min_ways))
+    return sorted({min(max(int(round(f * llc_ways)), min_ways, 1), llc_ways)
+                   for f in CLASS_FRACTIONS})
+
+
+def plan(runs, seed=0, size=PALETTE_SIZE, max_competitors=MAX_COMPETITORS,
+         sizes=(20,)):
+    """``runs`` runs as ``(class ways, [palette indexes])``.
+
+    The first runs put the NF alone in each class size (how the class's
+    size alone slows it); the rest draw a size and 1 to
+    ``max_competitors`` competitors.
+    """
     if runs < 1:
         raise ValueError('SLOMO training needs at least one run, got %d'
                          % runs)
+    sizes = list(sizes)
+    if not sizes:
+        raise ValueError('SLOMO training needs at least one class size')
     rng = random.Random('slomo-plan/%d' % seed)
-    return [[rng.randrange(size) for _ in range(rng.randint(
-        1, max_competitors))] for _ in range(runs)]
+    out = [(ways, []) for ways in sizes[:runs]]
+    while len(out) < runs:
+        out.append((rng.choice(sizes), [rng.randrange(size) for _ in range(
+            rng.randint(1, max_competitors))]))
+    return out
 
 
 def competitor_contentiousness(driver, competitor, probe=PROBE):
@@ -94,7 +147,10 @@ def rows(driver, runs=DEFAULT_RUNS, seed=0, probe=PROBE, progress=None,
 
     :returns: ``(solo Mpps, NF contentiousness, rows, targets)``.
     """
-    sets = plan(runs, seed, palette_size)
+    platform = driver.platform()
+    sizes = class_sizes(platform['llc_ways'], driver.way_range()[0])
+    way_bytes = platform['way_size_bytes']
+    sets = plan(runs, seed, palette_size, sizes=sizes)
     kinds = palette(seed, palette_size)
     solo_mpps, mine = nf_contentiousness(driver, probe)
     if solo_mpps <= 0:
@@ -109,11 +165,12 @@ def rows(driver, runs=DEFAULT_RUNS, seed=0, probe=PROBE, progress=None,
                                                     probe)
         return cache[idx]
 
-    xs = [metrics.compose([])]
+    xs = [metrics.compose([], platform['llc_ways'], way_bytes)]
     ys = [1.0]
-    for n, chosen in enumerate(sets, 1):
-        mpps, _, _ = driver.contention_run([kinds[i] for i in chosen])
-        xs.append(metrics.compose([of(i) for i in chosen]))
+    for n, (ways, chosen) in enumerate(sets, 1):
+        mpps, _, _ = driver.contention_run([kinds[i] for i in chosen],
+                                           ways=ways)
+        xs.append(metrics.compose([of(i) for i in chosen], ways, way_bytes))
         ys.append(mpps / solo_mpps)
         if progress and n % 20 == 0:
             progress('%s: %d/%d contention runs' % (driver.nf, n, runs))
@@ -126,12 +183,18 @@ def train(driver, profile_id, runs=DEFAULT_RUNS, seed=0, params=None,
 
     :param profile_id: the profile the model belongs with.
     :param extra: more ``(row, target)`` pairs to train on (e.g. measured
-        co-locations with real NFs).
+        co-locations with real NFs); a row of the whole-LLC features only
+        (:data:`metrics.FEATURES_V1`) is taken as sharing the whole LLC.
     """
     solo_mpps, mine, xs, ys = rows(driver, runs, seed, probe, progress,
                                    palette_size)
+    platform = driver.platform()
     for row, target in extra:
-        xs.append(list(row))
+        row = list(row)
+        if len(row) == len(metrics.FEATURES_V1):
+            row = metrics.with_class(row, platform['llc_ways'],
+                                     platform['way_size_bytes'])
+        xs.append(row)
         ys.append(target)
     fitted = ensemble.fit(xs, ys, params)
     model = ensemble.Ensemble(fitted)
@@ -160,6 +223,8 @@ def train(driver, profile_id, runs=DEFAULT_RUNS, seed=0, params=None,
             'contention_runs': runs, 'extra_rows': len(extra),
             'palette_size': palette_size,
             'max_competitors': MAX_COMPETITORS,
+            'class_ways': class_sizes(driver.platform()['llc_ways'],
+                                      driver.way_range()[0]),
             'library': library,
             'params': dict(ensemble.DEFAULT_PARAMS, **(params or {})),
             'fit_mean_error_pct': round(sum(fit_err) / len(fit_err), 3),

@@ -264,6 +264,8 @@ class OnDemandAdmitTest(test_nova_scheduler.ResQNovaTestBase):
                       'class (with %s)' % (prof.profile_id, prof.profile_id),
                       text)
         self.assertIn('below its target', text)
+        # Predicted in the lease's 4 ways (its Placement trait).
+        self.assertIn('of 4 ways would push', text)
         self.assertIn('ACTIVE on host1', text)
         flavor = self.compute.find_flavor('resq.od-b.ondemand')
         self.assertAlmostEqual(0.99 * solo, float(

@@ -43,3 +43,66 @@ class OnDemandAdmissionTest(base.TestCase):
         args = Args()
         args.slo = 'reserved'
         self.assertIn('--throughput-mpps', admit.missing_options(args))
+
+
+class SharingWarningsTest(base.TestCase):
+    """resq-admit's SLOMO warning asks about the lease's ways."""
+
+    def setUp(self):
+        super().setUp()
+        import os
+
+        from resq_profiler.slomo import store as slomo_store
+        from tests.unit.resq_profiler.slomo import util
+        self.dir = os.path.join(self.tmp, 'profiles')
+        for name in ('LPM', 'Stats'):
+            slomo_store.ModelStore(self.dir).put(util.trained_doc(name))
+        self.lpm = util.model('LPM')
+        self.stats = util.model('Stats')
+
+    def _warnings(self, ways, mpps):
+        class Placement:
+            def get_provider(self, uuid):
+                return {'name': 'host1'}
+
+        class Compute:
+            def list_all_servers(self):
+                return [{'OS-EXT-SRV-ATTR:host': 'host1', 'flavor': {
+                    'extra_specs': {'resq:slo': 'on-demand',
+                                    'resq:profile': 'stats-64B',
+                                    'resq:throughput_mpps': '0.01'}}}]
+
+        class Store:
+            directory = self.dir
+
+        class Profile:
+            profile_id = 'lpm-64B'
+
+        room = [{'provider': 'd1', 'root': 'h1', 'free': 2, 'ways': ways}]
+        return ondemand.sharing_warnings(Placement(), Compute(), Store(),
+                                         room, Profile(), mpps)
+
+    def test_lease_ways_from_traits(self):
+        self.assertEqual(4, ondemand.lease_ways(
+            ['CUSTOM_CAT_L3', 'CUSTOM_RESQ_ONDEMAND_WAYS_4']))
+        for traits in (None, [], ['CUSTOM_RESQ_ONDEMAND_WAYS_x'],
+                       ['CUSTOM_RESQ_ONDEMAND_WAYS_0']):
+            self.assertIsNone(ondemand.lease_ways(traits))
+
+    def test_warns_for_a_small_lease_only(self):
+        stats = self.stats.contentiousness
+        in2 = self.lpm.predict_mpps([stats], 2)
+        whole = self.lpm.predict_mpps([stats])
+        self.assertLess(in2, 0.9 * whole)
+        rate = (in2 + whole) / 2
+        (text,) = self._warnings(2, rate)
+        self.assertIn('on host1: admitting lpm-64B to the shared cache '
+                      'class (with stats-64B) of 2 ways', text)
+        self.assertIn('lpm-64B itself: predicted %.3f Mpps' % in2, text)
+        self.assertEqual([], self._warnings(20, rate))
+        # A lease that does not report its ways: the whole LLC.
+        self.assertEqual([], self._warnings(None, rate))
+        # A lease larger than the models' LLC: said, not a crash.
+        (text,) = self._warnings(40, rate)
+        self.assertIn('no SLOMO prediction for its lease', text)
+        self.assertIn('1 to 20 ways', text)

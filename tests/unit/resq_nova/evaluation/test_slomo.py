@@ -36,6 +36,17 @@ class SlomoPredictorTest(base.TestCase):
         self.assertLessEqual(p.predict('LPM', []), lpm.solo_mpps)
         self.assertGreater(p.predict('LPM', []), 0.99 * lpm.solo_mpps)
 
+    def test_prediction_in_a_class(self):
+        p = _predictor()
+        lpm, stats = p.model('LPM'), p.model('Stats')
+        self.assertEqual(lpm.predict_mpps([stats.contentiousness], 4),
+                         p.predict('LPM', ['Stats'], ways=4))
+        self.assertLess(p.predict('LPM', ['Stats'], ways=4),
+                        p.predict('LPM', ['Stats']))
+        # The whole LLC, however it is asked for.
+        self.assertEqual(p.predict('LPM', ['Stats']),
+                         p.predict('LPM', ['Stats'], ways=20))
+
 
 class SlomoSchemeTest(base.TestCase):
 

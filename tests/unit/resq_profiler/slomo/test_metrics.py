@@ -16,16 +16,37 @@ class ContentiousnessTest(base.TestCase):
             {'solo': reading(1), 'pressured': reading(10)})
         b = metrics.Contentiousness.from_dict(
             {'solo': reading(2), 'pressured': reading(20)})
-        row = metrics.compose([a, b, b])
+        row = metrics.compose([a, b, b], 4, 1000)
         self.assertEqual(len(metrics.FEATURES), len(row))
-        self.assertEqual(3.0, row[-1])
-        for i, name in enumerate(metrics.FEATURES[:-1]):
+        features = dict(zip(metrics.FEATURES, row))
+        self.assertEqual(3.0, features['competitors'])
+        for name in metrics.FEATURES_V1[:-1]:
             cond, counter = name.split('.')
             want = sum(getattr(x, cond)[counter] for x in (a, b, b))
-            self.assertAlmostEqual(want, row[i], msg=name)
+            self.assertAlmostEqual(want, features[name], msg=name)
+        # The class: its ways, and how full the competitors' pressured
+        # occupancy makes it.
+        self.assertEqual(4.0, features['class_ways'])
+        self.assertAlmostEqual(
+            features['pressured.llc_occupancy_bytes'] / 4000.0,
+            features['class_fill'])
+        # Without a class: the version-1 vector (whole LLC).
+        self.assertEqual(row[:len(metrics.FEATURES_V1)],
+                         metrics.compose([a, b, b]))
 
     def test_no_competitors_is_all_zero(self):
-        self.assertEqual([0.0] * len(metrics.FEATURES), metrics.compose([]))
+        self.assertEqual([0.0] * len(metrics.FEATURES_V1),
+                         metrics.compose([]))
+        self.assertEqual([0.0] * len(metrics.FEATURES_V1) + [20.0, 0.0],
+                         metrics.compose([], 20, 2 ** 20))
+
+    def test_bad_class_is_named(self):
+        for ways in (0, -1, True, 'four', float('nan')):
+            exc = self.assertRaises(ValueError, metrics.compose, [], ways,
+                                    1000)
+            self.assertIn('at least one way', str(exc))
+        exc = self.assertRaises(ValueError, metrics.compose, [], 4, 0)
+        self.assertIn('bytes per way', str(exc))
 
     def test_from_counters_and_round_trip(self):
         c = truth.Counters(1e7, 1e5, 2e6, 6.4e6, 0.0)
@@ -94,3 +115,49 @@ class TestbedCountersTest(base.TestCase):
             noisy.llc_refs_per_s, noisy.llc_misses_per_s,
             noisy.llc_occupancy_bytes, noisy.mem_bw_bytes_per_s)))
         self.assertEqual(([], [], []), truth.run_server([]))
+
+    def test_synthetic_packet_io(self):
+        from resq_profiler import nfmodel
+        ways = frozenset(range(8))
+        plain = truth.Synthetic(1e7, 2 ** 20)
+        self.assertFalse(plain.does_io)
+        # Without DMA buffers or a packet rate it does no I/O.
+        for quiet in (truth.Synthetic(1e7, 2 ** 20, packet_mpps=5.0),
+                      truth.Synthetic(1e7, 2 ** 20, dma_buffers=4096)):
+            self.assertFalse(quiet.does_io)
+            self.assertEqual(truth.run_server([], synthetic=[(plain, ways)]),
+                             truth.run_server([], synthetic=[(quiet, ways)]))
+        # Small rings at small packets fit DDIO: I/O but no leak.
+        small = truth.Synthetic(1e7, 2 ** 20, packet_mpps=5.0,
+                                packet_bytes=64, dma_buffers=512)
+        _, _, (c,) = truth.run_server([], synthetic=[(small, ways)])
+        self.assertEqual(5e6 * 64, c.io_bytes_per_s)
+        self.assertAlmostEqual(0.0, c.mem_bw_bytes_per_s, delta=1e-6)
+        # DPDK's default rings at 1518 B overflow DDIO: the leaked packets
+        # cross the bus twice, their headers miss.
+        big = truth.Synthetic(1e7, 2 ** 20, packet_mpps=5.0,
+                              packet_bytes=1518, dma_buffers=4096)
+        _, _, (c,) = truth.run_server([], synthetic=[(big, ways)])
+        platform = nfmodel.Platform()
+        ddio = platform.io_ways * platform.way_size_bytes
+        leak = 1.0 - ddio / (4096 * nfmodel.buffer_bytes(1518))
+        self.assertAlmostEqual(5e6 * leak * 2, c.llc_misses_per_s,
+                               delta=1.0)
+        self.assertAlmostEqual(5e6 * leak * (2 * 64 + 2 * 1518),
+                               c.mem_bw_bytes_per_s, delta=10.0)
+        # And an NF next to it pays for the leak.
+        from resq_profiler import catalog
+        inst = nfmodel.Instance(catalog.get('LPM'), ways)
+        alone = truth.simulate_server([inst], synthetic=[(plain, ways)])
+        leaky = truth.simulate_server([inst], synthetic=[(big, ways)])
+        self.assertLess(leaky[0].capacity_mpps, alone[0].capacity_mpps)
+
+    def test_whole_llc_rows_get_the_class_features(self):
+        a = metrics.Contentiousness.from_dict(
+            {'solo': reading(1), 'pressured': reading(10)})
+        self.assertEqual(metrics.compose([a, a], 20, 1000),
+                         metrics.with_class(metrics.compose([a, a]), 20,
+                                            1000))
+        exc = self.assertRaises(ValueError, metrics.with_class, [1.0], 20,
+                                1000)
+        self.assertIn('whole-LLC features', str(exc))

@@ -76,10 +76,14 @@ class ModelStoreTest(base.TestCase):
                       self._refused(json.dumps(missing)))
 
     def test_other_versions_and_formats_are_refused(self):
-        newer = document.seal(dict(self.doc, format_version=2))
+        newer = document.seal(dict(self.doc, format_version=3))
         msg = self._refused(json.dumps(newer))
-        self.assertIn('format version 2 is not supported', msg)
-        self.assertIn('reads version 1', msg)
+        self.assertIn('format version 3 is not supported', msg)
+        self.assertIn('reads versions 1, 2', msg)
+        # A version-2 body claiming version 1: its features do not match.
+        older = document.seal(dict(self.doc, format_version=1))
+        self.assertIn('format version 1 uses',
+                      self._refused(json.dumps(older)))
         other = dict(self.doc, format='pickle')
         self.assertIn('not a SLOMO model document',
                       self._refused(json.dumps(other)))

@@ -30,24 +30,55 @@ class TrainingTest(base.TestCase):
         self.assertAlmostEqual(solo, doc['solo_mpps'], delta=0.03 * solo)
 
     def test_plan_is_deterministic_and_bounded(self):
-        a = training.plan(30, seed=4)
-        self.assertEqual(a, training.plan(30, seed=4))
-        self.assertNotEqual(a, training.plan(30, seed=5))
-        for chosen in a:
+        sizes = [2, 4, 20]
+        a = training.plan(30, seed=4, sizes=sizes)
+        self.assertEqual(a, training.plan(30, seed=4, sizes=sizes))
+        self.assertNotEqual(a, training.plan(30, seed=5, sizes=sizes))
+        self.assertEqual(30, len(a))
+        # First the NF alone in every class size.
+        self.assertEqual([(2, []), (4, []), (20, [])], a[:3])
+        for ways, chosen in a[3:]:
+            self.assertIn(ways, sizes)
             self.assertTrue(1 <= len(chosen) <= training.MAX_COMPETITORS)
             self.assertTrue(all(0 <= i < training.PALETTE_SIZE
                                 for i in chosen))
+        self.assertEqual(set(sizes), {w for w, _ in a[3:]})
         self.assertRaises(ValueError, training.plan, 0)
+        self.assertRaises(ValueError, training.plan, 3, sizes=[])
 
-    def _held_out_synthetic(self, name, solo):
+    def test_class_sizes_span_the_llc(self):
+        self.assertEqual([2, 3, 4, 6, 8, 12, 16, 20],
+                         training.class_sizes(20))
+        self.assertEqual([2, 3, 4, 7, 9, 11], training.class_sizes(11, 2))
+        self.assertEqual([1], training.class_sizes(1))
+        self.assertRaises(ValueError, training.class_sizes, 1, 2)
+        doc = util.trained_doc('LPM')
+        self.assertEqual(training.class_sizes(20),
+                         doc['training']['class_ways'])
+
+    def test_palette_does_packet_io_and_the_counters_show_it(self):
+        d = util.driver('LPM', noise_pct=0.0)
+        kinds = training.palette()
+        io = [k for k in kinds if k.does_io]
+        self.assertEqual(len(kinds) // 2, len(io))
+        for kind in (io[0], kinds[0]):
+            cont = training.competitor_contentiousness(d, kind)
+            self.assertEqual(kind.does_io,
+                             cont.solo['io_bytes_per_s'] > 0, kind)
+        self.assertEqual({False, True},
+                         {k.packet_bytes > 64 for k in io})
+
+    def _held_out_synthetic(self, name, solo, ways=(2, 4, 8, 20)):
         """Synthetic sets from another seed: none was trained on."""
         d = util.driver(name, noise_pct=0.0)
         kinds = training.palette(seed=99)
         cont = [training.competitor_contentiousness(d, k) for k in kinds]
         rows = []
-        for chosen in training.plan(25, seed=99):
-            mpps, _, _ = d.contention_run([kinds[i] for i in chosen])
-            rows.append(([cont[i] for i in chosen], mpps))
+        for w, chosen in training.plan(30, seed=99, sizes=ways)[
+                len(ways):]:
+            mpps, _, _ = d.contention_run([kinds[i] for i in chosen],
+                                          ways=w)
+            rows.append(([cont[i] for i in chosen], w, mpps))
         return rows
 
     def test_beats_a_trivial_baseline_on_held_out_sets(self):
@@ -56,10 +87,11 @@ class TrainingTest(base.TestCase):
             held = self._held_out_synthetic(name, model.solo_mpps)
             # Trivial: the held-out runs' own mean throughput (a constant
             # that even knows the answers' average), and solo throughput.
-            mean = statistics.fmean(m for _, m in held)
-            mine = [abs(model.predict_mpps(c) - m) / m for c, m in held]
-            trivial = [abs(mean - m) / m for c, m in held]
-            solo = [abs(model.solo_mpps - m) / m for c, m in held]
+            mean = statistics.fmean(m for _, _, m in held)
+            mine = [abs(model.predict_mpps(c, w) - m) / m
+                    for c, w, m in held]
+            trivial = [abs(mean - m) / m for _, _, m in held]
+            solo = [abs(model.solo_mpps - m) / m for _, _, m in held]
             self.assertLess(statistics.fmean(mine),
                             0.5 * statistics.fmean(trivial), name)
             self.assertLess(statistics.fmean(mine),
@@ -117,3 +149,16 @@ class TrainingTest(base.TestCase):
         exc = self.assertRaises(exception.MeasurementError, training.train,
                                 plain, 'lpm', runs=2)
         self.assertIn("'plain' profiling driver cannot run", str(exc))
+
+    def test_extra_whole_llc_rows(self):
+        d = util.driver('Firewall')
+        stats = util.model('Stats').contentiousness
+        row = metrics.compose([stats] * 3)
+        doc = training.train(d, 'fw', runs=10, extra=[(row, 0.5)])
+        self.assertEqual(12, doc['training']['runs'])
+        self.assertEqual(1, doc['training']['extra_rows'])
+        model = document.Model(doc)
+        plain = document.Model(training.train(d, 'fw', runs=10))
+        # Taken as a whole-LLC row: the fit moves towards it there.
+        self.assertLess(model.relative([stats] * 3),
+                        plain.relative([stats] * 3) - 0.05)
