@@ -97,6 +97,17 @@ ALL_OPTS = [
                     'reports) next to the other sharers gets a class of its '
                     'own instead of the shared one. Unset: ResQ\'s rule '
                     'alone.'),
+    cfg.StrOpt('ondemand_profile_dir',
+               help='Directory of the NF profiles resq-profiler writes '
+                    '(<profile id>.json; the same as [resq] profile_dir, '
+                    'e.g. a shared or synced directory). When an on-demand '
+                    'NF\'s flavor names a profile (resq:profile) found '
+                    'there, its throughput-vs-ways curve shapes the NF\'s '
+                    'miss-ratio curve, which prices the classes the local '
+                    'scheduler groups NFs into. Unset: ondemand_slomo_dir '
+                    '(the models sit beside their profiles), and with '
+                    'neither set every curve is fitted to the NF\'s CMT/MBM '
+                    'readings under the allocations it has had.'),
     cfg.StrOpt('ondemand_latency_script',
                help='JSON script of the scripted latency source (tests and '
                     'devstack hosts without NFs).'),

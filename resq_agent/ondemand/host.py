@@ -38,6 +38,13 @@ own share what their class measured less what its monitored members did,
 evenly (the ``even-split`` mode; with no monitoring group at all that is
 the class's figures divided by its members). The agent says so once in its
 log, at WARNING, and its status shows the mode per cache domain.
+
+Each domain's scheduler keeps the NFs' readings under the allocations
+they had, for their miss-ratio curves, and reads their profiles
+(``[resq_agent] ondemand_profile_dir``, else ``ondemand_slomo_dir``)
+through the host's one :class:`.profiles.ProfileCurves`; the status names
+the source of each NF's last curve (``profile``, ``readings`` or
+``prior``) and how many allocations it remembers.
 """
 
 import collections
@@ -50,6 +57,7 @@ from resq_agent import monitor as monitor_mod
 from resq_agent.ondemand import latency
 from resq_agent.ondemand import lease as lease_mod
 from resq_agent.ondemand import model
+from resq_agent.ondemand import profiles as profiles_mod
 from resq_agent.ondemand import scheduler as sched_mod
 import resq_agent.privsep.resctrl
 from resq_common import exception
@@ -103,6 +111,11 @@ class OnDemandHost:
         if opts.ondemand_slomo_dir:
             from resq_agent.ondemand import sharing
             self.sharing = sharing.SlomoSharing(opts.ondemand_slomo_dir)
+        # Profiles shape the NFs' miss-ratio curves; they sit beside the
+        # SLOMO models in the profile store when no directory is given.
+        profile_dir = opts.ondemand_profile_dir or opts.ondemand_slomo_dir
+        self.profiles = (profiles_mod.ProfileCurves(profile_dir)
+                         if profile_dir else None)
 
     @classmethod
     def from_conf(cls, conf, monitor=None):
@@ -123,7 +136,7 @@ class OnDemandHost:
             self.schedulers[domain_id] = sched_mod.LocalScheduler(
                 opts.ondemand_policy, opts.ondemand_settle_s,
                 opts.ondemand_high_miss_mbps * 1e6,
-                may_share=self.sharing)
+                may_share=self.sharing, profiles=self.profiles)
         return self.schedulers[domain_id]
 
     def nfs(self, instances, topology):
@@ -461,8 +474,18 @@ class OnDemandHost:
                                'nfs': {u: self._figures_of[u]
                                        for _, c in d.masks
                                        for u in c.members
-                                       if u in self._figures_of}}}
+                                       if u in self._figures_of}},
+                'curves': self._curves_status(dom, d)}
         return out
+
+    def _curves_status(self, domain_id, decision):
+        """Per NF: its last curve's source and allocations remembered."""
+        s = self.schedulers.get(domain_id)
+        if s is None:
+            return {}
+        return {u: {'source': s.curve_sources.get(u),
+                    'allocations': len(s.history(u))}
+                for _, c in decision.masks for u in c.members}
 
 
 def _assignment(cid, domain_id, ways, mask, cpus):

@@ -34,15 +34,32 @@ checked readings. It
 Every plan is turned into masks (:func:`model.masks`) before it is
 adopted, so a plan the kernel would refuse is never handed out. Pure: time
 comes in as an argument.
+
+Miss-ratio curves for the grouping (:mod:`.mrc`): once a plan has settled,
+every NF read that period leaves one point, its occupancy and memory
+bandwidth, for the allocation it had (its class's ways and members); a
+later reading under the same allocation replaces the point. Each NF keeps
+its ``history_points`` most recent allocations and is forgotten when it
+leaves. A re-plan hands :func:`.maxmin.plan` a curve per NF, built only if
+the grouping asks for it: from the NF's profile when ``profiles`` gives its
+throughput-vs-ways points, else fitted to its latest reading and the points
+of its other allocations (:func:`.mrc.curve_for`). A fit is a search, so it
+is kept until the NF has been read under another allocation; meanwhile the
+kept shape is scaled through each latest reading, as a profile's is.
 """
 
+import collections
+from collections import abc
 import dataclasses
 
 from resq_agent.ondemand import durner
 from resq_agent.ondemand import maxmin
 from resq_agent.ondemand import model
+from resq_agent.ondemand import mrc
 
 POLICIES = ('resq', 'durner', 'shared')
+# Allocations (distinct classes) remembered per NF for its curve.
+HISTORY_POINTS = 16
 
 
 @dataclasses.dataclass
@@ -70,10 +87,22 @@ class Decision:
 class LocalScheduler:
 
     def __init__(self, policy='resq', settle_s=10.0, high_miss_bw=1e9,
-                 max_replans=12, may_share=None):
+                 max_replans=12, may_share=None, profiles=None,
+                 history_points=HISTORY_POINTS):
+        """See the module doc.
+
+        :param profiles: ``nf -> [(ways, Mpps)]`` or None: the NF's
+            profile's throughput curve (:class:`.profiles.ProfileCurves`);
+            None: curves from readings only.
+        :param history_points: allocations remembered per NF.
+        """
         if policy not in POLICIES:
             raise ValueError('on-demand policy %r is unknown; use one of %s'
                              % (policy, ', '.join(POLICIES)))
+        if history_points < 1:
+            raise ValueError('the local scheduler must remember at least '
+                             'one allocation per NF, got history_points=%r'
+                             % (history_points,))
         self.policy = policy
         self.settle_s = settle_s
         self.high_miss_bw = high_miss_bw
@@ -90,6 +119,16 @@ class LocalScheduler:
         self._escalated = set()
         self._replanned_for = None   # violators of the last re-plan
         self._held = frozenset()     # violators a re-plan did not help
+        self.profiles = profiles
+        self.history_points = history_points
+        # uuid -> {(class ways, members): (occupancy, miss bw, ways)},
+        # least recently read first.
+        self._history = {}
+        self.curve_sources = {}      # uuid -> source of its last curve
+        # uuid -> (allocations it was fitted to, curve): fitting costs a
+        # search, so a curve is fitted again only when the NF has been
+        # read under another allocation.
+        self._fits = {}
 
     def update(self, lease, nfs, readings, now, failed=None):
         """One period.
@@ -106,6 +145,7 @@ class LocalScheduler:
         for n in nfs:
             if n.uuid not in readings and n.uuid not in failed:
                 failed[n.uuid] = 'no reading'
+        self._remember(lease, nfs, readings, now, failed)
         decision = self._decide(lease, nfs, readings, now, failed)
         decision.failed = failed
         return decision
@@ -215,10 +255,79 @@ class LocalScheduler:
         held = {u for c in kept for u in c.members}
         sub = dataclasses.replace(lease, ways=rest_ways,
                                   classes=lease.classes - len(kept))
-        plan = maxmin.plan(sub, [n for n in nfs if n.uuid not in held],
-                           readings, self.high_miss_bw, self.may_share)
+        todo = [n for n in nfs if n.uuid not in held]
+        plan = maxmin.plan(sub, todo, readings, self.high_miss_bw,
+                           self.may_share,
+                           curves=self.curves(todo, readings,
+                                              lease.way_bytes))
         return model.Plan(tuple(kept) + plan.classes, plan.unmet,
                           plan.rounds)
+
+    # -- miss-ratio curves --------------------------------------------------
+    def _remember(self, lease, nfs, readings, now, failed):
+        """Keep this period's points, if the plan in force has settled."""
+        if (self.plan is None or lease != self.lease
+                or tuple(sorted(n.uuid for n in nfs))
+                != tuple(n.uuid for n in self.nfs)
+                or now - self.changed_at < self.settle_s):
+            return
+        for n in nfs:
+            r = readings.get(n.uuid)
+            idx = self.plan.class_of(n.uuid)
+            if (r is None or n.uuid in failed or idx is None
+                    or not r.occupancy_bytes > 0):
+                continue
+            cls = self.plan.classes[idx]
+            hist = self._history.setdefault(n.uuid,
+                                            collections.OrderedDict())
+            key = (cls.ways, cls.members)
+            hist.pop(key, None)
+            hist[key] = (float(r.occupancy_bytes), float(r.miss_bw),
+                         cls.ways)
+            while len(hist) > self.history_points:
+                hist.popitem(last=False)
+
+    def history(self, uuid):
+        """``[(occupancy, miss bw, class ways)]`` of ``uuid``, oldest first."""
+        return list(self._history.get(uuid, {}).values())
+
+    def _allocation(self, uuid):
+        idx = self.plan.class_of(uuid) if self.plan is not None else None
+        if idx is None:
+            return None
+        cls = self.plan.classes[idx]
+        return (cls.ways, cls.members)
+
+    def curve(self, nf, reading, way_bytes):
+        """The best :class:`.mrc.Curve` of ``nf`` now (module doc)."""
+        points = self.profiles(nf) if self.profiles is not None else None
+        if points:
+            try:
+                return mrc.curve_for(reading, way_bytes, throughput=points)
+            except ValueError:
+                pass        # not a shape mrc can use: the readings decide
+        hist = self._history.get(nf.uuid, {})
+        now_at = self._allocation(nf.uuid)
+        # The points of other allocations stay as they are until the NF
+        # is read under one of them again: they and where it is now
+        # decide the shape.
+        past = tuple((k, p) for k, p in hist.items() if k != now_at)
+        if not past:
+            # One allocation: the prior through the reading, cheap.
+            return mrc.curve_for(reading, way_bytes)
+        shape = (way_bytes, now_at, past)
+        cached = self._fits.get(nf.uuid)
+        if cached is None or cached[0] != shape:
+            cached = (shape, mrc.curve_for(reading, way_bytes, history=[
+                (o, b) for _, (o, b, _) in past]))
+            self._fits[nf.uuid] = cached
+        return _through(cached[1], reading)
+
+    def curves(self, nfs, readings, way_bytes):
+        """``{uuid: mrc.Curve}`` of ``nfs``, each built when asked for."""
+        self.curve_sources = {}
+        return _Curves(self, {n.uuid: n for n in nfs if n.uuid in readings},
+                       readings, way_bytes)
 
     def _escalate(self, uuids, now):
         out = []
@@ -236,6 +345,11 @@ class LocalScheduler:
 
     def _reset(self, lease, nfs, now, why):
         self.lease, self.nfs = lease, nfs
+        present = {n.uuid for n in nfs}
+        for gone in set(self._history) - present:
+            del self._history[gone]
+        for gone in set(self._fits) - present:
+            del self._fits[gone]
         self.changed_at = now
         self.replans = 0
         self._replanned_for, self._held = None, frozenset()
@@ -255,3 +369,47 @@ class LocalScheduler:
             return Decision(self.masks, state='error', reason=str(exc))
         self.plan, self.masks = plan, masks
         return Decision(masks, changed=True, state='reset', reason=why)
+
+
+def _through(curve, reading):
+    """``curve`` scaled to pass through ``reading``.
+
+    The allocations give a fitted curve its shape; the latest reading its
+    scale (the traffic moves it), as a profile's curve gets it.
+    """
+    at = curve.miss_bw(reading.occupancy_bytes)
+    if reading.occupancy_bytes <= 0 or at <= 0:
+        return curve
+    k = max(reading.miss_bw, 0.0) / at
+    if abs(k - 1.0) < 1e-9:
+        return curve
+    return mrc.Curve(curve.nbytes, curve.miss * k, curve.source)
+
+
+class _Curves(abc.Mapping):
+    """NF curves for :func:`.maxmin.plan`, built on first access.
+
+    Most re-plans group nobody; a curve fitted to readings costs a search
+    over working sets and skews, so none is built unless asked for.
+    """
+
+    def __init__(self, sched, nfs, readings, way_bytes):
+        self._sched = sched
+        self._nfs = nfs
+        self._readings = readings
+        self._way_bytes = way_bytes
+        self._built = {}
+
+    def __getitem__(self, uuid):
+        if uuid not in self._built:
+            nf = self._nfs[uuid]          # KeyError: not one of ours
+            c = self._sched.curve(nf, self._readings[uuid], self._way_bytes)
+            self._sched.curve_sources[uuid] = c.source
+            self._built[uuid] = c
+        return self._built[uuid]
+
+    def __iter__(self):
+        return iter(self._nfs)
+
+    def __len__(self):
+        return len(self._nfs)
