@@ -320,30 +320,37 @@ def from_readings(points):
         return power_law(b / (1.0 - o / ws) ** beta, ws, beta, 'prior')
     x = np.array([o for o, _ in pts])
     y = np.log([b for _, b in pts])
-
-    def fit(ws, beta):
-        lx = np.log(1.0 - x / ws)
-        la = float(np.mean(y - beta * lx))
-        return float(np.sum((y - la - beta * lx) ** 2)), math.exp(la)
-
-    best = None
-    for ws in top * np.geomspace(1.02, 50.0, 60):
-        for beta in _BETAS:
-            err, amp = fit(ws, beta)
-            if best is None or err < best[0] - 1e-12:
-                best = (err, amp, ws, beta)
-    # Then the working set and skew finer around the best.
+    # Every (working set, skew) of the coarse grid at once, then finer
+    # around the best; the first of equal errors wins, as in a loop.
+    ws, beta = _best_fit(x, y, top * np.geomspace(1.02, 50.0, 60),
+                         np.array(_BETAS))
     step = 50.0 ** (1.0 / 59)
-    _, _, ws0, beta0 = best
-    for ws in ws0 * np.geomspace(1.0 / step, step, 21):
-        if ws <= top:
-            continue
-        for beta in np.linspace(max(beta0 * 0.7, 1.05), beta0 * 1.3, 13):
-            err, amp = fit(ws, float(beta))
-            if err < best[0] - 1e-12:
-                best = (err, amp, ws, float(beta))
-    _, amp, ws, beta = best
+    fine = ws * np.geomspace(1.0 / step, step, 21)
+    fine = fine[fine > top]
+    betas = np.linspace(max(beta * 0.7, 1.05), beta * 1.3, 13)
+    if fine.size:
+        ws2, beta2 = _best_fit(x, y, fine, betas)
+        if _err(x, y, ws2, beta2)[0] < _err(x, y, ws, beta)[0] - 1e-12:
+            ws, beta = ws2, beta2
+    amp = _err(x, y, ws, beta)[1]
     return power_law(amp, ws, beta, 'readings')
+
+
+def _err(x, y, ws, beta):
+    """Squared log error and amplitude of one working set and skew."""
+    lx = np.log(1.0 - x / ws)
+    la = float(np.mean(y - beta * lx))
+    return float(np.sum((y - la - beta * lx) ** 2)), math.exp(la)
+
+
+def _best_fit(x, y, wss, betas):
+    """``(ws, beta)`` of least squared log error over the grid."""
+    lx = np.log(1.0 - x[None, :] / wss[:, None])          # (ws, point)
+    r = y[None, None, :] - betas[None, :, None] * lx[:, None, :]
+    r = r - r.mean(axis=2, keepdims=True)
+    err = (r ** 2).sum(axis=2)                             # (ws, beta)
+    i, j = np.unravel_index(int(np.argmin(err)), err.shape)
+    return float(wss[i]), float(betas[j])
 
 
 def curve_for(reading, way_bytes, throughput=None, history=()):

@@ -144,7 +144,29 @@ command_opts = [
                     'profiling ends.'),
 ]
 
-ALL_OPTS = profile_opts + model_opts + command_opts
+# SLOMO's contention runs on a real host (doc/source/admin/slomo.rst).
+contention_opts = [
+    cfg.StrOpt('contention_command',
+               help='Command line of one SLOMO contention run on this host: '
+                    'it runs the NF (when asked) and the synthetic '
+                    'competitors the run spec lists, each on its core, '
+                    'for the measurement window, writes "perf stat -x, -A" '
+                    'counts to {perf_out} and resctrl mon_data snapshots '
+                    'of monitoring groups cpu<N> to {mon_out}, and prints '
+                    'the NF\'s throughput as [resq_profiler] '
+                    'command_output says. Placeholders: {spec} (JSON run '
+                    'spec), {perf_out}, {mon_out}, {cpus}, {cpu}, '
+                    '{competitor_cpus}, {with_nf}, {ways}, {duration_s}, '
+                    '{packet_bytes}, {flows}, {mbufs}, {group_dir}. Unset: '
+                    'this host cannot train SLOMO models.'),
+    cfg.ListOpt('contention_cpus', item_type=cfg.types.Integer(min=0),
+                default=[],
+                help='Cores for the synthetic competitors of contention '
+                     'runs, one each (SLOMO trains with up to 8); they '
+                     'share the profiling core\'s cache domain.'),
+]
+
+ALL_OPTS = profile_opts + model_opts + command_opts + contention_opts
 
 
 def register_opts(conf):

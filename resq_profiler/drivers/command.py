@@ -31,11 +31,11 @@ import sys
 import tempfile
 import threading
 
-from oslo_config import cfg
 from oslo_log import log as logging
 
 from resq_common import cbm
 from resq_common import resctrl
+from resq_profiler.conf import profiler as profiler_conf
 from resq_profiler import drivers
 from resq_profiler.drivers import counters
 from resq_profiler import exception
@@ -44,27 +44,9 @@ import resq_profiler.privsep.resctrl
 
 LOG = logging.getLogger(__name__)
 
-# SLOMO's contention runs on a real host (doc/source/admin/slomo.rst).
-CONTENTION_OPTS = [
-    cfg.StrOpt('contention_command',
-               help='Command line of one SLOMO contention run on this host: '
-                    'it runs the NF (when asked) and the synthetic '
-                    'competitors the run spec lists, each on its core, '
-                    'for the measurement window, writes "perf stat -x, -A" '
-                    'counts to {perf_out} and resctrl mon_data snapshots '
-                    'of monitoring groups cpu<N> to {mon_out}, and prints '
-                    'the NF\'s throughput as [resq_profiler] '
-                    'command_output says. Placeholders: {spec} (JSON run '
-                    'spec), {perf_out}, {mon_out}, {cpus}, {cpu}, '
-                    '{competitor_cpus}, {with_nf}, {ways}, {duration_s}, '
-                    '{packet_bytes}, {flows}, {mbufs}, {group_dir}. Unset: '
-                    'this host cannot train SLOMO models.'),
-    cfg.ListOpt('contention_cpus', item_type=cfg.types.Integer(min=0),
-                default=[],
-                help='Cores for the synthetic competitors of contention '
-                     'runs, one each (SLOMO trains with up to 8); they '
-                     'share the profiling core\'s cache domain.'),
-]
+# SLOMO's contention runs on a real host (doc/source/admin/slomo.rst);
+# the options live with the profiler's others.
+CONTENTION_OPTS = profiler_conf.contention_opts
 
 
 def register_opts(conf):
