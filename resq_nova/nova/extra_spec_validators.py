@@ -18,9 +18,9 @@ allowed values.
 """
 
 from nova.api.validation.extra_specs import base
-from nova import exception
 
 from resq_common import extra_specs
+from resq_nova.nova import internals
 
 
 class ResQValidator(base.ExtraSpecValidator):
@@ -30,7 +30,7 @@ class ResQValidator(base.ExtraSpecValidator):
         try:
             extra_specs.check_value(name, value)
         except extra_specs.InvalidResQSpec as exc:
-            raise exception.ValidationError('Validation failed; %s.' % exc)
+            raise internals.validation_error('Validation failed; %s.' % exc)
 
 
 def _value(spec):

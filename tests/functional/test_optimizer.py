@@ -72,6 +72,9 @@ class OptimizerTestBase(test_nova_scheduler.ResQNovaTestBase):
             domain._job_type = fakelibvirt.VIR_DOMAIN_JOB_UNBOUNDED
             return
         if uuid in self.fail_migration_of:
+            # Nova 33's fake libvirt leaves the job running otherwise, and
+            # the compute's monitor waits for it for ever.
+            domain.fail_job()
             raise fakelibvirt.make_libvirtError(
                 fakelibvirt.libvirtError, 'injected: the destination '
                 'dropped the connection',

@@ -98,9 +98,13 @@ def numa_state(topology):
 
 
 def placement_client():
-    """nova-scheduler's own Placement client (its [placement] options)."""
-    from nova.scheduler.client import report
-    return report.report_client_singleton()
+    """nova-scheduler's own Placement client (its [placement] options).
+
+    Through :mod:`resq_nova.nova.internals`, imported on first use so that
+    this package (:func:`numa_state`, :mod:`.cells`) imports without Nova.
+    """
+    from resq_nova.nova import internals
+    return internals.placement_client()
 
 
 def conf():

@@ -35,11 +35,10 @@ only checks that one instance fits in some host's lease).
 """
 
 from nova.scheduler import filters
-from nova.scheduler import utils
-from nova.virt import hardware
 from oslo_log import log as logging
 
 from resq_common import cache_domain
+from resq_nova.nova import internals
 from resq_nova.nova import scheduler
 from resq_nova.nova.scheduler import cells as cells_mod
 
@@ -72,7 +71,8 @@ class ResQFilter(filters.BaseHostFilter):
             return []
         if request is None or request.group_suffix is None:
             return filter_obj_list
-        if not self.RUN_ON_REBUILD and utils.request_is_rebuild(spec_obj):
+        if (not self.RUN_ON_REBUILD
+                and internals.request_is_rebuild(spec_obj)):
             return filter_obj_list
         self.cells.refresh_if_due()
         pci_requests = None
@@ -171,8 +171,8 @@ def _pinned_cell(topology, instance_numa, limits, pci_requests=None,
     """
     # The fit writes CPU pinning into the topology it is given: fit a
     # copy, as NUMATopologyFilter does.
-    fitted = hardware.numa_fit_instance_to_host(
-        topology, instance_numa.obj_clone(), provider_mapping=None,
-        limits=limits, pci_requests=pci_requests, pci_stats=pci_stats)
+    fitted = internals.numa_fit(
+        topology, instance_numa.obj_clone(), limits=limits,
+        pci_requests=pci_requests, pci_stats=pci_stats)
     cells = {c.id for c in fitted.cells} if fitted else set()
     return cells.pop() if len(cells) == 1 else False

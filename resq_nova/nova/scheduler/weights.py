@@ -30,11 +30,11 @@ as Nova's own weighers' ``*_weight_multiplier`` keys do.
 
 import time
 
-from nova.scheduler import utils
 from nova.scheduler import weights
 from oslo_log import log as logging
 
 from resq_common import extra_specs
+from resq_nova.nova import internals
 from resq_nova.nova import scheduler
 
 LOG = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class ResQWeigher(weights.BaseHostWeigher):
     def weight_multiplier(self, host_state):
         # Nova asks once per host, right after weigh_objects; the option
         # is read once per request there.
-        return utils.get_weight_multiplier(host_state, AGGREGATE_KEY,
+        return internals.weight_multiplier(host_state, AGGREGATE_KEY,
                                            self._multiplier)
 
     def weigh_objects(self, weighed_obj_list, weight_properties):
