@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: set up, then unit, functional, pep8, the Watcher
-# plugin's tests, the Nova-facing tests on the previous Nova release, the agent on a CAT-like compute host and the all-in-one
-# cloud with the tempest plugin, through tox.
+# plugin's tests, the Nova-facing tests on the previous Nova release,
+# the agent on a CAT-like compute host and the all-in-one cloud with the
+# tempest plugin, through tox.
 # Ends with one line "tests: N passed, M failed, K skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
