@@ -50,7 +50,8 @@ SCHEME_COLOURS = {
     'resq_optimal': '#2ca02c',       # green
 }
 # Colours of what is not a scheme: none of them is a scheme's.
-OTHER_COLOURS = ('#7f7f7f', '#bcbd22', '#393b79', '#c7c7c7')
+OTHER_COLOURS = ('#7f7f7f', '#bcbd22', '#393b79', '#c7c7c7', '#637939',
+                 '#843c39', '#7b4173', '#e7ba52')
 VIOLATION_HATCH = '//'
 MISSING = 'n/a'
 
@@ -257,6 +258,10 @@ def build(doc):
         from resq_nova.evaluation import ondemand
         result.append(('ondemand.png', ondemand.build_figure(
             doc['on_demand'])))
+    if doc.get('grouping'):
+        from resq_nova.evaluation import grouping
+        result.append(('grouping.png', grouping.build_figure(
+            doc['grouping'])))
     if doc.get('durner'):
         from resq_nova.evaluation import durner
         result.append(('durner.png', durner.build_figure(doc['durner'])))
@@ -271,8 +276,9 @@ def write(doc, directory):
     (:func:`suffix`: none for the binding targets, ``_paper_targets`` for
     the paper's); then prediction_error.png when the prediction baseline
     or SLOMO ran (both side by side), chains.png with the chains
-    simulation, ondemand.png with the on-demand one and durner.png with
-    Durner et al.'s scheduler on its own objective.
+    simulation, ondemand.png with the on-demand one, grouping.png with
+    NetContainer's grouping and durner.png with Durner et al.'s scheduler
+    on its own objective.
     """
     os.makedirs(directory, exist_ok=True)
     paths = []

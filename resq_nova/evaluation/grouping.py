@@ -308,3 +308,42 @@ def table(doc):
                                        s[p]['capacity_loss_pct']))
             for p in policies)))
     return lines
+
+
+def build_figure(doc):
+    """Violations per grouping policy and scenario: a matplotlib figure.
+
+    The policies take colours no placement scheme has
+    (:data:`resq_nova.evaluation.figures.OTHER_COLOURS`), one each, the
+    same in every scenario.
+    """
+    from matplotlib import figure as mfigure
+
+    from resq_nova.evaluation import figures
+
+    names = list(doc['scenarios'])
+    policies = list(doc['scenarios'][names[0]]['policies']) if names else []
+    fig = mfigure.Figure(figsize=(10, 3.8))
+    ax = fig.subplots()
+    width = 0.8 / max(len(policies), 1)
+    for j, policy in enumerate(policies):
+        xs = [i + (j - (len(policies) - 1) / 2.0) * width
+              for i in range(len(names))]
+        ys = [doc['scenarios'][n]['policies'][policy]['violation_pct']
+              for n in names]
+        ax.bar(xs, ys, width, label=policy,
+               color=figures.OTHER_COLOURS[j % len(figures.OTHER_COLOURS)])
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(['%s\n(%d NFs, %d classes)' % (
+        n, doc['scenarios'][n]['nfs'], doc['scenarios'][n]['classes'])
+        for n in names], fontsize='small')
+    ax.set_ylabel('NF-periods above target (%)')
+    ax.grid(True, axis='y', alpha=0.3)
+    ax.legend(fontsize='x-small', ncol=4)
+    fig.suptitle('Grouping on-demand NFs into fewer classes of service: '
+                 'NetContainer-style min-cost flow on miss-ratio curves '
+                 '("netcontainer") against other groupings, mean of seeds %s'
+                 % ', '.join(str(s) for s in doc['config']['seeds']),
+                 fontsize='medium')
+    fig.tight_layout()
+    return fig

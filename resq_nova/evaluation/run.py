@@ -18,8 +18,10 @@ from resq_nova.evaluation import chains as chains_mod
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
 from resq_nova.evaluation import durner
+from resq_nova.evaluation import grouping as grouping_mod
 from resq_nova.evaluation import measured
 from resq_nova.evaluation import ondemand
+from resq_nova.evaluation import papers
 from resq_nova.evaluation import reference
 from resq_nova.evaluation import schemes as schemes_mod
 from resq_nova.evaluation import seeds as seeds_mod
@@ -254,6 +256,10 @@ def evaluate_seed(conf, sets, schemes, seed, setup, slo_file=None,
     doc['chains'] = chains_mod.evaluate()
     doc['on_demand'] = ondemand.evaluate(seed=sub['on_demand'],
                                          progress=progress)
+    # NetContainer's grouping on scenarios that merge NFs into classes.
+    base = sub['grouping']
+    doc['grouping'] = grouping_mod.evaluate(
+        seeds=(base * 3, base * 3 + 1, base * 3 + 2), progress=progress)
     # Durner et al.'s scheduler on the paper's own objective and setup.
     doc['durner'] = durner.evaluate(progress=progress,
                                     base=sub['durner'])
@@ -463,8 +469,15 @@ def _extra_lines(doc):
                      % (reference.FIGURE10[1], reference.FIGURE10[0]))
     if doc.get('chains'):
         lines.append(chains_mod.table(doc['chains']))
+    if doc.get('grouping'):
+        lines.append('NetContainer grouping (on-demand NFs merged into '
+                     'fewer classes; ours is "netcontainer"):')
+        lines.extend('  ' + line for line in grouping_mod.table(
+            doc['grouping']))
     if doc.get('durner'):
         lines.extend(durner.table(doc['durner']))
+    if any(doc.get(k) for k in ('grouping', 'durner', 'chains')):
+        lines.extend(papers.table(doc))
     if doc.get('seed_spread'):
         lines.append(seeds_mod.table(doc['seed_spread']))
     return lines

@@ -41,6 +41,8 @@ DRAWS = (
                   '(resq_nova.evaluation.ondemand)'),
     ('durner', "the VNFs of Durner et al.'s scheduler runs "
                '(resq_nova.evaluation.durner)'),
+    ('grouping', "the NFs and traffic of the grouping scenarios (seed N "
+                 'runs 3N, 3N+1 and 3N+2; resq_nova.evaluation.grouping)'),
 )
 
 
@@ -117,6 +119,7 @@ HEADLINES = (
     ('on_demand', 'policies', '*', 'moves'),
     ('on_demand', 'policies', '*', 'escalations'),
     ('durner', 'gain_pts', '*'),
+    ('grouping', 'scenarios', '*', 'policies', '*', 'violation_pct'),
 )
 
 
@@ -206,6 +209,11 @@ def table(doc):
             lines.append('%s: %s' % (section, ', '.join(
                 '%s %s' % (key, _mmm(stat, '%.1f'))
                 for key, stat in numbers[section].items())))
+    for name, scen in numbers.get('grouping', {}).get(
+            'scenarios', {}).items():
+        lines.append('grouping %s violated%%: %s' % (name, ', '.join(
+            '%s %s' % (policy, _mmm(stats.get('violation_pct'), '%.2f'))
+            for policy, stats in scen.get('policies', {}).items())))
     for policy, stats in numbers.get('on_demand', {}).get(
             'policies', {}).items():
         lines.append('on-demand %s: %s' % (policy, ', '.join(
