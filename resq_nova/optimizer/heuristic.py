@@ -364,15 +364,13 @@ def _evict_for(room, inst, at, evicted, tries=8):
     ``tries``); the evicted are taken out and appended to ``evicted``.
     ``None`` when none will do.
     """
-    found = []
+    found, ones = [], 0
     for key, small in at.items():
         if (not small or key[0] not in room.keep
                 or not room.hosts[key[0]].accepts):
             continue
         free = room.free[key]
         short_w, short_c = inst.ways - free[1], inst.cores - free[0]
-        if short_w > sum(s.ways for s in small):
-            continue
         out = []
         for s in small:
             if short_w <= 0 and short_c <= 0:
@@ -382,6 +380,9 @@ def _evict_for(room, inst, at, evicted, tries=8):
             short_c -= s.cores
         if short_w <= 0 and short_c <= 0:
             found.append((len(out), key, out))
+            ones += len(out) == 1
+            if ones >= tries:
+                break               # none can need fewer: stop looking
     found.sort(key=lambda f: (f[0], f[1]))
     for _, key, out in found[:tries]:
         for s in out:
