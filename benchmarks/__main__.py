@@ -15,6 +15,7 @@ BENCHMARKS = {
     'profiler': 'benchmarks.profiler',
     'prediction': 'benchmarks.prediction',
     'ondemand': 'benchmarks.ondemand',
+    'seeds': 'benchmarks.seeds',
 }
 
 
