@@ -1,6 +1,14 @@
 # Sphinx configuration of the resq-nova documentation.
 
+import os
+import sys
+
+# resq_figures: the :num: role, figures from figures.json.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '_exts'))
+
 extensions = [
+    'resq_figures',
     'sphinx.ext.autodoc',
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
@@ -9,7 +17,7 @@ extensions = [
 
 config_generator_config_file = [
     ('../../etc/resq/resq-nova-config-generator.conf',
-     '_static/resq-nova'),
+     '_static/resq'),
     ('../../etc/resq/resq-profiler-config-generator.conf',
      '_static/resq-profiler'),
     ('../../etc/resq/resq-agent-config-generator.conf',
