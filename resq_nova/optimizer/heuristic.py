@@ -279,6 +279,10 @@ def compose(snap, first, then):
 # Instances of at most this many ways may be evicted from a kept domain to
 # make room for a larger one (they are the fillers that fit small holes).
 EVICT_WAYS = 3
+# Domains that could take an instance by evictions compared for it, at
+# most (the fewest evictions of these wins): the search stays short at
+# any cloud size.
+LOOK_AT = 64
 
 
 def repack(snap, fixed, keep, deadline, clock=None):
@@ -337,11 +341,17 @@ def _repack_once(snap, fixed, close):
             at[inst.host, inst.domain].append(inst)
     items = sorted((i for n in close for i in room.on_host[n]),
                    key=lambda i: (-i.ways, -i.cores, i.uuid))
+    # What each domain could offer at most, its free ways and all its
+    # small instances': it only falls as instances arrive, so the search
+    # for evictions stops at the first domain below what it needs.
+    most = {key: room.free[key][1] + sum(s.ways for s in small)
+            for key, small in at.items()}
+    order = sorted(most, key=lambda k: (-most[k], k))
     targets, evicted = {}, []
     for inst in items:
         key = room.place(inst, inst.host)
         if key is None and inst.ways > EVICT_WAYS:
-            key = _evict_for(room, inst, at, evicted)
+            key = _evict_for(room, inst, at, evicted, order, most)
         if key is None:
             evicted.append(inst)        # placed with the small ones
             continue
@@ -356,16 +366,20 @@ def _repack_once(snap, fixed, close):
     return targets, set(close)
 
 
-def _evict_for(room, inst, at, evicted, tries=8):
+def _evict_for(room, inst, at, evicted, order, most, tries=8):
     """A kept domain where evicting small instances lets ``inst`` in.
 
-    Of the domains that could hold it once their small instances leave,
-    those needing the fewest evictions are tried first (at most
-    ``tries``); the evicted are taken out and appended to ``evicted``.
-    ``None`` when none will do.
+    Of the domains that could hold it once their small instances leave
+    (``order``: by the most each could offer, ``most``), those needing
+    the fewest evictions are tried first (at most ``tries``); the evicted
+    are taken out and appended to ``evicted``. ``None`` when none will
+    do.
     """
     found, ones = [], 0
-    for key, small in at.items():
+    for key in order:
+        if most[key] < inst.ways:
+            break
+        small = at[key]
         if (not small or key[0] not in room.keep
                 or not room.hosts[key[0]].accepts):
             continue
@@ -381,8 +395,8 @@ def _evict_for(room, inst, at, evicted, tries=8):
         if short_w <= 0 and short_c <= 0:
             found.append((len(out), key, out))
             ones += len(out) == 1
-            if ones >= tries:
-                break               # none can need fewer: stop looking
+            if ones >= tries or len(found) >= LOOK_AT:
+                break               # enough to choose from
     found.sort(key=lambda f: (f[0], f[1]))
     for _, key, out in found[:tries]:
         for s in out:
