@@ -52,6 +52,59 @@ def load_file(path):
     return profile_mod.Profile.from_json(text, source=path)
 
 
+class WatchedProfiles:
+    """Profiles of one directory, each read again only when its file changes.
+
+    For a caller that asks for the same profiles every pass (the agent):
+    ``convert(profile)`` is kept with the file's modification time and size,
+    so an unchanged file is neither read nor validated again. A profile
+    that is missing or invalid gives None, and ``warn(reason)`` once until
+    it reads again.
+    """
+
+    def __init__(self, directory, convert):
+        self.store = ProfileStore(directory)
+        self.convert = convert
+        self._cache = {}          # id -> (file stamp, value or None)
+        self._reported = set()
+
+    def get(self, profile_id, warn):
+        """``convert`` of profile ``profile_id``, or None (see the class)."""
+        try:
+            path = self.store.path(profile_id)
+            st = os.stat(path)
+        except (exception.ResQException, OSError) as exc:
+            self._cache.pop(profile_id, None)
+            self._warn(profile_id, warn, 'it is not in %s (%s)' % (
+                self.store.directory, getattr(exc, 'strerror', None) or exc))
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        cached = self._cache.get(profile_id)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            value = self.convert(load_file(path))
+        except exception.ResQException as exc:
+            self._warn(profile_id, warn, exc)
+            value = None
+        self._cache[profile_id] = (stamp, value)
+        if value is not None:
+            self._reported.discard(profile_id)
+        return value
+
+    def forget(self, profile_ids=None):
+        """Read these profiles (all by default) again at the next call."""
+        for pid in (list(self._cache) if profile_ids is None
+                    else profile_ids):
+            self._cache.pop(pid, None)
+            self._reported.discard(pid)
+
+    def _warn(self, profile_id, warn, reason):
+        if profile_id not in self._reported:
+            self._reported.add(profile_id)
+            warn(reason)
+
+
 class ProfileStore:
     """Profiles kept as JSON files in one directory."""
 
