@@ -205,7 +205,7 @@ def main(argv):
     print('... 1000 hosts, three shapes, two cells', flush=True)
     mixed = case(1000, mixed=True)
     rows.append(mixed)
-    huge = None
+    huge = mixed_10k = None
     if not argv:
         print('... 10000 hosts', flush=True)
         huge = case(10000, time_limit=60.0)
@@ -237,20 +237,15 @@ def main(argv):
     figures.update({k: big[k] for k in (
         'hosts', 'instances', 'seconds', 'gap_pct', 'hosts_freed', 'moves',
         'moves_lower_bound')})
-    figures.update({k + '_mixed': mixed[k] for k in (
-        'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
-        'moves_lower_bound', 'cross_cell_moves')})
-    if huge is not None:
-        figures.update({k + '_10k': huge[k] for k in (
-            'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
-            'moves_lower_bound')})
-        figures.update({k + '_mixed_10k': mixed_10k[k] for k in (
-            'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
-            'moves_lower_bound', 'cross_cell_moves')})
-    if largest_row is not None:
-        figures.update({k + '_100k': largest_row[k] for k in (
-            'hosts', 'instances', 'seconds', 'gap_pct', 'moves',
-            'moves_lower_bound', 'cross_cell_moves', 'peak_rss_mb')})
+    plain = ('hosts', 'instances', 'seconds', 'gap_pct', 'moves',
+             'moves_lower_bound')
+    mixed_keys = plain + ('cross_cell_moves',)
+    for suffix, row, keys in (
+            ('_mixed', mixed, mixed_keys), ('_10k', huge, plain),
+            ('_mixed_10k', mixed_10k, mixed_keys),
+            ('_100k', largest_row, mixed_keys + ('peak_rss_mb',))):
+        if row is not None:
+            figures.update({k + suffix: row[k] for k in keys})
     figures['peak_rss_mb'] = round(peak_mb)
     keys = ('hosts', 'instances', 'seconds', 'build_seconds', 'gap_pct',
             'moves_ratio')

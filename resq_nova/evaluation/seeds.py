@@ -201,14 +201,14 @@ def table(doc):
             '%s %s' % (key, _mmm(stat, '%.2f'))
             for key, stat in ratios.items())))
     lines += _setup_lines(numbers.get('setups', {}))
+    sections = [(s, numbers[s]) for s in ('predictor', 'slomo_predictor',
+                                          'profiles') if s in numbers]
     if 'durner' in numbers:
-        numbers = dict(numbers, durner_gain_pts=numbers['durner']['gain_pts'])
-    for section in ('predictor', 'slomo_predictor', 'profiles',
-                    'durner_gain_pts'):
-        if section in numbers:
-            lines.append('%s: %s' % (section, ', '.join(
-                '%s %s' % (key, _mmm(stat, '%.1f'))
-                for key, stat in numbers[section].items())))
+        sections.append(('durner_gain_pts', numbers['durner']['gain_pts']))
+    for name, stats in sections:
+        lines.append('%s: %s' % (name, ', '.join(
+            '%s %s' % (key, _mmm(stat, '%.1f'))
+            for key, stat in stats.items())))
     for name, scen in numbers.get('grouping', {}).get(
             'scenarios', {}).items():
         lines.append('grouping %s violated%%: %s' % (name, ', '.join(
