@@ -21,25 +21,16 @@ serving it (no ``--config-file``: the default search finds
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 
 import fixtures
-import requests
-from testtools import content
 
 from tests import base
+from tests.fixtures import http_process
 from tests.unit.resq_profiler import test_profile
 
 BIN = os.path.dirname(sys.executable)
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 class NoKeystoneTest(base.TestCase):
@@ -67,42 +58,13 @@ class NoKeystoneTest(base.TestCase):
         self.url = self._start()
 
     def _start(self):
-        port = _free_port()
-        log = open(os.path.join(self.home, 'resq-api.log'), 'w+')
-        self.addCleanup(log.close)
-        self.addOnException(lambda exc_info: self.addDetail(
-            'resq-api-log', content.text_content(self._read(log))))
-        proc = subprocess.Popen(
-            [os.path.join(BIN, 'resq-api'), '--port', str(port)],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        port = http_process.free_port()
+        return http_process.serve(
+            self, [os.path.join(BIN, 'resq-api'), '--port', str(port)],
+            'http://127.0.0.1:%d' % port,
+            os.path.join(self.home, 'resq-api.log'), 'resq-api-log',
+            'resq-api did not answer within 120 s', env=self.env,
             cwd=self.home)
-        self.addCleanup(self._stop, proc)
-        url = 'http://127.0.0.1:%d' % port
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            self.assertIsNone(proc.poll(), self._read(log))
-            try:
-                if requests.get(url, timeout=10).status_code == 200:
-                    return url
-            except requests.RequestException:
-                pass
-            time.sleep(0.3)
-        self.fail('resq-api did not answer within 120 s')
-
-    @staticmethod
-    def _stop(proc):
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(30)
-
-    @staticmethod
-    def _read(log):
-        log.flush()
-        log.seek(0)
-        return log.read()
 
     def openstack(self, *args, token='admin', env=None):
         """``openstack`` as the docs run it; (status, stdout, stderr)."""
@@ -188,7 +150,7 @@ class NoKeystoneTest(base.TestCase):
         status, out, err = self.openstack(
             'resq', 'host', 'list', env={
                 'OS_PLACEMENT_ENDPOINT_OVERRIDE':
-                    'http://127.0.0.1:%d' % _free_port()})
+                    'http://127.0.0.1:%d' % http_process.free_port()})
         self.assertEqual(1, status)
         self.assertEqual(1, len(err), err)
         self.assertIn('cannot reach Placement', err[0])

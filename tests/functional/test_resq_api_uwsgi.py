@@ -14,26 +14,18 @@ import configparser
 import json
 import os
 import shlex
-import socket
 import subprocess
 import sys
-import time
 
 import requests
-from testtools import content
 
 from tests import base
 from tests.fixtures import database
+from tests.fixtures import http_process
 from tests.unit.devstack import test_plugin
 from tests.unit.resq_profiler import test_profile
 
 UWSGI = os.path.join(os.path.dirname(sys.executable), 'uwsgi')
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
 
 
 def _set(path, section, **options):
@@ -81,44 +73,16 @@ class UwsgiTest(base.TestCase):
                 UWSGI, self.uwsgi_ini)
         argv = shlex.split(command)
         argv[0] = UWSGI
-        port = _free_port()
-        log = open(os.path.join(self.tmp, 'uwsgi.log'), 'w+')
-        self.addCleanup(log.close)
-        self.addOnException(lambda exc_info: self.addDetail(
-            'uwsgi-log', content.text_content(self._log(log))))
-        proc = subprocess.Popen(argv + ['--http', '127.0.0.1:%d' % port],
-                                stdout=log, stderr=subprocess.STDOUT,
-                                cwd=self.tmp)
-        self.addCleanup(self._stop, proc)
-        url = 'http://127.0.0.1:%d' % port
+        port = http_process.free_port()
         # Ready once a worker has loaded the application (importing it
         # takes seconds on a busy machine; uwsgi's HTTP router accepts
         # before that).
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            self.assertIsNone(proc.poll(), self._log(log))
-            try:
-                if requests.get(url, timeout=10).status_code == 200:
-                    return url
-            except requests.RequestException:
-                pass
-            time.sleep(0.5)
-        self.fail('uwsgi served no application in 120 s')
-
-    @staticmethod
-    def _stop(proc):
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(30)
-
-    @staticmethod
-    def _log(log):
-        log.flush()
-        log.seek(0)
-        return log.read()
+        return http_process.serve(
+            self, argv + ['--http', '127.0.0.1:%d' % port],
+            'http://127.0.0.1:%d' % port,
+            os.path.join(self.tmp, 'uwsgi.log'), 'uwsgi-log',
+            'uwsgi served no application in 120 s', cwd=self.tmp,
+            poll_s=0.5)
 
     def test_the_plugins_uwsgi_file_names_a_real_application(self):
         ini = configparser.RawConfigParser(strict=False)
