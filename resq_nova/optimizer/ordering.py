@@ -27,11 +27,11 @@ import collections
 class Ledger:
     """What each cache domain and host holds, move by move."""
 
-    def __init__(self, snap, only=None):
+    def __init__(self, snap, instances=None):
         """The room of every domain and host of ``snap``.
 
-        :param only: track the room of this host alone (the others'
-            counts start at zero and are never checked by the caller).
+        :param instances: count only these (default: all of ``snap``'s);
+            :func:`_safe_at` gives those of the one host it checks.
         """
         self.snap = snap
         self.dom = collections.defaultdict(lambda: [0, 0, 0])
@@ -44,9 +44,8 @@ class Ledger:
             if g.policy == 'anti-affinity':
                 for u in g.members:
                     self.mates[u].update(x for x in g.members if x != u)
-        for inst in snap.instances:
-            if only is None or inst.host == only:
-                self.add(inst, inst.host, inst.domain)
+        for inst in snap.instances if instances is None else instances:
+            self.add(inst, inst.host, inst.domain)
             self.where[inst.uuid] = {inst.host}
 
     def add(self, inst, host, dom, sign=1):
@@ -240,6 +239,10 @@ def needed_only(snap, moves):
     origin = {}
     for mv in moves:
         origin.setdefault(mv['uuid'], mv['from_host'])
+    by_uuid = {i.uuid: i for i in snap.instances}
+    residents = collections.defaultdict(list)
+    for inst in snap.instances:
+        residents[inst.host].append(inst)
     changed = True
     while changed:
         changed = False
@@ -248,7 +251,8 @@ def needed_only(snap, moves):
             if any(d['uuid'] == uuid for d in dropped):
                 continue
             rest = [mv for mv in moves if mv['uuid'] != uuid]
-            if _safe_at(snap, rest, origin[uuid]) and freed <= (
+            if _safe_at(snap, rest, origin[uuid], by_uuid,
+                        residents) and freed <= (
                     snap.hosts_in_use() - hosts_in_use_after(snap, rest)):
                 dropped.extend(mv for mv in moves if mv['uuid'] == uuid)
                 moves = rest
@@ -257,22 +261,27 @@ def needed_only(snap, moves):
     return moves, dropped
 
 
-def _safe_at(snap, moves, host):
+def _safe_at(snap, moves, host, by_uuid=None, residents=None):
     """Whether every move of ``moves`` into ``host`` can start in order.
 
     Enough to tell whether an instance of ``host`` may stay there (its
     moves dropped from a plan that was safe): staying only takes room on
     ``host``, so only the moves into ``host`` can be blocked by it. Only
-    the moves that touch ``host`` are replayed, against its room alone,
-    so the check does not grow with the cloud.
+    the moves that touch ``host`` are replayed, against the room of its
+    own instances (``residents[host]``; ``by_uuid``: every instance; both
+    worked out from ``snap`` when not given, for a caller asking about
+    many hosts to do once).
     """
     touching = [mv for mv in moves
                 if host in (mv['from_host'], mv['to_host'])]
     if not any(mv['to_host'] == host for mv in touching):
         return True
-    ledger = Ledger(snap, only=host)
-    by_uuid = {i.uuid: i for i in snap.instances}
-    loc = {i.uuid: (i.host, i.domain) for i in snap.instances}
+    if by_uuid is None:
+        by_uuid = {i.uuid: i for i in snap.instances}
+    ledger = Ledger(snap, [i for i in snap.instances if i.host == host]
+                    if residents is None else residents[host])
+    loc = {mv['uuid']: (by_uuid[mv['uuid']].host, by_uuid[mv['uuid']].domain)
+           for mv in touching}
     for mv in touching:
         inst = by_uuid[mv['uuid']]
         if (mv['to_host'] == host and ledger.blocker(
