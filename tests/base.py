@@ -41,6 +41,13 @@ class PrivsepInProcess(fixtures.Fixture):
             'resq_common.resctrl_writer.CHECK_FS_MAGIC', False))
 
 
+def _without_etc(search):
+    def dirs(project=None):
+        return [d for d in search(project)
+                if not os.path.abspath(d).startswith('/etc')]
+    return dirs
+
+
 class TestCase(oslotest_base.BaseTestCase):
     """Base class: a private ConfigOpts with every resq group registered.
 
@@ -50,6 +57,12 @@ class TestCase(oslotest_base.BaseTestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.NestedTempfile())
+        # oslo.config's default search stays out of this machine's /etc:
+        # a cloud or devstack run here leaves /etc/resq/resq.conf behind,
+        # which every command would otherwise read.
+        self.useFixture(fixtures.MonkeyPatch(
+            'oslo_config.cfg._get_config_dirs',
+            _without_etc(cfg._get_config_dirs)))
         conf = cfg.ConfigOpts()
         prof_conf.register_opts(conf)
         nova_conf.register_opts(conf)

@@ -87,7 +87,8 @@ class ServerMetadataTest(integrated_helpers._IntegratedTestBase):
     def test_missing_credentials_name_the_group(self):
         conf = cfg.ConfigOpts()
         dma_conf.register_opts(conf)
-        conf([], project='resq')
+        # No file: not even one a cloud run left in /etc/resq.
+        conf([], project='resq', default_config_files=[])
         exc = self.assertRaises(metadata.NovaUnavailable,
                                 metadata.ServerMetadata.from_conf, conf)
         self.assertIn('[nova] auth_type is not set', str(exc))
