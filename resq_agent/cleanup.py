@@ -11,6 +11,10 @@
 #    under the License.
 """``resq-agent cleanup``: remove the agent's resctrl groups from a host.
 
+With ``[resq_agent] nfvnice_bridge`` set it also removes NFVnice's
+per-chain meters and flows from that bridge (the agent's cookie and meter
+range only).
+
 What the agent leaves in resctrl once it is stopped: its ``resq-`` groups
 (never the profiler's ``resq-profiler*`` ones, nor anyone else's: see
 :data:`resq_common.resctrl.AGENT`) and the default group's L3 masks,
@@ -73,6 +77,40 @@ def plan(root):
         'default_l3_masks': {str(d): '%x' % m
                              for d, m in sorted(restore.items())},
     }
+
+
+def plan_openflow(bridge):
+    """The agent's OpenFlow meters and flows on ``bridge`` (NFVnice).
+
+    Reads only, through the privileged side (which programs only the
+    bridge of root's own configuration).
+    """
+    import resq_agent.privsep.openflow as priv
+
+    if not bridge:
+        return None
+    flows, meters = priv.owned()
+    return {'bridge': bridge, 'meters': sorted(set(flows) | set(meters))}
+
+
+def execute_openflow(doc):
+    """Remove the agent's per-chain flows and meters.
+
+    :returns: True when every one went.
+    """
+    import resq_agent.privsep.openflow as priv
+
+    ok = True
+    for meter in doc['meters']:
+        try:
+            priv.remove_chain(meter)
+            outcome = {'meter': meter, 'outcome': 'removed'}
+        except Exception as exc:
+            ok = False
+            outcome = {'meter': meter, 'outcome': 'failed',
+                       'error': str(exc)}
+        doc.setdefault('actions', []).append(outcome)
+    return ok
 
 
 def execute(doc):

@@ -49,6 +49,12 @@ VM_UUID_KEY = 'vm-uuid'
 POLICED_KEY = 'resq_policed'
 NIC_TYPES = ('dpdk',)
 VHOST_TYPES = ('dpdkvhostuser', 'dpdkvhostuserclient')
+# Ports behind which an instance receives packets: vhost-user (DPDK
+# datapath) and the tap devices of the kernel datapath (type "" or
+# "system" in the database, "tap" on the netdev datapath). On each, OVS's
+# tx counters are the packets it delivered to the guest and tx_dropped the
+# ones the guest's queue had no room for.
+GUEST_TYPES = VHOST_TYPES + ('', 'system', 'tap')
 
 
 @dataclasses.dataclass(frozen=True)

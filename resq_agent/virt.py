@@ -232,6 +232,10 @@ class Hypervisor:
         """See :meth:`_set_cpu_shares`."""
         return self._bounded(self._set_cpu_shares, uuid, shares)
 
+    def cpu_times(self, uuids):
+        """See :meth:`_cpu_times`."""
+        return self._bounded(self._cpu_times, uuids)
+
     def _instances(self, unreadable=None):
         """Every running Nova instance.
 
@@ -346,6 +350,31 @@ class Hypervisor:
             if name in params:
                 return dom.ID(), name, params[name]
         return None
+
+    def _cpu_times(self, uuids):
+        """CPU time (ns) of the running domains among ``uuids``.
+
+        ``{uuid: ns}``, all the domain's threads (its cgroup with QEMU).
+
+        A domain that does not run, or whose driver reports no CPU time,
+        is left out.
+        """
+        conn = self._connection()
+        result = {}
+        for uuid in uuids:
+            try:
+                dom = conn.lookupByUUIDString(uuid)
+                if not dom.isActive():
+                    continue
+                stats = dom.getCPUStats(True)
+            except libvirt.libvirtError as exc:
+                if exc.get_error_code() == libvirt.VIR_ERR_NO_DOMAIN:
+                    continue
+                raise
+            value = stats[0].get('cpu_time') if stats else None
+            if isinstance(value, int) and value >= 0:
+                result[uuid] = value
+        return result
 
     def _set_cpu_shares(self, uuid, shares):
         """Set a running domain's CPU weight now (not its definition).

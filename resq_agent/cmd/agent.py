@@ -159,9 +159,17 @@ def _cleanup(conf):
             return 1
     doc = cleanup.plan(conf.resq_agent.resctrl_root)
     doc['dry_run'] = conf.command.dry_run
-    ok = True
+    try:
+        doc['openflow'] = cleanup.plan_openflow(
+            conf.resq_agent.nfvnice_bridge)
+    except Exception as exc:
+        doc['openflow'] = {'bridge': conf.resq_agent.nfvnice_bridge,
+                           'error': str(exc)}
+    ok = 'error' not in (doc['openflow'] or {})
     if not conf.command.dry_run:
-        ok = cleanup.execute(doc)
+        ok = cleanup.execute(doc) and ok
+        if doc['openflow'] and 'error' not in doc['openflow']:
+            ok = cleanup.execute_openflow(doc['openflow']) and ok
     _print(doc)
     return 0 if ok else 1
 

@@ -55,7 +55,8 @@ import sys
 # resctrl_fake (the only place a fake tree can be allowed), pqos options.
 CONFIG_FILE = '/etc/resq/privsep/resq-agent-privsep.conf'
 CONTEXTS = ('resq_agent.privsep.resctrl_pctxt',
-            'resq_agent.privsep.pqos_pctxt')
+            'resq_agent.privsep.pqos_pctxt',
+            'resq_agent.privsep.openflow_pctxt')
 # oslo.privsep's socket: <tempfile.mkdtemp()>/privsep.sock.
 SOCK_RE = re.compile(r'/(?:[A-Za-z0-9_.-]+/){1,8}privsep\.sock')
 # Options that make the daemon open files by name before it logs through

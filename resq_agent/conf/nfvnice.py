@@ -15,6 +15,40 @@ from oslo_config import cfg
 
 GROUP = 'resq_agent'
 
+# Read by the privileged side too (resq_agent.privsep.openflow), from
+# root's own configuration: which bridge it may program, and where.
+OPENFLOW_OPTS = [
+    cfg.StrOpt('nfvnice_bridge',
+               help='The Open vSwitch bridge (e.g. br-int), or its '
+                    'OpenFlow management socket (unix:/path/br.mgmt), '
+                    'NFVnice reads and programs over OpenFlow through '
+                    'ovs-ofctl: fresh port counters every pass (not the '
+                    'database\'s statistics, which ovs-vswitchd refreshes '
+                    'every 5 s), and one meter and flow per chain with a '
+                    '"match" in the chains file, so backpressure '
+                    'throttles that chain only. The bridge must speak '
+                    'OpenFlow 1.3. Unset: counters from the database and '
+                    'backpressure by entry-port policers.'),
+    cfg.IntOpt('nfvnice_meter_base',
+               default=0xE000, min=1, max=0xFFFF0000,
+               help='First OpenFlow meter id the agent may use; it owns '
+                    'nfvnice_meter_count ids from there and no other.'),
+    cfg.IntOpt('nfvnice_meter_count',
+               default=1024, min=1, max=65536,
+               help='How many meter ids the agent owns (one per chain).'),
+    cfg.IntOpt('nfvnice_flow_priority',
+               default=65000, min=1, max=65535,
+               help='Priority of the agent\'s per-chain flows in table 0: '
+                    'above every flow of the pipeline that handles the '
+                    'chains\' packets at their entry port.'),
+    cfg.IntOpt('nfvnice_mark_register',
+               default=15, min=0, max=15,
+               help='Register whose bit 0 marks a packet the agent\'s '
+                    'chain flow has metered, before it is resubmitted to '
+                    'table 0; pick one the pipeline leaves at 0 in table '
+                    '0.'),
+]
+
 NFVNICE_OPTS = [
     cfg.BoolOpt('nfvnice',
                 default=False,
@@ -23,17 +57,33 @@ NFVNICE_OPTS = [
                      'on-demand and best-effort instances that share cores, '
                      'and backpressure (ingress policing at the chain\'s '
                      'entry) for the chains of nfvnice_chains_file. Rates '
-                     'come from Open vSwitch interface statistics, so '
-                     'ovsdb_connection must be set.'),
+                     'come from Open vSwitch interface statistics, or from '
+                     'OpenFlow counters with nfvnice_bridge; '
+                     'ovsdb_connection must be set either way (it maps '
+                     'ports to instances).'),
     cfg.FloatOpt('nfvnice_interval',
                  mutable=True,
-                 default=2.0, min=0.5,
+                 default=2.0, min=0.01,
                  help='Seconds between NFVnice passes (rates measured, '
-                      'shares and policers updated). ovs-vswitchd '
-                      'refreshes interface statistics every 5 s by default '
-                      '(other_config:stats-update-interval); a shorter '
-                      'interval than that only sees the same counters '
-                      'again, which count as no change.'),
+                      'shares and meters updated). With nfvnice_bridge '
+                      'the counters are fresh every pass and the fastest '
+                      'period is what a pass costs (the agent reports it: '
+                      'resq-agent nfvnice, and admin/nfvnice.html gives '
+                      'the measured figure). Without it ovs-vswitchd '
+                      'refreshes interface statistics every 5 s '
+                      '(other_config:stats-update-interval), and a '
+                      'shorter interval only sees the same counters '
+                      'again.'),
+    cfg.BoolOpt('nfvnice_measure_costs',
+                default=True,
+                help='Measure each NF\'s cost per packet as the guest CPU '
+                     'time libvirt reports over the packets OVS delivered '
+                     'to it, in passes where the NF drops packets (then it '
+                     'was busy all the time, so its CPU time is packet '
+                     'work; a poll-mode NF burns its core whatever its '
+                     'load). The measurement is smoothed and wins over '
+                     'profile costs; a chains-file cycles_per_packet wins '
+                     'over both.'),
     cfg.StrOpt('nfvnice_chains_file',
                help='JSON file naming the service chains (name, entry '
                     'port, instances in order with an optional '
@@ -80,11 +130,16 @@ NFVNICE_OPTS = [
                       'that rates that wobble do not rewrite shares every '
                       'pass.'),
     cfg.BoolOpt('backpressure',
-                default=True,
-                help='With nfvnice on and a chains file: police a chain\'s '
-                     'entry port while one of its NFs drops packets, '
-                     'instead of letting upstream NFs process packets that '
-                     'are dropped later.'),
+                default=False,
+                help='With nfvnice on and a chains file: throttle a chain '
+                     'at its entry (its own meter with nfvnice_bridge and '
+                     'a "match", else the entry port\'s policer) while one '
+                     'of its NFs drops packets, instead of letting '
+                     'upstream NFs process packets that are dropped later. '
+                     'Off by default: at the period an agent can hold it '
+                     'saves CPU on steady overload but loses throughput '
+                     'when load changes faster than the period (see '
+                     'admin/nfvnice.html).'),
     cfg.FloatOpt('backpressure_high_drop_ratio',
                  default=0.01, min=0.0, max=1.0,
                  help='Fraction of its arriving packets an NF must drop for '
@@ -122,8 +177,8 @@ NFVNICE_OPTS = [
 
 
 def register_opts(conf):
-    conf.register_opts(NFVNICE_OPTS, group=GROUP)
+    conf.register_opts(NFVNICE_OPTS + OPENFLOW_OPTS, group=GROUP)
 
 
 def list_opts():
-    return [(GROUP, NFVNICE_OPTS)]
+    return [(GROUP, NFVNICE_OPTS + OPENFLOW_OPTS)]

@@ -20,4 +20,5 @@ from resq_common import privsep
 def list_opts():
     return (agent.list_opts() + dma.list_opts() + nfvnice.list_opts()
             + ondemand.list_opts()
-            + privsep.list_opts('resq_privsep_resctrl', 'resq_privsep_pqos'))
+            + privsep.list_opts('resq_privsep_resctrl', 'resq_privsep_pqos',
+                                'resq_privsep_openflow'))

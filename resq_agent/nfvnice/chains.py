@@ -18,8 +18,10 @@ agent runs. Example::
     {"chains": [
        {"name": "edge-fw-nat",
         "entry_port": "dpdk0",
+        "match": "dl_vlan=101",
         "instances": [
-          {"uuid": "6f3c1a9e-...-0a01", "cycles_per_packet": 400},
+          {"uuid": "6f3c1a9e-...-0a01", "cycles_per_packet": 400,
+           "priority": 2},
           "6f3c1a9e-...-0a02"]},
        {"name": "ids-only", "entry_port": "vhu-upstream",
         "instances": ["6f3c1a9e-...-0a03"]}]}
@@ -37,6 +39,14 @@ agent runs. Example::
 * ``max_kbps`` (optional): a cap on the chain's input (ResQ polices an
   on-demand NF's input at a user-specified cap); the entry is always
   policed at it, and backpressure only ever polices lower.
+* ``match`` (optional): the OpenFlow match of the chain's own packets at
+  its entry port (e.g. ``"dl_vlan=101"`` or ``"ip,nw_dst=10.1.0.0/16"``).
+  With ``[resq_agent] nfvnice_bridge`` the chain gets its own meter
+  (:mod:`resq_agent.nfvnice.openflow`): its entry rate is counted and
+  backpressure throttles its packets only. Without a match the whole
+  entry port is policed, every chain entering there with it.
+* an instance's ``priority`` (optional, default 1): NFVnice's per-NF
+  priority; it multiplies the NF's CPU share.
 """
 
 import dataclasses
@@ -45,6 +55,7 @@ import os
 
 from oslo_utils import uuidutils
 
+from resq_agent.nfvnice import openflow
 from resq_common import exception
 from resq_common import jsonutils
 
@@ -62,12 +73,15 @@ class Chain:
     entry_port: str
     instances: tuple         # UUIDs, upstream first
     max_kbps: int = None     # the tenant's cap, always policed
+    match: str = None        # OpenFlow match of the chain's packets
 
 
 @dataclasses.dataclass(frozen=True)
 class ChainSet:
     chains: tuple = ()
     costs: dict = dataclasses.field(default_factory=dict)   # uuid -> cycles
+    priorities: dict = dataclasses.field(default_factory=dict)  # uuid -> p
+    policed: bool = True     # backpressure decides; else caps only
 
 
 def parse(doc, path='<memory>'):
@@ -81,7 +95,7 @@ def parse(doc, path='<memory>'):
     if not isinstance(doc, dict) or not isinstance(doc.get('chains'), list):
         raise bad('chains', 'the document must be an object with a list '
                   '"chains"')
-    chains, costs, names = [], {}, set()
+    chains, costs, priorities, names = [], {}, {}, set()
     for i, entry in enumerate(doc['chains']):
         where = 'chains[%d]' % i
         if not isinstance(entry, dict):
@@ -105,16 +119,18 @@ def parse(doc, path='<memory>'):
         uuids = []
         for j, member in enumerate(members):
             field = '%s.instances[%d]' % (where, j)
-            cost = None
+            cost = priority = None
             if isinstance(member, dict):
                 uuid = member.get('uuid')
                 cost = member.get('cycles_per_packet')
-                if cost is not None and (
-                        isinstance(cost, bool)
-                        or not isinstance(cost, (int, float))
-                        or not math.isfinite(cost) or cost <= 0):
+                if cost is not None and not _positive(cost):
                     raise bad(field + '.cycles_per_packet', 'must be a '
                               'positive number of CPU cycles, got %r' % cost)
+                priority = member.get('priority')
+                if priority is not None and not _positive(priority):
+                    raise bad(field + '.priority', 'must be a positive '
+                              'number (1 is the default; 2 gets twice the '
+                              'CPU at the same load), got %r' % (priority,))
             else:
                 uuid = member
             if not isinstance(uuid, str) or not uuidutils.is_uuid_like(uuid):
@@ -131,13 +147,30 @@ def parse(doc, path='<memory>'):
                               'has cost %r in another chain; give one '
                               'cost per NF' % (uuid, costs[uuid]))
                 costs[uuid] = float(cost)
+            if priority is not None:
+                if priorities.get(uuid, priority) != priority:
+                    raise bad(field + '.priority', 'instance %s has priority '
+                              '%r in another chain; give one priority per '
+                              'NF' % (uuid, priorities[uuid]))
+                priorities[uuid] = float(priority)
         cap = entry.get('max_kbps')
         if cap is not None and (isinstance(cap, bool)
                                 or not isinstance(cap, int) or cap <= 0):
             raise bad(where + '.max_kbps', 'must be a positive whole number '
                       'of kbit/s (or left out for no cap), got %r' % (cap,))
-        chains.append(Chain(name, port, tuple(uuids), cap))
-    return ChainSet(tuple(chains), costs)
+        match = entry.get('match')
+        if match is not None:
+            try:
+                match = openflow.check_match(match)
+            except openflow.InvalidMatch as exc:
+                raise bad(where + '.match', str(exc))
+        chains.append(Chain(name, port, tuple(uuids), cap, match))
+    return ChainSet(tuple(chains), costs, priorities)
+
+
+def _positive(value):
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and math.isfinite(value) and value > 0)
 
 
 class ChainFile:

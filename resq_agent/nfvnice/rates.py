@@ -55,8 +55,12 @@ COUNTERS = ('tx_packets', 'tx_dropped', 'rx_packets', 'rx_bytes')
 class RateTracker:
     """Turns successive counter readings into :class:`PortRates`."""
 
-    def __init__(self, clock=time.monotonic):
+    def __init__(self, clock=time.monotonic, fresh=False):
+        # fresh: the counters are read from the ports themselves (OpenFlow)
+        # at every call, so equal counters mean no traffic, not "not
+        # published yet".
         self._clock = clock
+        self.fresh = fresh
         self._last = {}           # name -> (time, {counter: value})
         self._snapshot = None
         self._rates = None
@@ -67,7 +71,8 @@ class RateTracker:
         Interfaces no longer reported are forgotten.
         """
         now = self._clock() if now is None else now
-        if statistics == self._snapshot and self._rates is not None:
+        if (not self.fresh and statistics == self._snapshot
+                and self._rates is not None):
             # ovs-vswitchd has not published since the last reading (it
             # does every few seconds): not a new sample, and no change in
             # the counters must not read as "no traffic".

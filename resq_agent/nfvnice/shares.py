@@ -43,18 +43,26 @@ DEFAULT_BASE = 1024
 class Demand:
     """One NF's traffic: packets per second and cycles per packet.
 
-    Either may be None (unknown).
+    Either may be None (unknown). ``priority`` (NFVnice's per-NF
+    priority, 1 by default) multiplies the NF's weight: an NF of priority
+    2 gets twice the CPU of one with the same load and cost.
     """
 
     uuid: str
     rate_pps: float = None
     cost: float = None
+    priority: float = 1.0
 
 
 def _usable(value):
     return (value is not None and isinstance(value, (int, float))
             and not isinstance(value, bool) and math.isfinite(value)
             and value >= 0)
+
+
+def _priority(demand):
+    p = demand.priority
+    return p if _usable(p) and p > 0 else 1.0
 
 
 def check_bounds(minimum, maximum, base=DEFAULT_BASE):
@@ -97,13 +105,15 @@ def compute(demands, minimum=64, maximum=10000, base=DEFAULT_BASE):
         if not _usable(d.rate_pps):
             unknown.append(d.uuid)
             continue
-        weights[d.uuid] = d.rate_pps * cost
+        weights[d.uuid] = d.rate_pps * cost * _priority(d)
     known = [w for w in weights.values() if w > 0]
     # An NF whose rate is unknown is treated as an average one; with no
-    # usable rate at all every NF is average: equal shares.
+    # usable rate at all every NF is average: equal shares (each still
+    # scaled by its priority).
     neutral = sum(known) / len(known) if known else 1.0
-    for uuid in unknown:
-        weights[uuid] = neutral
+    for d in demands:
+        if d.uuid in unknown:
+            weights[d.uuid] = neutral * _priority(d)
     total = sum(weights.values())
     shares = {}
     for uuid, weight in weights.items():

@@ -41,7 +41,16 @@ pqos_pctxt = privsep.PrivContext(
                   capabilities.CAP_SYS_RAWIO],
 )
 
-CONTEXTS = (resctrl_pctxt, pqos_pctxt)
+# ovs-ofctl to the bridge's management socket (root's, mode 0750): DAC
+# override to connect to it, nothing else.
+openflow_pctxt = privsep.PrivContext(
+    'resq_agent',
+    cfg_section='resq_privsep_openflow',
+    pypath=__name__ + '.openflow_pctxt',
+    capabilities=[capabilities.CAP_DAC_OVERRIDE],
+)
+
+CONTEXTS = (resctrl_pctxt, pqos_pctxt, openflow_pctxt)
 
 
 def init(conf):

@@ -64,7 +64,7 @@ class NfvniceTest(base.TestCase):
         self.flags('resq_agent', libvirt_uri=libvirt_fixture.URI,
                    ovsdb_connection=self.ovsdb.connection, ovsdb_timeout=2,
                    nfvnice=True, nfvnice_chains_file=self.chains,
-                   backpressure_clear_passes=1)
+                   backpressure=True, backpressure_clear_passes=1)
         self.now = 100.0
         self.counters = {}
         self.ports = ovs.OvsPorts.from_conf(self.conf)

@@ -377,7 +377,8 @@ class PluginTest(base.TestCase):
         self.assertEqual(['rabbit://stackrabbit:secret@127.0.0.1:5672/'],
                          agent['DEFAULT']['transport_url'])
         helper = os.path.join(self.ds.bin, 'resq-privsep-helper')
-        for group in ('resq_privsep_resctrl', 'resq_privsep_pqos'):
+        for group in ('resq_privsep_resctrl', 'resq_privsep_pqos',
+                      'resq_privsep_openflow'):
             self.assertEqual(['sudo %s' % helper],
                              agent[group]['helper_command'])
         # The sudoers rule allows exactly the helper, which takes no
