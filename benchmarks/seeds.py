@@ -11,13 +11,14 @@ objective (the drop of the highest CPU utilisation over 200 runs).
 Targets (issue 31): SLOMO's mean absolute error <= 5% at every class size;
 fewer violations than round-robin on every grouping scenario; NFVnice's
 gain measured at the period the agent sustains and no loss on other
-chains. The last two are not measured yet: the agent runs its NFVnice
-pass every ``[resq_agent] nfvnice_interval`` seconds on Open vSwitch's
-statistics, and backpressure still polices a chain's entry port; their
-keys are ``null`` until issue 31 item 2 is done, and the table says so.
+chains. For NFVnice the benchmark first measures the agent's pass on a
+real ovs-vswitchd (:mod:`benchmarks.nfvnice_fastpath`: the period it holds,
+and what a backpressured chain costs another chain on the same entry
+port), then simulates every chain scenario with the agent's loop at that
+period (:func:`resq_nova.evaluation.chains.evaluate_at_period`) and the
+paper's 3-NF chain (:func:`resq_nova.evaluation.chains.paper_3nf_table`).
 """
 
-import dataclasses
 import json
 
 from resq_nova.evaluation import chains
@@ -26,32 +27,25 @@ from resq_nova.evaluation import grouping
 from resq_nova.evaluation import papers
 from resq_profiler.slomo import accuracy
 
-PERIODS_MS = (0.1, 1.0, 4.0, 10.0)
 
+def _nfvnice():
+    """The agent's period on a real switch, and the gains at it."""
+    from benchmarks import nfvnice_fastpath
 
-def _nfvnice_gains():
-    """``{period ms: {chain: throughput gain %}}`` of shares+backpressure."""
-    out = {}
-    for ms in PERIODS_MS:
-        period = int(round(ms * 1000))
-        row = {}
-        for sc in chains.SCENARIOS:
-            sc = dataclasses.replace(sc, period_us=period,
-                                     duration_us=max(sc.duration_us,
-                                                     5 * period))
-            base = chains.simulate(sc)['throughput_mpps']
-            both = chains.simulate(sc, rate_cost=True,
-                                   backpressure=True)['throughput_mpps']
-            row[sc.name] = round(100.0 * (both / base - 1), 2)
-        out['%g' % ms] = row
-    return out
+    fast = nfvnice_fastpath.measure()
+    period_us = fast['period_ms'] * 1000
+    at = chains.evaluate_at_period(period_us)
+    gains = {name: doc['backpressure_gain_pct']['nfvnice_vs_rate_cost']
+             for name, doc in at.items()}
+    return fast, gains, chains.paper_3nf_table(period_us)
 
 
 def main(argv):
     print('... SLOMO inside classes', flush=True)
     slomo = accuracy.doc_figures(accuracy.class_error())
-    print('... NFVnice chains at several control periods', flush=True)
-    nfvnice = _nfvnice_gains()
+    print('... NFVnice: the agent\'s period on a real switch, the chains '
+          'at that period', flush=True)
+    fast, gains, paper3 = _nfvnice()
     print('... NetContainer grouping', flush=True)
     group = grouping.evaluate()
     print('... Durner et al. on their own objective', flush=True)
@@ -64,15 +58,23 @@ def main(argv):
             ', '.join('%s: %.2f%%' % kv
                       for kv in slomo['class_error_pct'].items()),
             slomo['io_error_pct'])))
-    for ms, row in nfvnice.items():
-        print('%-28s %-42s %s' % (
-            papers.NFVNICE[0] if ms == '0.1' else '',
-            'shares + backpressure raise throughput' if ms == '0.1'
-            else '', 'loop every %s ms: %s' % (ms, ', '.join(
-                '%s %+.2f%%' % kv for kv in row.items()))))
     print('%-28s %-42s %s' % (
-        '', '', 'at the agent\'s own period: not measured (issue 31 '
-        'item 2)'))
+        papers.NFVNICE[0], 'shares + backpressure raise throughput',
+        'agent period %d ms (pass p95 %.1f ms); backpressure gain there: '
+        '%s' % (fast['period_ms'], fast['pass_ms_p95'], ', '.join(
+            '%s %+.2f%%' % kv for kv in sorted(gains.items())))))
+    print('%-28s %-42s %s' % (
+        '', 'only the congested chain is throttled',
+        'other chain on the same port lost %.2f%% (the congested one '
+        'held back %.1f%%)' % (fast['other_chain_loss_pct'],
+                               fast['congested_chain_held_pct'])))
+    print('%-28s %-42s %s' % (
+        '', '3-NF chain: same 0.6 Mpps, NF1 CPU 100%->11%',
+        'chain %.3f -> %.3f Mpps, NF1 CPU %.0f%% -> %.0f%%' % (
+            paper3['default']['aggregate_mpps'],
+            paper3['nfvnice']['aggregate_mpps'],
+            paper3['default']['nf'][0]['cpu_pct'],
+            paper3['nfvnice']['nf'][0]['cpu_pct'])))
     for name in group['netcontainer_violation_pct']:
         print('%-28s %-42s %s' % (
             papers.NETCONTAINER[0] if name == list(
@@ -92,12 +94,16 @@ def main(argv):
         'slomo_class_error_pct': slomo['class_error_pct'],
         'slomo_class_max_error_pct': slomo['class_max_error_pct'],
         'slomo_io_error_pct': slomo['io_error_pct'],
-        'nfvnice_gain_pct_by_period_ms': nfvnice,
-        # Issue 31 item 2 is not done: the agent's period is not measured
-        # and backpressure polices a whole port.
-        'nfvnice_period_ms': None,
-        'nfvnice_gain_pct_at_period': None,
-        'nfvnice_other_chain_loss_pct': None,
+        'nfvnice_period_ms': fast['period_ms'],
+        'nfvnice_pass_ms_p95': fast['pass_ms_p95'],
+        # Per scenario: throughput with backpressure over without (both
+        # with rate-cost shares), the agent's loop at its period.
+        'nfvnice_gain_pct_at_period': gains,
+        'nfvnice_other_chain_loss_pct': fast['other_chain_loss_pct'],
+        'nfvnice_paper_3nf': {
+            v: {'aggregate_mpps': paper3[v]['aggregate_mpps'],
+                'nf1_cpu_pct': paper3[v]['nf'][0]['cpu_pct']}
+            for v in ('default', 'nfvnice')},
         'netcontainer_violation_pct': group['netcontainer_violation_pct'],
         'roundrobin_violation_pct': group['roundrobin_violation_pct'],
         'durner_max_util_gain_pts': {'mean': dur['gain_pts']['mean'],

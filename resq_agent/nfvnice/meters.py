@@ -140,11 +140,59 @@ class ChainMeters:
                          'error': str(exc)}]
         for name in sorted(set(self._ids) - set(wanted)):
             actions.append(self._remove(name))
-        for name, spec in sorted(wanted.items()):
-            action = self._set(name, *spec)
-            if action is not None:
-                actions.append(action)
+        pending, mods = [], []
+        for name, (port, match, rate_kbps, burst_kb) in sorted(
+                wanted.items()):
+            rate = int(rate_kbps) if rate_kbps else openflow.UNLIMITED_KBPS
+            burst = int(burst_kb) if rate_kbps else openflow.UNLIMITED_KBPS
+            action = {'action': 'meter', 'chain': name,
+                      'rate_kbps': rate_kbps or None, 'burst_kb': burst}
+            meter = self._ids.get(name)
+            if meter is None:
+                try:
+                    meter = self._allocate(name)
+                except ValueError as exc:
+                    self._fail(action, exc)
+                    actions.append(action)
+                    continue
+            action['meter'] = meter
+            have = self._installed.get(meter)
+            new = Installed(port, match, rate, burst)
+            if have == new:
+                continue
+            if have is None or (have.rate_kbps, have.burst_kb) != (
+                    rate, burst):
+                mods.append((meter, rate, burst, have is None))
+            pending.append((action, have, new))
+        refused = {}
+        if mods:
+            try:
+                refused = self.ops.set_meters(mods)
+            except Exception as exc:
+                refused = {m[0]: str(exc) for m in mods}
+        for action, have, new in pending:
+            actions.append(self._finish(action, have, new, refused))
         return actions
+
+    def _finish(self, action, have, new, refused):
+        meter = action['meter']
+        if meter in refused:
+            self._fail(action, refused[meter])
+            return action
+        try:
+            if have is None or (have.port, have.match) != (new.port,
+                                                           new.match):
+                self.ops.set_chain_flow(meter, new.port, new.match)
+        except Exception as exc:
+            self._fail(action, exc)
+            return action
+        if have is None or (have.rate_kbps, have.burst_kb) != (
+                new.rate_kbps, new.burst_kb):
+            # A new or changed meter counts from zero, from now.
+            self._last[meter] = (self._clock(), 0, 0, 0)
+        self._installed[meter] = new
+        action['outcome'] = 'set'
+        return action
 
     def _remove(self, name):
         meter = self._ids[name]
@@ -155,38 +203,6 @@ class ChainMeters:
             del self._ids[name]
             self._installed.pop(meter, None)
             self._last.pop(meter, None)
-        except Exception as exc:
-            self._fail(action, exc)
-        return action
-
-    def _set(self, name, port, match, rate_kbps, burst_kb):
-        rate = int(rate_kbps) if rate_kbps else openflow.UNLIMITED_KBPS
-        burst = int(burst_kb) if rate_kbps else openflow.UNLIMITED_KBPS
-        meter = self._ids.get(name)
-        action = {'action': 'meter', 'chain': name,
-                  'rate_kbps': rate_kbps or None, 'burst_kb': burst}
-        try:
-            if meter is None:
-                meter = self._allocate(name)
-            action['meter'] = meter
-            have = self._installed.get(meter)
-            if have is None:
-                self.ops.set_meter(meter, rate, burst, True)
-                self.ops.set_chain_flow(meter, port, match)
-                # A new meter counts from zero, from now.
-                self._last[meter] = (self._clock(), 0, 0, 0)
-            elif (have.port, have.match) != (port, match):
-                self.ops.set_chain_flow(meter, port, match)
-            if have is not None and (have.rate_kbps, have.burst_kb) != (
-                    rate, burst):
-                self.ops.set_meter(meter, rate, burst, False)
-                # The switch restarted the meter's counters.
-                self._last[meter] = (self._clock(), 0, 0, 0)
-            elif have is not None and (have.port, have.match) == (
-                    port, match):
-                return None
-            self._installed[meter] = Installed(port, match, rate, burst)
-            action['outcome'] = 'set'
         except Exception as exc:
             self._fail(action, exc)
         return action

@@ -9,7 +9,11 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""Privileged OpenFlow calls of NFVnice (``ovs-ofctl``).
+"""Privileged OpenFlow calls of NFVnice.
+
+Counters and meters go over one kept OpenFlow connection
+(:mod:`resq_agent.nfvnice.ofwire`); the agent's flows, written only when a
+chain is installed, through ``ovs-ofctl``.
 
 The bridge, the meter range, the flows' priority and the mark register
 come from the privileged side's own configuration (``[resq_agent]
@@ -20,15 +24,18 @@ ever reads the bridge's port and meter statistics, and adds, changes or
 deletes the agent's own meters and its own cookie's flows.
 """
 
+import os
 import subprocess
 
 from resq_agent.conf import nfvnice as nfvnice_conf
+from resq_agent.nfvnice import ofwire
 from resq_agent.nfvnice import openflow
 from resq_agent import privsep
 from resq_common import exception
 
 TIMEOUT = 10
 OFCTL = 'ovs-ofctl'
+_clients = {}
 
 
 class OpenFlowError(exception.ResQException):
@@ -73,10 +80,33 @@ def _ofctl(opts, command, *args):
     return done.stdout
 
 
+def _target(bridge):
+    """The management socket of a bridge given by name.
+
+    ovs-ofctl's rule: ``<rundir>/<bridge>.mgmt``.
+    """
+    if bridge.startswith(('unix:', 'tcp:')):
+        return bridge
+    rundir = os.environ.get('OVS_RUNDIR', '/var/run/openvswitch')
+    return 'unix:%s/%s.mgmt' % (rundir, bridge)
+
+
+def _wire(opts, command, fn):
+    client = _clients.get(opts.nfvnice_bridge)
+    if client is None:
+        client = _clients[opts.nfvnice_bridge] = ofwire.Client(
+            _target(opts.nfvnice_bridge), TIMEOUT)
+    try:
+        return fn(client)
+    except ofwire.WireError as exc:
+        raise OpenFlowError(command=command, bridge=opts.nfvnice_bridge,
+                            reason=str(exc))
+
+
 @privsep.openflow_pctxt.entrypoint
 def port_stats():
-    """``ovs-ofctl dump-ports``, parsed: ``{port: {counter: value}}``."""
-    return openflow.parse_ports(_ofctl(_opts(), 'dump-ports'))
+    """Every port's counters: ``{port: {counter: value or None}}``."""
+    return _wire(_opts(), 'port-stats', lambda c: c.port_stats())
 
 
 @privsep.openflow_pctxt.entrypoint
@@ -87,8 +117,8 @@ def meter_stats():
     """
     opts = _opts()
     first, count = opts.nfvnice_meter_base, opts.nfvnice_meter_count
-    return {m: (c.packets, c.bytes, c.dropped) for m, c in
-            openflow.parse_meters(_ofctl(opts, 'meter-stats')).items()
+    return {m: c for m, c in
+            _wire(opts, 'meter-stats', lambda c: c.meter_stats()).items()
             if first <= m < first + count}
 
 
@@ -99,18 +129,25 @@ def owned():
     flows = openflow.parse_flow_meters(_ofctl(
         opts, 'dump-flows', 'cookie=%#x/%#x' % (openflow.COOKIE,
                                                 openflow.COOKIE_MASK)))
-    first, count = opts.nfvnice_meter_base, opts.nfvnice_meter_count
-    meters = {m for m in openflow.parse_meters(_ofctl(opts, 'meter-stats'))
-              if first <= m < first + count}
-    return sorted(flows), sorted(meters)
+    return sorted(flows), sorted(meter_stats())
 
 
 @privsep.openflow_pctxt.entrypoint
-def set_meter(meter_id, rate_kbps, burst_kb, new):
-    """Add (``new``) or change the agent's meter ``meter_id``."""
+def set_meters(changes):
+    """Add or change the agent's meters in one batch.
+
+    :param changes: ``[(meter id, rate kbps, burst kb, new)]``.
+    :returns: ``{meter id: reason}`` of the changes the switch refused.
+    """
     opts = _opts()
-    spec = openflow.meter_spec(_meter(opts, meter_id), rate_kbps, burst_kb)
-    _ofctl(opts, 'add-meter' if new else 'mod-meter', spec)
+    mods = []
+    for meter, rate, burst, new in changes:
+        rate = int(min(openflow.UNLIMITED_KBPS, max(1, rate)))
+        burst = int(min(openflow.UNLIMITED_KBPS,
+                        max(openflow.MIN_BURST_KB, burst)))
+        mods.append((ofwire.METER_ADD if new else ofwire.METER_MODIFY,
+                     _meter(opts, meter), rate, burst))
+    return _wire(opts, 'meter-mod', lambda c: c.meter_mods(mods))
 
 
 @privsep.openflow_pctxt.entrypoint
@@ -138,4 +175,5 @@ def remove_chain(meter_id):
     opts = _opts()
     _meter(opts, meter_id)
     _delete_flow(opts, meter_id)
-    _ofctl(opts, 'del-meter', 'meter=%d' % meter_id)
+    _wire(opts, 'meter-mod', lambda c: c.meter_mods(
+        [(ofwire.METER_DELETE, meter_id, 0, 0)]))

@@ -201,17 +201,16 @@ class OpenFlowNfvniceTest(base.TestCase):
         self.send(100, 100)
         self.ops.drops = self.tx('vhu-a')
         # The switch refuses the first change of chain A's meter.
-        real = privsep_openflow.set_meter
+        real = privsep_openflow.set_meters
         calls = []
 
-        def refuse_once(*args):
-            calls.append(args)
+        def refuse_once(changes):
+            calls.append(changes)
             if len(calls) == 1:
-                raise privsep_openflow.OpenFlowError(
-                    command='mod-meter', bridge='br-int', reason='injected')
-            return real(*args)
+                return {changes[0][0]: 'meter-mod refused: injected'}
+            return real(changes)
 
-        self.ops.set_meter = refuse_once
+        self.ops.set_meters = refuse_once
         summary = self.ctl.run_once()
         failed = [a for a in summary['actions']
                   if a.get('outcome') == 'failed']

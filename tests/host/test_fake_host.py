@@ -234,3 +234,23 @@ class LiveMigrationTest(base.TestCase):
         self.assertEqual({}, self.groups(self.src))
         with open(os.path.join(self.src.paths.resctrl, 'cpus_list')) as f:
             self.assertEqual('0-1\n', f.read())
+
+
+class GuestCpuTimeTest(base.TestCase):
+    """NFVnice's measured cost per packet starts from this reading."""
+
+    def test_a_running_guests_cpu_time_grows(self):
+        host = self.useFixture(compute_host.ComputeHost())
+        uid, dom = host.boot((1,), ways=4, packet_bytes=64)
+        hyp = virt.Hypervisor(host.uri)
+        first = hyp.cpu_times([uid, 'f0000000-0000-0000-0000-00000000dead'])
+        self.assertEqual([uid], list(first))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            if hyp.cpu_times([uid])[uid] > first[uid]:
+                break
+        else:
+            self.fail('the guest\'s CPU time never grew')
+        dom.destroy()
+        self.assertEqual({}, hyp.cpu_times([uid]))
