@@ -11,6 +11,7 @@ still run). Instances are Nova-shaped domains of libvirt's test driver.
 
 import json
 import os
+import subprocess
 
 import fixtures
 
@@ -230,3 +231,33 @@ class OpenFlowNfvniceTest(base.TestCase):
         summary = self.ctl.run_once()
         self.assertIn('chains[0].match', ' '.join(summary['errors']))
         self.assertIn('actions', ' '.join(summary['errors']))
+
+
+class WireTest(base.TestCase):
+    """The OpenFlow client against the real switch."""
+
+    def test_counters_batches_and_refusals(self):
+        from resq_agent.nfvnice import ofwire
+
+        switch = self.useFixture(vswitchd.VSwitch())
+        switch.add_port('p1', 1)
+        client = ofwire.Client(switch.target)
+        self.addCleanup(client.close)
+        self.assertEqual(0, client.port_stats()['p1']['rx_packets'])
+        switch.receive('p1', [vswitchd.frame(5, 100)] * 7)
+        self.assertEqual(7, client.port_stats()['p1']['rx_packets'])
+        # One batch: an add, a change of a meter that does not exist
+        # (refused, and said so), a change of the one just added.
+        refused = client.meter_mods([
+            (ofwire.METER_ADD, 100, 5000, 500),
+            (ofwire.METER_MODIFY, 101, 5000, 500),
+            (ofwire.METER_MODIFY, 100, 7000, 700)])
+        self.assertEqual([101], list(refused))
+        self.assertIn('unknown meter', refused[101])
+        self.assertIn('type=drop rate=7000 burst_size=700',
+                      switch.ofctl('dump-meters'))
+        self.assertEqual({100: (0, 0, 0)}, client.meter_stats())
+        # The switch goes away: a clear error, not a hang.
+        subprocess.run(['ovs-appctl', '--target=' + switch.ctl, 'exit'],
+                       check=True, capture_output=True)
+        self.assertRaises(ofwire.WireError, client.meter_stats)
