@@ -72,6 +72,7 @@ class Instance:
     extra_specs: dict
     vcpu_pins: dict          # {vcpu: (pCPU, ...)}
     active: bool = True
+    domain_id: int = None    # changes when the domain starts again
 
     @property
     def cpus(self):
@@ -117,10 +118,13 @@ def parse_domain(xml, active=True):
     for pin in root.findall('./cputune/vcpupin'):
         pins[int(pin.get('vcpu'))] = discovery.parse_cpu_list(
             pin.get('cpuset', ''))
+    dom_id = root.get('id')
     return Instance(uuid=root.findtext('uuid').strip().lower(),
                     name=root.findtext('name'),
                     flavor=flavor.get('name') if flavor is not None else '',
-                    extra_specs=specs, vcpu_pins=pins, active=active)
+                    extra_specs=specs, vcpu_pins=pins, active=active,
+                    domain_id=int(dom_id) if dom_id and dom_id.isdigit()
+                    else None)
 
 
 def with_cachetune(xml, vcpus, domain_id, size_bytes, cdp=False):

@@ -209,6 +209,10 @@ class Controller:
                  for u in group],
                 opts.cpu_shares_min, opts.cpu_shares_max)
             for uuid in group:
+                if self._unchanged(by_uuid[uuid], wanted[uuid],
+                                   opts.cpu_shares_hysteresis):
+                    report[uuid] = wanted[uuid]
+                    continue
                 action = self._apply_share(uuid, wanted[uuid],
                                            opts.cpu_shares_hysteresis)
                 report[uuid] = wanted[uuid]
@@ -227,6 +231,19 @@ class Controller:
         return (chain_set.costs.get(instance.uuid)
                 or self.measured.cost(instance.uuid)
                 or self.profile_costs.cost(instance))
+
+    def _unchanged(self, instance, shares, hysteresis):
+        """Whether this run of the domain already has a close share.
+
+        The agent wrote it (libvirt took it) to the same run of
+        the domain (same id from the listing): no need to ask libvirt.
+        """
+        cached = self._applied.get(instance.uuid)
+        return (cached is not None and instance.domain_id is not None
+                and cached[0] == instance.domain_id
+                and cached[2] in ('applied', 'unconfirmed')
+                and not shares_mod.needs_write(cached[1], shares,
+                                               hysteresis))
 
     def _apply_share(self, uuid, shares, hysteresis):
         action = {'action': 'cpu_shares', 'uuid': uuid, 'shares': shares}
