@@ -595,13 +595,14 @@ def paper_3nf_table(period_us, periods=2 * MIN_PERIODS,
       (:data:`CORE_CYCLES_PER_US`): NF1's 5.95 Mpps at 550 cycles is
       3.3 GHz, NF3's 0.6 Mpps at 4500 cycles 2.7 GHz (NF2's 1.18 Mpps
       at 2200 is 2.6 GHz). Here the capacities are 4.73, 1.18 and 0.578
-      Mpps: NF1 serves 4.73, of which 75 % (not 80 %) is lost at NF2's
-      ring, and the chain does 0.578 Mpps instead of 0.6 (-3.7 %).
+      Mpps (capacities, from the costs): NF1 serves less than the
+      slide's, so a smaller part of it is lost at NF2's ring, and the
+      chain does a little less than 0.6.
     * With NFVnice the slide's NF1 serves 0.82 Mpps on 11 % of its core,
       which at 550 cycles a packet would be a 4.1 GHz core; the slide
       likely counts only the time the NF is scheduled, not its polling.
       Here the CPU is cycles used over cycles available, so NF1 shows
-      about 17 % for about the same 0.8 Mpps.
+      more for about the same service rate.
     * NFVnice throttles per packet batch with ring watermarks; here the
       agent polices the chain's entry once per control period, with a
       margin of 5 % below the bottleneck and a step of 25 % up when
@@ -609,7 +610,7 @@ def paper_3nf_table(period_us, periods=2 * MIN_PERIODS,
       upstream NFs still serve and lose some packets (the slide too shows
       0.15 and 0.07 Mpps of drops), and a short period follows the
       bottleneck so nervously that the policer spends more time below it
-      (at 100 us the chain loses about 8 %; at 10 ms and more, 0-2 %).
+      (the docs' table gives the loss at each period).
     * The slide's aggregate row prints 71 (72 on the next slide) in the
       NFVnice CPU column, without a unit; ``mean_cpu_pct`` here is the
       mean over the three cores.
@@ -670,3 +671,54 @@ def paper_3nf_text(doc):
             variant, 'chain', '%.3f / %.2f' % (here['aggregate_mpps'],
                                                paper['aggregate_mpps'])))
     return '\n'.join(lines)
+
+
+DOC_PERIODS_US = (100, 1000, 10000, 50000, 100000, 200000, 500000)
+DOC_PAPER_PERIODS_US = (10000, 100000, 200000)
+
+
+def _ms(period_us):
+    return '%g' % (period_us / 1000.0)
+
+
+def _nf_rows(rows):
+    return {'nf%d' % (i + 1): row for i, row in enumerate(rows)}
+
+
+def doc_figures(periods_us=DOC_PERIODS_US,
+                paper_periods_us=DOC_PAPER_PERIODS_US):
+    """What the NFVnice page quotes, as nested mappings (no lists).
+
+    ``gain/<period ms>/<scenario>/<comparison>``: backpressure's
+    throughput gain (%) at that control period; ``cpu/<period
+    ms>/<scenario>/<variant>/core<i>``: each core's use (%);
+    ``paper_3nf/<period ms>/<variant>/...`` the paper's 3-NF chain here,
+    and ``paper_3nf/paper/...`` the slide's figures.
+    """
+    doc = gain_by_period(periods_us)
+    gain, cpu = {}, {}
+    for i, period in enumerate(doc['periods_us']):
+        at = doc['at'][period]
+        gain[_ms(period)] = {
+            name: {key: values[i] for key, values in rows.items()}
+            for name, rows in doc['gain_pct'].items()}
+        cpu[_ms(period)] = {
+            name: {variant: {'core%d' % j: c for j, c in enumerate(cores)}
+                   for variant, cores in at[name]['core_cpu_pct'].items()}
+            for name in at}
+    paper = {}
+    for period in paper_periods_us:
+        table = paper_3nf_table(period)
+        paper[_ms(period)] = {
+            v: dict(_nf_rows(table[v]['nf']),
+                    aggregate_mpps=table[v]['aggregate_mpps'],
+                    mean_cpu_pct=table[v]['mean_cpu_pct'],
+                    wasted_work_pct=table[v]['wasted_work_pct'])
+            for v in ('default', 'nfvnice')}
+    paper['paper'] = {
+        v: dict(_nf_rows([{'service_mpps': s, 'dropped_after_mpps': d,
+                           'cpu_pct': c}
+                          for s, d, c in PAPER_3NF_FIGURES[v]['nf']]),
+                aggregate_mpps=PAPER_3NF_FIGURES[v]['aggregate_mpps'])
+        for v in ('default', 'nfvnice')}
+    return {'gain': gain, 'cpu': cpu, 'paper_3nf': paper}
