@@ -84,6 +84,7 @@ class Controller:
         self._applied = {}        # uuid -> (domain id, shares, outcome)
         self._chains_error = None
         self._unconfirmed = set()
+        self._slow = False
         self.last = None
 
     @classmethod
@@ -131,7 +132,7 @@ class Controller:
         if opts.cpu_shares and (ovs_ok or self.ports is None):
             actions += self._shares(instances, nf_rates, chain_set,
                                     summary['shares'])
-        if ovs_ok and chains_ok:
+        if ovs_ok and chains_ok and self.ports is not None:
             if not opts.backpressure:
                 chain_set = dataclasses.replace(chain_set, policed=False)
             actions += self._police(chain_set, nf_rates, port_rates,
@@ -139,8 +140,22 @@ class Controller:
         summary['actions'] = actions
         summary['errors'] = errors
         summary['pass_ms'] = round((self._clock() - started) * 1000.0, 2)
+        self._check_pace(summary['pass_ms'], opts.nfvnice_interval)
         self.last = summary
         return summary
+
+    def _check_pace(self, pass_ms, interval):
+        """Warn once when a pass takes more than half the period."""
+        slow = pass_ms > interval * 500.0
+        if slow and not self._slow:
+            LOG.warning('NFVnice: a pass took %.0f ms, more than half of '
+                        'nfvnice_interval (%g s): the agent cannot hold '
+                        'this period; raise [resq_agent] nfvnice_interval',
+                        pass_ms, interval)
+        elif self._slow and not slow:
+            LOG.info('NFVnice: passes fit nfvnice_interval again (%.0f ms)',
+                     pass_ms)
+        self._slow = slow
 
     def _read_ports(self, errors):
         """``(interfaces, counters by port)``; counters None if unread.

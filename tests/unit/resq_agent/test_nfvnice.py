@@ -341,6 +341,29 @@ class ControllerConfigTest(base.TestCase):
         self.assertIn('backpressure_low_drop_ratio', str(exc))
 
 
+class PaceTest(base.TestCase):
+
+    def test_warns_once_when_a_pass_outgrows_the_period(self):
+        logs = self.useFixture(fixtures.FakeLogger(level='INFO'))
+        self.flags('resq_agent', nfvnice_interval=0.1)
+        now = [0.0]
+
+        class SlowHypervisor:
+            def instances(self):
+                now[0] += delay[0]
+                return []
+
+        delay = [0.08]
+        ctl = controller.Controller(self.conf, SlowHypervisor(), None,
+                                    clock=lambda: now[0])
+        self.assertEqual(80.0, ctl.run_once()['pass_ms'])
+        ctl.run_once()
+        self.assertEqual(1, logs.output.count('cannot hold this period'))
+        delay[0] = 0.01
+        ctl.run_once()
+        self.assertIn('fit nfvnice_interval again', logs.output)
+
+
 class ServiceRunEveryTest(base.TestCase):
 
     def test_periodic_until_stopped(self):
