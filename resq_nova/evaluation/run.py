@@ -31,6 +31,9 @@ from resq_profiler import catalog
 from resq_profiler import nfmodel
 from resq_profiler import profiler
 
+# A period an agent holds with nfvnice_bridge (benchmarks/nfvnice_fastpath).
+AGENT_PERIOD_US = 100000
+
 
 # Measurement noise of the profiling runs on the simulated testbed.
 DEFAULT_NOISE_PCT = 0.5
@@ -254,6 +257,10 @@ def evaluate_seed(conf, sets, schemes, seed, setup, slo_file=None,
             slomo_predictor.measurements)
     # NFVnice's mechanisms on service chains sharing a core.
     doc['chains'] = chains_mod.evaluate()
+    # The same chains with the agent's loop at an agent's period, not
+    # NFVnice's per-batch reaction (admin/nfvnice.rst).
+    doc['chains_at_period'] = chains_mod.evaluate_at_period(
+        AGENT_PERIOD_US, chains_mod.SCENARIOS + (chains_mod.PAPER_3NF,))
     doc['on_demand'] = ondemand.evaluate(seed=sub['on_demand'],
                                          progress=progress)
     # NetContainer's grouping on scenarios that merge NFs into classes.
