@@ -147,6 +147,28 @@ def run(sets=120, runs=training.DEFAULT_RUNS, with_colocations=False,
         'prediction_profiling_runs': baseline.measurements, **extra}
 
 
+def error_figures(res):
+    """The run's figures that a seeded run reproduces exactly.
+
+    Per predictor its mean, p95 and largest absolute error
+    (``<name>_mean_error_pct``, ``_p95_error_pct``, ``_max_error_pct``),
+    SLOMO's mean over the baseline's, and the
+    counts of co-locations, predictions and profiling runs; no timings.
+    """
+    figures = {}
+    for name, errs in res['errors'].items():
+        figures['%s_mean_error_pct' % name] = round(statistics.fmean(errs), 3)
+        figures['%s_p95_error_pct' % name] = round(_p95(errs), 3)
+        figures['%s_max_error_pct' % name] = round(max(errs), 3)
+    figures['slomo_to_prediction_mean_error'] = round(
+        figures['slomo_mean_error_pct']
+        / max(figures['prediction_mean_error_pct'], 1e-9), 4)
+    for key in ('test_queries', 'train_sets', 'test_sets',
+                'slomo_profiling_runs', 'prediction_profiling_runs'):
+        figures[key] = res[key]
+    return figures
+
+
 def main(argv):
     sets, runs = 120, training.DEFAULT_RUNS
     with_colocations = '--with-colocations' in argv
@@ -169,15 +191,13 @@ def main(argv):
               res['prediction_profiling_runs']))
     print('%-24s %10s %10s %10s' % ('predictor', 'mean err%', 'p95 err%',
                                     'max err%'))
-    figures = {}
     for name, errs in res['errors'].items():
-        mean, p95 = statistics.fmean(errs), _p95(errs)
-        print('%-24s %10.2f %10.2f %10.2f' % (name, mean, p95, max(errs)))
-        figures['%s_mean_error_pct' % name] = round(mean, 3)
-        figures['%s_p95_error_pct' % name] = round(p95, 3)
+        print('%-24s %10.2f %10.2f %10.2f' % (
+            name, statistics.fmean(errs), _p95(errs), max(errs)))
+    figures = error_figures(res)
     figures['query_ms'] = round(res['query_ms'], 4)
-    ratio = (figures['slomo_mean_error_pct']
-             / max(figures['prediction_mean_error_pct'], 1e-9))
+    figures['slomo_training_s'] = round(res['slomo_training_s'], 1)
+    ratio = figures['slomo_to_prediction_mean_error']
     print('SLOMO mean error is %.2fx the baseline\'s (target <= 0.5); '
           '%.3f ms per query (target < 1)' % (ratio, figures['query_ms']))
     print(json.dumps(figures, sort_keys=True))

@@ -19,6 +19,13 @@ through the ``:num:`` role of ``doc/source/_exts/resq_figures.py``, and
 ``--check`` regenerates the tree and fails, naming each path that differs,
 when the committed file no longer matches a run.
 
+Figures a seeded run reproduces exactly come from here. Those that depend
+on the machine (seconds, MB, pass rates under a time limit) come from a
+recorded benchmark run instead: ``python -m benchmarks NAME --record``
+writes ``doc/source/figures/bench-<name>.json`` with the run's date,
+commit and machine, and the docs quote it under ``bench/<name>`` (see
+``doc/source/_exts/resq_figures.py``).
+
 Each entry of :data:`SOURCES` fills one top-level key; adding a source is
 one line there.
 """
@@ -332,12 +339,128 @@ def slomo_figures(progress=None):
     return accuracy.doc_figures(accuracy.class_error())
 
 
+def prediction_figures(progress=None):
+    """``tox -e bench -- prediction --with-colocations``'s errors.
+
+    The held-out errors of SLOMO (also trained on the measured training
+    half) and of the Dobrescu-style baseline, which a seeded run
+    reproduces exactly; the query time, which it does not, is in the
+    benchmark's record (``bench/prediction``).
+
+    :raises RuntimeError: when the benchmarks are not importable (run
+        from the repository's root).
+    """
+    try:
+        from benchmarks import prediction as bench
+    except ImportError as exc:
+        raise RuntimeError('the prediction figures come from '
+                           'benchmarks/prediction.py: run the generator '
+                           'from the repository root (%s)' % exc)
+    if progress:
+        progress('prediction: SLOMO against the baseline')
+    return bench.error_figures(bench.run(with_colocations=True))
+
+
+# The testbed's leaky-DMA case of doc/source/contributor/nf-model.rst
+# (ResQ Table 2's setting): this many instances of one NF, each in a CAT
+# partition of this many ways, with 1518-byte packets and unsized queues
+# of this many buffers (two rings of 2,048).
+LEAK_INSTANCES = 9
+LEAK_WAYS = 2
+LEAK_BUFFERS = 2 * 2048
+LEAK_NFS = ('Stats', 'MazuNAT')
+
+
+def _leak_case(spec, buffers):
+    """The first instance's outcome and its solo throughput (testbed)."""
+    from resq_profiler import nfmodel
+    from resq_profiler import truth
+
+    big = nfmodel.Traffic(1518)
+    insts = [nfmodel.Instance(
+        spec, frozenset(range(LEAK_WAYS * i, LEAK_WAYS * (i + 1))), big,
+        None, buffers) for i in range(LEAK_INSTANCES)]
+    solo = truth.simulate_server([nfmodel.Instance(
+        spec, insts[0].partition, big)])[0].throughput_mpps
+    return truth.simulate_server(insts)[0], solo
+
+
+# The model's leaky-DMA case (tests/unit/resq_profiler/test_nfmodel.py):
+# the NF in one way, next to this many instances of the other NF of
+# LEAK_NFS in the other ways, each offered this rate, all with 1518-byte
+# packets and queues of 2,048 buffers.
+MODEL_LEAK_COMPETITORS = 11
+MODEL_LEAK_OFFERED_MPPS = 0.35
+
+
+def _model_leak(spec, competitor):
+    """The NF's loss (%) and the memory-bus load (%) in the model."""
+    from resq_profiler import nfmodel
+
+    big = nfmodel.Traffic(1518)
+    one, rest = frozenset({0}), frozenset(range(1, nfmodel.Platform(
+    ).llc_ways))
+    insts = [nfmodel.Instance(spec, one, big, None, 2048)]
+    insts += [nfmodel.Instance(competitor, rest, big,
+                               MODEL_LEAK_OFFERED_MPPS, 2048)
+              for _ in range(MODEL_LEAK_COMPETITORS)]
+    out = nfmodel.simulate_server(insts)[0]
+    solo = nfmodel.simulate_server([nfmodel.Instance(
+        spec, one, big)])[0].throughput_mpps
+    return (100.0 * (1 - out.throughput_mpps / solo),
+            100.0 * out.mem_bw_utilisation)
+
+
+def calibration_figures(progress=None):
+    """What the NF model's calibration gives (the contributor's page).
+
+    ``two_way_pct``: per sensitivity class, the least and most throughput
+    an NF keeps in two ways against the whole LLC (the model's curves).
+    ``testbed_leak``: per NF of :data:`LEAK_NFS`, the throughput lost
+    (``loss_pct``) and the memory-bus load (``mem_load_pct``) on the
+    testbed with unsized queues, and the loss with buffers sized to DDIO
+    (``sized_loss_pct``). ``model_leak``: per NF of :data:`LEAK_NFS`, its
+    loss and the memory-bus load in the analytic model, next to the
+    other NF's instances.
+    """
+    from resq_profiler import catalog
+    from resq_profiler import nfmodel
+
+    if progress:
+        progress('calibration: two ways and the leaky DMA case')
+    classes = {}
+    for name in catalog.names():
+        spec = catalog.get(name)
+        model = nfmodel.NFModel(spec)
+        kept = 100.0 * model.throughput_mpps(2) / model.throughput_mpps(
+            nfmodel.Platform().llc_ways)
+        classes.setdefault(spec.sensitivity, []).append(kept)
+    result = {'two_way_pct': {c: {'min': min(v), 'max': max(v)}
+                              for c, v in classes.items()},
+              'testbed_leak': {}, 'model_leak': {}}
+    for name, other in zip(LEAK_NFS, reversed(LEAK_NFS)):
+        loss, load = _model_leak(catalog.get(name), catalog.get(other))
+        result['model_leak'][name] = {'loss_pct': loss,
+                                      'mem_load_pct': load}
+    for name in LEAK_NFS:
+        spec = catalog.get(name)
+        leaky, solo = _leak_case(spec, LEAK_BUFFERS)
+        sized, _ = _leak_case(spec, None)
+        result['testbed_leak'][name] = {
+            'loss_pct': 100.0 * (1 - leaky.throughput_mpps / solo),
+            'mem_load_pct': 100.0 * leaky.mem_bw_utilisation,
+            'sized_loss_pct': 100.0 * (1 - sized.throughput_mpps / solo)}
+    return result
+
+
 SOURCES = [
     ('evaluation', evaluation_figures),
     ('robustness', robustness_figures),
     ('profiler', profiler_figures),
     ('profiler_budget', profiler_budget_figures),
     ('slomo', slomo_figures),
+    ('prediction', prediction_figures),
+    ('calibration', calibration_figures),
 ]
 
 
