@@ -26,6 +26,7 @@ BENCHMARKS = {
     'host': 'benchmarks.host',
     'milp': 'benchmarks.milp',
     'nfvnice': 'benchmarks.nfvnice',
+    'nfvnice_fastpath': 'benchmarks.nfvnice_fastpath',
     'optimizer': 'benchmarks.optimizer',
     'scheduler': 'benchmarks.scheduler',
     'profiler': 'benchmarks.profiler',

@@ -453,6 +453,18 @@ def calibration_figures(progress=None):
     return result
 
 
+def nfvnice_figures(progress=None):
+    """NFVnice's chains at the agent's periods; the paper's 3-NF chain.
+
+    See :func:`resq_nova.evaluation.chains.doc_figures`.
+    """
+    from resq_nova.evaluation import chains
+
+    if progress:
+        progress('NFVnice chains at the agent\'s periods')
+    return chains.doc_figures()
+
+
 SOURCES = [
     ('evaluation', evaluation_figures),
     ('robustness', robustness_figures),
@@ -461,6 +473,7 @@ SOURCES = [
     ('slomo', slomo_figures),
     ('prediction', prediction_figures),
     ('calibration', calibration_figures),
+    ('nfvnice', nfvnice_figures),
 ]
 
 
