@@ -1,3 +1,4 @@
+import dataclasses
 import math
 import os
 import threading
@@ -362,6 +363,40 @@ class PaceTest(base.TestCase):
         delay[0] = 0.01
         ctl.run_once()
         self.assertIn('fit nfvnice_interval again', logs.output)
+
+
+class SkipUnchangedSharesTest(base.TestCase):
+
+    def test_libvirt_is_asked_only_for_shares_that_move(self):
+        inst = [virt.Instance('u%d' % i, 'n', 'f', {}, {0: (3,)},
+                              domain_id=7) for i in range(2)]
+        calls = []
+
+        class Hyp:
+            def instances(self):
+                return inst
+
+            def cpu_shares(self, uuid):
+                calls.append(('read', uuid))
+                return 7, 'cpu_shares', 1024
+
+            def set_cpu_shares(self, uuid, shares):
+                calls.append(('write', uuid, shares))
+                return 'applied', shares
+
+        ctl = controller.Controller(self.conf, Hyp(), None)
+        ctl.run_once()
+        self.assertEqual([('read', 'u0'), ('read', 'u1')], calls)
+        # Nothing moved, same run of each domain: no libvirt call at all.
+        calls.clear()
+        ctl._applied = {'u0': (7, 1024, 'applied'),
+                        'u1': (7, 1024, 'applied')}
+        ctl.run_once()
+        self.assertEqual([], calls)
+        # u1 started again (a new domain id): asked again.
+        inst[1] = dataclasses.replace(inst[1], domain_id=8)
+        ctl.run_once()
+        self.assertEqual([('read', 'u1')], calls)
 
 
 class ServiceRunEveryTest(base.TestCase):

@@ -20,6 +20,11 @@ class ParseTest(base.TestCase):
         self.assertEqual({0: (4,), 1: (5,)}, inst.vcpu_pins)
         self.assertEqual(64, inst.packet_bytes)
         self.assertEqual(3, inst.llc_ways)
+        # An inactive definition has no id; a running domain's XML has.
+        self.assertIsNone(inst.domain_id)
+        running = libvirt_fixture.nova_domain_xml(U1, (4, 5)).replace(
+            '<domain ', "<domain id='12' ", 1)
+        self.assertEqual(12, virt.parse_domain(running).domain_id)
 
     def test_not_nova_or_not_pinned(self):
         self.assertIsNone(virt.parse_domain(
