@@ -505,11 +505,7 @@ for _key, _ in docfigures.SOURCES:
 # operation.
 #
 # Pages owned elsewhere, not scanned here:
-OWNED_ELSEWHERE = (
-    # NFVnice's page is being rewritten by the lead (issue 32); its
-    # figures are converted with that rewrite.
-    'doc/source/admin/nfvnice.rst',
-)
+OWNED_ELSEWHERE = ()
 
 
 def _scanned_pages():
