@@ -54,7 +54,7 @@ CLASS_FRACTIONS = (0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0)
 # competitor holds, as the packet data it leaks to DRAM (the DDIO
 # chokepoint). A probe filling most of DDIO (32768 buffers) read NFs whose
 # buffers are sized for DDIO as leaky and made the catalog mixes'
-# predictions pessimistic by 1-3 points (resq_profiler.slomo.accuracy).
+# predictions pessimistic (resq_profiler.slomo.accuracy measures it).
 PROBE = truth.Synthetic(refs_per_s=1.2e8, buffer_bytes=48 * 2 ** 20,
                         name='probe', packet_mpps=5.0, packet_bytes=64,
                         dma_buffers=4096)
