@@ -174,7 +174,7 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
         status = '%s; LP relaxation bound' % status
         value = lp_value
     if keep is not None:
-        keep.update(_kept(h, highspy, opened, by_pool, lp_x))
+        keep.update(_kept(h, highspy, opened, by_pool, lp_x, value))
     bound = len(forced) + math.ceil(value - 1e-6)
     LOG.debug('Aggregated host bound %d (%d pools, %d shapes, %s, %.2fs)',
               bound, len(opened), len(demand), status,
@@ -182,10 +182,19 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
     return bound, status
 
 
-def _kept(h, highspy, opened, by_pool, lp_x):
-    """``{(host names): hosts kept open}`` of the model's solution."""
-    if (h.getInfo().primal_solution_status
-            == highspy.SolutionStatus.kSolutionStatusFeasible):
+def _kept(h, highspy, opened, by_pool, lp_x, value):
+    """``{(host names): hosts kept open}`` of the model's solution.
+
+    The MILP's solution when it has one within 1% (and a host) of the
+    bound ``value``; else the LP relaxation's, rounded up (a MILP stopped
+    early may hold a poor solution, such as every host open).
+    """
+    info = h.getInfo()
+    close_enough = (info.objective_function_value
+                    <= value * 1.01 + 1.0 + 1e-6)
+    if (info.primal_solution_status
+            == highspy.SolutionStatus.kSolutionStatusFeasible
+            and (close_enough or lp_x is None)):
         x, up = h.getSolution().col_value, round
     elif lp_x is not None:
         x, up = lp_x, (lambda v: math.ceil(v - 1e-6))

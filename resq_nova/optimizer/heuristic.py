@@ -22,6 +22,7 @@ of an anti-affinity group per host, and fixed instances stay.
 """
 
 import collections
+import heapq
 
 
 # Hosts are drained in the order of their movable load (ways) plus this
@@ -117,6 +118,7 @@ class _Room:
                 for u in g.members:
                     self.mates[u].update(x for x in g.members if x != u)
         self.where = {i.uuid: i.host for i in snap.instances}
+        self.inst_of = {i.uuid: i for i in snap.instances}
         self.keep = set(snap.hosts_in_use())
         # Domains by free ways, for best fit (insertion-ordered dicts: the
         # same order on every run without sorting on every placement).
@@ -409,3 +411,361 @@ def _evict_for(room, inst, at, evicted, order, most, tries=8):
         for s in out:
             room.take(s, key)
     return None
+
+
+def complete(snap, fixed, keep, deadline, clock=None):
+    """Close the hosts the bound closes by filling the kept domains' holes.
+
+    Bin completion, after the minimum bin slack heuristic of Gupta and Ho
+    (1999) for bin packing: the instances of the hosts to close are the
+    items and the free room of every kept cache domain a bin. The large
+    items go first, each to the best-fitting hole or, when none is big
+    enough, to the kept domain where evicting a few smaller instances
+    leaves the least room unused (the evicted join the items). Then each
+    hole in turn (the largest first) takes the set of small items that
+    leaves it the least slack, ways then cores; a hole the items cannot
+    fill may give up one of its own small instances when the items then
+    fill it better. The hosts to close are, per pool of one shape, as
+    many as the bound's solution closes (``keep``), those holding the
+    fewest instances. A host one of whose instances finds no place stays
+    open after all, and what left it comes back; only when an evicted
+    instance finds no place either are fewer hosts tried, by bisection.
+
+    :returns: ``(targets, drained)``, or ``None`` when no host closes.
+    """
+    import time
+
+    clock = clock or time.monotonic
+    forced = snap.forced_open(fixed)
+    in_use = snap.hosts_in_use()
+    count = collections.Counter(i.host for i in snap.instances)
+    close = []
+    for names, n_keep in keep.items():
+        mine = sorted((n for n in names if n in in_use and n not in forced),
+                      key=lambda n: (count[n], n))
+        close.extend(mine[:max(len(mine) - n_keep, 0)])
+    close.sort(key=lambda n: (count[n], n))
+
+    def past():
+        return clock() > deadline
+
+    best = _complete_once(snap, fixed, close, past) if close else None
+    lo, hi = 0, len(close) - 1
+    while best is None and lo < hi and not past():
+        mid = (lo + hi + 1) // 2
+        got = _complete_once(snap, fixed, close[:mid], past)
+        if got is None:
+            hi = mid - 1
+        else:
+            best, lo = got, mid
+    return best if best and best[1] else None
+
+
+def _complete_once(snap, fixed, close, past=lambda: False):
+    """``(targets, drained)`` of closing ``close``, or ``None``.
+
+    The large instances first, each to the best-fitting hole or to a kept
+    domain where evicting smaller ones leaves the least room unused (the
+    evicted join the queue); then every hole, the largest first, takes
+    the small instances (:data:`EVICT_WAYS`) that fill it best. A host
+    one of whose instances finds no place stays open after all: what it
+    still holds stays, and what left it comes back where it fits. ``None``
+    when an instance evicted from a kept host finds no place, or once
+    ``past()`` says the time is up.
+    """
+    room = _Room(snap)
+    room.keep.difference_update(close)
+    for key in (k for n in close for k in room.keys_of[n]):
+        room.buckets[room.free[key][1]].pop(key, None)
+    origin = {i.uuid: (i.host, i.domain) for i in snap.instances}
+    fill = _Fill(room, origin, set(close))
+    small = _Smalls(snap, fixed, room, fill.closing)
+    pending = []
+    queue = [(-i.ways, -i.cores, i.uuid, i)
+             for n in close for i in room.on_host[n]]
+    heapq.heapify(queue)
+    while queue:
+        if past():
+            return None
+        inst = heapq.heappop(queue)[3]
+        if origin[inst.uuid][0] in fill.reopened:
+            continue
+        if inst.ways <= EVICT_WAYS:
+            pending.append(inst)
+            continue
+        out = []
+        key = (room.place(inst, origin[inst.uuid][0])
+               or small.evict_for(inst, out, origin[inst.uuid][0]))
+        if key is None and not fill.stuck(inst):
+            return None
+        for s in out:
+            heapq.heappush(queue, (-s.ways, -s.cores, s.uuid, s))
+        if key is not None:
+            fill.put(inst, key)
+    items = collections.defaultdict(list)       # (cores, ways) -> [inst]
+    for inst in sorted(pending, key=lambda i: (i.az is None, i.uuid)):
+        items[inst.cores, inst.ways].append(inst)
+    holes = sorted((key for key in room.free if key[0] in room.keep
+                    and room.hosts[key[0]].accepts),
+                   key=lambda k: (-room.free[k][1], -room.free[k][0], k))
+    for key in holes:
+        if not any(items.values()):
+            break
+        _fill_hole(room, key, items, fill)
+    _squeeze(room, holes, items, fill, small)
+    for inst in sorted((i for insts in items.values() for i in insts),
+                       key=lambda i: (-i.ways, -i.cores, i.uuid)):
+        if origin[inst.uuid][0] in fill.reopened:
+            continue
+        key = room.place(inst, origin[inst.uuid][0])
+        if key is None and not fill.stuck(inst):
+            # An evicted instance: a host to close stays open instead,
+            # and what left it comes back, freeing the holes it took.
+            for victim in close[::-1]:
+                if victim not in fill.reopened:
+                    fill.reopen(victim)
+                    key = room.place(inst, origin[inst.uuid][0])
+                    if key is not None:
+                        break
+        if key is not None:
+            fill.put(inst, key)
+        elif origin[inst.uuid][0] not in fill.reopened:
+            return None
+    return fill.targets, fill.closing - fill.reopened
+
+
+class _Fill:
+    """Where :func:`_complete_once` put each instance; hosts it reopens."""
+
+    def __init__(self, room, origin, closing):
+        self.room, self.origin, self.closing = room, origin, closing
+        self.targets = {}
+        self.reopened = set()
+
+    def put(self, inst, key):
+        self.room.take(inst, key)
+        self.targets[inst.uuid] = key
+
+    def stuck(self, inst):
+        """``inst`` found no place: its host stays open, if it may.
+
+        What already left that host comes back (its room there was never
+        given up), unless a groupmate arrived there meanwhile.
+        """
+        home = self.origin[inst.uuid][0]
+        if home not in self.closing:
+            return False
+        self.reopen(home)
+        return True
+
+    def reopen(self, home):
+        """Keep ``home`` open after all; what left it comes back."""
+        if home in self.reopened:
+            return
+        self.reopened.add(home)
+        room = self.room
+        room.keep.add(home)
+        for uuid, key in sorted(self.targets.items()):
+            if self.origin[uuid][0] != home:
+                continue
+            back = room.inst_of[uuid]
+            room.take(back, key, -1, home=home)
+            if any(room.where.get(u) == home for u in room.mates[uuid]):
+                room.take(back, key)
+            else:
+                del self.targets[uuid]
+        for key in room.keys_of[home]:
+            room.rebucket(key, room.free[key][1])
+
+
+class _Smalls:
+    """The small instances of kept domains, to evict for a large one."""
+
+    def __init__(self, snap, fixed, room, closing):
+        self.room = room
+        self.subsets = {}
+        self.at = collections.defaultdict(list)
+        for inst in sorted(snap.instances, key=lambda i: (i.ways, i.uuid)):
+            if inst.host not in closing and inst.uuid not in fixed:
+                self.at[inst.host, inst.domain].append(inst)
+
+    def _out_for(self, inst, key, home):
+        """``(rank, evicted)`` for ``inst`` in ``key``, or ``None``."""
+        room = self.room
+        if key[0] == home or (inst.az
+                              and room.hosts[key[0]].az != inst.az):
+            return None
+        subsets = self.subsets.get(key)
+        if subsets is None:
+            subsets = self.subsets[key] = _subsets(self.at.get(key, ()))
+        free = room.free[key]
+        ways, cores = inst.ways - free[1], inst.cores - free[0]
+        for w, n, c, most, out in subsets:
+            if w >= ways and c >= cores and most < inst.ways:
+                return (w - ways, n, most, key), out
+        return None
+
+    def evict(self, key, out):
+        """``out`` leave domain ``key`` (taken out of the room too)."""
+        for s in out:
+            self.room.take(s, key, -1, home=None)
+            self.at[key].remove(s)
+        self.subsets.pop(key, None)
+
+    def evict_for(self, inst, evicted, home, tries=8):
+        """A kept domain ``inst`` fits in once a few smaller ones leave.
+
+        Of the domains where it can (not on ``home``), the one left with
+        the least unused room, then the fewest evictions, the smallest
+        evicted; the evicted are taken out and appended to ``evicted``.
+        ``None`` when none will do.
+        """
+        room = self.room
+        found, exact = [], 0
+        # Domains with the most room first (fewest evictions), by the
+        # free-ways buckets of the best fit.
+        for free_ways in range(min(inst.ways - 1, room.max_ways), -1, -1):
+            for key in room.buckets.get(free_ways, ()):
+                got = self._out_for(inst, key, home)
+                if got is None:
+                    continue
+                found.append(got)
+                exact += got[0][0] == 0
+                if (exact >= tries or len(found) >= LOOK_AT * 16
+                        or (exact and len(found) >= LOOK_AT)):
+                    break
+            else:
+                continue
+            break
+        found.sort(key=lambda f: f[0])
+        for rank, out in found[:tries]:
+            key = rank[3]
+            for s in out:
+                room.take(s, key, -1, home=None)
+            fits = room.fits(inst, key)
+            for s in out:
+                room.take(s, key)
+            if fits:
+                self.evict(key, out)
+                evicted.extend(out)
+                return key
+        return None
+
+
+def _subsets(smalls):
+    """The subsets of up to four of ``smalls``, fewest ways first.
+
+    ``[(ways, count, cores, largest ways, [instances])]``, then by the
+    fewest instances.
+    """
+    out = []
+    stack = [((), 0, 0, 0, 0)]
+    while stack:
+        picked, w, c, most, start = stack.pop()
+        if picked:
+            out.append((w, len(picked), c, most, picked))
+        if len(picked) == 4:
+            continue
+        for i in range(start, len(smalls)):
+            s = smalls[i]
+            stack.append((picked + (s,), w + s.ways, c + s.cores,
+                          max(most, s.ways), i + 1))
+    out.sort(key=lambda x: (x[0], x[1], x[3], x[2]))
+    return [(w, n, c, most, list(p)) for w, n, c, most, p in out]
+
+
+# Subsets tried per hole, at most (the search stops at the first one that
+# fills the hole exactly).
+FILL_NODES = 400
+
+
+def _fill_hole(room, key, items, fill):
+    """Fill domain ``key``'s hole with the items leaving the least slack."""
+    free = room.free[key]
+    got = _best_fill(free[0], free[1], min(room.clos[key[0]], free[2]),
+                     items)
+    _assign(room, key, got[1], items, fill)
+    return got[0]
+
+
+def _squeeze(room, holes, items, fill, small):
+    """Place what no hole took, making room where a hole is too small.
+
+    A domain with room left may give up one of its own small instances
+    (it joins the items) when the items then fill it with less room left
+    unused: each such exchange leaves less room unused, so it ends.
+    """
+    progress = True
+    while progress and any(items.values()):
+        progress = False
+        for key in holes:
+            if not any(items.values()):
+                return
+            free = room.free[key]
+            if free[1] <= 0:
+                continue
+            slots = min(room.clos[key[0]], free[2])
+            (ways, _), plan = _best_fill(free[0], free[1], slots, items)
+            best = (free[1] - ways, None, plan)
+            for own in {(o.cores, o.ways): o for o in small.at.get(key, ())
+                        if o.ways <= EVICT_WAYS}.values():
+                (w, _), p = _best_fill(free[0] + own.cores,
+                                       free[1] + own.ways,
+                                       slots + own.clos, items)
+                if free[1] + own.ways - w < best[0]:
+                    best = (free[1] + own.ways - w, own, p)
+            if best[1] is not None:
+                own = best[1]
+                small.evict(key, [own])
+                items[own.cores, own.ways].append(own)
+            elif not ways:
+                continue
+            progress = _assign(room, key, best[2], items, fill) or progress
+
+
+def _best_fill(cores_free, ways_free, slots, items):
+    """``((ways, cores), [(kind, count)])``: the fullest fill of a hole."""
+    kinds = sorted((k for k, insts in items.items() if insts
+                    and k[0] <= cores_free and k[1] <= ways_free),
+                   key=lambda k: (-k[1], -k[0]))
+    best = [(0, 0), ()]
+    counts = []
+    nodes = [0]
+
+    def walk(i, cores, ways, n):
+        nodes[0] += 1
+        if (ways, cores) > best[0]:
+            best[0], best[1] = (ways, cores), tuple(counts)
+        if ways == ways_free or i == len(kinds) or nodes[0] > FILL_NODES:
+            return
+        c, w = kinds[i]
+        most = min(len(items[kinds[i]]), (ways_free - ways) // w,
+                   (cores_free - cores) // c, slots - n)
+        for m in range(most, -1, -1):
+            counts.append(m)
+            walk(i + 1, cores + m * c, ways + m * w, n + m)
+            counts.pop()
+            if best[0][0] == ways_free:
+                return
+
+    walk(0, 0, 0, 0)
+    return best[0], list(zip(kinds, best[1]))
+
+
+def _assign(room, key, plan, items, fill):
+    """Put ``plan``'s items in ``key`` where they fit; whether any went."""
+    placed = False
+    for kind, m in plan:
+        insts = items[kind]
+        for inst in list(insts):
+            if m <= 0:
+                break
+            home = fill.origin[inst.uuid][0]
+            if home in fill.reopened:
+                insts.remove(inst)      # stays home
+            elif home != key[0] and room.fits(inst, key):
+                fill.put(inst, key)
+                insts.remove(inst)
+                m -= 1
+                placed = True
+    return placed

@@ -53,6 +53,12 @@ from resq_nova.optimizer import snapshot as snap_mod
 
 LOG = logging.getLogger(__name__)
 PROPOSED = 'proposed'
+# Hosts in use in a cell up to which the bin completion runs: its search
+# for evictions looks at every domain for each instance that needs them,
+# so its cost grows with hosts times instances (a pass takes about 3 s at
+# 2,500 hosts, 34 s at 10,000 on the benchmark's machine); above this
+# the repack and the drain plan alone, as before.
+COMPLETE_MAX_HOSTS = 5000
 NOT_PROPOSED = 'not-proposed'
 
 
@@ -227,10 +233,12 @@ def _heuristics(snap, fixed, started, seconds, lower, keep, good_enough,
 
     One plain drain (:func:`heuristic.drain`, emptiest hosts first); when
     it is not within ``good_enough`` hosts and the bound's solution can
-    guide one, the repack that closes the hosts that solution closes
-    (:func:`heuristic.repack`, in up to 60% of the time); then the drain
-    with restarts (:func:`heuristic.best_of`) in the rest. Fewer hosts
-    win, then fewer moves.
+    guide one, the bin completion that closes the hosts that solution
+    closes (:func:`heuristic.complete`, up to 80% of the time; up to
+    :data:`COMPLETE_MAX_HOSTS` hosts in use) and the
+    repack (:func:`heuristic.repack`, up to 60%); then, still not within
+    ``good_enough``, the drain with restarts (:func:`heuristic.best_of`)
+    in the rest. Fewer hosts win, then fewer moves.
     """
     in_use = len(snap.hosts_in_use())
     enough = max(lower, good_enough or 0)
@@ -238,10 +246,15 @@ def _heuristics(snap, fixed, started, seconds, lower, keep, good_enough,
     best = (targets, drained, 1)
     if in_use - len(drained) <= enough:
         return best
-    if keep:
-        got = heuristic.repack(snap, fixed, keep, started + 0.6 * seconds)
+    if keep and in_use <= COMPLETE_MAX_HOSTS:
+        got = heuristic.complete(snap, fixed, keep, started + 0.8 * seconds)
         if got is not None and _fewer(got, best):
             best = (got[0], got[1], 2)
+            if in_use - len(got[1]) <= enough:
+                return best
+        got = heuristic.repack(snap, fixed, keep, started + 0.6 * seconds)
+        if got is not None and _fewer(got, best):
+            best = (got[0], got[1], best[2] + 1)
             if in_use - len(got[1]) <= enough:
                 return best
     targets, drained, passes = heuristic.best_of(
