@@ -15,6 +15,7 @@ import subprocess
 
 import fixtures
 
+from resq_agent import cleanup
 from resq_agent.nfvnice import controller
 from resq_agent.nfvnice import meters as meters_mod
 from resq_agent.nfvnice import openflow
@@ -232,6 +233,24 @@ class OpenFlowNfvniceTest(base.TestCase):
         self.assertIn('chains[0].match', ' '.join(summary['errors']))
         self.assertIn('actions', ' '.join(summary['errors']))
 
+
+    def test_cleanup_removes_only_the_agents(self):
+        self.ctl.run_once()
+        self.switch.ofctl('add-meter', 'meter=7,pktps,bands=type=drop,'
+                          'rate=10')
+        doc = cleanup.plan_openflow(self.switch.target)
+        self.assertEqual(sorted(self.ctl.meters.meter_of(c)
+                                for c in ('chain-a', 'chain-b')),
+                         doc['meters'])
+        self.assertTrue(cleanup.execute_openflow(doc))
+        self.assertEqual({'removed'}, {a['outcome'] for a in doc['actions']})
+        self.assertEqual(([], []), privsep_openflow.owned())
+        self.assertIn('meter=7 pktps', self.switch.ofctl('dump-meters'))
+        self.assertIn('priority=10', self.switch.ofctl('dump-flows'))
+        # Nothing left: a second run is a no-op.
+        self.assertEqual([], cleanup.plan_openflow(self.switch.target)[
+            'meters'])
+        self.assertIsNone(cleanup.plan_openflow(None))
 
 class WireTest(base.TestCase):
     """The OpenFlow client against the real switch."""
