@@ -233,7 +233,6 @@ class OpenFlowNfvniceTest(base.TestCase):
         self.assertIn('chains[0].match', ' '.join(summary['errors']))
         self.assertIn('actions', ' '.join(summary['errors']))
 
-
     def test_cleanup_removes_only_the_agents(self):
         self.ctl.run_once()
         self.switch.ofctl('add-meter', 'meter=7,pktps,bands=type=drop,'
@@ -251,6 +250,7 @@ class OpenFlowNfvniceTest(base.TestCase):
         self.assertEqual([], cleanup.plan_openflow(self.switch.target)[
             'meters'])
         self.assertIsNone(cleanup.plan_openflow(None))
+
 
 class WireTest(base.TestCase):
     """The OpenFlow client against the real switch."""
