@@ -20,7 +20,9 @@ The figures, the worst over both backends: ``server_errors`` (target 0),
 (target 1), ``db_retries`` (transactions run again after a deadlock or a
 lost insert), ``db_deadlock_retries`` (after a deadlock), and each
 burst's ``burst_<burst>_p50_ms`` and ``burst_<burst>_p99_ms``
-(milliseconds, one client's request).
+(milliseconds, one client's request); ``burst_rows`` has a row per
+burst with each backend's own (``mariadb_p50_ms``, ``mariadb_p99_ms``,
+``postgresql_p50_ms``, ...), as the table prints them.
 """
 
 import logging
@@ -220,4 +222,10 @@ def report(results, missing):
         'proposed_after_burst', None)
     figures['applying_plans_max'] = figures.pop('applying_plans', None)
     figures['burst_backends'] = names
+    # The table's timing rows, one a burst, each backend's columns.
+    figures['burst_rows'] = [dict(
+        [('burst', b)] + [('%s_%s_ms' % (n, p),
+                           results[n]['burst_%s_%s_ms' % (b, p)])
+                          for n in names for p in ('p50', 'p99')])
+        for b in BURSTS]
     return figures
