@@ -550,13 +550,6 @@ ALLOWED = (
     'F test at 99.9%',     # the profiler's confidence level, a setting
     # resq-agent status's longest deadline, from the defaults
     'about 30 seconds with the defaults',
-    # Pages owned elsewhere that still carry a hand-written figure, to be
-    # written through :num: by their owners (listed so that the scan of
-    # "about N ms/MB" figures could land without touching them):
-    # monitoring.rst's scrape time is bench/agent/metrics_scrape_ms;
-    'instances takes about 20 ms',
-    # nf-model.rst's figure of its testbed model.
-    'keeps about 3 MB on the testbed',
 )
 
 # Literal text (``...``), roles (our figures, :num:, and a paper's own,
