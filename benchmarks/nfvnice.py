@@ -67,69 +67,67 @@ def _entry(chain, counters):
     return c
 
 
-def main(argv):
-    conf = cfg.ConfigOpts()
-    agent_conf.register_opts(conf)
-    conf([], project='resq')
-    server = ovsdb.OvsdbServer()
-    doms = libvirt_fixture.NovaDomains()
-    fixtures_ = [server, doms]
-    for fx in fixtures_:
-        fx.setUp()
+def _build(server, doms):
+    """Interfaces, instances and the chains file; returns its path."""
     chains_doc = {'chains': []}
-    try:
-        print('... %d instances, %d chains' % (CHAINS * LENGTH, CHAINS),
-              flush=True)
-        api = server.api
-        with api.transaction(check_error=True) as txn:
-            txn.add(api.add_br('br-int', datapath_type='netdev'))
-            txn.add(api.add_br('br-phy', datapath_type='netdev'))
-            for c in range(CHAINS):
-                name = 'dpdk%d' % c
-                txn.add(api.add_port('br-phy', name))
-                txn.add(api.db_set('Interface', name, ('type', 'dpdk')))
-                for p in range(LENGTH):
-                    name = 'vhu%d-%d' % (c, p)
-                    txn.add(api.add_port('br-int', name))
-                    txn.add(api.db_set(
-                        'Interface', name, ('type', 'dpdkvhostuserclient'),
-                        ('external_ids', {'vm-uuid': _uuid(c, p)})))
+    api = server.api
+    with api.transaction(check_error=True) as txn:
+        txn.add(api.add_br('br-int', datapath_type='netdev'))
+        txn.add(api.add_br('br-phy', datapath_type='netdev'))
         for c in range(CHAINS):
-            # Four NFs of a chain share one pinned core.
+            name = 'dpdk%d' % c
+            txn.add(api.add_port('br-phy', name))
+            txn.add(api.db_set('Interface', name, ('type', 'dpdk')))
             for p in range(LENGTH):
-                doms.add(_uuid(c, p), (c,))
-            chains_doc['chains'].append({
-                'name': 'chain%d' % c, 'entry_port': 'dpdk%d' % c,
-                'instances': [{'uuid': _uuid(c, p),
-                               'cycles_per_packet': 200 + 100 * p}
-                              for p in range(LENGTH)]})
-        path = os.path.join(server.dir, 'chains.json')
-        with open(path, 'w') as f:
-            json.dump(chains_doc, f)
-        conf.set_override('nfvnice_chains_file', path, 'resq_agent')
-        conf.set_override('backpressure_clear_passes', 1, 'resq_agent')
-        ports = ovs.OvsPorts(server.connection, 10)
-        now = [0.0]
-        ctl = controller.Controller(conf, virt.Hypervisor(
-            libvirt_fixture.URI), ports, clock=lambda: now[0])
-        counters = {}
-        times, share_writes, police_writes = [], [], []
+                name = 'vhu%d-%d' % (c, p)
+                txn.add(api.add_port('br-int', name))
+                txn.add(api.db_set(
+                    'Interface', name, ('type', 'dpdkvhostuserclient'),
+                    ('external_ids', {'vm-uuid': _uuid(c, p)})))
+    for c in range(CHAINS):
+        # Four NFs of a chain share one pinned core.
+        for p in range(LENGTH):
+            doms.add(_uuid(c, p), (c,))
+        chains_doc['chains'].append({
+            'name': 'chain%d' % c, 'entry_port': 'dpdk%d' % c,
+            'instances': [{'uuid': _uuid(c, p),
+                           'cycles_per_packet': 200 + 100 * p}
+                          for p in range(LENGTH)]})
+    path = os.path.join(server.dir, 'chains.json')
+    with open(path, 'w') as f:
+        json.dump(chains_doc, f)
+    return path
+
+
+def _publish(api, ports, rnd, counters):
+    """Play ovs-vswitchd: new statistics, then wait until seen."""
+    with api.transaction(check_error=True) as txn:
+        for c in range(CHAINS):
+            txn.add(api.db_set('Interface', 'dpdk%d' % c, (
+                'statistics', dict(_entry(c, counters)))))
+            for p in range(LENGTH):
+                txn.add(api.db_set(
+                    'Interface', 'vhu%d-%d' % (c, p), (
+                        'statistics', dict(_stats(c, p, rnd, counters)))))
+    want = counters[('dpdk', CHAINS - 1)]['rx_packets']
+    for _ in range(400):
+        seen = ports.interfaces().get('dpdk%d' % (CHAINS - 1))
+        if seen and seen.statistics.get('rx_packets') == want:
+            return
+        time.sleep(0.01)
+
+
+def _rounds(conf, server):
+    """``(pass seconds, share writes, policer writes)`` per round."""
+    ports = ovs.OvsPorts(server.connection, 10)
+    now = [0.0]
+    ctl = controller.Controller(conf, virt.Hypervisor(
+        libvirt_fixture.URI), ports, clock=lambda: now[0])
+    counters = {}
+    times, share_writes, police_writes = [], [], []
+    try:
         for rnd in range(ROUNDS + 1):
-            with api.transaction(check_error=True) as txn:
-                for c in range(CHAINS):
-                    txn.add(api.db_set('Interface', 'dpdk%d' % c, (
-                        'statistics', dict(_entry(c, counters)))))
-                    for p in range(LENGTH):
-                        txn.add(api.db_set(
-                            'Interface', 'vhu%d-%d' % (c, p), (
-                                'statistics',
-                                dict(_stats(c, p, rnd, counters)))))
-            want = counters[('dpdk', CHAINS - 1)]['rx_packets']
-            for _ in range(400):
-                seen = ports.interfaces().get('dpdk%d' % (CHAINS - 1))
-                if seen and seen.statistics.get('rx_packets') == want:
-                    break
-                time.sleep(0.01)
+            _publish(server.api, ports, rnd, counters)
             now[0] += 1.0
             t0 = time.monotonic()
             summary = ctl.run_once()
@@ -142,7 +140,28 @@ def main(argv):
                                     if a['action'] == 'cpu_shares'))
             police_writes.append(sum(1 for a in summary['actions']
                                      if a['action'] == 'police'))
+    finally:
         ports.close()
+    return times, share_writes, police_writes
+
+
+def main(argv):
+    conf = cfg.ConfigOpts()
+    agent_conf.register_opts(conf)
+    conf([], project='resq')
+    server = ovsdb.OvsdbServer()
+    doms = libvirt_fixture.NovaDomains()
+    fixtures_ = [server, doms]
+    for fx in fixtures_:
+        fx.setUp()
+    try:
+        print('... %d instances, %d chains' % (CHAINS * LENGTH, CHAINS),
+              flush=True)
+        path = _build(server, doms)
+        conf.set_override('nfvnice_chains_file', path, 'resq_agent')
+        conf.set_override('backpressure', True, 'resq_agent')
+        conf.set_override('backpressure_clear_passes', 1, 'resq_agent')
+        times, share_writes, police_writes = _rounds(conf, server)
     finally:
         for fx in reversed(fixtures_):
             fx.cleanUp()
