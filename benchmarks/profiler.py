@@ -130,6 +130,46 @@ def run(noise_pct=0.0, seed=0, kind='nfmodel'):
     return rows
 
 
+def _print_rows(noise, rows, seeds):
+    print('Adaptive profiler at %g%% measurement noise (model driver, '
+          '64 B, 100k flows, tolerance 1%%, %d seed(s)); errors against '
+          'the noiseless model' % (noise, seeds))
+    print('%-9s %-11s %5s %5s %5s %5s %9s %9s %9s' % (
+        'NF', 'class', 'meas', 'rep', 'thr', 'lat', 'thr err%',
+        'lat err%', 'stated%'))
+    for r in rows:
+        print('%-9s %-11s %5d %5d %5d %5d %9.3f %9.3f %9.3f' % (
+            r['nf'], r['sensitivity'], r['measurements'], r['repeats'],
+            r['throughput_points'], r['latency_points'],
+            r['throughput_error_pct'], r['latency_error_pct'],
+            r['reported_error_pct']))
+    print()
+
+
+def _testbed():
+    """The profiler on the simulated testbed, at every noise level."""
+    testbed = {'measurements_per_profile_median_by_noise': {},
+               'max_error_pct_by_noise': {},
+               'max_latency_load_error_pct_by_noise': {}}
+    for noise in NOISE_LEVELS:
+        tb_rows = run(noise, 0, 'testbed')
+        k = _key(noise)
+        testbed['measurements_per_profile_median_by_noise'][k] = (
+            statistics.median(r['measurements'] for r in tb_rows))
+        testbed['max_error_pct_by_noise'][k] = round(max(
+            max(r['throughput_error_pct'], r['latency_error_pct'])
+            for r in tb_rows), 4)
+        testbed['max_latency_load_error_pct_by_noise'][k] = round(max(
+            r['latency_load_error_pct'] for r in tb_rows), 4)
+        print('testbed, noise %4g%%: median %s measurements per profile, '
+              'worst error %.3f%% against its noiseless truth (latency '
+              'curve along the load axis above half load: %.3f points)' % (
+                  noise, testbed['measurements_per_profile_median_by_noise'][
+                      k], testbed['max_error_pct_by_noise'][k],
+                  testbed['max_latency_load_error_pct_by_noise'][k]))
+    return testbed
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog='benchmarks profiler')
     parser.add_argument('--seeds', type=int, default=1,
@@ -149,19 +189,7 @@ def main(argv):
                 max(r['throughput_error_pct'], r['latency_error_pct'])
                 for r in rows), 4))
     for noise, rows in by_noise.items():
-        print('Adaptive profiler at %g%% measurement noise (model driver, '
-              '64 B, 100k flows, tolerance 1%%, %d seed(s)); errors against '
-              'the noiseless model' % (noise, args.seeds if noise else 1))
-        print('%-9s %-11s %5s %5s %5s %5s %9s %9s %9s' % (
-            'NF', 'class', 'meas', 'rep', 'thr', 'lat', 'thr err%',
-            'lat err%', 'stated%'))
-        for r in rows:
-            print('%-9s %-11s %5d %5d %5d %5d %9.3f %9.3f %9.3f' % (
-                r['nf'], r['sensitivity'], r['measurements'], r['repeats'],
-                r['throughput_points'], r['latency_points'],
-                r['throughput_error_pct'], r['latency_error_pct'],
-                r['reported_error_pct']))
-        print()
+        _print_rows(noise, rows, args.seeds if noise else 1)
     rows = by_noise[0.0]
     # Measurements (repeats included) of the costliest curve.
     max_pts = max(r['curve_measurements'] for r in rows)
@@ -193,25 +221,7 @@ def main(argv):
     # throughput curves come from footprint theory, not from the family
     # the profiler's throughput model fits (the analytic model's), so
     # this is the check that the shape model is not merely its own.
-    testbed = {'measurements_per_profile_median_by_noise': {},
-               'max_error_pct_by_noise': {},
-               'max_latency_load_error_pct_by_noise': {}}
-    for noise in NOISE_LEVELS:
-        tb_rows = run(noise, 0, 'testbed')
-        k = _key(noise)
-        testbed['measurements_per_profile_median_by_noise'][k] = (
-            statistics.median(r['measurements'] for r in tb_rows))
-        testbed['max_error_pct_by_noise'][k] = round(max(
-            max(r['throughput_error_pct'], r['latency_error_pct'])
-            for r in tb_rows), 4)
-        testbed['max_latency_load_error_pct_by_noise'][k] = round(max(
-            r['latency_load_error_pct'] for r in tb_rows), 4)
-        print('testbed, noise %4g%%: median %s measurements per profile, '
-              'worst error %.3f%% against its noiseless truth (latency '
-              'curve along the load axis above half load: %.3f points)' % (
-                  noise, testbed['measurements_per_profile_median_by_noise'][
-                      k], testbed['max_error_pct_by_noise'][k],
-                  testbed['max_latency_load_error_pct_by_noise'][k]))
+    testbed = _testbed()
     print('targets: median <= 12 measurements per profile (noiseless), '
           '<= 1% error at 0.5% noise')
     trade = budget.tradeoff(noise_levels=NOISE_LEVELS, kind='testbed')
