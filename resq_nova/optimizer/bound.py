@@ -141,17 +141,10 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
     if not demand:
         return len(forced), 'nothing movable'
     highspy = _highspy()
-    h = highs.new_highs(highspy)
-    integer = highspy.HighsVarType.kInteger
-    fp = _forced_pool(snap, fixed, forced)
-    cols, opened = _columns(h, integer, snap, by_pool, forced, demand, stay,
-                            fp)
-    for k, n in demand.items():
-        vs = [v for (kk, _), v in cols.items() if kk == k]
-        if not vs:
-            return len(snap.hosts_in_use()), 'an instance shape fits nowhere'
-        h.addConstr(sum(vs) == n)
-    _pool_rows(h, integer, cols, opened, fp)
+    built = _build(snap, fixed, highspy, (by_pool, forced, demand, stay))
+    if built is None:
+        return len(snap.hosts_in_use()), 'an instance shape fits nowhere'
+    h, opened = built
     lp_value, lp_status = _relaxation(h, highspy, started, time_limit)
     lp_x = list(h.getSolution().col_value) if lp_value is not None else None
     if lp_status == 'infeasible':
@@ -180,6 +173,27 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
               bound, len(opened), len(demand), status,
               time.monotonic() - started)
     return bound, status
+
+
+def _build(snap, fixed, highspy, pooled):
+    """``(highs, {pool shape: open hosts var})``: the pooled model.
+
+    The objective counts the open hosts. ``None`` when an instance shape
+    fits nowhere.
+    """
+    by_pool, forced, demand, stay = pooled
+    h = highs.new_highs(highspy)
+    integer = highspy.HighsVarType.kInteger
+    fp = _forced_pool(snap, fixed, forced)
+    cols, opened = _columns(h, integer, snap, by_pool, forced, demand, stay,
+                            fp)
+    for k, n in demand.items():
+        vs = [v for (kk, _), v in cols.items() if kk == k]
+        if not vs:
+            return None
+        h.addConstr(sum(vs) == n)
+    _pool_rows(h, integer, cols, opened, fp)
+    return h, opened
 
 
 def _kept(h, highspy, opened, by_pool, lp_x, value):
@@ -449,11 +463,13 @@ def _pattern_rows(h, integer, y, doms, here):
             h.addConstr(sum(xs) <= 0)
 
 
-def moves_lower_bound(snap, fixed, hosts_after):
+def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0):
     """Fewest live migrations any plan leaving ``hosts_after`` in use needs.
 
     ``None`` when no plan with that many hosts can exist (more hosts would
-    have to close than may).
+    have to close than may). With ``pooled_seconds``, also the pooled
+    model's bound (:func:`pooled_moves_bound`, in about that time), and
+    the larger of the two.
     """
     in_use = snap.hosts_in_use()
     close = len(in_use) - hosts_after
@@ -464,4 +480,68 @@ def moves_lower_bound(snap, fixed, hosts_after):
     closable = sorted(counts[name] for name in in_use - forced)
     if len(closable) < close:
         return None
-    return sum(closable[:close])
+    least = sum(closable[:close])
+    if pooled_seconds > 0:
+        least = max(least, pooled_moves_bound(snap, fixed, hosts_after,
+                                              pooled_seconds))
+    return least
+
+
+def pooled_moves_bound(snap, fixed, hosts_after, time_limit=5.0):
+    """Fewest moves by the pooled model: the hosts closed per pool.
+
+    A plan with ``hosts_after`` hosts in use keeps ``y`` hosts of each
+    pool of one shape open, a solution of the pooled model of
+    :func:`hosts_lower_bound` with at most ``hosts_after`` open; the
+    hosts in use it closes number at least the pool's hosts in use less
+    ``y``, and every instance on them moves: at least the instances of
+    that many of the pool's least loaded hosts. Its minimum over the
+    pooled model (the LP relaxation's, or HiGHS's proven MILP bound) is
+    then a lower bound on the moves. ``0`` when the model has nothing to
+    say (nothing movable, no solver answer in the time).
+    """
+    started = time.monotonic()
+    by_pool, forced, demand, stay = pools(snap, fixed)
+    open_max = hosts_after - len(forced)
+    if not demand or open_max < 0:
+        return 0
+    highspy = _highspy()
+    built = _build(snap, fixed, highspy, (by_pool, forced, demand, stay))
+    if built is None:
+        return 0
+    h, opened = built
+    count = collections.Counter(i.host for i in snap.instances)
+    ys = []
+    for shape, y in opened.items():
+        h.changeColCost(y.index, 0.0)
+        ys.append(y)
+        loads = collections.Counter(count[n] for n in by_pool[shape]
+                                    if count[n])
+        if not loads:
+            continue
+        us = [h.addVariable(lb=0, ub=m, obj=float(v))
+              for v, m in sorted(loads.items())]
+        # Hosts of the pool in use that close: at least in use - open.
+        h.addConstr(sum(us) + y >= sum(loads.values()))
+    for shape, names in by_pool.items():
+        if shape not in opened and any(count[n] for n in names):
+            return 0            # (holds nothing movable: cannot be)
+    if not ys:
+        return 0
+    h.addConstr(sum(ys) <= open_max)
+    lp_value, lp_status = _relaxation(h, highspy, started, time_limit)
+    if lp_status == 'infeasible':
+        return 0
+    h.setOptionValue('solve_relaxation', False)
+    h.setOptionValue('time_limit', float(max(
+        time_limit - (time.monotonic() - started), 0.25)))
+    h.run()
+    value = h.getInfo().mip_dual_bound
+    if value is None or not math.isfinite(value):
+        value = 0.0
+    if h.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
+        value = 0.0
+    value = max(value, lp_value or 0.0)
+    LOG.debug('Pooled moves bound %.1f (%s, %.2fs)', value, lp_status,
+              time.monotonic() - started)
+    return max(int(math.ceil(value - 1e-6)), 0)

@@ -131,6 +131,8 @@ class _Room:
         # Best fit, but a domain left with fewer ways than the smallest
         # instance has is room lost: such fits come last.
         self.smallest = min((i.ways for i in snap.instances), default=1)
+        # Domains whose room changed, for an index kept over the room.
+        self.watch = None
 
     def rebucket(self, key, old_ways):
         self.buckets[old_ways].pop(key, None)
@@ -180,6 +182,8 @@ class _Room:
         _take(self.res[key[0]], inst.resources, sign)
         self.where[inst.uuid] = key[0] if sign > 0 else home
         self.rebucket(key, old)
+        if self.watch is not None:
+            self.watch.add(key)
 
     def movable_load(self, name):
         return sum(i.ways for i in self.on_host[name])
@@ -285,6 +289,13 @@ EVICT_WAYS = 3
 # most (the fewest evictions of these wins): the search stays short at
 # any cloud size.
 LOOK_AT = 64
+# Domains compared for an eviction by the bin completion, at most, when
+# none leaves no room unused.
+EVICT_LOOK = 16 * LOOK_AT
+# Kept domains past which the completion finds evictions through an index
+# of the ways each domain can offer instead of a scan by free ways (the
+# scan's cost grows with domains times instances to place).
+INDEX_DOMAINS = 2048
 
 
 def repack(snap, fixed, keep, deadline, clock=None):
@@ -588,6 +599,64 @@ class _Smalls:
         for inst in sorted(snap.instances, key=lambda i: (i.ways, i.uuid)):
             if inst.host not in closing and inst.uuid not in fixed:
                 self.at[inst.host, inst.domain].append(inst)
+        # Past INDEX_DOMAINS kept domains, an index of them by the ways
+        # they can offer (free ways plus a subset of their instances'),
+        # their free ways and the smallest largest instance to evict:
+        # {ways: {free: {largest: {domain: None}}}}, kept up to date as
+        # their room changes.
+        self.index = None
+        if len(self.at) > INDEX_DOMAINS:
+            self.index = collections.defaultdict(
+                lambda: collections.defaultdict(
+                    lambda: collections.defaultdict(dict)))
+            self.offers = {}
+            room.watch = set(self.at)
+
+    def _reindex(self):
+        room = self.room
+        for key in sorted(room.watch):
+            for at in self.offers.pop(key, ()):
+                self.index[at[0]][at[1]][at[2]].pop(key, None)
+            subsets = self.subsets.get(key)
+            if subsets is None:
+                subsets = self.subsets[key] = _subsets(self.at.get(key, ()))
+            free = room.free[key][1]
+            least = {}          # ways offered -> smallest largest evicted
+            for w, _, _, most, _ in subsets:
+                least[free + w] = min(least.get(free + w, most), most)
+            offers = self.offers[key] = sorted(
+                (ways, free, most) for ways, most in least.items())
+            for ways, _, most in offers:
+                self.index[ways][free][most][key] = None
+        room.watch.clear()
+
+    def _candidates(self, inst, home):
+        """Ranked evictions for ``inst``, the least room left first.
+
+        From the index: domains with fewer free ways than ``inst`` needs
+        whose instances smaller than it can make up the rest.
+        """
+        self._reindex()
+        room, found = self.room, []
+        top = max(self.index, default=0)
+        for ways in range(inst.ways, top + 1):
+            by_free = self.index.get(ways)
+            if not by_free:
+                continue
+            for free in sorted((f for f in by_free if f < inst.ways),
+                               reverse=True):
+                for most, keys in sorted(by_free[free].items()):
+                    if most >= inst.ways:
+                        break
+                    for key in keys:
+                        if key not in room.buckets.get(free, ()):
+                            continue
+                        got = self._out_for(inst, key, home)
+                        if got is not None:
+                            found.append(got)
+                            if len(found) >= LOOK_AT:
+                                return found
+        return found
 
     def _out_for(self, inst, key, home):
         """``(rank, evicted)`` for ``inst`` in ``key``, or ``None``."""
@@ -611,6 +680,8 @@ class _Smalls:
             self.room.take(s, key, -1, home=None)
             self.at[key].remove(s)
         self.subsets.pop(key, None)
+        if self.index is not None:
+            self.room.watch.add(key)
 
     def evict_for(self, inst, evicted, home, tries=8):
         """A kept domain ``inst`` fits in once a few smaller ones leave.
@@ -622,16 +693,21 @@ class _Smalls:
         """
         room = self.room
         found, exact = [], 0
+        if self.index is not None:
+            free_levels = ()
+            found = self._candidates(inst, home)
+        else:
+            free_levels = range(min(inst.ways - 1, room.max_ways), -1, -1)
         # Domains with the most room first (fewest evictions), by the
         # free-ways buckets of the best fit.
-        for free_ways in range(min(inst.ways - 1, room.max_ways), -1, -1):
+        for free_ways in free_levels:
             for key in room.buckets.get(free_ways, ()):
                 got = self._out_for(inst, key, home)
                 if got is None:
                     continue
                 found.append(got)
                 exact += got[0][0] == 0
-                if (exact >= tries or len(found) >= LOOK_AT * 16
+                if (exact >= tries or len(found) >= EVICT_LOOK
                         or (exact and len(found) >= LOOK_AT)):
                     break
             else:
@@ -769,3 +845,121 @@ def _assign(room, key, plan, items, fill):
                 m -= 1
                 placed = True
     return placed
+
+
+def undo_moves(snap, fixed, targets, rounds=3):
+    """``targets`` with moves undone where the hosts in use stay the same.
+
+    After the plan's hosts are fixed, an instance that left a host that
+    stays in use goes back to its own cache domain when it fits there
+    again; or when one instance that moved into that domain can go
+    elsewhere instead (back to its own domain, or the best fit on a host
+    that stays in use). Each undo lowers the moves by one and opens no
+    host; placement rules are checked as in :func:`drain`. Fixed
+    instances never move (they are in no plan's targets).
+
+    :returns: new targets (``{uuid: (host, domain)}``).
+    """
+    origin = {i.uuid: (i.host, i.domain) for i in snap.instances}
+    room = _Room(snap)
+    for uuid, key in targets.items():
+        inst = room.inst_of[uuid]
+        room.take(inst, origin[uuid], -1, home=key[0])
+        room.take(inst, key)
+    state = _Undo(snap, room, origin, dict(targets))
+    for _ in range(rounds):
+        done = 0
+        for uuid in sorted(state.out, key=lambda u: (
+                -room.inst_of[u].ways, -room.inst_of[u].cores, u)):
+            if uuid in state.out and uuid not in fixed:
+                done += state.back(room.inst_of[uuid])
+        if not done:
+            break
+    return state.out
+
+
+class _Undo:
+    """The end state of a plan while :func:`undo_moves` undoes moves."""
+
+    def __init__(self, snap, room, origin, out):
+        self.room, self.origin, self.out = room, origin, out
+        self.load = collections.Counter(i.host for i in snap.instances)
+        for uuid, key in out.items():
+            self.load[origin[uuid][0]] -= 1
+            self.load[key[0]] += 1
+        self.other = {h.name for h in snap.hosts if h.other_load}
+        self.inside = collections.defaultdict(set)
+        for uuid, key in out.items():
+            self.inside[key].add(uuid)
+        room.keep = {n for n in room.hosts if self.is_open(n)}
+        room.buckets = collections.defaultdict(dict)
+        for key in sorted(room.free):
+            room.rebucket(key, room.free[key][1])
+
+    def is_open(self, name):
+        return self.load[name] > 0 or name in self.other
+
+    def _go(self, inst, src, dst):
+        """Move ``inst`` in the end state from domain ``src`` to ``dst``."""
+        room = self.room
+        room.take(inst, src, -1, home=None)
+        room.take(inst, dst)
+        self.load[src[0]] -= 1
+        self.load[dst[0]] += 1
+        if dst[0] not in room.keep:
+            room.keep.add(dst[0])
+            for key in room.keys_of[dst[0]]:
+                room.rebucket(key, room.free[key][1])
+        self.inside[src].discard(inst.uuid)
+        if dst == self.origin[inst.uuid]:
+            self.out.pop(inst.uuid, None)
+        else:
+            self.out[inst.uuid] = dst
+            self.inside[dst].add(inst.uuid)
+        if not self.is_open(src[0]):
+            room.keep.discard(src[0])
+            for key in room.keys_of[src[0]]:
+                room.rebucket(key, room.free[key][1])
+
+    def back(self, inst):
+        """Put ``inst`` back home if it fits (after one relocation)."""
+        room, home, cur = self.room, self.origin[inst.uuid], \
+            self.out[inst.uuid]
+        if not self.is_open(home[0]) or home[0] == cur[0]:
+            return 0
+        room.take(inst, cur, -1, home=None)
+        fits = room.fits(inst, home)
+        room.take(inst, cur)
+        if fits:
+            self._go(inst, cur, home)
+            return 1
+        for other in sorted(self.inside[home]):
+            mover = room.inst_of[other]
+            if self._swap(inst, cur, home, mover):
+                return 1
+        return 0
+
+    def _swap(self, inst, cur, home, mover):
+        """``mover`` leaves ``home`` for ``inst``: its own or a best fit."""
+        room = self.room
+        room.take(inst, cur, -1, home=None)
+        room.take(mover, home, -1, home=None)
+        ok = room.fits(inst, home)
+        if ok:
+            room.take(inst, home)
+            own = self.origin[mover.uuid]
+            dest = (own if self.is_open(own[0]) and room.fits(mover, own)
+                    else None)
+            if dest is None:
+                # (cur's own room is counted free while inst is out.)
+                dest = room.place(mover, own[0])
+            room.take(inst, home, -1, home=None)
+            ok = (dest is not None and dest != home and
+                  room.hosts[dest[0]].cell == room.hosts[own[0]].cell)
+        room.take(mover, home)
+        room.take(inst, cur)
+        if not ok:
+            return False
+        self._go(inst, cur, home)
+        self._go(mover, home, dest)
+        return True

@@ -24,14 +24,25 @@ moves left out) are left out with the reason, never emitted unsafe.
 import collections
 
 
+def mates_of(snap):
+    """``{uuid: {anti-affinity groupmates}}`` of ``snap``."""
+    mates = collections.defaultdict(set)
+    for g in snap.server_groups:
+        if g.policy == 'anti-affinity':
+            for u in g.members:
+                mates[u].update(x for x in g.members if x != u)
+    return mates
+
+
 class Ledger:
     """What each cache domain and host holds, move by move."""
 
-    def __init__(self, snap, instances=None):
+    def __init__(self, snap, instances=None, mates=None):
         """The room of every domain and host of ``snap``.
 
         :param instances: count only these (default: all of ``snap``'s);
             :func:`_safe_at` gives those of the one host it checks.
+        :param mates: :func:`mates_of` ``snap`` when the caller has it.
         """
         self.snap = snap
         self.dom = collections.defaultdict(lambda: [0, 0, 0])
@@ -39,11 +50,7 @@ class Ledger:
         self.numa = collections.defaultdict(collections.Counter)
         self.res = collections.defaultdict(collections.Counter)
         self.where = {}
-        self.mates = collections.defaultdict(set)
-        for g in snap.server_groups:
-            if g.policy == 'anti-affinity':
-                for u in g.members:
-                    self.mates[u].update(x for x in g.members if x != u)
+        self.mates = mates_of(snap) if mates is None else mates
         for inst in snap.instances if instances is None else instances:
             self.add(inst, inst.host, inst.domain)
             self.where[inst.uuid] = {inst.host}
@@ -243,25 +250,35 @@ def needed_only(snap, moves):
     residents = collections.defaultdict(list)
     for inst in snap.instances:
         residents[inst.host].append(inst)
+    mates = mates_of(snap)
+    gone = set()
     changed = True
     while changed:
         changed = False
         freed = snap.hosts_in_use() - hosts_in_use_after(snap, moves)
+        # The moves touching each host, for _safe_at (which replays only
+        # those). Dropping an instance that stays on a host not freed
+        # frees no fewer hosts: it only leaves the host it went to.
+        touching = collections.defaultdict(list)
+        for mv in moves:
+            touching[mv['from_host']].append(mv)
+            if mv['to_host'] != mv['from_host']:
+                touching[mv['to_host']].append(mv)
         for uuid in sorted({u for u, h in origin.items() if h not in freed}):
-            if any(d['uuid'] == uuid for d in dropped):
+            if uuid in gone:
                 continue
-            rest = [mv for mv in moves if mv['uuid'] != uuid]
-            if _safe_at(snap, rest, origin[uuid], by_uuid,
-                        residents) and freed <= (
-                    snap.hosts_in_use() - hosts_in_use_after(snap, rest)):
+            host = origin[uuid]
+            rest = [mv for mv in touching[host] if mv['uuid'] != uuid]
+            if _safe_at(snap, rest, host, by_uuid, residents, mates):
                 dropped.extend(mv for mv in moves if mv['uuid'] == uuid)
-                moves = rest
+                gone.add(uuid)
+                moves = [mv for mv in moves if mv['uuid'] != uuid]
                 changed = True
                 break
     return moves, dropped
 
 
-def _safe_at(snap, moves, host, by_uuid=None, residents=None):
+def _safe_at(snap, moves, host, by_uuid=None, residents=None, mates=None):
     """Whether every move of ``moves`` into ``host`` can start in order.
 
     Enough to tell whether an instance of ``host`` may stay there (its
@@ -279,7 +296,7 @@ def _safe_at(snap, moves, host, by_uuid=None, residents=None):
     if by_uuid is None:
         by_uuid = {i.uuid: i for i in snap.instances}
     ledger = Ledger(snap, [i for i in snap.instances if i.host == host]
-                    if residents is None else residents[host])
+                    if residents is None else residents[host], mates)
     loc = {mv['uuid']: (by_uuid[mv['uuid']].host, by_uuid[mv['uuid']].domain)
            for mv in touching}
     for mv in touching:

@@ -196,9 +196,17 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
     h_targets, drained, passes = _heuristics(
         snap, fixed, started, share * time_limit, agg, keep, good_enough,
         restart_share=0.6 if full else 0.9)
+    # Up to COMPLETE_MAX_HOSTS (the cells the bound guides), moves are
+    # undone at the same hosts and the moves bound is the pooled one's;
+    # past it both would cost the larger cells more than they gain.
+    small = hosts_before <= COMPLETE_MAX_HOSTS
+    if small:
+        h_targets = heuristic.undo_moves(snap, fixed, h_targets)
     h_hosts = hosts_before - len(drained)
     lower = min(agg, h_hosts)
-    moves_lb = bound.moves_lower_bound(snap, fixed, h_hosts) or 0
+    moves_lb = bound.moves_lower_bound(
+        snap, fixed, h_hosts,
+        pooled_seconds=min(0.05 * time_limit, 2.0) if small else 0) or 0
     hint = common.Hint(agg, h_targets, passes)
     met = (common.gap_pct(h_hosts, lower) <= mip_gap * 100.0 + 1e-9
            and len(h_targets) <= moves_lb * (1.0 + moves_gap) + 1e-9)
@@ -301,7 +309,9 @@ def _milp_once(snap, fixed, hint, time_limit, mip_gap, first_share,
     if milp.closing is not None:
         drained = heuristic.drain(snap, fixed, only=milp.closing)
         milp.restart(None if drained is None else drained[0])
-    floor = bound.moves_lower_bound(snap, fixed, milp.hosts_after) or 0
+    floor = bound.moves_lower_bound(
+        snap, fixed, milp.hosts_after,
+        pooled_seconds=min(0.05 * time_limit, 2.0)) or 0
     return milp.fewest_moves(floor, mip_gap, moves_gap)
 
 
@@ -355,7 +365,10 @@ def _plan_cell(cell, snap, time_limit, mip_gap, moves_gap, full_model_max):
         moves_lower = result.moves_lower_bound
     else:
         # (A plan solved again is bounded as the first problem is.)
-        moves_lower = bound.moves_lower_bound(snap, first_fixed, after) or 0
+        moves_lower = bound.moves_lower_bound(
+            snap, first_fixed, after,
+            pooled_seconds=(min(0.05 * time_limit, 2.0)
+                            if before <= COMPLETE_MAX_HOSTS else 0)) or 0
     moves_lower = min(moves_lower, len(moves))
     return _cell(cell, result, before, after, min(lower, after), moves,
                  left_out, freed, why, moves_lower)

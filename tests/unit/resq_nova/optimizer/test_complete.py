@@ -196,6 +196,26 @@ class CompleteTest(base.TestCase):
             self.assertGreaterEqual(len(s.hosts_in_use()) - len(drained),
                                     lower, seed)
 
+    def test_evictions_found_through_the_index_keep_every_rule(self):
+        # (The index replaces the scan past INDEX_DOMAINS kept domains.)
+        closed = 0
+        with mock.patch.object(heuristic, 'INDEX_DOMAINS', 0):
+            for seed in range(8):
+                s = mixed(seed)
+                fixed = common.fixed_instances(s)
+                keep = {}
+                lower, _ = bound.hosts_lower_bound(s, fixed, 10.0,
+                                                   keep=keep)
+                got = heuristic.complete(s, fixed, keep,
+                                         time.monotonic() + 10)
+                if got is None:
+                    continue
+                check(self, s, fixed, got[0], got[1])
+                self.assertGreaterEqual(
+                    len(s.hosts_in_use()) - len(got[1]), lower, seed)
+                closed += len(got[1])
+        self.assertGreater(closed, 0)
+
     def test_the_plan_is_never_worse_than_the_drain(self):
         for seed in range(4):
             s = mixed(seed, hosts=30)
@@ -253,3 +273,70 @@ class KeptTest(base.TestCase):
 
     def test_a_poor_incumbent_without_an_lp_is_kept(self):
         self.assertEqual(60, self.kept(60.0, 60.0, None, 10.2))
+
+
+def _in_use_after(snap, targets):
+    where = {i.uuid: targets.get(i.uuid, (i.host, i.domain))[0]
+             for i in snap.instances}
+    return set(where.values()) | {h.name for h in snap.hosts
+                                  if h.other_load}
+
+
+class UndoMovesTest(base.TestCase):
+    """Moves undone once the plan's hosts are fixed (issue 34, round 2)."""
+
+    def test_an_instance_goes_back_when_its_domain_has_room(self):
+        hosts = [obase.host(n, domains=((8, 8),), clos=4) for n in 'abk']
+        insts = [obase.inst('i1', 'a', ways=2), obase.inst('i2', 'k', ways=2),
+                 obase.inst('i3', 'b', ways=2)]
+        s = snapshot.from_dict(obase.snapshot(hosts, insts))
+        # A plan that closes a and needlessly moves i2 from k to b.
+        targets = {'i1': ('k', 0), 'i2': ('b', 0)}
+        self.assertEqual({'i1': ('k', 0)},
+                         heuristic.undo_moves(s, {}, targets))
+
+    def test_a_mover_makes_way_for_an_evicted_instance(self):
+        # i2 was evicted from k to m, and m's i4 moved into k's room:
+        # both go home (i2's leaving made room for i4), two moves fewer.
+        hosts = [obase.host(n, domains=((8, 8),), clos=4)
+                 for n in ('a', 'b', 'k', 'm')]
+        insts = [obase.inst('i1', 'a', ways=2), obase.inst('i2', 'k', ways=4),
+                 obase.inst('i3', 'b', ways=4), obase.inst('i4', 'm', ways=4),
+                 obase.inst('i5', 'k', ways=4, migratable=False,
+                            reason='pinned')]
+        s = snapshot.from_dict(obase.snapshot(hosts, insts))
+        fixed = common.fixed_instances(s)
+        targets = {'i1': ('b', 0), 'i2': ('m', 0), 'i4': ('k', 0)}
+        got = heuristic.undo_moves(s, fixed, targets)
+        self.assertEqual({'i1': ('b', 0)}, got)
+        check(self, s, fixed, got, {'a'})
+
+    def test_never_reopens_a_host_and_keeps_every_rule(self):
+        for seed in range(8):
+            s = mixed(seed, cells=2)
+            for cell, sub in snapshot.cells(s):
+                fixed = common.fixed_instances(sub)
+                keep = {}
+                bound.hosts_lower_bound(sub, fixed, 10.0, keep=keep)
+                got = heuristic.complete(sub, fixed, keep,
+                                         time.monotonic() + 10)
+                if got is None:
+                    continue
+                targets, drained = got
+                undone = heuristic.undo_moves(sub, fixed, targets)
+                check(self, sub, fixed, undone, drained)
+                self.assertLessEqual(len(undone), len(targets), seed)
+                self.assertLessEqual(
+                    _in_use_after(sub, undone), _in_use_after(sub, targets))
+                self.assertEqual(set(), set(undone) - set(targets))
+
+    def test_on_a_snapshot_of_two_cells_no_move_leaves_its_cell(self):
+        for seed in range(4):
+            s = mixed(seed, hosts=30, cells=2)
+            fixed = common.fixed_instances(s)
+            cell = {h.name: h.cell for h in s.hosts}
+            targets, drained = heuristic.drain(s, fixed)
+            targets = {u: t for u, t in targets.items()
+                       if cell[t[0]] == cell[s.instance(u).host]}
+            for u, t in heuristic.undo_moves(s, fixed, targets).items():
+                self.assertEqual(cell[s.instance(u).host], cell[t[0]])

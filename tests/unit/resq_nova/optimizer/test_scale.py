@@ -302,6 +302,44 @@ class BoundTest(base.TestCase):
             self.assertLessEqual(p['lower_bound'], hosts)
         self.assertGreater(tight, 20)
 
+    def test_pooled_moves_bound_never_exceeds_brute_force(self):
+        rng = random.Random(11)
+        stronger = 0
+        for _ in range(60):
+            s = self.random_cloud(rng)
+            if not s.instances:
+                continue
+            fixed = model.fixed_instances(s)
+            hosts, moves = brute_force(s)
+            least = bound.moves_lower_bound(s, fixed, hosts)
+            pooled = bound.moves_lower_bound(s, fixed, hosts,
+                                             pooled_seconds=5.0)
+            self.assertLessEqual(pooled, moves, s.to_dict())
+            self.assertGreaterEqual(pooled, least)
+            self.assertLessEqual(bound.pooled_moves_bound(s, fixed, hosts),
+                                 moves, s.to_dict())
+            stronger += pooled > least
+        self.assertGreater(stronger, 0)
+
+    def test_pooled_moves_bound_closes_what_capacity_forces(self):
+        # a holds one instance but b and c cannot take it (their classes
+        # of service are all taken): to keep two hosts, b or c closes,
+        # two moves, where the fewest instances on one host say one.
+        hosts = [obase.host('a', domains=((8, 16),), clos=4),
+                 obase.host('b', domains=((4, 8),), clos=2),
+                 obase.host('c', domains=((4, 8),), clos=2)]
+        insts = [obase.inst('i1', 'a', 0, 1, 2),
+                 obase.inst('i2', 'b', 0, 1, 2),
+                 obase.inst('i3', 'b', 0, 1, 2),
+                 obase.inst('i4', 'c', 0, 1, 2),
+                 obase.inst('i5', 'c', 0, 1, 2)]
+        s = snap(hosts, insts)
+        fixed = model.fixed_instances(s)
+        self.assertEqual((2, 2), brute_force(s))
+        self.assertEqual(1, bound.moves_lower_bound(s, fixed, 2))
+        self.assertEqual(2, bound.moves_lower_bound(s, fixed, 2,
+                                                    pooled_seconds=5.0))
+
     def test_pooled_bound_counts_domains_not_just_sums(self):
         # Four instances of 5 ways: two hosts of two 6-way domains hold
         # them, though three hosts' summed 12 ways would seem to hold
