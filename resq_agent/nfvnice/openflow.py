@@ -124,11 +124,11 @@ def flow_spec(meter_id, port, match, priority, register):
                check_match(match), register, meter_id, register))
 
 
-def meter_spec(meter_id, rate_kbps, burst_kb):
+def meter_band(rate_kbps, burst_kb):
+    """``(rate, burst)`` of a meter's drop band, within OpenFlow's range."""
     rate = int(min(UNLIMITED_KBPS, max(1, rate_kbps)))
     burst = int(min(UNLIMITED_KBPS, max(MIN_BURST_KB, burst_kb)))
-    return ('meter=%d,kbps,burst,stats,bands=type=drop,rate=%d,'
-            'burst_size=%d' % (meter_id, rate, burst))
+    return rate, burst
 
 
 # -- parsing ovs-ofctl's replies ---------------------------------------------

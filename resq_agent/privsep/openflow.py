@@ -142,9 +142,7 @@ def set_meters(changes):
     opts = _opts()
     mods = []
     for meter, rate, burst, new in changes:
-        rate = int(min(openflow.UNLIMITED_KBPS, max(1, rate)))
-        burst = int(min(openflow.UNLIMITED_KBPS,
-                        max(openflow.MIN_BURST_KB, burst)))
+        rate, burst = openflow.meter_band(rate, burst)
         mods.append((ofwire.METER_ADD if new else ofwire.METER_MODIFY,
                      _meter(opts, meter), rate, burst))
     return _wire(opts, 'meter-mod', lambda c: c.meter_mods(mods))
