@@ -28,6 +28,13 @@ commit and machine, and the docs quote it under ``bench/<name>`` (see
 
 Each entry of :data:`SOURCES` fills one top-level key; adding a source is
 one line there.
+
+The figures are computed with NumPy's and OpenBLAS's kernels up to AVX2
+(:data:`PORTABLE_KERNELS`): both pick AVX-512 kernels at run time on the
+CPUs that have them, and those round differently in the last bits, enough
+to move a model's fit and so a figure in the fourth digit, or a count of
+runs by one. ``main`` runs itself again with those settings when they are
+missing; the unit tests' environment (``tox.ini``) sets them.
 """
 
 import argparse
@@ -46,6 +53,39 @@ from resq_nova.evaluation import run
 from resq_nova.evaluation import schemes as schemes_mod
 from resq_nova.evaluation import slosets
 from resq_profiler import conf as prof_conf
+
+# The kernels the figures are computed with, on every x86-64 machine with
+# AVX2: NumPy's run-time dispatch without its AVX-512 targets (numpy 2.4's
+# targets above AVX2; figures-constraints.txt pins the release) and
+# OpenBLAS's Haswell kernels (NumPy's and SciPy's OpenBLAS pick SkylakeX on
+# an AVX-512 CPU).
+PORTABLE_KERNELS = {
+    'NPY_DISABLE_CPU_FEATURES': 'X86_V4 AVX512_ICL AVX512_SPR',
+    'OPENBLAS_CORETYPE': 'Haswell',
+}
+
+
+def _has_avx512(cpuinfo='/proc/cpuinfo'):
+    try:
+        with open(cpuinfo) as f:
+            return any(line.startswith('flags') and ' avx512f' in line
+                       for line in f)
+    except OSError:
+        return False
+
+
+def portable_kernels_missing(environ=None, cpuinfo='/proc/cpuinfo'):
+    """The settings of :data:`PORTABLE_KERNELS` missing here, sorted.
+
+    None are missing on a CPU without AVX-512 (the kernels are those
+    already).
+    """
+    environ = os.environ if environ is None else environ
+    if not _has_avx512(cpuinfo):
+        return []
+    return sorted(k for k, v in PORTABLE_KERNELS.items()
+                  if environ.get(k) != v)
+
 
 # Where the docs read the figures, relative to the repository root.
 DEFAULT_OUTPUT = os.path.join('doc', 'source', 'figures.json')
@@ -535,7 +575,20 @@ def _progress(message):
     print('... %s' % message, file=sys.stderr, flush=True)
 
 
+def _again_with_portable_kernels():
+    """Run this command again with :data:`PORTABLE_KERNELS` set.
+
+    (NumPy and OpenBLAS read them once, when they are loaded.)
+    """
+    env = dict(os.environ, **PORTABLE_KERNELS)
+    args = [sys.executable, '-m', 'resq_nova.evaluation.docfigures']
+    args += sys.argv[1:]
+    os.execve(sys.executable, args, env)
+
+
 def main(argv=None):
+    if argv is None and portable_kernels_missing():
+        _again_with_portable_kernels()
     parser = argparse.ArgumentParser(
         prog='python -m resq_nova.evaluation.docfigures',
         description='Generate the figures the documentation quotes.')

@@ -429,6 +429,32 @@ class TestTree(base.TestCase):
             self.assertEqual({'fake': {'v': 0.1235}, 'kept': 1},
                              json.load(f))
 
+    def test_portable_kernels_are_asked_for_on_avx512_only(self):
+        kernels = docfigures.PORTABLE_KERNELS
+        avx512 = os.path.join(self.tmp, 'avx512')
+        with open(avx512, 'w') as f:
+            f.write('processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f '
+                    'avx512bw\n')
+        avx2 = os.path.join(self.tmp, 'avx2')
+        with open(avx2, 'w') as f:
+            f.write('processor\t: 0\nflags\t\t: fpu sse2 avx2\n')
+        self.assertEqual(sorted(kernels),
+                         docfigures.portable_kernels_missing({}, avx512))
+        self.assertEqual([], docfigures.portable_kernels_missing(
+            dict(kernels), avx512))
+        self.assertEqual(['NPY_DISABLE_CPU_FEATURES'],
+                         docfigures.portable_kernels_missing(
+                             dict(kernels, NPY_DISABLE_CPU_FEATURES='X'),
+                             avx512))
+        self.assertEqual([], docfigures.portable_kernels_missing({}, avx2))
+        self.assertEqual([], docfigures.portable_kernels_missing(
+            {}, avx2 + '.none'))
+
+    def test_the_test_environment_sets_the_portable_kernels(self):
+        tox = _read('tox.ini')
+        for name, value in docfigures.PORTABLE_KERNELS.items():
+            self.assertIn('\n    %s=%s\n' % (name, value), tox)
+
     def test_unknown_source(self):
         with mock.patch('sys.stderr', io.StringIO()):
             self.assertRaises(SystemExit, docfigures.main,
@@ -472,6 +498,17 @@ class TestDrift(base.TestCase):
         # A source runs the evaluation's code in full: longer than the
         # suite's per-test timeout on a busy two-core machine.
         self.useFixture(fixtures.Timeout(DRIFT_TIMEOUT_S, gentle=True))
+        # On an AVX-512 CPU, NumPy's and OpenBLAS's own kernels would
+        # move figures in their last digits: say so rather than report a
+        # drift.
+        missing = docfigures.portable_kernels_missing()
+        if missing:
+            self.fail('this CPU has AVX-512 and %s %s not set as '
+                      'docfigures.PORTABLE_KERNELS says: the figures would '
+                      'not be computed as they were made; run the tests '
+                      'through tox (tox.ini sets them) or set them'
+                      % (', '.join(missing),
+                         'is' if len(missing) == 1 else 'are'))
 
     def _drift(self, key):
         committed = _committed()
