@@ -71,6 +71,9 @@ class TestpmdProfilerTest(base.TestCase):
         self.assertIn('other-app', os.listdir(self.tree.root))
 
     def test_latency_needs_a_reporting_command(self):
+        # (The throughput curve comes first: three runs are enough to
+        # reach the latency curve.)
+        self.flags('resq_profiler', max_measurements_per_curve=3)
         store = store_mod.ProfileStore(self.conf.resq_profiler.profile_dir)
         exc = self.assertRaises(exception.MeasurementError, profiler.run,
                                 self.conf, 'testpmd-io', nfmodel.Traffic())
