@@ -199,6 +199,35 @@ def _host(placement, service, node, servers):
     except placement_client.ProviderNotFound:
         return None, []
     root_uuid = root['uuid']
+    domains = _cache_domains(placement, root_uuid)
+    if not domains:
+        return None, []
+    root_inv = placement.get_inventories(root_uuid)
+    root_use = placement.get_usages(root_uuid)
+    tally = _Tally(root_uuid, {uuid: dom_id
+                               for dom_id, uuid, _, _, _ in domains})
+    down = service.get('state') == 'down'
+    for server in servers:
+        if server.get('OS-EXT-SRV-ATTR:hypervisor_hostname') in (None, node):
+            tally.count(placement, service, node, server, down)
+    # PCPUs pinned by non-ResQ instances (or anything else) on this node.
+    taken_cores = max(int(root_use.get(PCPU, 0)) - tally.pcpus, 0)
+    pcpu_total = usable(root_inv.get(PCPU))
+    doms = [_domain(row, tally, taken_cores, pcpu_total // len(domains))
+            for row in sorted(domains)]
+    host = snap_mod.Host(
+        name=service['host'], clos=sum(d.clos for d in doms), domains=doms,
+        disabled=service.get('status') == 'disabled', down=down,
+        az=service.get('zone'), other_load=tally.others, uuid=root_uuid,
+        resources=_node_caps(root_inv, root_use, tally.node))
+    return host, tally.instances
+
+
+def _cache_domains(placement, root_uuid):
+    """``[(domain id, provider, inventory, traits, usages)]`` under a root.
+
+    Only the providers of a ResQ cache domain with an LLC way inventory.
+    """
     domains = []
     for provider in placement.tree(root_uuid):
         dom_id = cache_domain.domain_of(root_uuid, provider['uuid'])
@@ -210,96 +239,100 @@ def _host(placement, service, node, servers):
         domains.append((dom_id, provider['uuid'], inv,
                         placement.get_traits(provider['uuid']),
                         placement.get_usages(provider['uuid'])))
-    if not domains:
-        return None, []
-    root_inv = placement.get_inventories(root_uuid)
-    root_use = placement.get_usages(root_uuid)
-    pcpu_total = usable(root_inv.get(PCPU))
-    down = service.get('state') == 'down'
-    resq = []
-    others = 0
-    resq_pcpus = 0
-    held = {}            # provider -> [ways, clos] of listed instances
-    resq_node = collections.Counter()   # what ResQ instances hold on root
-    other_numa = collections.Counter()  # memory of the others, by page
-    dom_of = {uuid: dom_id for dom_id, uuid, _, _, _ in domains}
-    for server in servers:
-        if server.get('OS-EXT-SRV-ATTR:hypervisor_hostname') not in (
-                None, node):
-            continue
+    return domains
+
+
+class _Tally:
+    """What a node's servers hold: ResQ instances and the others' load."""
+
+    def __init__(self, root_uuid, dom_of):
+        self.root_uuid = root_uuid
+        self.dom_of = dom_of
+        self.instances = []
+        self.others = 0
+        self.pcpus = 0
+        self.held = {}            # provider -> [ways, clos] of listed ones
+        self.node = collections.Counter()   # ResQ instances' root resources
+        self.other_numa = collections.Counter()  # others' memory, by page
+
+    def _other(self, specs, flavor):
+        self.others += 1
+        self.other_numa[_page_kind(specs)] += int(flavor.get('ram') or 0)
+
+    def count(self, placement, service, node, server, down):
         flavor = server.get('flavor') or {}
         specs = flavor.get('extra_specs') or {}
         if specs.get('resq:slo') != extra_specs.RESERVED:
-            others += 1
-            other_numa[_page_kind(specs)] += int(flavor.get('ram') or 0)
-            continue
+            self._other(specs, flavor)
+            return
         allocs = placement.get_allocations(server['id'])
         llc = [(rp, res) for rp, res in allocs.items()
-               if rp in dom_of and extra_specs.RC_LLC_WAY in res]
+               if rp in self.dom_of and extra_specs.RC_LLC_WAY in res]
         if len(llc) != 1:
             LOG.warning('Server %s has %d LLC allocations on %s; counting '
                         'it as load that stays', server['id'], len(llc),
                         node)
-            others += 1
-            other_numa[_page_kind(specs)] += int(flavor.get('ram') or 0)
-            continue
+            self._other(specs, flavor)
+            return
         rp, res = llc[0]
         ways = int(res[extra_specs.RC_LLC_WAY])
         clos = int(res.get(extra_specs.RC_LLC_CLOS, 0))
         cores = int(flavor.get('vcpus') or 0)
-        on_root = allocs.get(root_uuid, {})
-        resq_pcpus += int(on_root.get(PCPU, cores))
+        on_root = allocs.get(self.root_uuid, {})
+        self.pcpus += int(on_root.get(PCPU, cores))
         node_res = {rc: int(n) for rc, n in on_root.items()
                     if rc not in NODE_CLASSES_SKIPPED and n}
-        resq_node.update(node_res)
-        use = held.setdefault(rp, [0, 0])
+        self.node.update(node_res)
+        use = self.held.setdefault(rp, [0, 0])
         use[0] += ways
         use[1] += clos
         reason = (_pinned(server, specs, down)
-                  or _unmodelled(allocs, root_uuid, dom_of, specs))
-        resq.append(snap_mod.Instance(
-            uuid=server['id'], host=service['host'], domain=dom_of[rp],
+                  or _unmodelled(allocs, self.root_uuid, self.dom_of, specs))
+        self.instances.append(snap_mod.Instance(
+            uuid=server['id'], host=service['host'], domain=self.dom_of[rp],
             cores=cores, ways=ways, clos=clos, migratable=reason is None,
             az=server.get('pinned_availability_zone'), reason=reason,
             name=server.get('name'),
             memory_mb=int(flavor.get('ram') or 0),
             hugepages=_page_kind(specs) == 'hugepages_mb',
             resources=node_res))
-    # PCPUs pinned by non-ResQ instances (or anything else) on this node.
-    taken_cores = max(int(root_use.get(PCPU, 0)) - resq_pcpus, 0)
-    doms = []
-    host_clos = 0
-    for dom_id, uuid, inv, traits, usage in sorted(domains):
-        cores = _cores_trait(traits)
-        if cores is None:
-            cores = pcpu_total // len(domains)
-        if extra_specs.RC_RESQ_CORE in inv:
-            # Less an on-demand lease's cores: reserved SLOs never get
-            # them.
-            cores = min(cores, usable(inv[extra_specs.RC_RESQ_CORE]))
-        ways = usable(inv.get(extra_specs.RC_LLC_WAY))
-        clos = usable(inv.get(extra_specs.RC_LLC_CLOS))
-        mine = held.get(uuid, [0, 0])
-        other_ways = max(int(usage.get(extra_specs.RC_LLC_WAY, 0))
-                         - mine[0], 0)
-        other_clos = max(int(usage.get(extra_specs.RC_LLC_CLOS, 0))
-                         - mine[1], 0)
-        numa = {}
-        for key, prefix in (('memory_mb', cache_domain.TRAIT_MEMORY_PREFIX),
-                            ('hugepages_mb',
-                             cache_domain.TRAIT_HUGEPAGES_PREFIX)):
-            total = _number_trait(traits, prefix)
-            if total is not None:
-                # Placement does not say in which cell the others' memory
-                # is: every cell loses it.
-                numa[key] = max(total - other_numa[key], 0)
-        doms.append(snap_mod.Domain(
-            id=dom_id, cores=max(cores - taken_cores, 0),
-            ways=max(ways - other_ways, 0),
-            reserved_ways=int(
-                inv[extra_specs.RC_LLC_WAY].get('reserved', 0)),
-            provider=uuid, clos=max(clos - other_clos, 0), **numa))
-        host_clos += max(clos - other_clos, 0)
+
+
+def _domain(row, tally, taken_cores, even_cores):
+    """The :class:`~snapshot.Domain` of one cache domain's provider row.
+
+    What the instances the snapshot does not list hold there (the others'
+    ways, classes, cores and memory) is not free to the plan.
+    """
+    dom_id, uuid, inv, traits, usage = row
+    cores = _cores_trait(traits)
+    if cores is None:
+        cores = even_cores
+    if extra_specs.RC_RESQ_CORE in inv:
+        # Less an on-demand lease's cores: reserved SLOs never get them.
+        cores = min(cores, usable(inv[extra_specs.RC_RESQ_CORE]))
+    ways = usable(inv.get(extra_specs.RC_LLC_WAY))
+    clos = usable(inv.get(extra_specs.RC_LLC_CLOS))
+    mine = tally.held.get(uuid, [0, 0])
+    other_ways = max(int(usage.get(extra_specs.RC_LLC_WAY, 0)) - mine[0], 0)
+    other_clos = max(int(usage.get(extra_specs.RC_LLC_CLOS, 0)) - mine[1], 0)
+    numa = {}
+    for key, prefix in (('memory_mb', cache_domain.TRAIT_MEMORY_PREFIX),
+                        ('hugepages_mb', cache_domain.TRAIT_HUGEPAGES_PREFIX)):
+        total = _number_trait(traits, prefix)
+        if total is not None:
+            # Placement does not say in which cell the others' memory is:
+            # every cell loses it.
+            numa[key] = max(total - tally.other_numa[key], 0)
+    return snap_mod.Domain(
+        id=dom_id, cores=max(cores - taken_cores, 0),
+        ways=max(ways - other_ways, 0),
+        reserved_ways=int(inv[extra_specs.RC_LLC_WAY].get('reserved', 0)),
+        provider=uuid, clos=max(clos - other_clos, 0), **numa)
+
+
+def _node_caps(root_inv, root_use, resq_node):
+    """The root's other resources left to the ResQ instances listed."""
     node_caps = {}
     for rc, inv in root_inv.items():
         if rc in NODE_CLASSES_SKIPPED:
@@ -308,12 +341,7 @@ def _host(placement, service, node, servers):
                        * float(inv.get('allocation_ratio', 1.0)))
         others_use = max(int(root_use.get(rc, 0)) - resq_node[rc], 0)
         node_caps[rc] = max(capacity - others_use, 0)
-    host = snap_mod.Host(
-        name=service['host'], clos=host_clos, domains=doms,
-        disabled=service.get('status') == 'disabled', down=down,
-        az=service.get('zone'), other_load=others, uuid=root_uuid,
-        resources=node_caps)
-    return host, resq
+    return node_caps
 
 
 def _number_trait(traits, prefix):
