@@ -264,46 +264,31 @@ class Executor:
                     running, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in done:
                     action, inst = running.pop(future)
-                    try:
-                        future.result()
-                    except Exception as exc:   # a bug must not hide
-                        LOG.exception('Move of %s failed unexpectedly',
-                                      inst.uuid)
-                        self._outcome(action, FAILED, 'unexpected error: %s'
-                                      % exc)
-                    if action['outcome'] == DONE:
-                        landed = action.get('landed_domain',
-                                            action['to_domain'])
-                        if landed != action['to_domain']:
-                            ledger.abort(inst, inst.host, action['to_host'],
-                                         action['to_domain'])
-                            ledger.start(inst, inst.host, action['to_host'],
-                                         landed)
-                        ledger.finish(inst, inst.host, inst.domain,
-                                      action['to_host'])
-                    else:
-                        ledger.abort(inst, inst.host, action['to_host'],
-                                     action['to_domain'])
+                    if not self._settle(future, action, inst, ledger):
                         stop = stop or action
-        done_count = sum(1 for a in actions if a['outcome'] == DONE)
-        if cancelled and stop['outcome'] == CANCELLED:
-            plan['status'] = CANCELLED
-            plan['result'] = ('cancelled (%s); %d of %d moves done, the rest '
-                              'not run' % (cancelled, done_count,
-                                           len(actions)))
-        elif stop is None:
-            plan['status'] = APPLIED
-            plan['result'] = '%d of %d moves done' % (done_count,
-                                                      len(actions))
-        else:
-            plan['status'] = PLAN_FAILED
-            plan['result'] = ('stopped at %s (%s: %s); %d of %d moves done, '
-                              'the rest not run' % (
-                                  stop['uuid'], stop['outcome'],
-                                  stop['detail'], done_count, len(actions)))
+        _close(plan, actions, stop, cancelled)
         plan['applied_at'] = started
         plan['finished_at'] = _now()
         return plan
+
+    def _settle(self, future, action, inst, ledger):
+        """Book a finished move in the ledger; whether it was done."""
+        try:
+            future.result()
+        except Exception as exc:   # a bug must not hide
+            LOG.exception('Move of %s failed unexpectedly', inst.uuid)
+            self._outcome(action, FAILED, 'unexpected error: %s' % exc)
+        if action['outcome'] != DONE:
+            ledger.abort(inst, inst.host, action['to_host'],
+                         action['to_domain'])
+            return False
+        landed = action.get('landed_domain', action['to_domain'])
+        if landed != action['to_domain']:
+            ledger.abort(inst, inst.host, action['to_host'],
+                         action['to_domain'])
+            ledger.start(inst, inst.host, action['to_host'], landed)
+        ledger.finish(inst, inst.host, inst.domain, action['to_host'])
+        return True
 
     def _outcome(self, action, outcome, detail):
         action['outcome'] = outcome
@@ -611,3 +596,21 @@ def _parse(when):
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).isoformat(
         timespec='seconds')
+
+
+def _close(plan, actions, stop, cancelled):
+    """The plan's status and result once no move runs."""
+    done_count = sum(1 for a in actions if a['outcome'] == DONE)
+    if cancelled and stop['outcome'] == CANCELLED:
+        plan['status'] = CANCELLED
+        plan['result'] = ('cancelled (%s); %d of %d moves done, the rest '
+                          'not run' % (cancelled, done_count, len(actions)))
+    elif stop is None:
+        plan['status'] = APPLIED
+        plan['result'] = '%d of %d moves done' % (done_count, len(actions))
+    else:
+        plan['status'] = PLAN_FAILED
+        plan['result'] = ('stopped at %s (%s: %s); %d of %d moves done, '
+                          'the rest not run' % (
+                              stop['uuid'], stop['outcome'],
+                              stop['detail'], done_count, len(actions)))
