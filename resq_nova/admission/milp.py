@@ -145,27 +145,7 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
                          % time_limit)
     pyo, solver = _load_solver()
     started = time.monotonic()
-    configs = {}
-    expanded = []
-    for g in groups:
-        try:
-            configs[g.key] = packing.configurations(g.capacity,
-                                                    g.target_mpps,
-                                                    config_limit)
-        except packing.TooManyConfigurations:
-            expanded.append(g)
-            continue
-        if not configs[g.key]:
-            raise ValueError('terms %s cannot meet %.3f Mpps on one '
-                             'server size' % (', '.join(g.members),
-                                              g.target_mpps))
-    if warm_start:
-        for g in groups:
-            if g.key in configs:
-                for name in g.members:
-                    cfg = tuple(sorted(warm_start[0][name], reverse=True))
-                    if cfg not in configs[g.key]:
-                        configs[g.key].append(cfg)
+    configs, expanded = _configurations(groups, config_limit, warm_start)
     sizes = set(range(1, ways + 1))
     pats = packing.patterns(cores, ways, sizes)
 
@@ -190,25 +170,111 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
     for shape in sorted(epats):
         m.ecap.add(sum(m.e[shape, pi] for pi in range(len(epats[shape])))
                    <= shapes[shape])
-    new_servers = sum(m.x[p] for p in m.x)
-    if existing:
-        # Among plans with as few new servers, the one that takes the
-        # least of the cluster (cores and ways as fractions of a server),
-        # so the next terms find room: weighted to stay below one server.
-        def taken(config):
-            return len(config) / cores + sum(config) / ways
-
-        use = sum(taken(configs[groups[gi].key][ci]) * m.y[gi, ci]
-                  for gi, ci in yi)
-        use += sum((1.0 / cores + w / ways) * m.n[gi, mi, w]
-                   for gi, mi, w in ni)
-        most = sum(len(g.members) * max(
-            (taken(c) for c in configs.get(g.key, ())), default=2.0 + ways)
-            for g in groups) or 1.0
-        m.obj = pyo.Objective(expr=new_servers + use * (0.5 / most),
-                              sense=pyo.minimize)
+    m.obj = pyo.Objective(
+        expr=_objective(m, groups, configs, yi, ni, cores, ways, existing),
+        sense=pyo.minimize)
+    _cover_and_slots(pyo, m, groups, configs, yi, ni, sizes, pats, epats,
+                     eindex)
+    if max_servers is not None:
+        m.cap = pyo.Constraint(expr=sum(m.x[p] for p in m.x)
+                               <= max_servers)
+    if warm_start and not existing:
+        _set_warm_start(m, groups, configs, pats, warm_start, ways, ni)
     else:
-        m.obj = pyo.Objective(expr=new_servers, sense=pyo.minimize)
+        warm_start = None
+    build_s = time.monotonic() - started
+    res, _, solve_s = _run(pyo, solver, m, time_limit - build_s, mip_gap,
+                           pyo.value(m.obj) if warm_start else None)
+    bound = res.best_objective_bound
+    servers = int(round(sum(pyo.value(m.x[p]) for p in m.x)))
+    if bound is None:
+        lower = 0
+    elif existing:
+        # The objective carries the secondary term (< 0.5 in all).
+        lower = math.floor(bound + 1e-6)
+    else:
+        lower = math.ceil(bound - 1e-6)
+    lower = min(lower, servers)
+    gap = (servers - lower) / servers * 100.0 if servers else 0.0
+    chosen = _chosen(pyo, m, groups, configs)
+    used = []
+    # Existing servers first, in their order, each with the pattern chosen
+    # for its shape (or none).
+    left = {sh: [] for sh in epats}
+    for sh, pi in eindex:
+        left[sh] += [epats[sh][pi]] * int(round(pyo.value(m.e[sh, pi])))
+    for fc, fw in existing:
+        sh = (min(fc, cores), min(fw, ways))
+        used.append(left[sh].pop() if left.get(sh) else ())
+    for pi, p in enumerate(pats):
+        used += [p] * int(round(pyo.value(m.x[pi])))
+    instances = [(name, w) for name, cfg in chosen.items() for w in cfg]
+    assignment = packing.assign(instances, used)
+    return Result(servers=servers, lower_bound=lower, gap_pct=gap,
+                  optimal=lower == servers,
+                  status=str(res.termination_condition).split('.')[-1],
+                  build_s=build_s, solve_s=solve_s, configs=chosen,
+                  patterns=used, assignment=assignment)
+
+
+def _configurations(groups, config_limit, warm_start):
+    """``(configs, expanded)``: each group's ways configurations.
+
+    ``configs`` maps a group's key to its configurations (the warm
+    start's own added); ``expanded`` lists the groups with too many, whose
+    members choose their ways one by one instead.
+
+    :raises ValueError: a group no configuration can serve.
+    """
+    configs = {}
+    expanded = []
+    for g in groups:
+        try:
+            configs[g.key] = packing.configurations(g.capacity,
+                                                    g.target_mpps,
+                                                    config_limit)
+        except packing.TooManyConfigurations:
+            expanded.append(g)
+            continue
+        if not configs[g.key]:
+            raise ValueError('terms %s cannot meet %.3f Mpps on one '
+                             'server size' % (', '.join(g.members),
+                                              g.target_mpps))
+    if warm_start:
+        for g in groups:
+            if g.key in configs:
+                for name in g.members:
+                    cfg = tuple(sorted(warm_start[0][name], reverse=True))
+                    if cfg not in configs[g.key]:
+                        configs[g.key].append(cfg)
+    return configs, expanded
+
+
+def _objective(m, groups, configs, yi, ni, cores, ways, existing):
+    """New servers; with ``existing`` ones, then the least of the cluster."""
+    new_servers = sum(m.x[p] for p in m.x)
+    if not existing:
+        return new_servers
+
+    # Among plans with as few new servers, the one that takes the least of
+    # the cluster (cores and ways as fractions of a server), so the next
+    # terms find room: weighted to stay below one server.
+    def taken(config):
+        return len(config) / cores + sum(config) / ways
+
+    use = sum(taken(configs[groups[gi].key][ci]) * m.y[gi, ci]
+              for gi, ci in yi)
+    use += sum((1.0 / cores + w / ways) * m.n[gi, mi, w]
+               for gi, mi, w in ni)
+    most = sum(len(g.members) * max(
+        (taken(c) for c in configs.get(g.key, ())), default=2.0 + ways)
+        for g in groups) or 1.0
+    return new_servers + use * (0.5 / most)
+
+
+def _cover_and_slots(pyo, m, groups, configs, yi, ni, sizes, pats, epats,
+                     eindex):
+    """Every term served; per allocation size, slots enough for it."""
     m.cover = pyo.ConstraintList()
     for gi, g in enumerate(groups):
         if g.key in configs:
@@ -231,17 +297,14 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
                    if packing.at_least(epats[sh][pi], s)]
         if demand:
             m.slots.add(sum(supply) >= sum(demand))
-    if max_servers is not None:
-        m.cap = pyo.Constraint(expr=sum(m.x[p] for p in m.x)
-                               <= max_servers)
-    if warm_start and not existing:
-        _set_warm_start(m, groups, configs, pats, warm_start, ways, ni)
-    else:
-        warm_start = None
-    build_s = time.monotonic() - started
 
-    warm_obj = pyo.value(m.obj) if warm_start else None
-    solver.config.time_limit = max(time_limit - build_s, 0.1)
+
+def _run(pyo, solver, m, seconds, mip_gap, warm_obj):
+    """``(result, best objective, solve seconds)``; the values loaded.
+
+    :raises ValueError: HiGHS found nothing and there is no warm start.
+    """
+    solver.config.time_limit = max(seconds, 0.1)
     solver.config.mip_gap = mip_gap
     # The warm start is kept as our own incumbent rather than handed to
     # HiGHS: with highspy 1.16, Pyomo's appsi interface loads the MIP start
@@ -262,17 +325,11 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
         best = warm_obj          # the warm start's values stay loaded
     else:
         res.solution_loader.load_vars()
-    bound = res.best_objective_bound
-    servers = int(round(sum(pyo.value(m.x[p]) for p in m.x)))
-    if bound is None:
-        lower = 0
-    elif existing:
-        # The objective carries the secondary term (< 0.5 in all).
-        lower = math.floor(bound + 1e-6)
-    else:
-        lower = math.ceil(bound - 1e-6)
-    lower = min(lower, servers)
-    gap = (servers - lower) / servers * 100.0 if servers else 0.0
+    return res, best, solve_s
+
+
+def _chosen(pyo, m, groups, configs):
+    """``{term name: ways tuple}`` of the loaded solution."""
     chosen = {}
     for gi, g in enumerate(groups):
         if g.key in configs:
@@ -287,24 +344,7 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
                 for w in sorted(g.capacity, reverse=True):
                     cfg += [w] * int(round(pyo.value(m.n[gi, mi, w])))
                 chosen[name] = tuple(cfg)
-    used = []
-    # Existing servers first, in their order, each with the pattern chosen
-    # for its shape (or none).
-    left = {sh: [] for sh in epats}
-    for sh, pi in eindex:
-        left[sh] += [epats[sh][pi]] * int(round(pyo.value(m.e[sh, pi])))
-    for fc, fw in existing:
-        sh = (min(fc, cores), min(fw, ways))
-        used.append(left[sh].pop() if left.get(sh) else ())
-    for pi, p in enumerate(pats):
-        used += [p] * int(round(pyo.value(m.x[pi])))
-    instances = [(name, w) for name, cfg in chosen.items() for w in cfg]
-    assignment = packing.assign(instances, used)
-    return Result(servers=servers, lower_bound=lower, gap_pct=gap,
-                  optimal=lower == servers,
-                  status=str(res.termination_condition).split('.')[-1],
-                  build_s=build_s, solve_s=solve_s, configs=chosen,
-                  patterns=used, assignment=assignment)
+    return chosen
 
 
 def _partial_patterns(cores, ways):
