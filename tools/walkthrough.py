@@ -236,9 +236,21 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
         for host in HOSTS:
             self._start_host(host)
         self._conf_files()
-        conf = '--config-file resq.conf'
+        profile_id = self._profile()
+        self._agents()
+        self._admit(profile_id)
+        self._enforce()
+        self._optimize()
+        self._ondemand(profile_id)
+        return self.outputs
 
-        # 1. Profile the NF.
+    # The walk's steps, in order; each records what the guide shows.
+    CONF = '--config-file resq.conf'
+    ADMIT = ['--image', IMAGE, '--network', 'none']
+
+    def _profile(self):
+        """1. Profile the NF; its profile's id."""
+        conf = self.CONF
         self.record('01-profile.txt',
                     'resq-profiler %s profile lpm' % conf,
                     profiler_cmd.main,
@@ -248,9 +260,14 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
         self.record('02-profile-list.txt', 'resq-profiler %s list' % conf,
                     profiler_cmd.main,
                     ['--config-file', self.resq_conf, 'list'])
+        return profile_id
 
-        # 2. The agents: a fake resctrl tree per host, what the agent finds,
-        # and the inventory it reports to Placement.
+    def _agents(self):
+        """2. The agents.
+
+        A fake resctrl tree per host, what the agent finds, and the
+        inventory it reports to Placement.
+        """
         for host in HOSTS:
             root = os.path.join(self.work, host)
             argv = ['--resctrl-root', root + '/resctrl', '--sysfs-root',
@@ -272,8 +289,9 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
         self.osc('06-host-list.txt', 'openstack resq host list',
                  host_cmd.ListHost)
 
-        # 3. Admit SLOs: one term, then a two-term chain from a file.
-        admit = ['--image', IMAGE, '--network', 'none']
+    def _admit(self, profile_id):
+        """3. Admit SLOs: one term, then a two-term chain from a file."""
+        conf, admit = self.CONF, self.ADMIT
         self.record('07-admit.txt',
                     'resq-admit %s --term fw --profile %s '
                     '--throughput-mpps 10 --latency-p95-us 25 --image %s '
@@ -312,7 +330,8 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
         self.osc('12-host-list-after.txt', 'openstack resq host list',
                  host_cmd.ListHost)
 
-        # 4. Enforcement by the agent of the host holding the most servers.
+    def _enforce(self):
+        """4. Enforcement by the agent of the host holding most servers."""
         hosts = [self.api.get_server(s['id'])['OS-EXT-SRV-ATTR:host']
                  for s in self.api.get_servers()]
         busy = max(HOSTS, key=lambda h: (hosts.count(h), h == HOSTS[0]))
@@ -330,11 +349,17 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
             with open(os.path.join(group, 'schemata')) as f:
                 self.outputs['15-schemata.txt'] = self._shown(
                     '$ cat %s/schemata\n%s' % (group, f.read()))
+        self.busy = busy
 
-        # 5. One more instance, booted by hand on host2 through Nova's API
-        # (another user's), leaves two hosts in use: the optimizer's plan
-        # and its execution with a live migration.
-        other = [h for h in HOSTS if h != busy][0]
+    def _optimize(self):
+        """5. The optimizer's plan and its execution.
+
+        One more instance, booted by hand on the other host through Nova's
+        API (another user's), leaves two hosts in use: the plan frees one
+        with a live migration.
+        """
+        conf = self.CONF
+        other = [h for h in HOSTS if h != self.busy][0]
         flavor = [f for f in self.api.api_get(
             '/flavors/detail?is_public=None').body['flavors']
             if f['name'] == 'resq.ids.1w'][0]
@@ -354,8 +379,13 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
         self.osc('19-host-list-after-plan.txt', 'openstack resq host list',
                  host_cmd.ListHost)
 
-        # 6. On-demand SLOs: the freed host leases cores and ways to its
-        # local scheduler; an on-demand term boots into the lease.
+    def _ondemand(self, profile_id):
+        """6. On-demand SLOs.
+
+        The freed host leases cores and ways to its local scheduler; an
+        on-demand term boots into the lease.
+        """
+        conf, admit = self.CONF, self.ADMIT
         used = {self.api.get_server(s['id'])['OS-EXT-SRV-ATTR:host']
                 for s in self.api.get_servers()}
         free = [h for h in HOSTS if h not in used][0]
@@ -388,7 +418,6 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
                      '--latency-p95-us', '60'] + admit)
         self.osc('24-host-list-ondemand.txt', 'openstack resq host list',
                  host_cmd.ListHost)
-        return self.outputs
 
 
 def write_outputs(outputs, directory):
