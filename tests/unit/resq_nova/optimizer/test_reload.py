@@ -79,6 +79,8 @@ class SighupTest(base.TestCase):
 
             class Recorder:
                 repair_window = None
+                # No Placement client: the service serves no escalations.
+                placement = None
 
                 def __init__(self, conf):
                     self.conf = conf
@@ -115,6 +117,9 @@ class SighupTest(base.TestCase):
                               rounds, new_text], capture_output=True,
                              text=True, timeout=120)
         self.assertEqual(0, out.returncode, out.stderr)
+        # A worker that failed to start would be started again with the
+        # old options, and its rounds would only look like reloads.
+        self.assertNotIn('Traceback', out.stderr)
         with open(rounds) as f:
             done = f.read().splitlines()
         state = self.dir + '/state'
