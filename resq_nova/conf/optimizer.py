@@ -122,6 +122,14 @@ ALL_OPTS = [
                     'the plan when the gap is not yet met. Above about a '
                     'thousand, building the MILP takes most of time_limit '
                     'and HiGHS improves nothing in the rest.'),
+    cfg.IntOpt('plan_workers',
+               default=0, min=0,
+               help='Processes that plan the Nova cells of a large cloud '
+                    'at once (0: one per CPU; 1: one cell after the other '
+                    'in the optimizer itself). Only snapshots of at least '
+                    '20,000 instances in more than one cell are planned '
+                    'so; each cell then gets its share of time_limit times '
+                    'the processes. Each process holds its own cell.'),
     cfg.IntOpt('max_configurations_per_term',
                default=2000, min=10,
                help='Terms with more minimal configurations than this (very '

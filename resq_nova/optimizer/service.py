@@ -137,7 +137,8 @@ class Optimizer:
                                  snapshot_id=snapshot_id,
                                  moves_gap=self.opts.moves_gap,
                                  full_model_max=(
-                                     self.opts.full_model_max_instances))
+                                     self.opts.full_model_max_instances),
+                                 workers=self.opts.plan_workers)
         path = self.store.save_plan(plan)
         LOG.info('Plan %s: %s', plan['id'], plan['reason'])
         self._notify(notifier_mod.PROPOSED, plan)

@@ -98,6 +98,66 @@ class WhatNovaChecksTest(base.TestCase):
         self.assertEqual([['x'], ['y']], [
             c.server_groups[0].members for _, c in cells])
 
+    def _three_cells(self):
+        hosts, insts = [], []
+        for c in range(3):
+            for h in range(4):
+                name = 'c%dh%d' % (c, h)
+                hosts.append(obase.host(name, cell='cell%d' % c))
+                insts += [obase.inst('%s-%d' % (name, n), name, cores=2,
+                                     ways=3) for n in range(h % 2 + 1)]
+        return snap(hosts, insts)
+
+    def test_cells_in_parallel_plan_as_one_after_the_other(self):
+        s = self._three_cells()
+        serial = plan(s)
+        self.assertEqual(1, serial['solver']['workers'])
+        with mock.patch.object(planner, 'PARALLEL_MIN_INSTANCES', 1):
+            apart = plan(s, workers=2)
+        self.assertEqual(2, apart['solver']['workers'])
+        for key in ('hosts_used_before', 'hosts_used_after', 'lower_bound',
+                    'moves_lower_bound', 'cells'):
+            self.assertEqual(serial[key], apart[key], key)
+        self.assertEqual(
+            sorted((m['uuid'], m['to_host']) for m in serial['moves']),
+            sorted((m['uuid'], m['to_host']) for m in apart['moves']))
+        self.assertEqual(['cell0', 'cell1', 'cell2'],
+                         [c['cell'] for c in apart['cells']])
+        self.assertLess(apart['hosts_used_after'],
+                        apart['hosts_used_before'])
+
+    def test_small_snapshots_are_planned_here(self):
+        s = self._three_cells()
+        with mock.patch.object(planner, '_plan_cells_apart') as apart:
+            p = plan(s, workers=4)
+        apart.assert_not_called()
+        self.assertEqual(1, p['solver']['workers'])
+
+    def test_a_broken_pool_leaves_the_cells_to_this_process(self):
+        s = self._three_cells()
+
+        class Broken(object):
+            def __init__(self, max_workers, mp_context):
+                self.workers = max_workers
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def submit(self, fn, *args):
+                raise planner.concurrent.futures.process.BrokenProcessPool(
+                    'a worker was killed')
+
+        with mock.patch.object(planner, 'PARALLEL_MIN_INSTANCES', 1), \
+                mock.patch.object(planner.concurrent.futures,
+                                  'ProcessPoolExecutor', Broken):
+            p = plan(s, workers=3)
+        self.assertEqual(plan(s)['hosts_used_after'], p['hosts_used_after'])
+        self.assertEqual(['cell0', 'cell1', 'cell2'],
+                         [c['cell'] for c in p['cells']])
+
 
 class SwapTest(base.TestCase):
 
