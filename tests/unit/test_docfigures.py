@@ -431,13 +431,11 @@ class TestTree(base.TestCase):
 
     def test_portable_kernels_are_asked_for_on_avx512_only(self):
         kernels = docfigures.PORTABLE_KERNELS
-        avx512 = os.path.join(self.tmp, 'avx512')
-        with open(avx512, 'w') as f:
-            f.write('processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f '
-                    'avx512bw\n')
-        avx2 = os.path.join(self.tmp, 'avx2')
-        with open(avx2, 'w') as f:
-            f.write('processor\t: 0\nflags\t\t: fpu sse2 avx2\n')
+        avx512 = self.write_json(
+            'avx512', 'processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f '
+            'avx512bw\n')
+        avx2 = self.write_json('avx2',
+                               'processor\t: 0\nflags\t\t: fpu sse2 avx2\n')
         self.assertEqual(sorted(kernels),
                          docfigures.portable_kernels_missing({}, avx512))
         self.assertEqual([], docfigures.portable_kernels_missing(
