@@ -346,7 +346,9 @@ def gap_row(hosts, seed, time_limit, exact_limit):
                 (opt - plan['lower_bound']) / opt * 100.0, 2),
             'gap_pct': plan['gap_pct'], 'moves': len(plan['moves']),
             'moves_lower_bound': plan['moves_lower_bound'],
-            'opt_moves': figures['opt_moves'], 'seconds': round(seconds, 1),
+            'opt_moves': figures['opt_moves'],
+            'opt_moves_bound': figures['opt_moves_bound'],
+            'seconds': round(seconds, 1),
             'status': '; '.join(statuses)}
 
 

@@ -191,6 +191,21 @@ class Milp:
             return result
         return None
 
+    def moves_from(self, targets, hosts_after):
+        """Stage 2 alone: fewest moves from the plan moving ``targets``.
+
+        With at most ``hosts_after`` hosts in use (the plan's own), and no
+        other tolerance: the moves ``{uuid: (host, domain)}`` of the best
+        plan found in the time, ``targets`` when none moves fewer.
+        """
+        self.h_targets, self.h_moves = targets, len(targets)
+        self.stage1_start = self.start_from(targets)
+        self.stage1_moves = len(targets)
+        self.hosts_after = self.h_hosts = hosts_after
+        self.lower, self.status1, self.from_solver = 0, 'given', False
+        self.solve_s = 0.0
+        return self.fewest_moves(0, 0.0, 0.0).targets
+
     def restart(self, targets):
         """Start stage 2 from ``targets`` when they move fewer instances."""
         if targets is not None and len(targets) < self.stage1_moves:

@@ -31,9 +31,11 @@ The planner alone runs the stages, each a module that imports no other
 stage (see the contributor's "optimizer pipeline" page): the snapshot
 (:mod:`snapshot`, split by cell), the bounds (:mod:`bound`), the
 repacking heuristic (:mod:`heuristic`), the MILP (:mod:`model`, when the
-movable instances are few enough) and the safe order of the moves
-(:mod:`ordering`). :func:`solve` is the walk of one cell through the
-first four, :func:`_plan_cell` adds the last.
+movable instances are few enough; otherwise, while the moves are far from
+their bound, on neighbourhoods of the heuristic's plan,
+:mod:`neighbourhood`) and the safe order of the moves (:mod:`ordering`).
+:func:`solve` is the walk of one cell through the first five,
+:func:`_plan_cell` adds the last.
 """
 
 import concurrent.futures
@@ -51,6 +53,7 @@ from resq_nova.optimizer import bound
 from resq_nova.optimizer import common
 from resq_nova.optimizer import heuristic
 from resq_nova.optimizer import model
+from resq_nova.optimizer import neighbourhood
 from resq_nova.optimizer import ordering
 from resq_nova.optimizer import snapshot as snap_mod
 
@@ -64,6 +67,14 @@ PROPOSED = 'proposed'
 # larger than Nova's largest deployments run) the repack and the drain
 # plan alone.
 COMPLETE_MAX_HOSTS = 12000
+# Hosts in use in a cell up to which the heuristic's plan, when its moves
+# are not within moves_gap of their bound and the cell is too large for
+# the whole per-host MILP, gets fewer moves a neighbourhood at a time
+# (:mod:`neighbourhood`), until NEIGHBOURHOOD_SHARE of the time limit has
+# passed (the rest is the safe ordering's). Larger cells (the 100,000-host
+# cloud's) spend their time on the plan's hosts.
+NEIGHBOURHOOD_MAX_HOSTS = 5000
+NEIGHBOURHOOD_SHARE = 0.75
 NOT_PROPOSED = 'not-proposed'
 # Snapshots with at least this many instances in more than one cell have
 # their cells planned in parallel processes (each cell is planned on its
@@ -276,9 +287,17 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
     hint = common.Hint(agg, h_targets, passes)
     met = (common.gap_pct(h_hosts, lower) <= mip_gap * 100.0 + 1e-9
            and len(h_targets) <= moves_lb * (1.0 + moves_gap) + 1e-9)
+    areas = ''
+    if (not full and h_hosts < hosts_before
+            and hosts_before <= NEIGHBOURHOOD_MAX_HOSTS
+            and len(h_targets) > moves_lb * (1.0 + moves_gap) + 1e-9):
+        h_targets, areas = _neighbourhoods(
+            snap, fixed, h_targets, started + NEIGHBOURHOOD_SHARE * time_limit)
+        met = (common.gap_pct(h_hosts, lower) <= mip_gap * 100.0 + 1e-9
+               and len(h_targets) <= moves_lb * (1.0 + moves_gap) + 1e-9)
     if met or not full:
-        status = ('heuristic (%d passes; pooled bound %s)%s'
-                  % (passes, agg_status, '' if met else
+        status = ('heuristic (%d passes; pooled bound %s)%s%s'
+                  % (passes, agg_status, areas, '' if met else
                      '; gap not met, %d movable instances is past '
                      'full_model_max_instances' % movable))
         LOG.info('Plan: %d -> %d hosts (pooled bound %d), %d moves (bound '
@@ -299,6 +318,31 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
             solve_s=time.monotonic() - started, fixed=fixed)
     return _milp(snap, fixed, hint, time_limit, mip_gap, first_share,
                  moves_gap, started)
+
+
+def _neighbourhoods(snap, fixed, targets, deadline):
+    """``(targets, status)``: the per-host model's fewer moves, by areas.
+
+    :func:`neighbourhood.improve` with the MILP's second stage
+    (:meth:`model.Milp.moves_from`) on each neighbourhood, every
+    anti-affinity group explicit there.
+    """
+    def solve(sub, sub_fixed, now, hosts_after, seconds):
+        groups = {gi for gi, g in enumerate(sub.server_groups)
+                  if g.policy == 'anti-affinity'}
+        milp = model.Milp(sub, sub_fixed, groups, seconds, time.monotonic())
+        if milp.c is None:
+            return None
+        return milp.moves_from(now, hosts_after)
+
+    if time.monotonic() + neighbourhood.SOLVE_SECONDS > deadline:
+        return targets, ''
+    got = neighbourhood.improve(snap, fixed, targets, deadline, solve)
+    LOG.info('Plan: %d neighbourhood(s) of the per-host model, %d with '
+             'fewer moves: %d -> %d moves', got.tried, got.improved,
+             len(targets), len(got.targets))
+    return got.targets, ('; %d neighbourhoods, %d fewer moves'
+                         % (got.tried, got.saved))
 
 
 def _heuristics(snap, fixed, started, seconds, lower, keep, good_enough,
