@@ -29,12 +29,17 @@ These bounds pool instead, as the evaluation's pattern MILP pools servers:
 * **moves**: a plan that leaves ``after`` hosts in use closes at least
   ``before - after`` of the hosts in use now, and every instance of a
   closed host moves: the fewest instances on that many closable hosts is
-  a lower bound on its live migrations.
+  a lower bound on its live migrations; the pooled model refines it per
+  pool (:func:`pooled_moves_bound`), and a Lagrangian relaxation by cache
+  domain (:func:`lagrangian_moves_bound`) adds the evictions that small
+  holes force on domains that stay.
 """
 
 import collections
 import math
 import time
+
+import numpy
 
 from oslo_log import log as logging
 
@@ -463,13 +468,16 @@ def _pattern_rows(h, integer, y, doms, here):
             h.addConstr(sum(xs) <= 0)
 
 
-def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0):
+def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0,
+                      lagrange_seconds=0.0, upper=None):
     """Fewest live migrations any plan leaving ``hosts_after`` in use needs.
 
     ``None`` when no plan with that many hosts can exist (more hosts would
     have to close than may). With ``pooled_seconds``, also the pooled
-    model's bound (:func:`pooled_moves_bound`, in about that time), and
-    the larger of the two.
+    model's bound (:func:`pooled_moves_bound`, in about that time); with
+    ``lagrange_seconds``, the Lagrangian one
+    (:func:`lagrangian_moves_bound`, ``upper`` the moves of a known plan);
+    the largest of them.
     """
     in_use = snap.hosts_in_use()
     close = len(in_use) - hosts_after
@@ -484,6 +492,9 @@ def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0):
     if pooled_seconds > 0:
         least = max(least, pooled_moves_bound(snap, fixed, hosts_after,
                                               pooled_seconds))
+    if lagrange_seconds > 0:
+        least = max(least, lagrangian_moves_bound(
+            snap, fixed, hosts_after, lagrange_seconds, upper))
     return least
 
 
@@ -545,3 +556,217 @@ def pooled_moves_bound(snap, fixed, hosts_after, time_limit=5.0):
     LOG.debug('Pooled moves bound %.1f (%s, %.2fs)', value, lp_status,
               time.monotonic() - started)
     return max(int(math.ceil(value - 1e-6)), 0)
+
+
+# Subgradient steps of the Lagrangian moves bound, at most.
+LAGRANGE_STEPS = 300
+# Instances of a domain up to which the Lagrangian bound weighs every
+# subset of them that could stay.
+KEEP_SUBSETS_MAX = 10
+
+
+def lagrangian_moves_bound(snap, fixed, hosts_after, time_limit=2.0,
+                           upper=None):
+    """Fewest moves, by a Lagrangian relaxation that sees the holes.
+
+    The plan's moves are the instances of the hosts it closes plus those
+    it evicts from domains that stay in use; every instance that leaves
+    its domain must land in some open domain, per instance shape (cores,
+    ways). Relaxing that balance with a price per shape splits the
+    problem by cache domain: a domain that stays keeps the subset of its
+    instances, and takes the arrivals, that pay best in its cores and ways
+    (a knapsack: an instance of nine ways never fits in two holes of
+    three), and the hosts that stay are the ``hosts_after`` that gain the
+    most from staying (hosts that cannot close always stay). For any
+    prices the relaxation's optimum is a lower bound on the moves of
+    every plan with at most ``hosts_after`` hosts in use (classes of
+    service, memory, zones and anti-affinity are left out, which only
+    weakens it); subgradient steps (Held and Karp; Fisher, *The Lagrangian
+    relaxation method for solving integer programming problems*,
+    Management Science 27(1), 1981) raise it, for up to ``time_limit``
+    seconds. ``upper``, the moves of a known plan, sets the step length.
+
+    :returns: the bound (an integer), 0 when it has nothing to say.
+    """
+    started = time.monotonic()
+    lag = _Lagrange(snap, fixed, hosts_after)
+    if lag.kinds is None:
+        return 0
+    best, theta, stall = 0.0, 1.0, 0
+    prices = [0.0] * len(lag.kinds)
+    for _ in range(LAGRANGE_STEPS):
+        value, grad = lag.solve(prices)
+        if value > best + 1e-9:
+            best, stall = value, 0
+        else:
+            stall += 1
+            if stall >= 10:
+                theta, stall = theta / 2.0, 0
+        norm = sum(g * g for g in grad)
+        if (not norm or theta < 1e-3
+                or time.monotonic() - started > time_limit
+                or (upper is not None and best > upper - 1.0 + 1e-9)):
+            break
+        target = upper if upper is not None else best * 1.1 + 1.0
+        step = theta * max(target - value, 1e-3) / norm
+        prices = [p + step * g for p, g in zip(prices, grad)]
+    LOG.debug('Lagrangian moves bound %.2f (%.2fs)', best,
+              time.monotonic() - started)
+    return max(int(math.ceil(best - 1e-6)), 0)
+
+
+class _Lagrange:
+    """The relaxation of :func:`lagrangian_moves_bound`, by domain.
+
+    Every subset a domain may keep is a row (its cores, ways and count of
+    each shape); rows are grouped by domain and domains by host, so one
+    step is a few array operations.
+    """
+
+    def __init__(self, snap, fixed, hosts_after):
+        movable = [i for i in snap.instances if i.uuid not in fixed]
+        self.kinds = sorted({(i.cores, i.ways) for i in movable}) or None
+        if self.kinds is None:
+            return
+        kpos = {k: n for n, k in enumerate(self.kinds)}
+        forced = snap.forced_open(fixed)
+        self.slots = hosts_after - len(forced)
+        on = collections.defaultdict(list)
+        for inst in snap.instances:
+            on[inst.host, inst.domain].append(inst)
+        self.max_cores = max(d.cores for h in snap.hosts for d in h.domains)
+        self.max_ways = max(d.ways for h in snap.hosts for d in h.domains)
+        n_k = len(self.kinds)
+        rows, row_dom, doms, dom_host, host_rows = [], [], [], [], []
+        self.loose = []         # (domain, counts): too many to enumerate
+        for hi, h in enumerate(snap.hosts):
+            counts = [0] * n_k
+            for d in h.domains:
+                here = on[h.name, d.id]
+                stay = [i for i in here if i.uuid in fixed]
+                free = [i for i in here if i.uuid not in fixed]
+                for i in free:
+                    counts[kpos[i.cores, i.ways]] += 1
+                di = len(doms)
+                doms.append((d.cores - sum(i.cores for i in stay),
+                             d.ways - sum(i.ways for i in stay),
+                             h.accepts))
+                dom_host.append(hi)
+                subsets, exact = _keep_subsets(free, kpos)
+                if not exact:
+                    self.loose.append((di, subsets[0]))
+                    subsets = [(0, 0, [])]
+                for c, w, kinds in subsets:
+                    row = [0] * n_k
+                    for k in kinds:
+                        row[k] += 1
+                    rows.append((c, w, row))
+                    row_dom.append(di)
+            host_rows.append(counts)
+        self.forced = numpy.array([h.name in forced for h in snap.hosts])
+        self.host_counts = numpy.array(host_rows, dtype=float).reshape(
+            len(snap.hosts), n_k)
+        self.dom_cap = numpy.array([(c, w) for c, w, _ in doms], dtype=int)
+        self.accepts = numpy.array([a for _, _, a in doms])
+        self.dom_host = numpy.array(dom_host, dtype=int)
+        self.row_cw = numpy.array([(c, w) for c, w, _ in rows], dtype=int)
+        self.row_counts = numpy.array([r for _, _, r in rows],
+                                      dtype=float).reshape(len(rows), n_k)
+        self.row_dom = numpy.array(row_dom, dtype=int)
+        # Each domain's first row is the whole set (or the empty one for
+        # a loose domain): its instances.
+        self.first = numpy.searchsorted(self.row_dom, numpy.arange(len(doms)))
+        self.all_counts = self.row_counts[self.first].copy()
+        for di, (_, _, kinds) in self.loose:
+            for k in kinds:
+                self.all_counts[di, k] += 1
+        room = self.dom_cap[self.row_dom] - self.row_cw
+        self.fits = (room >= 0).all(axis=1)
+        self.room = numpy.maximum(room, 0)
+
+    def fill(self, prices):
+        """The best arrivals per room: values and counts per shape."""
+        n_k = len(self.kinds)
+        value = numpy.zeros((self.max_cores + 1, self.max_ways + 1))
+        count = numpy.zeros((self.max_cores + 1, self.max_ways + 1, n_k))
+        paying = [(k, c, w, p) for k, ((c, w), p)
+                  in enumerate(zip(self.kinds, prices)) if p > 0]
+        for c in range(self.max_cores + 1):
+            for w in range(self.max_ways + 1):
+                best, src, add = 0.0, None, None
+                if c and value[c - 1, w] > best:
+                    best, src = value[c - 1, w], (c - 1, w)
+                if w and value[c, w - 1] > best:
+                    best, src = value[c, w - 1], (c, w - 1)
+                for k, kc, kw, p in paying:
+                    if kc <= c and kw <= w:
+                        v = value[c - kc, w - kw] + p
+                        if v > best + 1e-12:
+                            best, src, add = v, (c - kc, w - kw), k
+                if src is not None:
+                    value[c, w] = best
+                    count[c, w] = count[src]
+                    if add is not None:
+                        count[c, w, add] += 1
+        return value, count
+
+    def solve(self, prices):
+        """``(value, subgradient)`` of the relaxation at ``prices``."""
+        price = numpy.asarray(prices, dtype=float)
+        value, count = self.fill(prices)
+        pay = 1.0 + price
+        arrive = value[self.room[:, 0], self.room[:, 1]]
+        gain = self.row_counts @ pay + numpy.where(
+            self.accepts[self.row_dom], arrive, 0.0)
+        gain = numpy.where(self.fits, gain, -numpy.inf)
+        best = numpy.maximum.reduceat(gain, self.first)
+        # The first row of each domain reaching its best.
+        hit = gain >= best[self.row_dom] - 1e-12
+        idx = numpy.flatnonzero(hit)
+        pick = idx[numpy.unique(self.row_dom[idx], return_index=True)[1]]
+        kept_dom = self.all_counts @ pay - best
+        for di, (_, _, kinds) in self.loose:
+            # (Above any subset's gain: keep what pays, arrivals in the
+            # whole room.)
+            kept_dom[di] = sum(min(1.0 + price[k], 0.0) for k in kinds)
+            if self.accepts[di]:
+                kept_dom[di] -= value[self.dom_cap[di, 0],
+                                      self.dom_cap[di, 1]]
+        kept = numpy.bincount(self.dom_host, kept_dom,
+                              minlength=len(self.forced))
+        closed = self.host_counts @ pay
+        delta = kept - closed
+        stays = self.forced.copy()
+        free = numpy.flatnonzero(~self.forced & (delta < 0))
+        if self.slots > 0 and len(free):
+            order = free[numpy.argsort(delta[free], kind='stable')]
+            stays[order[:self.slots]] = True
+        total = closed.sum() + delta[stays].sum()
+        grad = self.host_counts[~stays].sum(axis=0)
+        dom_stays = stays[self.dom_host]
+        grad += (self.all_counts[dom_stays]
+                 - self.row_counts[pick][dom_stays]).sum(axis=0)
+        took = dom_stays & self.accepts
+        rooms = self.room[pick][took]
+        grad -= count[rooms[:, 0], rooms[:, 1]].sum(axis=0)
+        return float(total), grad.tolist()
+
+
+def _keep_subsets(free, kpos):
+    """``[(cores, ways, kinds)]`` of each subset of ``free``, all first.
+
+    Past :data:`KEEP_SUBSETS_MAX` instances only the whole set, and the
+    caller bounds that domain's gain from above instead (still a valid
+    relaxation, only a weaker one).
+    """
+    n = len(free)
+    if n > KEEP_SUBSETS_MAX:
+        return [(sum(i.cores for i in free), sum(i.ways for i in free),
+                 [kpos[i.cores, i.ways] for i in free])], False
+    subsets = []
+    for mask in range((1 << n) - 1, -1, -1):
+        picked = [free[i] for i in range(n) if mask >> i & 1]
+        subsets.append((sum(i.cores for i in picked),
+                        sum(i.ways for i in picked),
+                        [kpos[i.cores, i.ways] for i in picked]))
+    return subsets, True

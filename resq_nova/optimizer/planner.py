@@ -74,6 +74,11 @@ COMPLETE_MAX_HOSTS = 12000
 # passed (the rest is the safe ordering's). Larger cells (the 100,000-host
 # cloud's) spend their time on the plan's hosts.
 NEIGHBOURHOOD_MAX_HOSTS = 5000
+# Hosts in use in a cell up to which the moves bound is also the
+# Lagrangian one (bound.lagrangian_moves_bound: it sees that large
+# instances do not fit in small holes; about a second for a cell of 500
+# hosts). Larger cells keep the pooled bound alone, for the time.
+LAGRANGE_MAX_HOSTS = 5000
 NEIGHBOURHOOD_SHARE = 0.75
 NOT_PROPOSED = 'not-proposed'
 # Snapshots with at least this many instances in more than one cell have
@@ -283,7 +288,9 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
     lower = min(agg, h_hosts)
     moves_lb = bound.moves_lower_bound(
         snap, fixed, h_hosts,
-        pooled_seconds=min(0.05 * time_limit, 2.0) if small else 0) or 0
+        pooled_seconds=min(0.05 * time_limit, 2.0) if small else 0,
+        lagrange_seconds=_lagrange_seconds(hosts_before, time_limit),
+        upper=len(h_targets)) or 0
     hint = common.Hint(agg, h_targets, passes)
     met = (common.gap_pct(h_hosts, lower) <= mip_gap * 100.0 + 1e-9
            and len(h_targets) <= moves_lb * (1.0 + moves_gap) + 1e-9)
@@ -318,6 +325,13 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
             solve_s=time.monotonic() - started, fixed=fixed)
     return _milp(snap, fixed, hint, time_limit, mip_gap, first_share,
                  moves_gap, started)
+
+
+def _lagrange_seconds(hosts_before, time_limit):
+    """Time for the Lagrangian moves bound; 0 past LAGRANGE_MAX_HOSTS."""
+    if hosts_before > LAGRANGE_MAX_HOSTS:
+        return 0.0
+    return min(0.1 * time_limit, 3.0)
 
 
 def _neighbourhoods(snap, fixed, targets, deadline):
@@ -421,7 +435,9 @@ def _milp_once(snap, fixed, hint, time_limit, mip_gap, first_share,
         milp.restart(None if drained is None else drained[0])
     floor = bound.moves_lower_bound(
         snap, fixed, milp.hosts_after,
-        pooled_seconds=min(0.05 * time_limit, 2.0)) or 0
+        pooled_seconds=min(0.05 * time_limit, 2.0),
+        lagrange_seconds=_lagrange_seconds(milp.hosts_before,
+                                           time_limit)) or 0
     return milp.fewest_moves(floor, mip_gap, moves_gap)
 
 
@@ -478,7 +494,9 @@ def _plan_cell(cell, snap, time_limit, mip_gap, moves_gap, full_model_max):
         moves_lower = bound.moves_lower_bound(
             snap, first_fixed, after,
             pooled_seconds=(min(0.05 * time_limit, 2.0)
-                            if before <= COMPLETE_MAX_HOSTS else 0)) or 0
+                            if before <= COMPLETE_MAX_HOSTS else 0),
+            lagrange_seconds=_lagrange_seconds(before, time_limit),
+            upper=len(moves)) or 0
     moves_lower = min(moves_lower, len(moves))
     return _cell(cell, result, before, after, min(lower, after), moves,
                  left_out, freed, why, moves_lower)
