@@ -182,7 +182,11 @@ class CrashTestBase:
         self.useFixture(fixtures.MockPatchObject(store, 'record',
                                                  side_effect=record))
         self.crash_apply()
-        self.assertEqual('ongoing', self.moves()[0][0])
+        # Its own record never came; but the other move, running beside
+        # it, may have written the plan after the outcome was known in
+        # memory (the file store writes every action at once): either is
+        # true, and recovery ends the same.
+        self.assertIn(self.moves()[0][0], ('ongoing', self.done))
         (result,) = self.recover()
         self.assertIn('1 of 2 moves done', result)
         self.assert_closed(self.done, '')
