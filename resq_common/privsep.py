@@ -24,9 +24,19 @@ which ``privsep-helper`` parses from those arguments.
 
 import copy
 import shlex
+import socket
+import struct
 
 from oslo_config import cfg
+from oslo_privsep import daemon
 from oslo_privsep import priv_context
+
+DAEMON_SOCKET_OPT = cfg.StrOpt(
+    'daemon_socket',
+    help='The Unix socket of this context\'s privileged daemon '
+    '(resq-privsep-daemon, started by root: its systemd unit, or devstack). '
+    'When set, the program connects to it and never starts a daemon '
+    'itself; helper_command is not used. The daemon must run as root.')
 
 
 def _opts():
@@ -35,8 +45,43 @@ def _opts():
         if opt.name == 'helper_command':
             opt.help += (' resq-nova always appends the program\'s '
                          '--config-file and --config-dir arguments: the '
-                         'daemon reads what it may write from them.')
-    return opts
+                         'daemon reads what it may write from them. Not '
+                         'used when daemon_socket is set.')
+    return opts + [copy.deepcopy(DAEMON_SOCKET_OPT)]
+
+
+class DaemonUnreachable(daemon.FailedToDropPrivileges):
+    """The privileged daemon's socket cannot be reached or is not root's."""
+
+
+class SocketClientChannel(daemon._ClientChannel):
+    """oslo.privsep's client on the socket of a daemon root started."""
+
+    def __init__(self, path, context):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                sock.connect(path)
+            except OSError as exc:
+                raise DaemonUnreachable(
+                    'cannot reach the privileged daemon of %s at %s (%s): '
+                    'is resq-privsep-daemon --context %s running as root '
+                    '(systemctl status resq-privsep-%s), and is this user '
+                    'its [resq_privsep_daemon] client_user?'
+                    % (context.pypath, path, exc.strerror,
+                       context.cfg_section.rsplit('_', 1)[-1],
+                       context.cfg_section.rsplit('_', 1)[-1]))
+            creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                    struct.calcsize('3i'))
+            _pid, uid, _gid = struct.unpack('3i', creds)
+            if uid != 0:
+                raise DaemonUnreachable(
+                    'the process on %s runs as uid %d, not root: refusing '
+                    'to hand it privileged calls' % (path, uid))
+        except BaseException:
+            sock.close()
+            raise
+        super().__init__(sock, context)
 
 
 def list_opts(*sections):
@@ -72,6 +117,15 @@ class PrivContext(priv_context.PrivContext):
     @property
     def conf(self):
         return self.config[self.cfg_section]
+
+    def start(self, method=priv_context.Method.ROOTWRAP):
+        """Connect to the root-started daemon, or start one as oslo does."""
+        path = self.conf.daemon_socket
+        if not path:
+            return super().start(method)
+        with self.start_lock:
+            if self.channel is None:
+                self.channel = SocketClientChannel(path, self)
 
     def helper_command(self, sockpath):
         """The daemon's command line: always with the config files.

@@ -15,8 +15,11 @@ The privileged entry points (``resq_agent.privsep.resctrl``,
 ``resq_profiler.privsep.resctrl``) decide the root from their own
 configuration and hand it to :class:`Writer`, which
 
-* opens the root once (``O_DIRECTORY | O_NOFOLLOW``) and checks with
-  ``fstatfs`` that it is a mounted resctrl file system;
+* opens the root once, walking from ``/`` one component at a time with
+  ``O_NOFOLLOW`` (a symbolic link anywhere on the way is refused), and
+  checks with ``fstatfs`` that it is a mounted resctrl file system; a fake
+  tree (no mount) written by root must have root's directories alone
+  above it;
 * reaches everything below it with ``openat`` (``dir_fd``) and
   ``O_NOFOLLOW`` one component at a time, so a group or file that is a
   symbolic link, or a path that leaves the root, is refused;
@@ -41,6 +44,7 @@ import stat
 from resq_common import cbm
 from resq_common import exception
 from resq_common import resctrl
+from resq_common import rootpath
 
 # linux/magic.h
 RDTGROUP_SUPER_MAGIC = 0x7655821
@@ -198,16 +202,7 @@ class Writer:
         hint = ('mount it with "mount -t resctrl resctrl %s" on a host '
                 'with Intel RDT and set resctrl_root to the mount point'
                 % resctrl.DEFAULT_ROOT)
-        try:
-            fd = os.open(self.root, _DIR_FLAGS)
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(
-                    self.root):
-                _refuse('resctrl root %s is a symbolic link; refusing it: '
-                        'set resctrl_root to the mount point itself'
-                        % self.root)
-            _refuse('cannot open resctrl root %s (%s); %s'
-                    % (self.root, exc.strerror, hint))
+        fd = self._open_root(hint)
         try:
             if CHECK_FS_MAGIC and self.require_mount:
                 magic = _fs_magic(fd)
@@ -225,6 +220,47 @@ class Writer:
             os.close(fd)
             raise
         return self
+
+    def _ancestor_check(self):
+        """The check of each directory above the root.
+
+        A fake tree (no mount check) written by root needs every
+        directory from ``/`` to it to be root's alone: otherwise the user
+        owning one could swap the tree for a root-owned directory of its
+        choosing between two writes.
+        """
+        if self.require_mount or os.geteuid() != 0:
+            return lambda st, where: None
+
+        def check(st, where):
+            try:
+                rootpath.root_only(st, where)
+            except rootpath.Refused as exc:
+                _refuse('fake resctrl tree %s: %s; build the fake tree '
+                        'under root-owned directories (devstack: '
+                        'RESQ_RESCTRL_ROOT)' % (self.root, exc))
+        return check
+
+    def _open_root(self, hint):
+        """The root's fd, walked from ``/`` with no symbolic link."""
+        try:
+            pfd, name = rootpath.open_dir(self.root, self._ancestor_check(),
+                                          last=False)
+        except rootpath.Refused as exc:
+            _refuse('resctrl root %s: %s; set resctrl_root to the mount '
+                    'point itself' % (self.root, exc))
+        try:
+            return os.open(name or '.', _DIR_FLAGS, dir_fd=pfd)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(
+                    self.root):
+                _refuse('resctrl root %s is a symbolic link; refusing it: '
+                        'set resctrl_root to the mount point itself'
+                        % self.root)
+            _refuse('cannot open resctrl root %s (%s); %s'
+                    % (self.root, exc.strerror, hint))
+        finally:
+            os.close(pfd)
 
     def __exit__(self, *exc):
         self.tree.close()

@@ -22,3 +22,15 @@ def list_opts():
             + ondemand.list_opts()
             + privsep.list_opts('resq_privsep_resctrl', 'resq_privsep_pqos',
                                 'resq_privsep_openflow'))
+
+
+def list_privsep_opts():
+    """Root's file of the privileged daemons (resq-agent-privsep.conf).
+
+    The daemon reads these and nothing of the agent's own files.
+    """
+    from resq_agent.privsep import daemon
+
+    return [(agent.GROUP, [agent.RESCTRL_ROOT_OPT, agent.RESCTRL_FAKE_OPT]
+             + list(nfvnice.OPENFLOW_OPTS)),
+            (daemon.GROUP, daemon.OPTS)]

@@ -31,6 +31,7 @@ from resq_agent import privsep
 from resq_common import exception
 from resq_common import resctrl
 from resq_common import resctrl_writer
+from resq_common import rootpath
 
 
 def _root():
@@ -53,26 +54,24 @@ def _fake_from_root(conf):
     """Honour ``resctrl_fake`` only from root's own configuration.
 
     As root, a fake tree (no mount check) is allowed only when the daemon
-    read its configuration through ``resq-privsep-helper`` (which reads
+    read its configuration through ``resq-privsep-daemon`` (which reads
     root's file once, through root-owned directories only), or when every
     configuration file it read, and every directory from ``/`` to it,
     belong to root and no one else can write them: the agent's user cannot
     turn the check off from a file of its own.
     """
-    from resq_agent.cmd import privsep_helper
-
     files = list(conf.config_file or ())
     if not files:
         raise exception.ResctrlError(
             reason='[resq_agent] resctrl_fake is set but not from a '
             'configuration file; the privileged side checks the resctrl '
             'mount unless root\'s own file says the tree is fake')
-    if files == [privsep_helper.verified_config()]:
+    if files == [rootpath.verified_config()]:
         return
     for path in files:
         try:
-            privsep_helper.check_config(os.path.abspath(path))
-        except privsep_helper.Refused as exc:
+            rootpath.read_root_file(os.path.abspath(path))
+        except rootpath.Refused as exc:
             raise exception.ResctrlError(
                 reason='[resq_agent] resctrl_fake is honoured only from '
                 'root\'s configuration: %s' % exc)

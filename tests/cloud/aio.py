@@ -28,8 +28,9 @@ both around the tempest plugin.
 * resq-nova is configured and started by the devstack plugin's own
   functions (devstack/), on devstack's functions acting for real
   (tests/cloud/devstack.sh): resq-api under uwsgi behind Apache and
-  keystonemiddleware, resq-agent as the unprivileged ``stack`` user with the
-  plugin's sudoers rule and privsep helper, resq-optimizer.
+  keystonemiddleware, resq-agent as the unprivileged ``stack`` user with
+  the plugin's privileged daemons (resq-privsep-daemon, started as root,
+  one per context), resq-optimizer.
 * Watcher's api, decision engine and applier, where python-watcher is
   installed (:mod:`tests.cloud.watcher`).
 
@@ -703,6 +704,10 @@ def node_env(state, node):
         'LIBVIRT_URI': paths.uri,
         'RESQ_CONF_DIR': conf_dir,
         'RESQ_SUDOERS_FILE': '/etc/sudoers.d/resq-nova-%s' % node,
+        # Each node's privileged daemons: root's file and sockets apart.
+        'RESQ_PRIVSEP_CONF': '/etc/resq-privsep-%s/resq-agent-privsep.conf'
+                             % node,
+        'RESQ_PRIVSEP_SOCKET_DIR': '/run/resq-privsep-%s' % node,
         'RESQ_FLAVOR_RAM_MB': '64', 'RESQ_FLAVOR_DISK_GB': '1',
         # resq-api runs on the controller; the agents report to it.
         'RESQ_API_ENABLED': 'True',

@@ -50,43 +50,53 @@ function get_transport_url {
 
 function _aio_pid_alive {
     local pid_file=$1
-    [[ -f $pid_file ]] && kill -0 "$(cat $pid_file)" 2>/dev/null
+    # /proc, not kill -0: a service of root's cannot be signalled by the
+    # stack user.
+    [[ -f $pid_file && -d /proc/$(cat $pid_file) ]]
 }
 
-# run_process NAME COMMAND: as devstack's systemd unit does, COMMAND as
-# $STACK_USER, its output in a log; here also in the node's namespaces.
+# run_process NAME COMMAND [GROUP [USER]]: as devstack's systemd unit
+# does, COMMAND as USER ($STACK_USER by default; root through sudo), its
+# output in a log; here also in the node's namespaces.
 function run_process {
-    local name=$1 command=$2
+    local name=$1 command=$2 user=${4:-$STACK_USER}
     local pid_file=$AIO_RUN_DIR/$name.pid
     if _aio_pid_alive $pid_file; then
         echo "[devstack] $name runs already (pid $(cat $pid_file))"
         return 0
     fi
     mkdir -p $AIO_RUN_DIR $AIO_LOG_DIR
-    local home
-    home=$(getent passwd $STACK_USER | cut -d: -f6)
-    setsid env -i HOME=$home USER=$STACK_USER PATH=$AIO_PATH \
+    local home as=()
+    home=$(getent passwd $user | cut -d: -f6)
+    if [[ "$user" != "$(id -un)" ]]; then
+        as=(command sudo -n -u $user)
+    fi
+    "${as[@]}" setsid env -i HOME=$home USER=$user PATH=$AIO_PATH \
         LANG=C.UTF-8 bash -c "exec $command" \
         >> $AIO_LOG_DIR/$name.log 2>&1 < /dev/null &
     echo $! > $pid_file
-    echo "[devstack] started $name (pid $!): $command"
+    echo $user > $AIO_RUN_DIR/$name.user
+    echo "[devstack] started $name (pid $!) as $user: $command"
 }
 
 function stop_process {
     local name=$1
     local pid_file=$AIO_RUN_DIR/$name.pid
     if _aio_pid_alive $pid_file; then
-        local pid
+        local pid as=()
         pid=$(cat $pid_file)
-        kill -TERM $pid
+        if [[ -f $AIO_RUN_DIR/$name.user && "$(cat $AIO_RUN_DIR/$name.user)" != "$(id -un)" ]]; then
+            as=(command sudo -n)
+        fi
+        "${as[@]}" kill -TERM $pid
         local i
         for i in $(seq 100); do
-            kill -0 $pid 2>/dev/null || break
+            [[ -d /proc/$pid ]] || break
             command sleep 0.1
         done
-        kill -KILL $pid 2>/dev/null || true
+        "${as[@]}" kill -KILL $pid 2>/dev/null || true
     fi
-    rm -f $pid_file
+    rm -f $pid_file $AIO_RUN_DIR/$name.user
 }
 
 function openstack {

@@ -26,6 +26,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 UNITS = os.path.join(REPO, 'etc', 'systemd')
 SERVICES = ('resq-agent.service', 'resq-optimizer.service',
             'resq-api.service')
+PRIVSEP = ('resq-privsep-resctrl.service', 'resq-privsep-pqos.service',
+           'resq-privsep-openflow.service')
 MOUNT = 'sys-fs-resctrl.mount'
 FSTAB = 'resctrl  /sys/fs/resctrl  resctrl  defaults  0  0'
 
@@ -51,8 +53,39 @@ def _config_files(argv):
 class UnitFilesTest(base.TestCase):
 
     def test_every_unit_is_here(self):
-        self.assertEqual(sorted(SERVICES + (MOUNT,)),
+        self.assertEqual(sorted(SERVICES + PRIVSEP + (MOUNT,)),
                          sorted(os.listdir(UNITS)))
+
+    def test_privileged_daemons(self):
+        from oslo_privsep import capabilities
+
+        from resq_agent.privsep import daemon
+        from resq_agent import privsep_boot
+
+        names = {v: k for k, v in vars(capabilities).items()
+                 if k.startswith('CAP_') and isinstance(v, int)}
+        for context, spec in daemon.CONTEXTS.items():
+            name = 'resq-privsep-%s.service' % context
+            svc = _ini(os.path.join(UNITS, name))['Service']
+            self.assertEqual('root', svc['User'], name)
+            self.assertEqual('yes', svc['NoNewPrivileges'], name)
+            self.assertEqual('strict', svc['ProtectSystem'], name)
+            self.assertEqual('0022', svc['UMask'], name)
+            # The context's capabilities, and what start-up needs before
+            # the daemon drops it (bounding set, securebits, socket owner).
+            self.assertEqual(
+                sorted({names[c] for c in spec.capabilities}
+                       | {'CAP_SETPCAP', 'CAP_CHOWN'}),
+                sorted(svc['CapabilityBoundingSet'].split()), name)
+            argv = shlex.split(svc['ExecStart'])
+            self.assertEqual(
+                ['/usr/bin/python3'] + privsep_boot.command(
+                    ['--context', context, '--config-file',
+                     privsep_boot.CONFIG_FILE])[1:], argv, name)
+        agent = _ini(os.path.join(UNITS, 'resq-agent.service'))
+        self.assertEqual('yes', agent['Service']['NoNewPrivileges'])
+        self.assertIn('resq-privsep-resctrl.service',
+                      agent['Unit']['Wants'].split())
 
     def test_services(self):
         scripts = _console_scripts()
@@ -137,7 +170,7 @@ class UnitFilesTest(base.TestCase):
         bindir = os.path.join(tmp, 'bin')
         os.mkdir(bindir)
         paths = []
-        for name in SERVICES + (MOUNT,):
+        for name in SERVICES + PRIVSEP + (MOUNT,):
             with open(os.path.join(UNITS, name)) as f:
                 text = f.read()
             for binary in ('resq-agent', 'resq-optimizer', 'uwsgi'):
