@@ -45,6 +45,7 @@ CONFIG_FILE = '/etc/resq-privsep/resq-agent-privsep.conf'
 # prefix the interpreter never finds a cached .pyc, wherever it looks.
 NO_PYCACHE = '/proc/resq-privsep-no-bytecode'
 PACKAGES = ('resq_agent', 'resq_common')
+MODULE = 'resq_agent.privsep_boot'
 _PY_FLAGS = ['-I', '-B', '-X', 'pycache_prefix=' + NO_PYCACHE]
 
 
@@ -56,7 +57,7 @@ def hardened_interpreter():
 
 def command(argv):
     """The interpreter command line the daemon runs under."""
-    return [sys.executable] + _PY_FLAGS + ['-m', __name__] + list(argv)
+    return [sys.executable] + _PY_FLAGS + ['-m', MODULE] + list(argv)
 
 
 def parse(argv):

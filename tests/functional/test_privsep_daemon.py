@@ -9,12 +9,15 @@ test needs no root.
 """
 
 import os
+import subprocess
 import sys
+import time
 
 from resq_agent.cmd import agent
 import resq_agent.privsep
 import resq_agent.privsep.resctrl
 from resq_common import exception
+from resq_common import privsep as common_privsep
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture
 
@@ -116,58 +119,84 @@ class PrivsepMonGroupTest(base.TestCase):
         self.assertEqual([], os.listdir(mon))
 
 
-class PrivsepThroughHelperTest(base.TestCase):
-    """The agent's daemon started through ``resq-privsep-helper``.
+class PrivsepStartedByRootTest(base.TestCase):
+    """The agent's daemon as root starts it: ``resq-privsep-daemon``.
 
-    Its ``main``, with root's file at a test path, as devstack and the
-    docs set it up, less ``sudo``: the daemon runs on root's file, read
-    once from memory, whatever the agent's own file says.
+    Root's file at a test path, as devstack and the units set it up; the
+    agent connects to its socket (``daemon_socket``) and the daemon runs on
+    root's file, whatever the agent's own file says.
     """
 
     def setUp(self):
         super().setUp()
         if os.geteuid() != 0:
-            self.skipTest('root\'s file is root\'s only when the tests '
-                          'run as root')
+            self.skipTest('the daemon is started by root')
         self.tree = self.useFixture(resctrl_fixture.ResctrlTree())
         confdir = os.path.join(self.tmp, 'privsep')
         os.mkdir(confdir, 0o755)
+        self.sockdir = os.path.join(self.tmp, 'run')
         self.root_conf = os.path.join(confdir, 'resq-agent-privsep.conf')
         with open(self.root_conf, 'w') as f:
             f.write('[resq_agent]\nresctrl_root = %s\nresctrl_fake = true\n'
-                    '\n[resq_privsep_resctrl]\ncapabilities =\n'
-                    'thread_pool_size = 1\n' % self.tree.root)
-        helper = ('%s -c "import sys; from resq_agent.cmd import '
-                  'privsep_helper as h; sys.exit(h.main(config_file=%r))"'
-                  % (sys.executable, self.root_conf))
+                    '\n[resq_privsep_daemon]\nsocket_dir = %s\n'
+                    'client_user = root\n' % (self.tree.root, self.sockdir))
         # The agent's own file points elsewhere and claims a fake tree:
         # neither reaches the daemon.
         self.conf_file = os.path.join(self.tmp, 'resq-agent.conf')
         with open(self.conf_file, 'w') as f:
             f.write('[resq_agent]\nresctrl_root = /nonexistent\n'
                     'resctrl_fake = true\n\n'
-                    '[resq_privsep_resctrl]\nhelper_command = %s\n'
-                    'capabilities =\nthread_pool_size = 1\n' % helper)
+                    '[resq_privsep_resctrl]\ndaemon_socket = %s/resctrl.sock\n'
+                    % self.sockdir)
         ctx = resq_agent.privsep.resctrl_pctxt
         self.addCleanup(ctx.use_conf, ctx.config)
         self.addCleanup(ctx.stop)
         agent._parse_config(['--config-file', self.conf_file, 'inspect'])
         self.mod = resq_agent.privsep.resctrl
 
+    def _start(self):
+        log = open(os.path.join(self.tmp, 'daemon.log'), 'w+')
+        self.addCleanup(log.close)
+        proc = subprocess.Popen(
+            [sys.executable, '-m', 'resq_agent.privsep_boot', '--context',
+             'resctrl', '--config-file', self.root_conf],
+            stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(self._stop, proc)
+        sock = os.path.join(self.sockdir, 'resctrl.sock')
+        deadline = time.monotonic() + 60
+        while not os.path.exists(sock) and proc.poll() is None:
+            if time.monotonic() > deadline:
+                self.fail('the daemon did not listen within 60 s')
+            time.sleep(0.1)
+        log.seek(0)
+        return proc, log
+
+    @staticmethod
+    def _stop(proc):
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(30)
+
     def test_the_daemon_runs_on_roots_file(self):
+        proc, _log = self._start()
+        self.assertIsNone(proc.poll())
         self.assertEqual(self.tree.root, self.mod.resctrl_root())
-        # resctrl_fake came from root's file (through the helper's memory
+        # resctrl_fake came from root's file (through the daemon's memory
         # file), so the plain tree is written.
         self.mod.create_group('resq-x')
         self.assertTrue(os.path.isdir(os.path.join(self.tree.root,
                                                    'resq-x')))
+        with open('/proc/%d/status' % proc.pid) as f:
+            status = f.read()
+        self.assertIn('NoNewPrivs:\t1', status)
+        self.assertIn('CapBnd:\t0000000000000002', status)
 
     def test_a_file_the_agent_could_swap_starts_no_daemon(self):
-        os.chown(self.tmp, 65534, 65534)
-        self.addCleanup(os.chown, self.tmp, 0, 0)
-        from oslo_privsep import daemon
-
-        self.assertRaises(daemon.FailedToDropPrivileges,
+        os.chown(os.path.dirname(self.root_conf), 65534, 65534)
+        proc, log = self._start()
+        self.assertEqual(2, proc.wait(60))
+        self.assertIn('must belong to root (it is uid 65534)', log.read())
+        self.assertRaises(common_privsep.DaemonUnreachable,
                           self.mod.resctrl_root)
         self.assertFalse(os.path.exists(os.path.join(self.tree.root,
                                                      'resq-x')))

@@ -96,6 +96,10 @@ class Devstack(fixtures.Fixture):
         self.data_dir = d('data', 'resq')
         self.sudoers = d('sudoers.d', 'resq-nova')
         self.privsep_conf = d('privsep', 'resq-agent-privsep.conf')
+        # The fake tree devstack builds as root under /var/lib/resq-fake.
+        self.fake_dir = d('fake')
+        self.resctrl_root = d('fake', 'resctrl')
+        self.sysfs_root = d('fake', 'sysfs')
         self.plan_file = d('plan.json')
         self.refusal_file = d('refusal.txt')
         # The interpreter resq-nova is installed for, as devstack's venv.
@@ -141,6 +145,9 @@ cat %(plan)s
             'RESQ_CONF_DIR': self.conf_dir,
             'RESQ_SUDOERS_FILE': self.sudoers,
             'RESQ_PRIVSEP_CONF': self.privsep_conf,
+            'RESQ_PRIVSEP_SOCKET_DIR': d('run', 'resq-privsep'),
+            'RESQ_RESCTRL_ROOT': self.resctrl_root,
+            'RESQ_SYSFS_ROOT': self.sysfs_root,
             'RESQ_FAKE_RESCTRL': 'True',
             'KEYSTONE_SERVICE_URI': 'http://10.0.0.5/identity',
             'ADMIN_PASSWORD': 'secretadmin',
@@ -155,6 +162,8 @@ cat %(plan)s
             'FAKE_DEVSTACK_BIN': self.bin,
         }
         self.env.update(self.extra_env)
+        if self.env['RESQ_FAKE_RESCTRL'] != 'True':
+            del self.env['RESQ_RESCTRL_ROOT'], self.env['RESQ_SYSFS_ROOT']
 
     def run(self, *phases, check=True):
         """Source settings, then plugin.sh once per phase, in one shell.
@@ -325,8 +334,8 @@ class PluginTest(base.TestCase):
         sudo = self.ds.calls('sudo')
         self.assertIn('install -d -o %s -m 755 %s'
                       % (_user(), self.ds.conf_dir), sudo)
-        # Root's again once its files are written: the privsep helper
-        # refuses root's file beneath a directory the stack user owns.
+        # Root's again once its files are written (root reads nothing
+        # there: its privileged daemons' file is RESQ_PRIVSEP_CONF).
         self.assertEqual(['chown root:root %s' % self.ds.conf_dir,
                           'chmod 0755 %s' % self.ds.conf_dir], sudo[-2:])
         creds = {'auth_type': ['password'],
@@ -361,9 +370,9 @@ class PluginTest(base.TestCase):
         path = os.path.join(self.ds.conf_dir, 'resq-agent.conf')
         agent = parse_ini(path)
         self.assertEqual({
-            'resctrl_root': [os.path.join(self.ds.data_dir, 'resctrl')],
+            'resctrl_root': [self.ds.resctrl_root],
             'resctrl_fake': ['True'],
-            'sysfs_root': [os.path.join(self.ds.data_dir, 'sysfs')],
+            'sysfs_root': [self.ds.sysfs_root],
             'state_dir': [os.path.join(self.ds.data_dir, 'agent')],
             'libvirt_uri': ['qemu:///system'],
             'ondemand_ways': ['0'],
@@ -376,70 +385,84 @@ class PluginTest(base.TestCase):
             agent['resq_agent'])
         self.assertEqual(['rabbit://stackrabbit:secret@127.0.0.1:5672/'],
                          agent['DEFAULT']['transport_url'])
-        helper = os.path.join(self.ds.bin, 'resq-privsep-helper')
-        for group in ('resq_privsep_resctrl', 'resq_privsep_pqos',
-                      'resq_privsep_openflow'):
-            self.assertEqual(['sudo %s' % helper],
-                             agent[group]['helper_command'])
-        # The sudoers rule allows exactly the helper, which takes no
-        # configuration from the agent's user (its arguments are checked
-        # by the helper itself).
-        rules = self.ds.read(self.ds.sudoers).splitlines()
-        self.assertEqual(['%s ALL=(root) NOPASSWD: %s' % (_user(), helper)],
-                         rules)
+        sockets = os.path.join(self.ds.root, 'run', 'resq-privsep')
+        for context in ('resctrl', 'pqos', 'openflow'):
+            group = agent['resq_privsep_%s' % context]
+            self.assertEqual(['%s/%s.sock' % (sockets, context)],
+                             group['daemon_socket'])
+            self.assertNotIn('helper_command', group)
+        # No sudo rule for the agent's user: the one earlier releases
+        # wrote is removed.
+        self.assertFalse(os.path.exists(self.ds.sudoers))
+        self.assertIn('rm -f %s' % self.ds.sudoers, self.ds.calls('sudo'))
         # Root's configuration of the privileged side: root's, in a
         # root-owned directory; the fake tree is allowed there only.
         privsep = parse_ini(self.ds.privsep_conf)
         self.assertEqual({
-            'resctrl_root': [os.path.join(self.ds.data_dir, 'resctrl')],
+            'resctrl_root': [self.ds.resctrl_root],
             'resctrl_fake': ['True']}, privsep['resq_agent'])
-        installs = [c for c in self.ds.calls('sudo')
-                    if c.startswith('install ')]
-        self.assertIn('install -d -o root -g root -m 0755 %s'
-                      % os.path.dirname(self.ds.privsep_conf), installs)
-        self.assertTrue(any(c.startswith('install -o root -g root -m 0644 ')
-                            and c.endswith(' ' + self.ds.privsep_conf)
-                            for c in installs), installs)
-        self.assertEqual(0o440, stat.S_IMODE(os.stat(self.ds.sudoers).st_mode))
+        self.assertEqual({'socket_dir': [sockets],
+                          'client_user': [_user()]},
+                         privsep['resq_privsep_daemon'])
         sudo = self.ds.calls('sudo')
-        self.assertTrue(any(c.startswith('chown root:root ') for c in sudo))
-        self.assertTrue(any(c.startswith('mv ') and
-                            c.endswith(' ' + self.ds.sudoers) for c in sudo))
+        confdir = os.path.dirname(self.ds.privsep_conf)
+        self.assertIn('install -d -o root -g root -m 0755 %s' % confdir,
+                      sudo)
+        # Written to a temporary file of root's beside it, then moved.
+        self.assertTrue(any(c.startswith('mktemp -p %s ' % confdir)
+                            for c in sudo), sudo)
+        self.assertTrue(any(c.startswith('mv -T %s/.privsep.' % confdir)
+                            and c.endswith(' ' + self.ds.privsep_conf)
+                            for c in sudo), sudo)
+        self.assertEqual([], [f for f in os.listdir(confdir)
+                              if f.startswith('.privsep.')])
+        self.assertEqual(0o644, stat.S_IMODE(
+            os.stat(self.ds.privsep_conf).st_mode))
         # The agent's own option parser reads the file.
         conf = cfg.ConfigOpts()
         agent_conf.register_opts(conf)
         conf(['--config-file', path], project='resq')
-        self.assertEqual(os.path.join(self.ds.data_dir, 'resctrl'),
-                         conf.resq_agent.resctrl_root)
+        self.assertEqual(self.ds.resctrl_root, conf.resq_agent.resctrl_root)
 
-    def test_sudoers_rule_allows_the_agents_privsep_command(self):
-        """The agent's command is the one sudoers allows.
+    def test_privileged_daemons_started_as_root(self):
+        """One daemon per context, as root, before the agent.
 
-        And the helper accepts what oslo.privsep appends to it.
+        The command is the one the daemon runs itself with (isolated, no
+        bytecode) and reads root's file; the agent's socket options name
+        the sockets those daemons listen on.
         """
-        from resq_agent.cmd import agent
-        from resq_agent.cmd import privsep_helper
-        import resq_agent.privsep
+        from resq_agent import privsep_boot
+
         self.ds.run(POST_CONFIG)
-        path = os.path.join(self.ds.conf_dir, 'resq-agent.conf')
-        (rule,) = [line.split('NOPASSWD: ', 1)[1] for line in
-                   self.ds.read(self.ds.sudoers).splitlines()]
-        contexts = (resq_agent.privsep.resctrl_pctxt,
-                    resq_agent.privsep.pqos_pctxt)
-        for ctx in contexts:
-            self.addCleanup(ctx.use_conf, ctx.config)
-        agent._parse_config(['--config-file', path, 'inspect'])
-        for ctx in contexts:
-            cmd = ctx.helper_command('/tmp/privsep-x/privsep.sock')
-            self.assertEqual(['sudo', rule], cmd[:2])
+        self._plan()
+        self.ds.reset_calls()
+        self.ds.run(EXTRA)
+        starts = self.ds.calls('run_process')
+        names = [c.split()[0] for c in starts]
+        self.assertEqual(['resq-privsep-resctrl', 'resq-privsep-pqos',
+                          'resq-privsep-openflow', 'resq-agent'],
+                         names[:4])
+        python = os.path.join(self.ds.bin, 'python3')
+        for context, call in zip(('resctrl', 'pqos', 'openflow'), starts):
+            argv = call.split()
+            # run_process NAME COMMAND "" root: the command as root.
+            self.assertEqual('root', argv[-1], call)
             self.assertEqual(
-                (ctx.pypath, '/tmp/privsep-x/privsep.sock'),
-                privsep_helper.parse(cmd[2:]))
+                [python] + privsep_boot.command(
+                    ['--context', context, '--config-file',
+                     self.ds.privsep_conf, '--allow-code-owner',
+                     _user()])[1:],
+                argv[1:-1], call)
+        self.ds.reset_calls()
+        self.ds.run(('unstack',))
+        self.assertEqual(['resq-agent', 'resq-privsep-resctrl',
+                          'resq-privsep-pqos', 'resq-privsep-openflow'],
+                         self.ds.calls('stop_process')[:4])
 
     def test_fake_resctrl_tree_is_what_discovery_accepts(self):
         self.ds.run(POST_CONFIG)
-        root = os.path.join(self.ds.data_dir, 'resctrl')
-        sysfs = os.path.join(self.ds.data_dir, 'sysfs')
+        root = self.ds.resctrl_root
+        sysfs = self.ds.sysfs_root
         for rel in ('info/L3/cbm_mask', 'info/L3/min_cbm_bits',
                     'info/L3/num_closids', 'info/L3/shareable_bits',
                     'schemata', 'cpus_list', 'tasks',
@@ -567,7 +590,8 @@ class PluginTest(base.TestCase):
             % (bin_dir, shared, agent_conf),
             'resq-optimizer %s/resq-optimizer --config-file %s '
             '--config-file %s run' % (bin_dir, shared, opt_conf)],
-            self.ds.calls('run_process'))
+            [c for c in self.ds.calls('run_process')
+             if not c.startswith('resq-privsep-')])
         # The real profiler stored the example profile.
         store = store_mod.ProfileStore(os.path.join(self.ds.data_dir,
                                                     'profiles'))
@@ -701,8 +725,9 @@ class PluginTest(base.TestCase):
     def test_compute_host_starts_only_the_agent(self):
         ds = self.useFixture(Devstack(services='n-cpu,resq-agent'))
         ds.run(POST_CONFIG, EXTRA)
-        self.assertEqual(['resq-agent'], [c.split()[0] for c in
-                                          ds.calls('run_process')])
+        self.assertEqual(['resq-privsep-resctrl', 'resq-privsep-pqos',
+                          'resq-privsep-openflow', 'resq-agent'],
+                         [c.split()[0] for c in ds.calls('run_process')])
         self.assertEqual([], ds.calls('resq-admit'))
         self.assertEqual([], ds.calls('openstack'))
         agent = parse_ini(os.path.join(ds.conf_dir, 'resq-agent.conf'))
@@ -714,8 +739,9 @@ class PluginTest(base.TestCase):
         ds = self.useFixture(Devstack(services='n-cpu,resq-agent',
                                       RESQ_API_ENABLED='True'))
         ds.run(POST_CONFIG, EXTRA)
-        self.assertEqual(['resq-agent'], [c.split()[0] for c in
-                                          ds.calls('run_process')])
+        self.assertEqual(['resq-privsep-resctrl', 'resq-privsep-pqos',
+                          'resq-privsep-openflow', 'resq-agent'],
+                         [c.split()[0] for c in ds.calls('run_process')])
         agent = parse_ini(os.path.join(ds.conf_dir, 'resq-agent.conf'))
         self.assertEqual(['resq'], agent['resq_api']['username'])
 
@@ -725,12 +751,19 @@ class PluginTest(base.TestCase):
         self.assertTrue(os.path.isdir(self.ds.data_dir))
         self.ds.reset_calls()
         self.ds.run(('unstack',))
-        self.assertEqual(['resq-agent', 'resq-optimizer', 'resq-api'],
+        self.assertEqual(['resq-agent', 'resq-privsep-resctrl',
+                          'resq-privsep-pqos', 'resq-privsep-openflow',
+                          'resq-optimizer', 'resq-api'],
                          self.ds.calls('stop_process'))
+        self.assertTrue(os.path.isdir(self.ds.resctrl_root))
         self.ds.run(('clean',))
         self.assertFalse(os.path.exists(self.ds.data_dir))
         self.assertFalse(os.path.exists(self.ds.conf_dir))
         self.assertFalse(os.path.exists(self.ds.sudoers))
+        self.assertFalse(os.path.exists(self.ds.privsep_conf))
+        # The fake tree the plugin built as root goes too.
+        self.assertFalse(os.path.exists(self.ds.resctrl_root))
+        self.assertFalse(os.path.exists(self.ds.sysfs_root))
         # nova.conf belongs to devstack's nova and stays.
         self.assertTrue(os.path.exists(self.ds.nova_conf))
 
