@@ -19,7 +19,9 @@ never seen and the daemon started without the program's configuration:
 the daemon is always started with its ``--config-file``/``--config-dir``
 arguments, which is where the privileged side reads its own settings (the
 resctrl root) from. In the daemon itself the context reads ``cfg.CONF``,
-which ``privsep-helper`` parses from those arguments.
+which ``privsep-helper`` parses from those arguments (resq-privsep-daemon,
+which root starts, reads root's own file instead: see
+:mod:`resq_agent.privsep_boot`).
 """
 
 import copy

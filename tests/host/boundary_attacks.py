@@ -38,6 +38,7 @@ import socket
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import textwrap
 import time
@@ -356,7 +357,7 @@ def _caps(text):
 class Daemon:
     """A daemon the lab started (root's process and its log)."""
 
-    def __init__(self, lab, name, cmd, socket_path):
+    def __init__(self, lab, name, cmd, socket_path, cwd='/'):
         self.lab = lab
         self.name = name
         self.cmd = cmd
@@ -365,7 +366,7 @@ class Daemon:
         with open(self.log, 'wb') as log:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                cwd='/', env=lab.daemon_env(), start_new_session=True)
+                cwd=cwd, env=lab.daemon_env(), start_new_session=True)
         lab.daemons.append(self)
         self.started = False
         deadline = time.monotonic() + 45
@@ -435,6 +436,7 @@ class Lab:
         self._lock = None
         self.base = None
         self.count = 0
+        self._pycache = None
 
     # -- set-up and clean-up -----------------------------------------
     def __enter__(self):
@@ -492,6 +494,29 @@ class Lab:
         if os.path.lexists(PAYLOAD_DIR):
             shutil.rmtree(PAYLOAD_DIR)
         os.mkdir(PAYLOAD_DIR, 0o755)
+        self._pycache = self.pycache_dirs()
+
+    def pycache_dirs(self):
+        """``__pycache__`` directories of the code root's daemons run."""
+        tops = [os.path.join(REPO, name) for name in os.listdir(REPO)
+                if not name.startswith('.')]
+        tops.append(sysconfig.get_paths()['purelib'])
+        found = set()
+        for top in tops:
+            for dirpath, dirnames, _files in os.walk(top):
+                if '__pycache__' in dirnames:
+                    found.add(os.path.join(dirpath, '__pycache__'))
+        return found
+
+    def remove_new_pycache(self):
+        """Remove the ``__pycache__`` a root process of the lab wrote
+        into the code (oslo's helper writes bytecode, with umask 0)."""
+        if self._pycache is None:
+            return []
+        new = sorted(self.pycache_dirs() - self._pycache)
+        for path in new:
+            shutil.rmtree(path, ignore_errors=True)
+        return new
 
     def _user(self, name):
         try:
@@ -538,6 +563,7 @@ class Lab:
             daemon.stop()
         self._kill_leftovers()
         self._remove_stale_sudoers()
+        self.remove_new_pycache()
         if os.path.lexists(PAYLOAD_DIR):
             shutil.rmtree(PAYLOAD_DIR, ignore_errors=True)
         if self.base and os.path.isdir(self.base):
@@ -645,8 +671,8 @@ class Lab:
         flags = HARDENED_FLAGS if hardened else []
         return [self.python] + flags + ['-c', code] + self._args(conf)
 
-    def start(self, name, cmd, socket_path):
-        return Daemon(self, name, cmd, socket_path)
+    def start(self, name, cmd, socket_path, cwd='/'):
+        return Daemon(self, name, cmd, socket_path, cwd)
 
     def user_env(self):
         return ['PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8',
@@ -765,7 +791,7 @@ def attack_import_before_check(lab):
             numpy['loaded'] = any('/numpy/' in m for m in maps)
 
         result = lab.run('client.py', {
-            'socket': sock, 'hold': True, 'timeout': 4,
+            'socket': sock, 'hold': True, 'timeout': 2,
             'calls': [(PAYLOAD + '.x', (), {}),
                       ('numpy.f2py.__main__.x', (), {})]}, while_held=look)
         daemon.stop()
@@ -879,6 +905,52 @@ def attack_pyc_plant(lab):
                    ' | '.join(details))
 
 
+def attack_first_stage_pyc(lab):
+    """(c') A .pyc read by the interpreter that re-executes itself.
+
+    Root runs ``python -m resq_agent.privsep_boot`` (the command the
+    module's ``command()`` and the docs' quick start name, and the
+    ``resq-privsep-daemon`` console script) from a checkout whose
+    ``resq_agent/__pycache__`` is world-writable (what an earlier
+    daemon's umask 0 left). That first interpreter is not isolated and
+    reads bytecode: it imports ``resq_agent/__init__`` and
+    ``privsep_boot`` (and ``resq_common.rootpath``) before it re-executes
+    itself with ``-I -B -X pycache_prefix`` and before ``check_code``.
+    The attacker plants an unchecked-hash .pyc of
+    ``resq_agent/__init__.py``. Weakened: no hardening at all.
+    """
+    details = []
+    hits = {}
+    for label in ('weakened', 'real'):
+        conf, tree, sock = lab.setting('stage1-' + label)
+        top, _source, _cfile = _code_copy(lab, 'stage1-' + label)
+        cache = os.path.join(top, 'resq_agent', '__pycache__')
+        os.mkdir(cache)
+        os.chmod(cache, 0o777)
+        source = os.path.join(top, 'resq_agent', '__init__.py')
+        cfile = os.path.join(cache, '__init__.%s.pyc'
+                             % sys.implementation.cache_tag)
+        marker = lab.marker('stage1-' + label)
+        planted = lab.run('client.py', {
+            'pre': [('plant_pyc', source, cfile, marker)]})
+        if planted['pre'][0][1] != 'ok':
+            raise RuntimeError('could not plant the .pyc: %s'
+                               % planted['pre'])
+        if label == 'weakened':
+            cmd = lab.weak_cmd(conf, ['check_code'], hardened=False)
+        else:
+            cmd = lab.real_cmd(conf)
+        daemon = lab.start(label, cmd, sock, cwd=top)
+        why = 'started' if daemon.started else daemon.refusal()
+        daemon.stop()
+        ran = _read(marker)
+        hits[label] = bool(ran and 'euid=0' in ran)
+        details.append('%s: .pyc %s; daemon %s' % (
+            label, 'ran as root' if ran else 'not run', why.strip()[:160]))
+    return Outcome('first_stage_pyc', hits['weakened'], hits['real'],
+                   ' | '.join(details))
+
+
 def attack_intermediate_symlink(lab):
     """(d) An ancestor of the fake tree replaced by a symlink.
 
@@ -945,7 +1017,12 @@ def attack_start_root_yourself(lab):
         try:
             if label == 'weakened':
                 sudoers = SUDOERS_PREFIX + str(os.getpid())
-                rule = '%s ALL=(root) NOPASSWD: %s\n' % (lab.attacker, helper)
+                # The old devstack rule; PYTHONDONTWRITEBYTECODE passes
+                # through so that oslo's helper (umask 0) leaves no
+                # world-writable __pycache__ in the code (escalation 2).
+                rule = ('Defaults!%s env_keep += "PYTHONDONTWRITEBYTECODE"\n'
+                        '%s ALL=(root) NOPASSWD: %s\n'
+                        % (helper, lab.attacker, helper))
                 tmp = sudoers + '~'   # sudo skips names ending in ~
                 with open(tmp, 'w') as f:
                     f.write(rule)
@@ -981,6 +1058,7 @@ def attack_start_root_yourself(lab):
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(sudoers)
         lab._kill_leftovers()
+        lab.remove_new_pycache()
         evil = os.path.join(decoy, 'resctrl', 'resq-evil')
         hits[label] = os.path.isdir(evil)
         details.append('%s: sudo daemon: %s; sudo privsep-helper: %s; '
@@ -1104,7 +1182,8 @@ def attack_foreign_user(lab):
 
 
 ATTACKS = (attack_import_before_check, attack_exec_regains_nothing,
-           attack_pyc_plant, attack_intermediate_symlink,
+           attack_pyc_plant, attack_first_stage_pyc,
+           attack_intermediate_symlink,
            attack_start_root_yourself, attack_socket_dir_precreated,
            attack_socket_dir_symlink, attack_impostor_socket,
            attack_foreign_user)

@@ -37,7 +37,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
 # Where the names are written for operators.
 PLACES = ('README.rst', 'doc', 'devstack', 'etc')
 # Root's configuration of the agent's privileged side: read by
-# resq-privsep-helper alone, from a root-owned directory, never searched.
+# resq-privsep-daemon alone, from a root-owned directory, never searched.
 PRIVSEP = 'resq-agent-privsep'
 # Python packages, whose ``conf`` modules read like file names.
 PACKAGES = ('resq_nova', 'resq_agent', 'resq_profiler', 'resq_common')
@@ -62,7 +62,7 @@ def allowed_names():
     """The resq configuration file names the scheme has."""
     return ({'resq', '<command>', PRIVSEP}
             | {name for name in _console_scripts()
-               if name != 'resq-privsep-helper'})
+               if name != 'resq-privsep-daemon'})
 
 
 def bad_names(text, allowed):
@@ -201,7 +201,7 @@ class DefaultSearchTest(base.TestCase):
 
     def test_every_command_reads_the_scheme(self):
         scripts = _console_scripts()
-        del scripts['resq-privsep-helper']
+        del scripts['resq-privsep-daemon']
         self.assertGreaterEqual(len(scripts), 8)
         shared = self.write('resq.conf', '')
         for name, target in sorted(scripts.items()):
