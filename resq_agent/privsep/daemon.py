@@ -31,18 +31,31 @@ daemon:
   ``umask`` is 022 and no bytecode is written.
 * **Root's caller, checked.** A connection is served only when the peer
   (``SO_PEERCRED``) is ``[resq_privsep_daemon] client_user`` or root.
+* **Bounded.** At most ``max_connections`` children at once; each reads
+  messages of at most :data:`MAX_MESSAGE_BYTES` (no msgpack extension
+  types), runs at most :data:`MAX_IN_FLIGHT` calls at once on
+  :data:`POOL_SIZE` threads, and may grow by at most
+  :data:`CHILD_MEMORY_BYTES` of address space; whatever happens in it, it
+  ends with ``os._exit``.
 """
 
 import collections
+from concurrent import futures
 import ctypes
+import errno
 import importlib
 import os
 import pwd
+import resource
 import signal
 import socket
 import stat
 import struct
 import sys
+import threading
+import time
+
+import msgpack
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -84,6 +97,15 @@ CONTEXTS = {
                      (caps.CAP_DAC_OVERRIDE,), (caps.CAP_DAC_OVERRIDE,)),
 }
 
+# The largest privileged call is a CPU list (8192 CPUs at most): a few
+# KiB. A message this size decodes to a few MiB of Python objects at most.
+MAX_MESSAGE_BYTES = 64 * 1024
+MAX_ITEMS = 16384
+MAX_IN_FLIGHT = 8
+POOL_SIZE = 4
+THREAD_STACK_BYTES = 1024 * 1024
+CHILD_MEMORY_BYTES = 768 * 1024 * 1024
+
 GROUP = 'resq_privsep_daemon'
 OPTS = [
     cfg.StrOpt('socket_dir', default='/run/resq-privsep',
@@ -94,6 +116,9 @@ OPTS = [
                help='The user resq-agent runs as: the only user besides '
                'root whose connections are served. The sockets belong to '
                'its primary group, mode 0660.'),
+    cfg.IntOpt('max_connections', default=4, min=1, max=64,
+               help='Connections served at once (one child each); more are '
+               'refused until one ends. The agent holds one per context.'),
 ]
 
 # prctl(2) and capability.h / securebits.h.
@@ -141,7 +166,8 @@ def securebits(spec):
     bits = (SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP
             | SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED)
     if not spec.ambient:
-        bits |= SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED
+        bits |= (SECBIT_NO_CAP_AMBIENT_RAISE
+                 | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED)
     return bits
 
 
@@ -194,10 +220,31 @@ class RestrictedDaemon(privsep_daemon.Daemon):
 
     def __init__(self, channel, context, table, spec):
         super().__init__(channel, context)
+        self.thread_pool = futures.ThreadPoolExecutor(POOL_SIZE)
         self.table = table
         self.spec = spec
         self.user = self.group = None
         self.caps = set(spec.capabilities)
+        self.slots = threading.BoundedSemaphore(MAX_IN_FLIGHT)
+
+    def loop(self):
+        """oslo.privsep's loop with at most MAX_IN_FLIGHT calls at once.
+
+        Past that the child stops reading until a reply is sent: a client
+        that sends without reading holds a bounded amount of memory.
+        """
+        LOG.info('privsep daemon running as pid %s', os.getpid())
+        self.context.set_client_mode(False)
+        for msgid, msg in self.channel:
+            error = self.communication_error
+            if error:
+                if getattr(error, 'errno', None) == errno.EPIPE:
+                    break
+                raise error
+            self.slots.acquire()
+            future = self.thread_pool.submit(self._process_cmd, msgid, *msg)
+            future.add_done_callback(self._create_done_callback(msgid))
+            future.add_done_callback(lambda _f: self.slots.release())
 
     def run(self):
         os.chdir('/')
@@ -320,17 +367,41 @@ def _reap(children):
         children.discard(pid)
 
 
-def _serve_one(conn, pctxt, table, spec):
-    """A child's life: serve one connection, then exit."""
+def bounded_channel(conn):
+    """oslo.privsep's server channel reading bounded messages only."""
     channel = comm.ServerChannel(conn)
-    privsep_daemon.replace_logging(privsep_daemon.PrivsepLogHandler(
-        channel, processName='resq-privsep'))
+    reader = channel.reader_iter
+    reader.unpacker = msgpack.Unpacker(
+        use_list=False, raw=False, strict_map_key=False,
+        unicode_errors='surrogateescape', max_buffer_size=MAX_MESSAGE_BYTES,
+        max_str_len=MAX_MESSAGE_BYTES, max_bin_len=MAX_MESSAGE_BYTES,
+        max_array_len=MAX_ITEMS, max_map_len=MAX_ITEMS, max_ext_len=0)
+    return channel
+
+
+def _limit_memory():
+    with open('/proc/self/statm') as f:
+        size = int(f.read().split()[0]) * resource.getpagesize()
+    limit = size + CHILD_MEMORY_BYTES
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def _serve_one(conn, pctxt, table, spec):
+    """A child's life: serve one connection, then exit, whatever happens."""
+    code = 1
     try:
+        _limit_memory()
+        threading.stack_size(THREAD_STACK_BYTES)
+        channel = bounded_channel(conn)
+        privsep_daemon.replace_logging(privsep_daemon.PrivsepLogHandler(
+            channel, processName='resq-privsep'))
         RestrictedDaemon(channel, pctxt, table, spec).run()
-    except Exception as exc:
-        LOG.exception(exc)
-        os._exit(1)
-    os._exit(0)
+        code = 0
+    except BaseException:
+        # The channel may be gone: nothing is sent back, nothing raised.
+        pass
+    finally:
+        os._exit(code)
 
 
 def serve(name, data, config_path, owners):
@@ -370,6 +441,7 @@ def serve(name, data, config_path, owners):
              'set %#x, no_new_privs %d)', name, path, client_uid,
              bounding_set(), prctl(PR_GET_NO_NEW_PRIVS))
     children = set()
+    limit = conf[GROUP].max_connections
     while not stop['now']:
         try:
             conn, _addr = sock.accept()
@@ -384,7 +456,20 @@ def serve(name, data, config_path, owners):
                         'uid %d (pid %d)', name, uid, pid)
             conn.close()
             continue
-        child = os.fork()
+        if len(children) >= limit:
+            LOG.warning('resq-privsep-daemon %s: refused a connection of '
+                        'pid %d: %d served already ([%s] max_connections)',
+                        name, pid, len(children), GROUP)
+            conn.close()
+            continue
+        try:
+            child = os.fork()
+        except OSError as exc:
+            LOG.error('resq-privsep-daemon %s: cannot fork for pid %d: %s',
+                      name, pid, exc)
+            conn.close()
+            time.sleep(0.1)
+            continue
         if child == 0:
             sock.close()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)

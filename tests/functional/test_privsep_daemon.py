@@ -9,6 +9,8 @@ test needs no root.
 """
 
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -154,12 +156,13 @@ class PrivsepStartedByRootTest(base.TestCase):
         agent._parse_config(['--config-file', self.conf_file, 'inspect'])
         self.mod = resq_agent.privsep.resctrl
 
-    def _start(self):
+    def _start(self, prefix=()):
         log = open(os.path.join(self.tmp, 'daemon.log'), 'w+')
         self.addCleanup(log.close)
         proc = subprocess.Popen(
-            [sys.executable, '-m', 'resq_agent.privsep_boot', '--context',
-             'resctrl', '--config-file', self.root_conf],
+            list(prefix) + [sys.executable, '-m', 'resq_agent.privsep_boot',
+                            '--context', 'resctrl', '--config-file',
+                            self.root_conf],
             stdout=log, stderr=subprocess.STDOUT)
         self.addCleanup(self._stop, proc)
         sock = os.path.join(self.sockdir, 'resctrl.sock')
@@ -200,3 +203,90 @@ class PrivsepStartedByRootTest(base.TestCase):
                           self.mod.resctrl_root)
         self.assertFalse(os.path.exists(os.path.join(self.tree.root,
                                                      'resq-x')))
+
+    def test_under_the_units_limits(self):
+        """As its systemd unit starts it: bounding set, no_new_privs.
+
+        setpriv stands in for systemd (CapabilityBoundingSet=,
+        NoNewPrivileges=yes); the daemon must start and serve within them.
+        """
+        if not shutil.which('setpriv'):
+            self.skipTest('setpriv (util-linux) is not installed')
+        unit = os.path.join(os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))), 'etc', 'systemd',
+            'resq-privsep-resctrl.service')
+        with open(unit) as f:
+            (line,) = [x for x in f if x.startswith('CapabilityBoundingSet=')]
+        bounding = ','.join(['-all'] + ['+' + c[len('CAP_'):].lower()
+                                        for c in line.split('=')[1].split()])
+        proc, _log = self._start(['setpriv', '--bounding-set', bounding,
+                                  '--no-new-privs', '--'])
+        self.assertIsNone(proc.poll(), _log.read())
+        self.mod.create_group('resq-x')
+        self.assertTrue(os.path.isdir(os.path.join(self.tree.root,
+                                                   'resq-x')))
+
+    def _until_closed(self, s):
+        """Read (the child's log records) until the daemon hangs up."""
+        try:
+            while s.recv(65536):
+                pass
+        except ConnectionResetError:
+            pass
+        s.close()
+
+    def test_bounded_against_its_client(self):
+        """Oversized messages, a reset, too many connections: bounded."""
+        proc, _log = self._start()
+        path = os.path.join(self.sockdir, 'resctrl.sock')
+        # 1 MiB of empty maps as a message id: the child refuses to decode
+        # it and ends; the daemon goes on.
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        n = 1024 * 1024
+        try:
+            s.sendall(b'\x92\xdd' + n.to_bytes(4, 'big') + b'\x80' * n
+                      + b'\x91\x01')
+        except OSError:
+            pass        # the child hung up while we were sending
+        s.settimeout(30)
+        self._until_closed(s)
+        # A client that sends and resets: no traceback unwinds into the
+        # parent's code, which keeps serving.
+        for _ in range(3):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            s.sendall(b'\x92\x01\x91\x01')
+            s.close()
+        # max_connections (4 by default) at once, the fifth is refused.
+        held = []
+        for _ in range(4):
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(path)
+            s.sendall(b'\x92\x01\x91\x01')
+            s.settimeout(30)
+            self.assertNotEqual(b'', s.recv(64))
+            held.append(s)
+        extra = socket.socket(socket.AF_UNIX)
+        extra.connect(path)
+        extra.settimeout(30)
+        self.assertEqual(b'', extra.recv(1))   # not even the child's log
+        extra.close()
+        for s in held:
+            s.close()
+        self.assertIsNone(proc.poll())
+        # Once they end, the agent is served again.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.assertEqual(self.tree.root, self.mod.resctrl_root())
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                resq_agent.privsep.resctrl_pctxt.stop()
+                time.sleep(0.2)
+        _log.seek(0)
+        text = _log.read()
+        self.assertNotIn('Error in sys.excepthook', text)
+        self.assertIn('4 served already', text)
