@@ -22,6 +22,7 @@ import sys
 BENCHMARKS = {
     'agent': 'benchmarks.agent',
     'api': 'benchmarks.api',
+    'boundary': 'benchmarks.boundary',
     'cloud': 'benchmarks.cloud',
     'host': 'benchmarks.host',
     'milp': 'benchmarks.milp',

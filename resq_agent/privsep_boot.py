@@ -9,7 +9,7 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""``resq-privsep-daemon``: the agent's privileged side, started by root.
+"""The agent's privileged side, started by root (``resq-privsep-daemon``).
 
 Root (systemd, or devstack's ``run_process`` as root) starts one daemon
 per privsep context; the agent's user only connects to its socket. Nothing
@@ -17,14 +17,18 @@ the agent's user chooses reaches this process's command line, environment,
 configuration or code (see :mod:`resq_agent.privsep.daemon` for what it
 serves and :doc:`/admin/privsep` for the threat model).
 
-This module imports the standard library alone. Before any of the project's
-or its dependencies' code is imported it:
+It runs only in the hardened interpreter that ``bin/resq-privsep-daemon``
+(a stub that imports nothing of the project's) and the systemd units start:
+isolated (``-I``: no ``PYTHON*`` variable, no user site, no working
+directory on the path), writing no bytecode (``-B``) and reading none from
+``__pycache__`` beside the sources (``-X pycache_prefix`` names a directory
+under ``/proc`` that no one can create), so a planted ``.pyc`` is never
+loaded. Started any other way (``python -m resq_agent.privsep_boot``) it
+refuses, naming the command to use: that interpreter has read the
+package's bytecode already. This module imports the standard library
+alone. Before any other code of the project's or its dependencies' is
+imported it:
 
-* re-executes the interpreter isolated (``-I``: no ``PYTHON*`` variable,
-  no user site, no current directory on the path), writing no bytecode
-  (``-B``) and reading none from ``__pycache__`` beside the sources
-  (``-X pycache_prefix`` names a directory under ``/proc`` that no one can
-  create), so a planted ``.pyc`` is never loaded;
 * sets the umask to 022;
 * refuses to run unless every directory on ``sys.path`` and everything
   in the project's packages belongs to root (or to an owner root names
@@ -120,8 +124,10 @@ def check_code(owners):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if not hardened_interpreter():
-        cmd = command(argv)
-        os.execv(cmd[0], cmd)
+        print('resq-privsep-daemon: refused: not started in the hardened '
+              'interpreter; run resq-privsep-daemon (bin/resq-privsep-daemon) '
+              'or %s' % ' '.join(command(argv)), file=sys.stderr)
+        return 2
     os.umask(0o022)
     sys.dont_write_bytecode = True
     os.environ['PYTHONDONTWRITEBYTECODE'] = '1'

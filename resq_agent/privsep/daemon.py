@@ -329,7 +329,13 @@ def listen(conf, name):
             os.mkdir(last, 0o755, dir_fd=pfd)
         except FileExistsError:
             pass
-        dfd = os.open(last, rootpath.DIR_FLAGS, dir_fd=pfd)
+        try:
+            dfd = os.open(last, rootpath.DIR_FLAGS, dir_fd=pfd)
+        except OSError as exc:
+            raise Refused('[%s] socket_dir %s cannot be opened as a '
+                          'directory (%s; a symbolic link is refused): make '
+                          'it a directory of root\'s, or remove it'
+                          % (GROUP, sdir, exc.strerror))
     finally:
         os.close(pfd)
     try:

@@ -61,6 +61,12 @@ def _fake_from_root(conf):
     turn the check off from a file of its own.
     """
     files = list(conf.config_file or ())
+    if conf.config_dir:
+        raise exception.ResctrlError(
+            reason='[resq_agent] resctrl_fake is honoured only from root\'s '
+            'configuration file, and this process also read --config-dir %s; '
+            'start the privileged side with root\'s file alone'
+            % ', '.join(conf.config_dir))
     if not files:
         raise exception.ResctrlError(
             reason='[resq_agent] resctrl_fake is set but not from a '

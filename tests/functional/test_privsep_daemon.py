@@ -18,6 +18,7 @@ import time
 from resq_agent.cmd import agent
 import resq_agent.privsep
 import resq_agent.privsep.resctrl
+from resq_agent import privsep_boot
 from resq_common import exception
 from resq_common import privsep as common_privsep
 from tests import base
@@ -160,9 +161,8 @@ class PrivsepStartedByRootTest(base.TestCase):
         log = open(os.path.join(self.tmp, 'daemon.log'), 'w+')
         self.addCleanup(log.close)
         proc = subprocess.Popen(
-            list(prefix) + [sys.executable, '-m', 'resq_agent.privsep_boot',
-                            '--context', 'resctrl', '--config-file',
-                            self.root_conf],
+            list(prefix) + privsep_boot.command(
+                ['--context', 'resctrl', '--config-file', self.root_conf]),
             stdout=log, stderr=subprocess.STDOUT)
         self.addCleanup(self._stop, proc)
         sock = os.path.join(self.sockdir, 'resctrl.sock')

@@ -28,14 +28,14 @@ Runs as root only. ``python -m tests.host.boundary_attacks`` runs them all.
 import collections
 import contextlib
 import fcntl
+import grp
 import json
 import os
 import pwd
-import grp
 import shutil
 import signal
-import socket
 import stat
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -233,10 +233,7 @@ for i in range(spec['reps'] + 5):
         times.append(time.perf_counter() - t)
     r.remove_group('resq-bench')
     r.write_default_l3_masks({0: full})
-times.sort()
-print(json.dumps({'median_ms': statistics.median(times) * 1000,
-                  'p90_ms': times[int(len(times) * 0.9)] * 1000,
-                  'reps': len(times)}), flush=True)
+print(json.dumps({'times_ms': [t * 1000 for t in times]}), flush=True)
 os._exit(0)
 '''
 
@@ -369,12 +366,15 @@ class Daemon:
                 cwd=cwd, env=lab.daemon_env(), start_new_session=True)
         lab.daemons.append(self)
         self.started = False
-        deadline = time.monotonic() + 45
+
+    def wait(self, timeout=60):
+        """Until its socket is there (started) or it exits (refused)."""
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 break
             try:
-                if stat.S_ISSOCK(os.lstat(socket_path).st_mode):
+                if stat.S_ISSOCK(os.lstat(self.socket).st_mode):
                     self.started = True
                     break
             except OSError:
@@ -382,8 +382,9 @@ class Daemon:
             time.sleep(0.05)
         if not self.started and self.proc.poll() is None:
             self.stop()
-            raise RuntimeError('daemon %s did not start in 45 s: %s'
-                               % (name, self.output()))
+            raise RuntimeError('daemon %s did not start in %d s: %s'
+                               % (self.name, timeout, self.output()))
+        return self
 
     @property
     def pid(self):
@@ -398,7 +399,8 @@ class Daemon:
 
     def refusal(self):
         """The daemon's refusal line, when it refused to start."""
-        lines = [l for l in self.output().splitlines() if 'refused' in l]
+        lines = [line for line in self.output().splitlines()
+                 if 'refused' in line]
         return lines[-1] if lines else self.output()[-400:]
 
     def stop(self):
@@ -509,8 +511,10 @@ class Lab:
         return found
 
     def remove_new_pycache(self):
-        """Remove the ``__pycache__`` a root process of the lab wrote
-        into the code (oslo's helper writes bytecode, with umask 0)."""
+        """Remove the ``__pycache__`` the lab's root processes wrote.
+
+        oslo's helper writes bytecode into the code, with umask 0.
+        """
         if self._pycache is None:
             return []
         new = sorted(self.pycache_dirs() - self._pycache)
@@ -626,8 +630,10 @@ class Lab:
         return path
 
     def setting(self, tag):
-        """A fresh tree, socket directory and root's file: ``(conf,
-        tree, socket path)``."""
+        """A fresh tree, socket directory and root's file.
+
+        :returns: ``(conf, tree, socket path)``
+        """
         self.count += 1
         tag = '%s-%d' % (tag, self.count)
         tree = self.tree(self.path('trees', tag, 'resctrl'))
@@ -645,7 +651,13 @@ class Lab:
 
     def real_cmd(self, conf):
         """What root runs (the systemd unit, devstack)."""
-        return [self.python, '-m', 'resq_agent.privsep_boot'] + \
+        return [self.python] + HARDENED_FLAGS + [
+            '-m', 'resq_agent.privsep_boot'] + self._args(conf)
+
+    def stub_cmd(self, conf):
+        """The shipped command, ``bin/resq-privsep-daemon``."""
+        return [self.python, os.path.join(REPO, 'bin',
+                                          'resq-privsep-daemon')] + \
             self._args(conf)
 
     def real_cmd_with_path(self, conf, append=(), insert=()):
@@ -671,8 +683,13 @@ class Lab:
         flags = HARDENED_FLAGS if hardened else []
         return [self.python] + flags + ['-c', code] + self._args(conf)
 
-    def start(self, name, cmd, socket_path, cwd='/'):
+    def launch(self, name, cmd, socket_path, cwd='/'):
+        """Start a daemon; :meth:`Daemon.wait` for it."""
         return Daemon(self, name, cmd, socket_path, cwd)
+
+    def start(self, name, cmd, socket_path, cwd='/'):
+        """Start a daemon and wait until it serves or refuses."""
+        return self.launch(name, cmd, socket_path, cwd).wait()
 
     def user_env(self):
         return ['PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'LANG=C.UTF-8',
@@ -681,8 +698,10 @@ class Lab:
                 'PYTHONDONTWRITEBYTECODE=1']
 
     def as_user(self, argv, user=None, group=None):
-        """``argv`` as the attacker (``runuser``), or as ``user`` with
-        group ``group`` alone (``setpriv``)."""
+        """``argv`` as the attacker (``runuser``), or as another user.
+
+        ``user`` with group ``group`` alone (``setpriv``).
+        """
         env = ['env', '-i'] + self.user_env()
         if user is None:
             return ['runuser', '-u', self.attacker, '--'] + env + argv
@@ -757,32 +776,68 @@ def _first_error(result):
 
 # -- the attacks -----------------------------------------------------------
 
+def _pair(lab, name, prepare, attack):
+    """One attack against a weakened and the real daemon.
+
+    ``prepare(label)`` -> ``{'cmd', 'sock', ['cwd'], ...}``: both daemons
+    are then started at once (each takes seconds: the real one compiles
+    every module it imports, reading no bytecode), and
+    ``attack(label, daemon, ctx)`` -> ``(succeeded, detail)`` runs on
+    each in turn.
+    """
+    labels = ('weakened', 'real')
+    ctxs = {label: prepare(label) for label in labels}
+    daemons = {}
+    hits, details = {}, []
+    try:
+        for label in labels:
+            c = ctxs[label]
+            daemons[label] = lab.launch('%s-%s' % (name, label), c['cmd'],
+                                        c['sock'], c.get('cwd', '/'))
+        for daemon in daemons.values():
+            daemon.wait()
+        for label in labels:
+            hit, detail = attack(label, daemons[label], ctxs[label])
+            hits[label] = bool(hit)
+            details.append('%s: %s' % (label, detail))
+    finally:
+        for daemon in daemons.values():
+            daemon.stop()
+    return Outcome(name, hits['weakened'], hits['real'], ' | '.join(details))
+
+
+def _need_started(label, daemon):
+    if not daemon.started:
+        raise RuntimeError('%s daemon refused: %s'
+                           % (label, daemon.refusal()))
+
+
 def attack_import_before_check(lab):
     """(a) A call naming a module with an import-time effect.
 
     oslo.privsep's daemon imports the module a caller names and only then
     checks the function is an entrypoint; the module's top level runs as
-    root. The payload (tests/host/payload_on_import.py) writes a marker;
-    numpy.f2py.__main__ runs f2py on root's command line (evidence:
-    numpy in the serving process's memory map).
+    root. The payload (tests/host/payload_on_import.py, importable as the
+    checkout is on both daemons' path, like a ``setup.py develop``
+    install) writes a marker; numpy.f2py.__main__ runs f2py on root's
+    command line (evidence: numpy in the serving process's memory map).
+    Weakened: oslo.privsep's dispatch.
     """
-    details = []
-    hits = {}
-    for label, patches in (('weakened', ['dispatch']), ('real', None)):
+    def prepare(label):
         conf, tree, sock = lab.setting('import-' + label)
-        if patches:
-            cmd = lab.weak_cmd(conf, patches, append=[REPO])
+        if label == 'weakened':
+            cmd = lab.weak_cmd(conf, ['dispatch'], append=[REPO])
         else:
             cmd = lab.real_cmd_with_path(conf, append=[REPO])
-        daemon = lab.start(label, cmd, sock)
-        if not daemon.started:
-            raise RuntimeError('%s daemon refused: %s'
-                               % (label, daemon.refusal()))
+        return {'cmd': cmd, 'sock': sock}
+
+    def attack(label, daemon, ctx):
+        _need_started(label, daemon)
         marker = lab.marker('import-' + label)
         lab.payload(marker=marker)
         numpy = {}
 
-        def look(result, daemon=daemon, numpy=numpy):
+        def look(result):
             maps = []
             for child in children(daemon.pid):
                 with contextlib.suppress(OSError):
@@ -791,21 +846,19 @@ def attack_import_before_check(lab):
             numpy['loaded'] = any('/numpy/' in m for m in maps)
 
         result = lab.run('client.py', {
-            'socket': sock, 'hold': True, 'timeout': 2,
+            'socket': ctx['sock'], 'hold': True, 'timeout': 2,
             'calls': [(PAYLOAD + '.x', (), {}),
                       ('numpy.f2py.__main__.x', (), {})]}, while_held=look)
-        daemon.stop()
         ran = _read(marker)
         hit = bool(ran and 'euid=0' in ran) or numpy.get('loaded', False)
-        hits[label] = hit
-        details.append('%s: payload %s, numpy.f2py %s (replies: %s)' % (
-            label, 'ran as root' if ran else 'not run',
+        return hit, 'payload %s, numpy.f2py %s (replies: %s)' % (
+            'ran as root' if ran else 'not run',
             'imported' if numpy.get('loaded') else 'not imported',
             '; '.join(r.get('err', r.get('ok', ''))[:90]
                       for r in result.get('results', ()))
-            or result.get('start')))
-    return Outcome('import_before_check', hits['weakened'], hits['real'],
-                   ' | '.join(details))
+            or result.get('start'))
+
+    return _pair(lab, 'import_before_check', prepare, attack)
 
 
 def attack_exec_regains_nothing(lab):
@@ -815,40 +868,42 @@ def attack_exec_regains_nothing(lab):
     also skips ``harden()``. Success: the exec'd shell holds a capability,
     or a bounding set beyond the context's (CAP_DAC_OVERRIDE).
     """
-    details = []
-    hits = {}
-    for label, patches in (('weakened', ['dispatch', 'harden']),
-                           ('real', ['dispatch'])):
+    def prepare(label):
         conf, tree, sock = lab.setting('exec-' + label)
-        daemon = lab.start(label, lab.weak_cmd(conf, patches,
-                                               append=[REPO]), sock)
-        if not daemon.started:
-            raise RuntimeError('%s daemon refused: %s'
-                               % (label, daemon.refusal()))
+        patches = ['dispatch', 'harden'] if label == 'weakened' \
+            else ['dispatch']
+        return {'cmd': lab.weak_cmd(conf, patches, append=[REPO]),
+                'sock': sock}
+
+    def attack(label, daemon, ctx):
+        _need_started(label, daemon)
         out = lab.marker('exec-' + label)
         lab.payload(exec_caps=out)
-        lab.run('client.py', {'socket': sock, 'timeout': 10,
+        lab.run('client.py', {'socket': ctx['sock'], 'timeout': 10,
                               'calls': [(PAYLOAD + '.x', (), {})]})
-        daemon.stop()
         text = _read(out)
         if text is None:
             raise RuntimeError('%s: the payload did not run a shell'
                                % label)
         caps = _caps(text)
-        hit = bool(caps.get('CapEff') or caps.get('CapPrm')
-                   or caps.get('CapAmb')
-                   or caps.get('CapBnd', 0) & ~RESCTRL_CAPS)
-        hits[label] = hit
-        details.append('%s: exec\'d shell CapEff=%x CapPrm=%x CapBnd=%x'
-                       % (label, caps.get('CapEff', -1),
-                          caps.get('CapPrm', -1), caps.get('CapBnd', -1)))
-    return Outcome('exec_regains_nothing', hits['weakened'], hits['real'],
-                   ' | '.join(details))
+        hit = (caps.get('CapEff') or caps.get('CapPrm')
+               or caps.get('CapAmb')
+               or caps.get('CapBnd', 0) & ~RESCTRL_CAPS)
+        return hit, 'exec\'d shell CapEff=%x CapPrm=%x CapBnd=%x' % (
+            caps.get('CapEff', -1), caps.get('CapPrm', -1),
+            caps.get('CapBnd', -1))
+
+    return _pair(lab, 'exec_regains_nothing', prepare, attack)
 
 
-def _code_copy(lab, tag):
-    """A root-owned copy of the project's packages, as an editable
-    install leaves it after a daemon ran with umask 0."""
+def _code_copy(lab, tag, module):
+    """A root-owned copy of the project's packages.
+
+    The ``__pycache__`` for ``module`` (a path below the copy, no ``.py``)
+    is world-writable, as a daemon with umask 0 left it.
+
+    :returns: ``(copy, the module's source, its .pyc path)``
+    """
     top = lab.new_dir('code-' + tag)
     for package in privsep_boot.PACKAGES:
         shutil.copytree(os.path.join(REPO, package),
@@ -859,12 +914,20 @@ def _code_copy(lab, tag):
         os.chmod(dirpath, 0o755)
         for name in filenames:
             os.chmod(os.path.join(dirpath, name), 0o644)
-    cache = os.path.join(top, 'resq_agent', 'conf', '__pycache__')
+    directory, base_name = os.path.split(module)
+    cache = os.path.join(top, directory, '__pycache__')
     os.mkdir(cache)
     os.chmod(cache, 0o777)
-    source = os.path.join(top, 'resq_agent', 'conf', 'agent.py')
-    tag = sys.implementation.cache_tag
-    return top, source, os.path.join(cache, 'agent.%s.pyc' % tag)
+    return (top, os.path.join(top, module + '.py'),
+            os.path.join(cache, '%s.%s.pyc'
+                         % (base_name, sys.implementation.cache_tag)))
+
+
+def _plant(lab, source, cfile, marker):
+    planted = lab.run('client.py', {
+        'pre': [('plant_pyc', source, cfile, marker)]})
+    if planted['pre'][0][1] != 'ok':
+        raise RuntimeError('could not plant the .pyc: %s' % planted['pre'])
 
 
 def attack_pyc_plant(lab):
@@ -877,78 +940,59 @@ def attack_pyc_plant(lab):
     hardened interpreter (``-I -B -X pycache_prefix``) and check_code;
     weakened: a plain interpreter and no check_code.
     """
-    details = []
-    hits = {}
-    for label in ('weakened', 'real'):
+    def prepare(label):
         conf, tree, sock = lab.setting('pyc-' + label)
-        top, source, cfile = _code_copy(lab, label)
+        top, source, cfile = _code_copy(lab, 'pyc-' + label,
+                                        'resq_agent/conf/agent')
         marker = lab.marker('pyc-' + label)
-        planted = lab.run('client.py', {
-            'pre': [('plant_pyc', source, cfile, marker)]})
-        if planted['pre'][0][1] != 'ok':
-            raise RuntimeError('could not plant the .pyc: %s'
-                               % planted['pre'])
+        _plant(lab, source, cfile, marker)
         if label == 'weakened':
             cmd = lab.weak_cmd(conf, ['check_code'], insert=[top],
                                hardened=False)
         else:
             cmd = lab.real_cmd_with_path(conf, insert=[top])
-        daemon = lab.start(label, cmd, sock)
-        started = daemon.started
-        why = daemon.refusal() if not started else 'started'
-        daemon.stop()
-        ran = _read(marker)
-        hits[label] = bool(ran and 'euid=0' in ran)
-        details.append('%s: .pyc %s; daemon %s' % (
-            label, 'ran as root' if ran else 'not run', why.strip()[:200]))
-    return Outcome('pyc_plant', hits['weakened'], hits['real'],
-                   ' | '.join(details))
+        return {'cmd': cmd, 'sock': sock, 'marker': marker}
+
+    def attack(label, daemon, ctx):
+        why = 'started' if daemon.started else daemon.refusal()
+        ran = _read(ctx['marker'])
+        return bool(ran and 'euid=0' in ran), '.pyc %s; daemon %s' % (
+            'ran as root' if ran else 'not run', why.strip()[:200])
+
+    return _pair(lab, 'pyc_plant', prepare, attack)
 
 
 def attack_first_stage_pyc(lab):
-    """(c') A .pyc read by the interpreter that re-executes itself.
+    """(c') A .pyc for the interpreter that starts the hardened one.
 
-    Root runs ``python -m resq_agent.privsep_boot`` (the command the
-    module's ``command()`` and the docs' quick start name, and the
-    ``resq-privsep-daemon`` console script) from a checkout whose
-    ``resq_agent/__pycache__`` is world-writable (what an earlier
-    daemon's umask 0 left). That first interpreter is not isolated and
-    reads bytecode: it imports ``resq_agent/__init__`` and
-    ``privsep_boot`` (and ``resq_common.rootpath``) before it re-executes
-    itself with ``-I -B -X pycache_prefix`` and before ``check_code``.
-    The attacker plants an unchecked-hash .pyc of
-    ``resq_agent/__init__.py``. Weakened: no hardening at all.
+    Root runs the shipped command (``bin/resq-privsep-daemon``) from a
+    checkout whose ``resq_agent/__pycache__`` is world-writable (what an
+    earlier daemon's umask 0 left), as its working directory. The attacker
+    plants an unchecked-hash .pyc of ``resq_agent/__init__.py`` there. The
+    stub imports nothing of the project's and replaces itself with the
+    hardened interpreter, whose path holds no working directory. Weakened:
+    a plain interpreter importing ``resq_agent.privsep_boot`` from the
+    working directory (as ``python -m`` did before the stub).
     """
-    details = []
-    hits = {}
-    for label in ('weakened', 'real'):
+    def prepare(label):
         conf, tree, sock = lab.setting('stage1-' + label)
-        top, _source, _cfile = _code_copy(lab, 'stage1-' + label)
-        cache = os.path.join(top, 'resq_agent', '__pycache__')
-        os.mkdir(cache)
-        os.chmod(cache, 0o777)
-        source = os.path.join(top, 'resq_agent', '__init__.py')
-        cfile = os.path.join(cache, '__init__.%s.pyc'
-                             % sys.implementation.cache_tag)
+        top, source, cfile = _code_copy(lab, 'stage1-' + label,
+                                        'resq_agent/__init__')
         marker = lab.marker('stage1-' + label)
-        planted = lab.run('client.py', {
-            'pre': [('plant_pyc', source, cfile, marker)]})
-        if planted['pre'][0][1] != 'ok':
-            raise RuntimeError('could not plant the .pyc: %s'
-                               % planted['pre'])
+        _plant(lab, source, cfile, marker)
         if label == 'weakened':
             cmd = lab.weak_cmd(conf, ['check_code'], hardened=False)
         else:
-            cmd = lab.real_cmd(conf)
-        daemon = lab.start(label, cmd, sock, cwd=top)
+            cmd = lab.stub_cmd(conf)
+        return {'cmd': cmd, 'sock': sock, 'cwd': top, 'marker': marker}
+
+    def attack(label, daemon, ctx):
         why = 'started' if daemon.started else daemon.refusal()
-        daemon.stop()
-        ran = _read(marker)
-        hits[label] = bool(ran and 'euid=0' in ran)
-        details.append('%s: .pyc %s; daemon %s' % (
-            label, 'ran as root' if ran else 'not run', why.strip()[:160]))
-    return Outcome('first_stage_pyc', hits['weakened'], hits['real'],
-                   ' | '.join(details))
+        ran = _read(ctx['marker'])
+        return bool(ran and 'euid=0' in ran), '.pyc %s; daemon %s' % (
+            'ran as root' if ran else 'not run', why.strip()[:160])
+
+    return _pair(lab, 'first_stage_pyc', prepare, attack)
 
 
 def attack_intermediate_symlink(lab):
@@ -959,60 +1003,64 @@ def attack_intermediate_symlink(lab):
     for a group and its masks. Weakened: the root opened by name (only
     its last component refused as a symlink).
     """
-    details = []
-    hits = {}
-    for label, patches in (('weakened', ['walk']), ('real', None)):
+    def prepare(label):
         data = lab.new_dir('data-' + label, owner=lab.uid)
         tree = lab.tree(os.path.join(data, 'resq', 'resctrl'))
-        os.chown(data, lab.uid, lab.gid)
         decoy = lab.path('decoy-' + label)
         lab.tree(os.path.join(decoy, 'resctrl'))
         sdir = lab.path('run-symlink-' + label)
         conf = lab.root_conf('symlink-' + label, tree, sdir)
-        sock = os.path.join(sdir, 'resctrl.sock')
-        cmd = lab.weak_cmd(conf, patches) if patches else lab.real_cmd(conf)
-        daemon = lab.start(label, cmd, sock)
-        if not daemon.started:
-            raise RuntimeError('%s daemon refused: %s'
-                               % (label, daemon.refusal()))
+        cmd = lab.weak_cmd(conf, ['walk']) if label == 'weakened' \
+            else lab.real_cmd(conf)
+        return {'cmd': cmd, 'sock': os.path.join(sdir, 'resctrl.sock'),
+                'data': data, 'decoy': decoy}
+
+    def attack(label, daemon, ctx):
+        _need_started(label, daemon)
+        data, decoy = ctx['data'], ctx['decoy']
         result = lab.run('client.py', {
-            'socket': sock,
+            'socket': ctx['sock'],
             'pre': [('rename', os.path.join(data, 'resq'),
                      os.path.join(data, 'resq.orig')),
                     ('symlink', decoy, os.path.join(data, 'resq'))],
             'calls': [(PREFIX + 'create_group', ('resq-evil',), {}),
                       (PREFIX + 'write_l3_masks', ('resq-evil', {0: 0x3}),
                        {})]})
-        daemon.stop()
         evil = os.path.join(decoy, 'resctrl', 'resq-evil')
         schemata = _read(os.path.join(evil, 'schemata'))
-        hits[label] = os.path.isdir(evil)
-        details.append('%s: swap %s; decoy %s (%s)' % (
-            label, ','.join(p[1] for p in result['pre']),
+        hit = os.path.isdir(evil)
+        return hit, 'swap %s; decoy %s (%s)' % (
+            ','.join(p[1] for p in result['pre']),
             'got group resq-evil, schemata %r' % schemata
-            if hits[label] else 'untouched', _first_error(result)[:160]))
-    return Outcome('intermediate_symlink', hits['weakened'], hits['real'],
-                   ' | '.join(details))
+            if hit else 'untouched', _first_error(result)[:160])
+
+    return _pair(lab, 'intermediate_symlink', prepare, attack)
 
 
 def attack_start_root_yourself(lab):
     """(e) The attacker starts root's side itself, with its own arguments.
 
-    Weakened: the old devstack sudoers rule (privsep-helper, any
-    arguments). The attacker hands it root's own file (which says the
-    tree is fake) plus a ``--config-dir`` of its own pointing
-    resctrl_root at a decoy. Real: the plugin writes no sudoers rule, so
-    ``sudo -n`` refuses both oslo's helper and resq-privsep-daemon.
+    Weakened: the old devstack sudoers rule (oslo.privsep's
+    ``privsep-helper``, any arguments). The attacker hands it a
+    configuration file of its own whose ``log_config_append`` names a
+    logging file of its own: Python's ``fileConfig`` evaluates a handler's
+    arguments, so the attacker's expression runs as root. Real: the plugin
+    writes no sudoers rule, so ``sudo -n`` refuses both oslo's helper and
+    resq-privsep-daemon.
     """
     details = []
     hits = {}
     helper = os.path.join(lab.bindir, 'privsep-helper')
+    stub = os.path.join(REPO, 'bin', 'resq-privsep-daemon')
     for label in ('weakened', 'real'):
         conf, tree, sock = lab.setting('sudo-' + label)
-        decoy = lab.path('decoy-sudo-' + label)
-        lab.tree(os.path.join(decoy, 'resctrl'))
-        confdir = os.path.join(lab.home, 'conf-' + label)
+        marker = lab.marker('sudo-' + label)
         own = os.path.join(lab.home, 'own-' + label + '.conf')
+        logini = os.path.join(lab.home, 'log-' + label + '.ini')
+        # (No "%": the logging file is read with interpolation.)
+        expr = ("__import__('builtins').open(%r, 'w').write('euid=' + "
+                "str(__import__('os').geteuid())) and __import__('sys')"
+                ".stderr" % marker)
         sudoers = None
         try:
             if label == 'weakened':
@@ -1034,48 +1082,45 @@ def attack_start_root_yourself(lab):
                     raise RuntimeError('visudo: %s' % check.stdout)
                 os.rename(tmp, sudoers)
             result = lab.run('client.py', {
-                'pre': [('mkdir', confdir),
-                        ('write', os.path.join(confdir, 'x.conf'),
-                         '[resq_agent]\nresctrl_root = %s\n\n'
-                         '[resq_privsep_resctrl]\nhelper_command = '
-                         'sudo -n %s\n' % (os.path.join(decoy, 'resctrl'),
-                                            helper)),
-                        ('write', own, '[resq_agent]\nresctrl_root = %s\n'
-                         'resctrl_fake = true\n'
-                         % os.path.join(decoy, 'resctrl')),
+                'pre': [('write', logini,
+                         '[loggers]\nkeys=root\n[handlers]\nkeys=h\n'
+                         '[formatters]\nkeys=\n[logger_root]\nhandlers=h\n'
+                         '[handler_h]\nclass=StreamHandler\nargs=(%s,)\n'
+                         % expr),
+                        ('write', own, '[DEFAULT]\nlog_config_append = %s\n'
+                         '\n[resq_privsep_resctrl]\nhelper_command = '
+                         'sudo -n %s\n' % (logini, helper)),
                         # resq-privsep-daemon itself, on its own file.
-                        ('run', ['sudo', '-n', lab.python, '-m',
-                                 'resq_agent.privsep_boot', '--context',
-                                 'resctrl', '--config-file', own])],
-                'conf_args': ['--config-file', conf, '--config-dir',
-                              confdir],
+                        ('run', ['sudo', '-n', stub, '--context', 'resctrl',
+                                 '--config-file', own])],
+                'conf_args': ['--config-file', conf, '--config-file', own],
                 'timeout': 20,
-                'calls': [(PREFIX + 'create_group', ('resq-evil',), {}),
-                          (PREFIX + 'write_l3_masks',
-                           ('resq-evil', {0: 0x3}), {})]})
+                'calls': [(PREFIX + 'resctrl_root', (), {})]})
         finally:
             if sudoers:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(sudoers)
         lab._kill_leftovers()
         lab.remove_new_pycache()
-        evil = os.path.join(decoy, 'resctrl', 'resq-evil')
-        hits[label] = os.path.isdir(evil)
+        ran = _read(marker)
+        hits[label] = bool(ran and 'euid=0' in ran)
         details.append('%s: sudo daemon: %s; sudo privsep-helper: %s; '
-                       'decoy %s' % (
+                       'logging file %s' % (
                            label, result['pre'][-1][1][:80],
                            'ok' if result['start'] == 'ok'
                            else _first_error(result)[:80],
-                           'got resq-evil' if hits[label] else 'untouched'))
+                           'ran as root' if hits[label] else 'not run'))
     return Outcome('start_root_yourself', hits['weakened'], hits['real'],
                    ' | '.join(details))
 
 
 def _socket_dir_attack(lab, name, how):
-    """(f) The attacker makes root's socket directory before root does."""
-    details = []
-    hits = {}
-    for label, patches in (('weakened', ['listen']), ('real', None)):
+    """(f) The attacker makes root's socket directory before root does.
+
+    In a sticky directory both may create in (like /run/user or /tmp).
+    Weakened: the socket directory made and used by name.
+    """
+    def prepare(label):
         sticky = lab.new_dir('shared-%s-%s' % (name, label), mode=0o1777)
         sdir = os.path.join(sticky, 'run')
         mine = os.path.join(lab.home, 'mine-%s-%s' % (name, label))
@@ -1085,25 +1130,26 @@ def _socket_dir_attack(lab, name, how):
         tree = lab.tree(lab.path('trees', 'sock-%s-%s' % (name, label),
                                  'resctrl'))
         conf = lab.root_conf('sock-%s-%s' % (name, label), tree, sdir)
-        sock = os.path.join(sdir, 'resctrl.sock')
-        cmd = lab.weak_cmd(conf, patches) if patches else lab.real_cmd(conf)
-        daemon = lab.start(label, cmd, sock)
-        if daemon.started:
-            swap = lab.run('client.py', {'pre': [
-                ('rename', sock, sock + '.root'), ('bind', sock)]})
-            try:
-                owner = os.lstat(sock).st_uid
-            except OSError:
-                owner = None
-            hits[label] = owner == lab.uid
-            what = 'started; attacker swap: %s, socket now uid %s' % (
-                ','.join(p[1] for p in swap['pre']), owner)
-        else:
-            hits[label] = False
-            what = 'refused to start: %s' % daemon.refusal().strip()[:200]
-        daemon.stop()
-        details.append('%s: %s' % (label, what))
-    return Outcome(name, hits['weakened'], hits['real'], ' | '.join(details))
+        cmd = lab.weak_cmd(conf, ['listen']) if label == 'weakened' \
+            else lab.real_cmd(conf)
+        return {'cmd': cmd, 'sock': os.path.join(sdir, 'resctrl.sock')}
+
+    def attack(label, daemon, ctx):
+        sock = ctx['sock']
+        if not daemon.started:
+            return False, 'refused to start: %s' % (
+                daemon.refusal().strip()[:200])
+        swap = lab.run('client.py', {'pre': [
+            ('rename', sock, sock + '.root'), ('bind', sock)]})
+        try:
+            owner = os.lstat(sock).st_uid
+        except OSError:
+            owner = None
+        return owner == lab.uid, (
+            'started; attacker swap: %s, socket now uid %s'
+            % (','.join(p[1] for p in swap['pre']), owner))
+
+    return _pair(lab, name, prepare, attack)
 
 
 def attack_socket_dir_precreated(lab):
@@ -1157,28 +1203,29 @@ def attack_impostor_socket(lab):
 
 
 def attack_foreign_user(lab):
-    """(f) A user who is not client_user (but in its group) connects."""
-    details = []
-    hits = {}
+    """(f) A user who is not client_user (but in its group) connects.
+
+    Weakened: every peer served (no SO_PEERCRED check).
+    """
     group = grp.getgrgid(lab.gid).gr_name
-    for label, patches in (('weakened', ['peer']), ('real', None)):
+
+    def prepare(label):
         conf, tree, sock = lab.setting('foreign-' + label)
-        cmd = lab.weak_cmd(conf, patches) if patches else lab.real_cmd(conf)
-        daemon = lab.start(label, cmd, sock)
-        if not daemon.started:
-            raise RuntimeError('%s daemon refused: %s'
-                               % (label, daemon.refusal()))
+        cmd = lab.weak_cmd(conf, ['peer']) if label == 'weakened' \
+            else lab.real_cmd(conf)
+        return {'cmd': cmd, 'sock': sock, 'tree': tree}
+
+    def attack(label, daemon, ctx):
+        _need_started(label, daemon)
         result = lab.run('client.py', {
-            'socket': sock, 'timeout': 10,
+            'socket': ctx['sock'], 'timeout': 10,
             'calls': [(PREFIX + 'create_group', ('resq-foreign',), {})]},
             user=FOREIGN, group=group)
-        daemon.stop()
-        hits[label] = os.path.isdir(os.path.join(tree, 'resq-foreign'))
-        details.append('%s: %s' % (label, 'served: created resq-foreign'
-                                   if hits[label]
-                                   else _first_error(result)[:200]))
-    return Outcome('foreign_user', hits['weakened'], hits['real'],
-                   ' | '.join(details))
+        hit = os.path.isdir(os.path.join(ctx['tree'], 'resq-foreign'))
+        return hit, ('served: created resq-foreign' if hit
+                     else _first_error(result)[:200])
+
+    return _pair(lab, 'foreign_user', prepare, attack)
 
 
 ATTACKS = (attack_import_before_check, attack_exec_regains_nothing,
@@ -1214,40 +1261,60 @@ def real_daemon_status(lab):
     return found['status']
 
 
-def time_partitions(lab, mode, reps):
-    """Median ms of one partition's privileged calls.
+def time_partitions(lab, reps, rounds=4):
+    """Median ms of one partition's privileged calls, for each path.
 
-    ``mode``: ``daemon`` (the real daemon's socket, as the agent's user),
-    ``oslo`` (a stock oslo.privsep daemon started through
-    ``helper_command``, no sudo, as root) or ``inprocess``.
+    ``daemon``: the real daemon's socket, as the agent's user; ``oslo``:
+    a stock oslo.privsep daemon started through ``helper_command`` (no
+    sudo, as root), the old way; ``inprocess``: no boundary. The three
+    take turns, ``rounds`` runs of ``reps / rounds`` partitions each, so
+    that a busy machine weighs on each alike.
+
+    :returns: ``{mode: {'median_ms', 'p90_ms', 'reps'}}``
     """
-    conf, tree, sock = lab.setting('bench-' + mode)
-    spec = {'mode': mode, 'reps': reps, 'full': FULL,
-            'shrunk': FULL & ~0xf, 'conf_args': []}
-    if mode == 'daemon':
-        daemon = lab.start('bench', lab.real_cmd(conf), sock)
-        if not daemon.started:
-            raise RuntimeError('daemon refused: %s' % daemon.refusal())
-        spec['socket'] = sock
-        try:
-            return lab.run('partition.py', spec, timeout=600)
-        finally:
-            daemon.stop()
+    conf, tree, sock = lab.setting('bench')
     helper = ('%s -c "from oslo_privsep import daemon; '
               'daemon.helper_main()"' % lab.python)
-    oconf = lab.path('etc', 'bench-%s.conf' % mode)
+    oconf = lab.path('etc', 'bench-oslo.conf')
     with open(oconf, 'w') as f:
         f.write('[resq_agent]\nresctrl_root = %s\nresctrl_fake = true\n\n'
                 '[resq_privsep_resctrl]\nhelper_command = %s\n'
                 % (tree, helper))
     os.chmod(oconf, 0o644)
-    spec['conf_args'] = ['--config-file', oconf]
-    return lab.run('partition.py', spec, user='root', timeout=600)
+    base = {'reps': max(1, reps // rounds), 'full': FULL,
+            'shrunk': FULL & ~0xf}
+    specs = {'daemon': dict(base, mode='daemon', socket=sock),
+             'oslo': dict(base, mode='oslo',
+                          conf_args=['--config-file', oconf]),
+             'inprocess': dict(base, mode='inprocess',
+                               conf_args=['--config-file', oconf])}
+    daemon = lab.start('bench', lab.real_cmd(conf), sock)
+    if not daemon.started:
+        raise RuntimeError('daemon refused: %s' % daemon.refusal())
+    times = {mode: [] for mode in specs}
+    try:
+        for _round in range(rounds):
+            for mode, spec in specs.items():
+                user = None if mode == 'daemon' else 'root'
+                times[mode].extend(lab.run('partition.py', spec, user=user,
+                                           timeout=600)['times_ms'])
+    finally:
+        daemon.stop()
+    out = {}
+    for mode, values in times.items():
+        values.sort()
+        out[mode] = {'median_ms': statistics.median(values),
+                     'p90_ms': values[int(len(values) * 0.9)],
+                     'reps': len(values)}
+    return out
 
 
 def run_all(lab=None):
-    """Every attack; a list of Outcomes (an attack that errs is an
-    Outcome with both None and the error as detail)."""
+    """Every attack: a list of Outcomes.
+
+    An attack that errs is an Outcome with both None and the error as
+    its detail.
+    """
     outcomes = []
     with (contextlib.nullcontext(lab) if lab else Lab()) as lab:
         for attack in ATTACKS:

@@ -4,7 +4,9 @@ The whole daemon, started by root and attacked by an unprivileged user, is
 tests/host/test_privsep_boundary.py.
 """
 
+import contextlib
 import inspect
+import io
 import os
 import socket
 import sys
@@ -202,6 +204,27 @@ class BootTest(base.TestCase):
         exc = self.assertRaises(rootpath.Refused, privsep_boot.check_code,
                                 {0})
         self.assertIn('%s must belong to root' % entry, str(exc))
+
+    def test_not_in_the_hardened_interpreter(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(2, privsep_boot.main(['--context', 'resctrl']))
+        self.assertIn('not started in the hardened interpreter; run '
+                      'resq-privsep-daemon', err.getvalue())
+
+    def test_the_stub_runs_nothing_of_the_projects(self):
+        stub = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__))))), 'bin',
+            'resq-privsep-daemon')
+        with open(stub) as f:
+            text = f.read()
+        self.assertTrue(text.startswith('#!python\n'))
+        code = [line for line in text.splitlines()
+                if line and not line.startswith('#')]
+        self.assertEqual(['import os', 'import sys'], code[:2])
+        self.assertNotIn('resq_agent.', ''.join(code[:2]))
+        self.assertIn("'-m', 'resq_agent.privsep_boot'", text)
+        self.assertIn(privsep_boot.NO_PYCACHE, text)
 
     def test_not_started_by_root(self):
         if os.geteuid() == 0:

@@ -230,7 +230,7 @@ class ResctrlWriteTest(base.TestCase):
             self.mod.create_group('resq-x')
         self.assertTrue(os.path.isdir(os.path.join(self.root, 'resq-x')))
 
-    def fake_conf(self, mode=0o644, dir_mode=0o755):
+    def fake_conf(self, mode=0o644, dir_mode=0o755, config_dir=None):
         """A configuration of the privileged side, from a file."""
         from oslo_config import cfg
 
@@ -246,8 +246,10 @@ class ResctrlWriteTest(base.TestCase):
         os.chmod(confdir, dir_mode)
         conf = cfg.ConfigOpts()
         conf.register_opt(agent_conf.RESCTRL_ROOT_OPT, group='resq_agent')
-        conf(['--config-file', path], project='resq',
-             default_config_files=[])
+        args = ['--config-file', path]
+        if config_dir:
+            args += ['--config-dir', config_dir]
+        conf(args, project='resq', default_config_files=[])
         ctx = resq_agent.privsep.resctrl_pctxt
         self.addCleanup(ctx.use_conf, ctx.use_conf(conf))
         return path
@@ -273,6 +275,21 @@ class ResctrlWriteTest(base.TestCase):
             self.assertIn('resctrl_fake is honoured only from root\'s '
                           'configuration', str(exc))
         self.assertFalse(os.path.exists(os.path.join(self.root, 'resq-z')))
+
+    def test_fake_tree_with_a_config_dir_is_refused(self):
+        # root's file says "fake", a directory of the caller's moves the
+        # root: --config-dir files are refused, whoever owns them.
+        if os.geteuid() != 0:
+            self.skipTest('the ownership rule applies to root only')
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_common.resctrl_writer.CHECK_FS_MAGIC', True))
+        extra = os.path.join(self.tmp, 'conf.d')
+        os.mkdir(extra)
+        self.fake_conf(config_dir=extra)
+        exc = self.assertRaises(exception.ResctrlError,
+                                self.mod.create_group, 'resq-w')
+        self.assertIn('also read --config-dir %s' % extra, str(exc))
+        self.assertFalse(os.path.exists(os.path.join(self.root, 'resq-w')))
 
     def test_fake_tree_without_a_file_is_refused(self):
         if os.geteuid() != 0:
