@@ -20,7 +20,13 @@ in-process (real allocations):
   served one instance);
 * ``hung_dependency_status_s``: ``resq-agent status`` (the real command,
   its default deadlines) while libvirt, OVSDB and Placement all accept
-  connections and never answer; it must answer, naming the three.
+  connections and never answer; it must answer, naming the three;
+* with ``--through-daemon`` (root only), ``event_to_applied_daemon_s``:
+  the same event -> partition time, measured in the same run, with every
+  resctrl write going through a real ``resq-privsep-daemon`` that root
+  started (the production boundary) instead of in-process, and
+  ``event_to_applied_daemon_ratio`` against ``event_to_applied_s`` (target
+  <= 1.10).
 
 Real CPUs have 16 classes of service and about 20 ways, so no real host
 runs 200 partitioned instances; the tree here has 2 x 128 ways and 256
@@ -225,7 +231,68 @@ def hung_status():
     return took, states
 
 
+@contextlib.contextmanager
+def _privileged_daemon(conf, tree_root, tmp):
+    """A real resq-privsep-daemon on ``tree_root``; the agent connects.
+
+    Root's file, the socket and the daemon's log live in ``tmp``; the
+    context leaves in-process mode for the daemon's socket.
+    """
+    from resq_agent import privsep_boot
+
+    root_conf = os.path.join(tmp, 'resq-agent-privsep.conf')
+    sockdir = os.path.join(tmp, 'run')
+    with open(root_conf, 'w') as f:
+        f.write('[resq_agent]\nresctrl_root = %s\nresctrl_fake = true\n\n'
+                '[resq_privsep_daemon]\nsocket_dir = %s\n'
+                'client_user = root\n' % (tree_root, sockdir))
+    os.chmod(tmp, 0o755)
+    log = open(os.path.join(tmp, 'daemon.log'), 'w')
+    proc = subprocess.Popen(privsep_boot.command(
+        ['--context', 'resctrl', '--config-file', root_conf]),
+        stdout=log, stderr=subprocess.STDOUT)
+    sock = os.path.join(sockdir, 'resctrl.sock')
+    try:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(sock):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError('resq-privsep-daemon did not start: see '
+                                   '%s' % log.name)
+            time.sleep(0.1)
+        conf.set_override('daemon_socket', sock, 'resq_privsep_resctrl')
+        privsep.resctrl_pctxt.set_client_mode(True)
+        yield proc
+    finally:
+        privsep.resctrl_pctxt.stop()
+        privsep.resctrl_pctxt.set_client_mode(False)
+        conf.clear_override('daemon_socket', 'resq_privsep_resctrl')
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+def _events(client, root, doms, tree_root, domain, cpus, first):
+    """Start one instance per CPU of ``cpus``; seconds to each partition."""
+    latencies = []
+    for i, cpu in enumerate(cpus):
+        consumer = str(uuid.UUID(int=first + i))
+        _allocate(client, root, consumer, domain, 1)
+        dom = doms.conn.defineXML(libvirt_fixture.nova_domain_xml(
+            consumer, (cpu,), ways=1))
+        doms.uuids.append(consumer)
+        t0 = time.monotonic()
+        dom.create()
+        _wait_group(tree_root, consumer, domain, cpu, 1)
+        latencies.append(time.monotonic() - t0)
+    return latencies
+
+
 def main(argv):
+    through_daemon = '--through-daemon' in argv
+    if through_daemon and os.geteuid() != 0:
+        print('agent benchmark: --through-daemon needs root (the daemon is '
+              'started by root)', file=sys.stderr)
+        return 2
     privsep.resctrl_pctxt.set_client_mode(False)
     conf = cfg.ConfigOpts()
     agent_conf.register_opts(conf)
@@ -270,18 +337,22 @@ def main(argv):
         mgr.reconcile()
         scrape = scrape_ms(mgr, tree.root)
         mgr.start(watch_libvirt=True)
-        latencies = []
-        for i in range(EVENTS):
-            consumer = str(uuid.UUID(int=10000 + i))
-            _allocate(client, root, consumer, 1, 1)
-            dom = doms.conn.defineXML(libvirt_fixture.nova_domain_xml(
-                consumer, (CPUS[1][110 + i],), ways=1))
-            doms.uuids.append(consumer)
-            t0 = time.monotonic()
-            dom.create()
-            _wait_group(tree.root, consumer, 1, CPUS[1][110 + i], 1)
-            latencies.append(time.monotonic() - t0)
+        latencies = _events(client, root, doms, tree.root, 1,
+                            [CPUS[1][110 + i] for i in range(EVENTS)], 10000)
         mgr.stop()
+        daemon_latencies = []
+        if through_daemon:
+            print('... the same events through resq-privsep-daemon',
+                  flush=True)
+            with tempfile.TemporaryDirectory() as tmp, \
+                    _privileged_daemon(conf, tree.root, tmp):
+                mgr = make()
+                mgr.reconcile()
+                mgr.start(watch_libvirt=True)
+                daemon_latencies = _events(
+                    client, root, doms, tree.root, 0,
+                    [CPUS[0][100 + i] for i in range(EVENTS)], 20000)
+                mgr.stop()
     event_s = statistics.median(latencies)
     print('... partitions per domain, 2 domains, 16 classes', flush=True)
     conf.clear_override('resctrl_root', 'resq_agent')
@@ -320,5 +391,14 @@ def main(argv):
                'event_to_applied_s': round(event_s, 4),
                'event_to_applied_max_s': round(max(latencies), 4),
                'instances': INSTANCES, 'ways_per_domain': WAYS}
+    if daemon_latencies:
+        daemon_s = statistics.median(daemon_latencies)
+        print('%-34s %10.4f %10s' % ('  through resq-privsep-daemon',
+                                     daemon_s, '<= 1.10x'))
+        figures.update({
+            'event_to_applied_daemon_s': round(daemon_s, 4),
+            'event_to_applied_daemon_max_s': round(max(daemon_latencies),
+                                                   4),
+            'event_to_applied_daemon_ratio': round(daemon_s / event_s, 3)})
     print(json.dumps(figures, sort_keys=True))
     return 0

@@ -77,9 +77,10 @@ CONTEXTS = {
     # resctrl files are root's, mode 0644; a FUSE tree's (fake hosts) may
     # be another user's: DAC override, nothing else.
     'resctrl': Spec('resctrl_pctxt', 'resq_agent.privsep.resctrl',
-                    ('resctrl_root', 'create_group', 'write_l3_masks',
-                     'assign_cpus', 'remove_group', 'write_default_l3_masks',
-                     'create_mon_group', 'remove_mon_group'),
+                    ('resctrl_root', 'create_group', 'write_l3_masks_wide',
+                     'assign_cpus', 'remove_group',
+                     'write_default_l3_masks_wide', 'create_mon_group',
+                     'remove_mon_group'),
                     (caps.CAP_DAC_OVERRIDE,), ()),
     # libpqos in this process: resctrl files (OS interface), and
     # /dev/cpu/*/msr (MSR interface: raw I/O).

@@ -25,6 +25,7 @@ assigns CPUs, never processes, so the context has no such call.
 """
 
 import os
+import re
 
 from resq_agent.conf import agent as agent_conf
 from resq_agent import privsep
@@ -32,6 +33,10 @@ from resq_common import exception
 from resq_common import resctrl
 from resq_common import resctrl_writer
 from resq_common import rootpath
+
+# A mask wider than msgpack's 64 bits, as _encode writes it (1024 ways at
+# most: resctrl_writer.MAX_WAYS).
+_WIDE = re.compile(r'0x[0-9a-f]{1,256}')
 
 
 def _root():
@@ -96,11 +101,38 @@ def create_group(group):
         return w.create_group(group)
 
 
-@privsep.resctrl_pctxt.entrypoint
+def _encode(masks):
+    """Masks wider than 64 bits as hex strings: msgpack carries no more.
+
+    Anything else goes as it is, for the privileged side's checks.
+    """
+    if not isinstance(masks, dict):
+        return masks
+    return {k: ('0x%x' % v if isinstance(v, int) and not isinstance(v, bool)
+                and v >= 1 << 63 else v) for k, v in masks.items()}
+
+
+def _decode(masks):
+    """The masks :func:`_encode` sent.
+
+    A string not of its shape stays one (and the writer refuses it).
+    """
+    if not isinstance(masks, dict):
+        return masks
+    return {k: (int(v, 16) if isinstance(v, str) and _WIDE.fullmatch(v)
+                else v) for k, v in masks.items()}
+
+
 def write_l3_masks(group, masks):
     """Set the group's L3 way masks: ``{domain id: int mask}``."""
+    return write_l3_masks_wide(group, _encode(masks))
+
+
+@privsep.resctrl_pctxt.entrypoint
+def write_l3_masks_wide(group, masks):
+    """:func:`write_l3_masks` on the privileged side (wide masks as hex)."""
     with _writer() as w:
-        w.write_l3_masks(group, masks)
+        w.write_l3_masks(group, _decode(masks))
 
 
 @privsep.resctrl_pctxt.entrypoint
@@ -117,7 +149,6 @@ def remove_group(group):
         return w.remove_group(group)
 
 
-@privsep.resctrl_pctxt.entrypoint
 def write_default_l3_masks(masks):
     """Set the default (root) group's L3 way masks: ``{domain id: mask}``.
 
@@ -125,8 +156,14 @@ def write_default_l3_masks(masks):
     CPUs, tasks or other resources), so the agent can shrink it to the ways
     no instance owns and give them back.
     """
+    return write_default_l3_masks_wide(_encode(masks))
+
+
+@privsep.resctrl_pctxt.entrypoint
+def write_default_l3_masks_wide(masks):
+    """:func:`write_default_l3_masks` on the privileged side."""
     with _writer() as w:
-        w.write_default_l3_masks(masks)
+        w.write_default_l3_masks(_decode(masks))
 
 
 @privsep.resctrl_pctxt.entrypoint

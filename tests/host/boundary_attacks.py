@@ -1024,7 +1024,7 @@ def attack_intermediate_symlink(lab):
                      os.path.join(data, 'resq.orig')),
                     ('symlink', decoy, os.path.join(data, 'resq'))],
             'calls': [(PREFIX + 'create_group', ('resq-evil',), {}),
-                      (PREFIX + 'write_l3_masks', ('resq-evil', {0: 0x3}),
+                      (PREFIX + 'write_l3_masks_wide', ('resq-evil', {0: 0x3}),
                        {})]})
         evil = os.path.join(decoy, 'resctrl', 'resq-evil')
         schemata = _read(os.path.join(evil, 'schemata'))

@@ -317,3 +317,22 @@ class FakeTreeAncestorsTest(base.TestCase):
                                   require_mount=False).__enter__)
         self.assertIn('symbolic link is refused', str(exc))
         self.assertTrue(os.path.isdir(tree.root))
+
+
+class WideMasksTest(base.TestCase):
+    """Masks wider than msgpack's 64 bits cross the boundary as hex."""
+
+    def test_round_trip_and_refusals(self):
+        from resq_agent.privsep import resctrl as priv
+
+        wide = {0: (1 << 127) | 1, 1: 0xff, 2: True}
+        sent = priv._encode(wide)
+        self.assertEqual({0: '0x%x' % ((1 << 127) | 1), 1: 0xff, 2: True},
+                         sent)
+        self.assertEqual(wide, priv._decode(sent))
+        # Strings of another shape stay strings: the writer refuses them.
+        self.assertEqual({0: '0xZZ', 1: '1' * 300},
+                         priv._decode({0: '0xZZ', 1: '1' * 300}))
+        self.assertEqual('0x' + '1' * 257,
+                         priv._decode({0: '0x' + '1' * 257})[0])
+        self.assertEqual([1], priv._encode([1]))
