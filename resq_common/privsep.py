@@ -41,15 +41,17 @@ DAEMON_SOCKET_OPT = cfg.StrOpt(
     'itself; helper_command is not used. The daemon must run as root.')
 
 
-def _opts():
+def _opts(with_daemon=False):
     opts = copy.deepcopy(priv_context.OPTS)
     for opt in opts:
         if opt.name == 'helper_command':
             opt.help += (' resq-nova always appends the program\'s '
                          '--config-file and --config-dir arguments: the '
-                         'daemon reads what it may write from them. Not '
-                         'used when daemon_socket is set.')
-    return opts + [copy.deepcopy(DAEMON_SOCKET_OPT)]
+                         'daemon reads what it may write from them.')
+            if with_daemon:
+                opt.help += ' Not used when daemon_socket is set.'
+    return opts + ([copy.deepcopy(DAEMON_SOCKET_OPT)] if with_daemon
+                   else [])
 
 
 class DaemonUnreachable(daemon.FailedToDropPrivileges):
@@ -86,22 +88,30 @@ class SocketClientChannel(daemon._ClientChannel):
         super().__init__(sock, context)
 
 
-def list_opts(*sections):
-    """oslo.privsep's options under each of ``sections``, for the samples."""
-    return [(section, _opts()) for section in sections]
+def list_opts(*sections, with_daemon=False):
+    """oslo.privsep's options under each of ``sections``, for the samples.
+
+    :param with_daemon: the contexts can reach a root-started daemon
+        (``daemon_socket``).
+    """
+    return [(section, _opts(with_daemon)) for section in sections]
 
 
 class PrivContext(priv_context.PrivContext):
     """:class:`oslo_privsep.priv_context.PrivContext` on a given conf."""
 
     def __init__(self, prefix, cfg_section, pypath, capabilities,
-                 logger_name='oslo_privsep.daemon', timeout=None):
+                 logger_name='oslo_privsep.daemon', timeout=None,
+                 with_daemon=False):
         super().__init__(prefix, cfg_section=cfg_section, pypath=pypath,
                          capabilities=capabilities, logger_name=logger_name,
                          timeout=timeout)
         self._defaults = {'capabilities': list(capabilities),
                           'logger_name': logger_name}
         self.config = cfg.CONF
+        # Whether a root-started daemon serves this context
+        # (resq_agent.privsep.daemon): then [section] daemon_socket exists.
+        self.with_daemon = with_daemon
 
     def use_conf(self, conf):
         """Read this context's options and config files from ``conf``.
@@ -110,7 +120,7 @@ class PrivContext(priv_context.PrivContext):
         privileged call; returns the previous ``ConfigOpts``.
         """
         if self.cfg_section not in conf:
-            conf.register_opts(_opts(), group=self.cfg_section)
+            conf.register_opts(_opts(self.with_daemon), group=self.cfg_section)
             for name, value in self._defaults.items():
                 conf.set_default(name, value, group=self.cfg_section)
         previous, self.config = self.config, conf
@@ -122,7 +132,7 @@ class PrivContext(priv_context.PrivContext):
 
     def start(self, method=priv_context.Method.ROOTWRAP):
         """Connect to the root-started daemon, or start one as oslo does."""
-        path = self.conf.daemon_socket
+        path = self.conf.daemon_socket if self.with_daemon else None
         if not path:
             return super().start(method)
         with self.start_lock:

@@ -25,10 +25,12 @@ RESCTRL_FAKE_OPT = cfg.BoolOpt(
     help='The resctrl root is a tree built by "python -m '
          'resq_agent.fake_resctrl" (devstack sets this with '
          'RESQ_FAKE_RESCTRL on hosts without Intel RDT), not a mounted '
-         'resctrl file system: the privsep daemon then writes there '
+         'resctrl file system: the privileged daemon then writes there '
          'although it is not one, so the whole path runs without CAT. '
          'Nothing is isolated. Never set it on a host that should enforce '
-         'partitions.')
+         'partitions. The daemon honours it only from root\'s own file '
+         '(resq-agent-privsep.conf), and only when every directory above '
+         'the tree is root\'s alone.')
 
 RESCTRL_ROOT_OPT = cfg.StrOpt(
     'resctrl_root',
@@ -37,9 +39,10 @@ RESCTRL_ROOT_OPT = cfg.StrOpt(
          'path the agent reads or writes is under it; change it only to '
          'point the agent at a copied tree for testing. When it is missing '
          'the agent reports no LLC inventory and enforces nothing. The '
-         'privsep daemon reads this option from the agent\'s configuration '
-         'files itself (callers cannot choose where it writes) and writes '
-         'only to a mounted resctrl file system.')
+         'privileged daemon (resq-privsep-daemon) reads this option from '
+         'root\'s own file, resq-agent-privsep.conf (callers cannot choose '
+         'where it writes), and writes only to a mounted resctrl file '
+         'system.')
 
 ALL_OPTS = [
     RESCTRL_ROOT_OPT,

@@ -21,7 +21,7 @@ def list_opts():
     return (agent.list_opts() + dma.list_opts() + nfvnice.list_opts()
             + ondemand.list_opts()
             + privsep.list_opts('resq_privsep_resctrl', 'resq_privsep_pqos',
-                                'resq_privsep_openflow'))
+                                'resq_privsep_openflow', with_daemon=True))
 
 
 def list_privsep_opts():

@@ -14,7 +14,9 @@
 Only the functions in this package's modules run as root; callers write
 ``import resq_agent.privsep.resctrl`` so each call into root is visible.
 The agent runs as an unprivileged user and calls :func:`init` with its own
-``ConfigOpts`` once it has parsed it.
+``ConfigOpts`` once it has parsed it. Root starts one daemon per context
+(:mod:`resq_agent.privsep.daemon`); the agent connects to it
+(``[resq_privsep_*] daemon_socket``).
 """
 
 from oslo_privsep import capabilities
@@ -29,6 +31,7 @@ resctrl_pctxt = privsep.PrivContext(
     cfg_section='resq_privsep_resctrl',
     pypath=__name__ + '.resctrl_pctxt',
     capabilities=[capabilities.CAP_DAC_OVERRIDE],
+    with_daemon=True,
 )
 
 # libpqos: its OS interface writes resctrl files (DAC override), its MSR
@@ -39,6 +42,7 @@ pqos_pctxt = privsep.PrivContext(
     pypath=__name__ + '.pqos_pctxt',
     capabilities=[capabilities.CAP_DAC_OVERRIDE,
                   capabilities.CAP_SYS_RAWIO],
+    with_daemon=True,
 )
 
 # ovs-ofctl to the bridge's management socket (root's, mode 0750): DAC
@@ -48,6 +52,7 @@ openflow_pctxt = privsep.PrivContext(
     cfg_section='resq_privsep_openflow',
     pypath=__name__ + '.openflow_pctxt',
     capabilities=[capabilities.CAP_DAC_OVERRIDE],
+    with_daemon=True,
 )
 
 CONTEXTS = (resctrl_pctxt, pqos_pctxt, openflow_pctxt)
