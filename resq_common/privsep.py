@@ -28,6 +28,7 @@ import copy
 import shlex
 import socket
 import struct
+import time
 
 from oslo_config import cfg
 from oslo_privsep import daemon
@@ -54,18 +55,36 @@ def _opts(with_daemon=False):
                    else [])
 
 
+CONNECT_WAIT_S = 10
+
+
+def _connect(sock, path, wait):
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return sock.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError):
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
 class DaemonUnreachable(daemon.FailedToDropPrivileges):
     """The privileged daemon's socket cannot be reached or is not root's."""
 
 
 class SocketClientChannel(daemon._ClientChannel):
-    """oslo.privsep's client on the socket of a daemon root started."""
+    """oslo.privsep's client on the socket of a daemon root started.
 
-    def __init__(self, path, context):
+    A daemon starting or restarting (no socket yet, or nobody listening)
+    is waited for, ``wait`` seconds at most.
+    """
+
+    def __init__(self, path, context, wait=CONNECT_WAIT_S):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             try:
-                sock.connect(path)
+                _connect(sock, path, wait)
             except OSError as exc:
                 raise DaemonUnreachable(
                     'cannot reach the privileged daemon of %s at %s (%s): '

@@ -362,6 +362,27 @@ def listen(conf, name):
     return sock, os.path.join(sdir, final), client.pw_uid
 
 
+def notify_ready(environ=None):
+    """Tell systemd (``Type=notify``) the socket is listening.
+
+    Nothing without ``$NOTIFY_SOCKET``; a failure is logged, never fatal.
+    """
+    environ = os.environ if environ is None else environ
+    target = environ.get('NOTIFY_SOCKET')
+    if not target:
+        return False
+    if target.startswith('@'):
+        target = '\0' + target[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.connect(target)
+            s.sendall(b'READY=1')
+    except OSError as exc:
+        LOG.warning('cannot notify systemd at %s: %s', target, exc)
+        return False
+    return True
+
+
 def _reap(children):
     while children:
         try:
@@ -447,6 +468,7 @@ def serve(name, data, config_path, owners):
     LOG.info('resq-privsep-daemon %s serving on %s for uid %d (bounding '
              'set %#x, no_new_privs %d)', name, path, client_uid,
              bounding_set(), prctl(PR_GET_NO_NEW_PRIVS))
+    notify_ready()
     children = set()
     limit = conf[GROUP].max_connections
     while not stop['now']:

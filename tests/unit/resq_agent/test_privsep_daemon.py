@@ -10,6 +10,8 @@ import io
 import os
 import socket
 import sys
+import threading
+import time
 
 from oslo_privsep import comm
 
@@ -336,3 +338,39 @@ class WideMasksTest(base.TestCase):
         self.assertEqual('0x' + '1' * 257,
                          priv._decode({0: '0x' + '1' * 257})[0])
         self.assertEqual([1], priv._encode([1]))
+
+
+class ReadinessTest(base.TestCase):
+
+    def test_systemd_hears_ready(self):
+        path = os.path.join(self.tmp, 'notify')
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.bind(path)
+            self.assertTrue(daemon.notify_ready({'NOTIFY_SOCKET': path}))
+            self.assertEqual(b'READY=1', s.recv(64))
+        self.assertFalse(daemon.notify_ready({}))
+        # Nobody listening: logged, not fatal.
+        self.assertFalse(daemon.notify_ready({'NOTIFY_SOCKET': path}))
+
+    def test_the_agent_waits_for_a_daemon_starting(self):
+        path = os.path.join(self.tmp, 'late.sock')
+        listener = socket.socket(socket.AF_UNIX)
+        self.addCleanup(listener.close)
+
+        def later():
+            time.sleep(0.5)
+            listener.bind(path)
+            listener.listen(1)
+
+        t = threading.Thread(target=later)
+        t.start()
+        s = socket.socket(socket.AF_UNIX)
+        self.addCleanup(s.close)
+        common_privsep._connect(s, path, wait=10)
+        t.join()
+        gone = socket.socket(socket.AF_UNIX)
+        self.addCleanup(gone.close)
+        started = time.monotonic()
+        self.assertRaises(FileNotFoundError, common_privsep._connect, gone,
+                          path + '.none', 0.3)
+        self.assertLess(time.monotonic() - started, 5)
