@@ -92,13 +92,27 @@ def _fixtures(*fixtures_):
                 pass
 
 
-def _allocate(client, root, consumer, domain_id, ways):
+def _allocate(client, root, consumer, domain_id, ways, tries=5):
+    """Allocate ``ways`` for ``consumer``, as Nova would.
+
+    Retried as Placement's clients retry: on a generation conflict (the
+    running agent's inventory report updates the provider at the same
+    time), and on the in-process SQLite database's "transaction within a
+    transaction" when two threads write at once.
+    """
     rp = cache_domain.provider_uuid(root, domain_id)
     body = {'allocations': {rp: {'resources': {'CUSTOM_LLC_WAY': ways}}},
             'project_id': 'p', 'user_id': 'u', 'consumer_generation': None}
-    resp = client._adapter.put('/allocations/%s' % consumer, json=body,
-                               microversion='1.28')
-    assert resp.status_code == 204, resp.text
+    for attempt in range(tries):
+        resp = client._adapter.put('/allocations/%s' % consumer, json=body,
+                                   microversion='1.28', raise_exc=False)
+        if resp.status_code == 204:
+            return
+        if resp.status_code not in (409, 500):
+            break
+        time.sleep(0.1 * (attempt + 1))
+    raise AssertionError('allocation of %s failed: %d %s'
+                         % (consumer, resp.status_code, resp.text))
 
 
 def _in_effect(tree, domain, cpu, ways):
