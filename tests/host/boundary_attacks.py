@@ -953,13 +953,15 @@ def attack_pyc_plant(lab):
             cmd = lab.real_cmd_with_path(conf, insert=[top])
         return {'cmd': cmd, 'sock': sock, 'marker': marker}
 
-    def attack(label, daemon, ctx):
-        why = 'started' if daemon.started else daemon.refusal()
-        ran = _read(ctx['marker'])
-        return bool(ran and 'euid=0' in ran), '.pyc %s; daemon %s' % (
-            'ran as root' if ran else 'not run', why.strip()[:200])
+    return _pair(lab, 'pyc_plant', prepare, _pyc_outcome)
 
-    return _pair(lab, 'pyc_plant', prepare, attack)
+
+def _pyc_outcome(label, daemon, ctx):
+    """Whether the planted .pyc ran as root, and what the daemon did."""
+    why = 'started' if daemon.started else daemon.refusal()
+    ran = _read(ctx['marker'])
+    return bool(ran and 'euid=0' in ran), '.pyc %s; daemon %s' % (
+        'ran as root' if ran else 'not run', why.strip()[:200])
 
 
 def attack_first_stage_pyc(lab):
@@ -986,13 +988,7 @@ def attack_first_stage_pyc(lab):
             cmd = lab.stub_cmd(conf)
         return {'cmd': cmd, 'sock': sock, 'cwd': top, 'marker': marker}
 
-    def attack(label, daemon, ctx):
-        why = 'started' if daemon.started else daemon.refusal()
-        ran = _read(ctx['marker'])
-        return bool(ran and 'euid=0' in ran), '.pyc %s; daemon %s' % (
-            'ran as root' if ran else 'not run', why.strip()[:160])
-
-    return _pair(lab, 'first_stage_pyc', prepare, attack)
+    return _pair(lab, 'first_stage_pyc', prepare, _pyc_outcome)
 
 
 def attack_intermediate_symlink(lab):
