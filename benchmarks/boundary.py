@@ -18,28 +18,20 @@ a daemon with the defence under test turned off and against the real
   (``daemon``), through a stock oslo.privsep daemon the caller starts
   (``oslo``: ``privsep-helper`` through ``helper_command``, no sudo, the
   old way) and in-process (no boundary);
-* ``event_to_applied_s_estimate``: the recorded agent benchmark's
-  ``event_to_applied_s`` (which runs the privileged calls in-process)
-  plus the daemon's cost per partition.
+
+The agent's event to partition time through the daemon is measured by
+``python -m benchmarks agent --through-daemon`` (the agent sends a pass's
+writes as one batch, ``apply_ops``; the calls here are the single ones).
 
 Needs root: ``python -m benchmarks boundary [--reps N]``.
 """
 
 import argparse
 import json
-import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-AGENT_RECORD = os.path.join(ROOT, 'doc', 'source', 'figures',
-                            'bench-agent.json')
 CALLS = ('write_default_l3_masks', 'create_group', 'write_l3_masks',
          'assign_cpus')
-
-
-def recorded_event_to_applied(path=AGENT_RECORD):
-    with open(path) as f:
-        return float(json.load(f)['event_to_applied_s'])
 
 
 def main(argv):
@@ -66,10 +58,8 @@ def main(argv):
     errors = [o for o in outcomes if o.against_real is None]
     real_hits = [o for o in outcomes if o.against_real]
     weak_hits = [o for o in outcomes if o.against_weakened]
-    recorded = recorded_event_to_applied()
     daemon_ms = timings['daemon']['median_ms']
     inproc_ms = timings['inprocess']['median_ms']
-    estimate = recorded + (daemon_ms - inproc_ms) / 1000.0
 
     print()
     print('%-24s %-10s %-10s' % ('attack', 'weakened', 'real'))
@@ -95,9 +85,6 @@ def main(argv):
                         ('inprocess', 'in-process (no boundary)')):
         print('%-34s %10.3f %10.3f' % (label, timings[mode]['median_ms'],
                                        timings[mode]['p90_ms']))
-    print('%-34s %10.4f s' % ('event -> applied, recorded', recorded))
-    print('%-34s %10.4f s (x%.3f)' % ('event -> applied, with daemon',
-                                      estimate, estimate / recorded))
     figures = {
         'benchmark': 'boundary',
         'privileged_attacks_tried': len(outcomes),
@@ -117,9 +104,6 @@ def main(argv):
         'partition_calls_daemon_ms': round(daemon_ms, 3),
         'partition_calls_oslo_ms': round(timings['oslo']['median_ms'], 3),
         'partition_calls_inprocess_ms': round(inproc_ms, 3),
-        'event_to_applied_s_recorded': recorded,
-        'event_to_applied_s_estimate': round(estimate, 4),
-        'event_to_applied_ratio': round(estimate / recorded, 4),
     }
     print(json.dumps(figures, sort_keys=True))
     return 0

@@ -36,7 +36,10 @@ service) and stale monitoring groups, shrink the default group where it
 shrinks, write each group (CPUs of departing members out first, then the
 masks, then the CPUs of the members), its members' monitoring groups,
 grow the default group. Every write is idempotent and skipped when the
-tree already holds the value.
+tree already holds the value. A pass's writes cross the privileged
+boundary as one batch in that order
+(:func:`resq_agent.privsep.resctrl.apply_ops`); a group whose creation or
+write failed gets no further write in the pass.
 """
 
 import dataclasses
@@ -134,6 +137,22 @@ def _l3(schemata):
     return None
 
 
+class _Batch:
+    """A pass's privileged writes, in order.
+
+    With each, what its outcome means: its name in errors, its step, and
+    what to do once it is done.
+    """
+
+    def __init__(self):
+        self.ops = []
+        self.meta = []
+
+    def add(self, op, what, step, done=None, arg=None):
+        self.ops.append(op)
+        self.meta.append((what, step, done, arg))
+
+
 class ResctrlEnforcer:
     """Writes layouts into the resctrl tree at ``root``.
 
@@ -208,6 +227,9 @@ class ResctrlEnforcer:
     def apply(self, lay, domain_ids, steps=None):
         """Make the tree hold ``lay`` (a :class:`resq_agent.layout.Layout`).
 
+        The writes go to the privileged side as one batch (a few, for a
+        pass large enough), in the order the module describes.
+
         :param domain_ids: every cache domain of the host.
         :param steps: test hook, a list the step names are appended to.
         :returns: :class:`ApplyResult`; failures are logged and listed, and
@@ -215,14 +237,13 @@ class ResctrlEnforcer:
         """
         result = ApplyResult()
         record = steps.append if steps is not None else (lambda _: None)
+        batch = _Batch()
         groups = self.groups()
         wanted = plans(lay)
         for name in sorted(set(groups) - set(wanted)):
-            if self._do(result, 'remove %s' % name,
-                        resq_agent.privsep.resctrl.remove_group, name):
-                result.removed.append(name)
-                record('remove %s' % name)
-        monitored = self._stale_mon_groups(result, wanted, record)
+            batch.add(('remove', None, name), 'remove %s' % name,
+                      'remove %s' % name, result.removed.append, name)
+        monitored = self._stale_mon_groups(batch, wanted)
         current_default = self.default_masks()
         final_default = {d: lay.default_masks.get(d, current_default.get(d))
                          for d in domain_ids}
@@ -231,26 +252,38 @@ class ResctrlEnforcer:
             old = current_default.get(d)
             interim[d] = new if old is None or new & ~old == 0 else old
         if interim != current_default:
-            self._write_default(result, interim, record, 'shrink')
+            self._write_default(batch, interim, 'shrink')
         for name, plan in sorted(wanted.items()):
-            if self._write_group(result, groups.get(name), plan,
-                                 final_default, record):
-                self._monitor_members(result, plan, monitored, record)
+            self._write_group(batch, groups.get(name), plan, final_default,
+                              result)
+            self._monitor_members(batch, plan, monitored)
         if final_default != interim:
-            self._write_default(result, final_default, record, 'grow')
+            self._write_default(batch, final_default, 'grow')
+        for (what, step, done, arg), res in zip(
+                batch.meta, resq_agent.privsep.resctrl.run_ops(batch.ops)):
+            if res is None:
+                if step:
+                    record(step)
+                if done:
+                    done(arg)
+            elif res == 'skipped':
+                continue
+            elif (isinstance(res, exception.MonitoringUnavailable)
+                    and what.startswith('monitoring group')):
+                LOG.warning('Instance %s is partitioned but not monitored: '
+                            '%s', arg, res.message)
+            else:
+                self._failed(result, what, res)
         return result
 
-    def _write_group(self, result, state, plan, defaults, record):
-        """Write one group; True when its masks and CPUs are in place."""
+    def _write_group(self, batch, state, plan, defaults, result):
+        """Queue one group's writes, chained on the group's name."""
         name = plan.name
         masks = dict(defaults)
         masks.update(plan.masks)
-        mod = resq_agent.privsep.resctrl
         if state is None:
-            if not self._do(result, 'create %s' % name, mod.create_group,
-                            name):
-                return False
-            record('create %s' % name)
+            batch.add(('create', name, name), 'create %s' % name,
+                      'create %s' % name)
             state = GroupState(name)
         cpus = tuple(sorted(plan.cpus))
         have = tuple(sorted(state.cpus))
@@ -258,33 +291,32 @@ class ResctrlEnforcer:
         if state.masks != masks and staying != have:
             # Departing members' CPUs go back to the default group before
             # the masks change under them.
-            if not self._do(result, 'cpus %s' % name, mod.assign_cpus,
-                            name, list(staying)):
-                return False
-            record('cpus %s (departed)' % name)
+            batch.add(('cpus', name, name, list(staying)), 'cpus %s' % name,
+                      'cpus %s (departed)' % name)
             have = staying
         if state.masks != masks:
-            if not self._do(result, 'schemata %s' % name,
-                            mod.write_l3_masks, name, masks):
-                return False
-            record('schemata %s' % name)
+            moved = [a for a in plan.members
+                     if (state.masks or {}).get(a.domain_id) != a.mask]
+            batch.add(('schemata', name, name, masks),
+                      'schemata %s' % name, 'schemata %s' % name,
+                      self._written(result, name), moved)
+        if have != cpus:
+            batch.add(('cpus', name, name, list(cpus)), 'cpus %s' % name,
+                      'cpus %s' % name)
+
+    @staticmethod
+    def _written(result, name):
+        def done(members):
             result.written.append(name)
-            for a in plan.members:
-                if (state.masks or {}).get(a.domain_id) == a.mask:
-                    continue
+            for a in members:
                 LOG.info('Instance %s: cache domain %d mask %s (%d ways) '
                          'in resctrl group %s%s', a.instance_uuid,
                          a.domain_id, cbm.fmt(a.mask), a.ways, name,
                          ', moved to remove fragmentation' if a.moved
                          else '')
-        if have != cpus:
-            if not self._do(result, 'cpus %s' % name, mod.assign_cpus,
-                            name, list(cpus)):
-                return False
-            record('cpus %s' % name)
-        return True
+        return done
 
-    def _stale_mon_groups(self, result, wanted, record):
+    def _stale_mon_groups(self, batch, wanted):
         """Remove members' monitoring groups no member needs any more.
 
         :returns: ``{(group, mon): cpus}`` of those that stay, or None
@@ -308,17 +340,17 @@ class ResctrlEnforcer:
                     except (OSError, ValueError, exception.ResctrlError):
                         found[(name, mon)] = None
                     continue
-                if self._do(result, 'remove monitoring group %s/%s' % (
-                        name, mon), resq_agent.privsep.resctrl
-                        .remove_mon_group, name, mon):
-                    record('remove mon %s/%s' % (name, mon))
+                batch.add(('remove_mon', None, name, mon),
+                          'remove monitoring group %s/%s' % (name, mon),
+                          'remove mon %s/%s' % (name, mon))
         return found
 
-    def _monitor_members(self, result, plan, monitored, record):
+    def _monitor_members(self, batch, plan, monitored):
         """Each member of a shared class: a monitoring group of its own.
 
         Without monitoring (no L3_MON, no RMID left) the partition stands;
-        only that instance's occupancy and bandwidth are unknown.
+        only that instance's occupancy and bandwidth are unknown. Chained
+        on the class: no monitoring group in a class that failed.
         """
         if monitored is None or not plan.shared:
             return
@@ -327,33 +359,17 @@ class ResctrlEnforcer:
             cpus = tuple(sorted(a.cpus))
             if monitored.get((plan.name, mon)) == cpus:
                 continue
-            try:
-                resq_agent.privsep.resctrl.create_mon_group(
-                    plan.name, mon, list(cpus))
-                record('mon %s/%s' % (plan.name, mon))
-            except exception.MonitoringUnavailable as exc:
-                LOG.warning('Instance %s is partitioned but not monitored: '
-                            '%s', a.instance_uuid, exc.message)
-            except Exception as exc:
-                self._failed(result, 'monitoring group %s/%s' % (
-                    plan.name, mon), exc)
+            batch.add(('mon', plan.name, plan.name, mon, list(cpus)),
+                      'monitoring group %s/%s' % (plan.name, mon),
+                      'mon %s/%s' % (plan.name, mon), None, a.instance_uuid)
 
-    def _write_default(self, result, masks, record, why):
-        if self._do(result, '%s default group' % why,
-                    resq_agent.privsep.resctrl.write_default_l3_masks,
-                    masks):
-            record('%s default' % why)
+    def _write_default(self, batch, masks, why):
+        def done(_):
             LOG.info('Default resctrl group: %s', ', '.join(
                 'domain %d mask %s' % (d, cbm.fmt(m))
                 for d, m in sorted(masks.items())))
-
-    def _do(self, result, what, fn, *args):
-        try:
-            fn(*args)
-            return True
-        except Exception as exc:
-            self._failed(result, what, exc)
-            return False
+        batch.add(('default', None, dict(masks)),
+                  '%s default group' % why, '%s default' % why, done)
 
     def _failed(self, result, what, exc):
         """Log and list a failed privileged call: it costs only itself."""

@@ -80,7 +80,7 @@ CONTEXTS = {
                     ('resctrl_root', 'create_group', 'write_l3_masks_wide',
                      'assign_cpus', 'remove_group',
                      'write_default_l3_masks_wide', 'create_mon_group',
-                     'remove_mon_group'),
+                     'remove_mon_group', 'apply_ops'),
                     (caps.CAP_DAC_OVERRIDE,), ()),
     # libpqos in this process: resctrl files (OS interface), and
     # /dev/cpu/*/msr (MSR interface: raw I/O).

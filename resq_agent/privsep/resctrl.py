@@ -27,6 +27,8 @@ assigns CPUs, never processes, so the context has no such call.
 import os
 import re
 
+import msgpack
+
 from resq_agent.conf import agent as agent_conf
 from resq_agent import privsep
 from resq_common import exception
@@ -181,3 +183,149 @@ def remove_mon_group(group, mon):
     """Remove monitoring group ``mon`` of ``group`` (idempotent)."""
     with _writer() as w:
         return w.remove_mon_group(group, mon)
+
+
+# A batch: each operation is ``[kind, chain, *arguments]``, the arguments
+# those of the single call of that name above.
+_OPS = {
+    'remove': (1, lambda w, group: w.remove_group(group)),
+    'remove_mon': (2, lambda w, group, mon: w.remove_mon_group(group, mon)),
+    'default': (1, lambda w, masks: w.write_default_l3_masks(
+        _decode(masks))),
+    'create': (1, lambda w, group: w.create_group(group)),
+    'cpus': (2, lambda w, group, cpus: w.assign_cpus(group, cpus)),
+    'schemata': (2, lambda w, group, masks: w.write_l3_masks(
+        group, _decode(masks))),
+    'mon': (3, lambda w, group, mon, cpus: w.create_mon_group(
+        group, mon, cpus)),
+}
+# A failed monitoring group costs only itself: the partition stands.
+_ENDS_NO_CHAIN = frozenset(['mon'])
+#: Most operations in one batch (a 64 KiB message holds them well).
+MAX_OPS = 512
+#: Bytes of operations :func:`run_ops` puts in one batch, under the
+#: daemon's 64 KiB message limit.
+BATCH_BYTES = 48 * 1024
+# Exceptions a failed operation comes back as, by name; any other is
+# reported by its name and message as a ResctrlError.
+_ERRORS = {cls.__name__: cls for cls in (
+    exception.ResctrlError, exception.InvalidCpuList,
+    exception.MonitoringUnavailable, exception.RmidsExhausted)}
+
+
+def _check_ops(ops):
+    if not isinstance(ops, (list, tuple)) or len(ops) > MAX_OPS:
+        raise exception.ResctrlError(
+            reason='a batch of resctrl writes is a list of at most %d '
+            'operations' % MAX_OPS)
+    for op in ops:
+        if (not isinstance(op, (list, tuple)) or len(op) < 2
+                or op[0] not in _OPS or len(op) != 2 + _OPS[op[0]][0]
+                or not (op[1] is None or isinstance(op[1], str))):
+            raise exception.ResctrlError(
+                reason='refused resctrl batch operation %.80r: an '
+                'operation is [kind, chain, arguments...] with kind one '
+                'of %s' % (op, ', '.join(sorted(_OPS))))
+
+
+def _outcome(exc):
+    if isinstance(exc, exception.ResQException):
+        return [type(exc).__name__, exc.message, None]
+    if isinstance(exc, OSError):
+        return ['OSError', exc.strerror or str(exc), exc.errno]
+    return [type(exc).__name__, str(exc), None]
+
+
+@privsep.resctrl_pctxt.entrypoint
+def apply_ops(ops):
+    """A reconcile's writes in their order, through one writer.
+
+    One call instead of one per write: the reconcile's latency does not
+    grow with the boundary. Each operation is checked as its single call
+    checks it. An operation whose ``chain`` (a group name, or None for
+    none) has failed is skipped: a group whose creation failed gets no
+    masks. The whole batch is refused, before any write, when one
+    operation is not of the known kinds and arities.
+
+    :returns: one entry per operation: None when done, ``'skipped'``, or
+        ``[error class name, message, errno]``.
+    """
+    _check_ops(ops)
+    out = []
+    failed = set()
+    with _writer() as w:
+        for kind, chain, *args in ops:
+            if chain is not None and chain in failed:
+                out.append('skipped')
+                continue
+            try:
+                _OPS[kind][1](w, *args)
+                out.append(None)
+            except Exception as exc:
+                out.append(_outcome(exc))
+                if chain is not None and kind not in _ENDS_NO_CHAIN:
+                    failed.add(chain)
+    return out
+
+
+def _rebuild(entry):
+    name, message, err = entry
+    if name == 'OSError':
+        return OSError(err, message)
+    cls = _ERRORS.get(name)
+    if cls is not None:
+        return cls(reason=message)
+    return exception.ResctrlError(reason='%s: %s' % (name, message))
+
+
+def _wire(op):
+    kind = op[0]
+    if kind in ('default', 'schemata'):
+        return list(op[:-1]) + [_encode(op[-1])]
+    return list(op)
+
+
+def _batches(ops):
+    batch, size = [], 0
+    for op in ops:
+        n = len(msgpack.packb(op, use_bin_type=True))
+        if batch and (size + n > BATCH_BYTES or len(batch) >= MAX_OPS):
+            yield batch
+            batch, size = [], 0
+        batch.append(op)
+        size += n
+    if batch:
+        yield batch
+
+
+def run_ops(ops):
+    """Run ``ops`` (see :func:`apply_ops`) in as few calls as fit.
+
+    :returns: one entry per operation: None when done, ``'skipped'`` when
+        its chain failed earlier, or the exception it failed with (a call
+        that fails as a whole, a daemon that died, fails each of its
+        operations with that exception).
+    """
+    out = []
+    failed = set()
+    for batch in _batches([_wire(op) for op in ops]):
+        keep = [op[1] is None or op[1] not in failed for op in batch]
+        sent = [op for op, k in zip(batch, keep) if k]
+        try:
+            results = list(apply_ops(sent)) if sent else []
+            if len(results) != len(sent):
+                raise exception.ResctrlError(
+                    reason='the privileged side answered %d outcomes for '
+                    '%d operations' % (len(results), len(sent)))
+        except Exception as exc:
+            results = [exc] * len(sent)
+        answers = iter(results)
+        for op, k in zip(batch, keep):
+            res = next(answers) if k else 'skipped'
+            if isinstance(res, (list, tuple)):
+                res = _rebuild(res)
+            out.append(res)
+            if (isinstance(res, Exception) and op[1] is not None
+                    and op[0] not in _ENDS_NO_CHAIN):
+                failed.add(op[1])
+    return out

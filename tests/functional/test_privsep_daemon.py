@@ -194,6 +194,29 @@ class PrivsepStartedByRootTest(base.TestCase):
         self.assertIn('NoNewPrivs:\t1', status)
         self.assertIn('CapBnd:\t0000000000000002', status)
 
+    def test_a_pass_as_one_batch(self):
+        """The enforcer's batch crosses the socket and keeps its order."""
+        self._start()
+        ops = [['create', 'resq-b', 'resq-b'],
+               ['schemata', 'resq-b', 'resq-b', {0: 0x3}],
+               ['cpus', 'resq-b', 'resq-b', [1]],
+               ['create', 'resq-c', 'resq-c/../x'],
+               ['cpus', 'resq-c', 'resq-c', [2]]]
+        out = self.mod.run_ops(ops)
+        self.assertEqual([None, None, None], out[:3])
+        self.assertIsInstance(out[3], exception.ResctrlError)
+        self.assertEqual('skipped', out[4])
+        with open(os.path.join(self.tree.root, 'resq-b', 'cpus_list')) as f:
+            self.assertEqual('1\n', f.read())
+        # A batch holding an operation outside the known kinds is refused
+        # whole, before any write.
+        exc = self.assertRaises(
+            exception.ResctrlError, self.mod.apply_ops,
+            [['create', None, 'resq-d'], ['unlink', None, '/etc/passwd']])
+        self.assertIn('refused resctrl batch operation', exc.message)
+        self.assertFalse(os.path.exists(os.path.join(self.tree.root,
+                                                     'resq-d')))
+
     def test_a_file_the_agent_could_swap_starts_no_daemon(self):
         os.chown(os.path.dirname(self.root_conf), 65534, 65534)
         proc, log = self._start()
