@@ -205,6 +205,14 @@ class Resctrl:
     def _isfile(self, *parts):
         return os.path.isfile(os.path.join(self.root, *parts))
 
+    def _subdirs(self, *parts):
+        """Names of the directories in ``root/parts...`` ([] if none)."""
+        try:
+            names = os.listdir(os.path.join(self.root, *parts))
+        except OSError:
+            return []
+        return [n for n in names if self._isdir(*parts, n)]
+
     @property
     def l3_info_dir(self):
         for name in ('L3', 'L3CODE'):
@@ -264,11 +272,7 @@ class Resctrl:
 
     # -- rules that limit what mkdir and schemata writes accept ----------
     def _info_dirs(self):
-        try:
-            names = os.listdir(os.path.join(self.root, 'info'))
-        except OSError:
-            return []
-        return sorted(n for n in names if self._isdir('info', n))
+        return sorted(self._subdirs('info'))
 
     def closid_limits(self):
         """``{resource: num_closids}`` of every allocation resource.
@@ -337,9 +341,7 @@ class Resctrl:
 
     def groups(self):
         """Every resource group directory (ours and foreign)."""
-        return sorted(n for n in os.listdir(self.root)
-                      if n not in _NOT_GROUPS
-                      and os.path.isdir(os.path.join(self.root, n)))
+        return sorted(n for n in self._subdirs() if n not in _NOT_GROUPS)
 
     def owned_groups(self):
         """The agent's groups: ``resq-`` ones but the profiler's."""
@@ -369,31 +371,15 @@ class Resctrl:
 
     def mon_groups(self, name):
         """Names of the monitoring groups of control group ``name``."""
-        base = os.path.join(self.root, check_group_name(name), MON_GROUPS)
-        try:
-            names = os.listdir(base)
-        except OSError:
-            return []
-        return sorted(n for n in names
-                      if os.path.isdir(os.path.join(base, n)))
+        return sorted(self._subdirs(check_group_name(name), MON_GROUPS))
 
     def mon_groups_of(self, name):
         """Monitoring groups of any group, ours or not (to count RMIDs)."""
-        base = os.path.join(self.root, name, MON_GROUPS)
-        try:
-            return [n for n in os.listdir(base)
-                    if os.path.isdir(os.path.join(base, n))]
-        except OSError:
-            return []
+        return self._subdirs(name, MON_GROUPS)
 
     def mon_groups_of_root(self):
         """Monitoring groups of the default group."""
-        base = os.path.join(self.root, MON_GROUPS)
-        try:
-            return [n for n in os.listdir(base)
-                    if os.path.isdir(os.path.join(base, n))]
-        except OSError:
-            return []
+        return self._subdirs(MON_GROUPS)
 
     def read_mon_cpus(self, name, mon):
         return parse_cpu_list(self._read(check_group_name(name), MON_GROUPS,

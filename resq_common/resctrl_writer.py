@@ -171,6 +171,15 @@ class _FdTree(resctrl.Resctrl):
         st = self._stat(parts)
         return st is not None and stat.S_ISREG(st.st_mode)
 
+    def _subdirs(self, *parts):
+        """Directories in ``root/parts...``, listed through descriptors."""
+        try:
+            with self._open_dir(parts) as dfd:
+                names = os.listdir(dfd)
+        except OSError:
+            return []
+        return [n for n in names if self._isdir(*parts, n)]
+
     def _read(self, *parts):
         with self._open_dir(parts[:-1]) as dfd:
             fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW
@@ -340,8 +349,34 @@ class Writer:
         self._write_at(dir_fd, 'schemata', resctrl.format_schemata(resources))
 
     # -- operations ----------------------------------------------------
+    def _room_for_group(self, group):
+        """Refuse a new group beyond the tree's classes of service.
+
+        The kernel refuses it on a real mount (ENOSPC); a plain directory
+        tree (devstack's fake kernel) would take any number, so the limit
+        is the tree's own ``info/*/num_closids``, the default group
+        included.
+        """
+        groups = self.tree.groups()
+        if group in groups:
+            return
+        limits = self.tree.closid_limits()
+        if not limits:
+            _refuse('%s has no info/*/num_closids: not a resctrl tree with '
+                    'cache allocation' % self.root)
+        closids = min(limits.values())
+        # A finished pseudo-locked region holds ways but no class.
+        holders = [g for g in groups
+                   if self.tree.group_mode(g) != resctrl.MODE_LOCKED]
+        if 1 + len(holders) >= closids:
+            _refuse('no class of service left in %s for group %s: %d '
+                    'groups and the default group hold all %d '
+                    '(info/*/num_closids)'
+                    % (self.root, group, len(holders), closids))
+
     def create_group(self, group):
         self._check(group)
+        self._room_for_group(group)
         try:
             SYSCALLS.mkdir(group, self.tree.fd)
         except FileExistsError:

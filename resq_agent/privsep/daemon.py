@@ -432,6 +432,39 @@ def _serve_one(conn, pctxt, table, spec):
         os._exit(code)
 
 
+#: Seconds between two warnings of refused connections: a client that
+#: connects in a loop cannot fill root's log.
+REFUSAL_LOG_INTERVAL_S = 10.0
+
+
+class RefusalLog:
+    """Warnings of refused connections, at most one per interval.
+
+    The first refusal is logged at once; those within the next
+    :data:`REFUSAL_LOG_INTERVAL_S` are counted, and the next warning says
+    how many were not logged.
+    """
+
+    def __init__(self, interval=None, clock=time.monotonic):
+        self.interval = (REFUSAL_LOG_INTERVAL_S if interval is None
+                         else interval)
+        self.clock = clock
+        self.last = None
+        self.held = 0
+
+    def log(self, fmt, *args):
+        now = self.clock()
+        if self.last is not None and now - self.last < self.interval:
+            self.held += 1
+            return False
+        if self.held:
+            fmt += ' (and %d other refused connections in the last %.0f s)'
+            args += (self.held, now - self.last)
+        LOG.warning(fmt, *args)
+        self.last, self.held = now, 0
+        return True
+
+
 def serve(name, data, config_path, owners):
     """Run the daemon of context ``name`` on root's configuration ``data``.
 
@@ -471,6 +504,7 @@ def serve(name, data, config_path, owners):
     notify_ready()
     children = set()
     limit = conf[GROUP].max_connections
+    refusals = RefusalLog()
     while not stop['now']:
         try:
             conn, _addr = sock.accept()
@@ -481,14 +515,14 @@ def serve(name, data, config_path, owners):
         _reap(children)
         pid, uid, _gid = _peer(conn)
         if uid not in (0, client_uid):
-            LOG.warning('resq-privsep-daemon %s: refused a connection of '
-                        'uid %d (pid %d)', name, uid, pid)
+            refusals.log('resq-privsep-daemon %s: refused a connection of '
+                         'uid %d (pid %d)', name, uid, pid)
             conn.close()
             continue
         if len(children) >= limit:
-            LOG.warning('resq-privsep-daemon %s: refused a connection of '
-                        'pid %d: %d served already ([%s] max_connections)',
-                        name, pid, len(children), GROUP)
+            refusals.log('resq-privsep-daemon %s: refused a connection of '
+                         'pid %d: %d served already ([%s] max_connections)',
+                         name, pid, len(children), GROUP)
             conn.close()
             continue
         try:

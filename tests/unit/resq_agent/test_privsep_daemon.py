@@ -12,6 +12,7 @@ import socket
 import sys
 import threading
 import time
+from unittest import mock
 
 from oslo_privsep import comm
 
@@ -374,3 +375,23 @@ class ReadinessTest(base.TestCase):
         self.assertRaises(FileNotFoundError, common_privsep._connect, gone,
                           path + '.none', 0.3)
         self.assertLess(time.monotonic() - started, 5)
+
+
+class RefusalLogTest(base.TestCase):
+    """Refused connections cannot fill root's log."""
+
+    def test_one_warning_per_interval_with_a_count(self):
+        now = [100.0]
+        refusals = daemon.RefusalLog(interval=10, clock=lambda: now[0])
+        with mock.patch.object(daemon.LOG, 'warning') as warn:
+            self.assertTrue(refusals.log('refused pid %d', 1))
+            for pid in range(2, 1000):
+                now[0] += 0.001
+                self.assertFalse(refusals.log('refused pid %d', pid))
+            self.assertEqual(1, warn.call_count)
+            now[0] = 111.0
+            self.assertTrue(refusals.log('refused pid %d', 1000))
+        self.assertEqual(2, warn.call_count)
+        fmt, *args = warn.call_args[0]
+        self.assertIn('and %d other refused connections', fmt)
+        self.assertEqual([1000, 998], args[:2])

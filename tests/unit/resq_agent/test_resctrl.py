@@ -87,6 +87,28 @@ class ResctrlWriteTest(base.TestCase):
         self.assertEqual(self.tree.default_schemata,
                          self.tree.read('schemata'))
 
+    def test_no_more_groups_than_classes_of_service(self):
+        """A plain tree (the fake kernel) is held to its num_closids."""
+        mod = self.mod
+        # 16 classes: the default group, other-app and resq hold 3.
+        for i in range(13):
+            mod.create_group('resq-g%d' % i)
+        mod.create_group('resq-g0')       # an existing one: idempotent
+        exc = self.assertRaises(exception.ResctrlError, mod.create_group,
+                                'resq-g13')
+        self.assertIn('no class of service left', exc.message)
+        self.assertIn('all 16', exc.message)
+        self.assertFalse(os.path.exists(os.path.join(self.root,
+                                                     'resq-g13')))
+        # As a batch too: each create past the limit is refused, the
+        # rest of the batch runs.
+        mod.remove_group('resq-g12')
+        out = mod.run_ops([['create', None, 'resq-h%d' % i]
+                           for i in range(3)])
+        self.assertIsNone(out[0])
+        self.assertIsInstance(out[1], exception.ResctrlError)
+        self.assertIsInstance(out[2], exception.ResctrlError)
+
     def test_refuses_foreign_groups_and_bad_values(self):
         mod = self.mod
         self.assertRaises(exception.ResctrlError, mod.write_l3_masks,
