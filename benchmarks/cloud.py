@@ -16,6 +16,7 @@ builds it and re-runs itself there). ``--keep`` leaves the cloud up.
 
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -28,11 +29,32 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLOUD_PYTHON = os.path.join(REPO, '.tox', 'cloud', 'bin', 'python')
 
 
+def _tox():
+    """A command that runs tox: the bench environment has none of its own.
+
+    tools/bootstrap.sh installs tox for the interpreter the environments
+    were made from; a ``tox`` on the PATH does too.
+    """
+    found = shutil.which('tox')
+    if found:
+        return [found]
+    for python in (sys.executable, getattr(sys, '_base_executable', None),
+                   shutil.which('python3')):
+        if python and subprocess.run(
+                [python, '-c', 'import tox'], capture_output=True,
+                check=False).returncode == 0:
+            return [python, '-m', 'tox']
+    raise RuntimeError('the cloud benchmark makes the cloud tox environment '
+                       'first, and no tox was found (on the PATH or for %s); '
+                       'run bash tools/bootstrap.sh, which installs it'
+                       % getattr(sys, '_base_executable', sys.executable))
+
+
 def _in_cloud_env(argv):
     """Re-run in the cloud tox environment, which has the services."""
     if not os.path.exists(CLOUD_PYTHON):
-        subprocess.run([sys.executable, '-m', 'tox', '-e', 'cloud',
-                        '--notest'], cwd=REPO, check=True)
+        subprocess.run(_tox() + ['-e', 'cloud', '--notest'], cwd=REPO,
+                       check=True)
     os.execv(CLOUD_PYTHON, [CLOUD_PYTHON, '-m', 'benchmarks', 'cloud']
              + list(argv))
 
@@ -126,10 +148,11 @@ def _rss(aio, state):
 
 def run(aio, state, keep):
     aio.down(state, purge=True)
-    t0 = time.monotonic()
-    aio.up(state)
-    figures = {'setup_s': round(time.monotonic() - t0, 1)}
     try:
+        # Inside: a start that fails half-way is torn down too.
+        t0 = time.monotonic()
+        aio.up(state)
+        figures = {'setup_s': round(time.monotonic() - t0, 1)}
         conn = aio.connection()
         flavor = next(f for f in conn.compute.flavors(is_public=None)
                       if f.name.startswith('resq.'))

@@ -66,6 +66,8 @@ DB_PREFIX = 'aio_'
 TRANSPORT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
 KEYSTONE = 'http://127.0.0.1:5000/v3'
 STACK_USER = 'stack'
+# Written by up when missing (devstack's rule), removed by down --purge.
+STACK_SUDOERS = '/etc/sudoers.d/50_stack_sh'
 PORTS = {'keystone': 5000, 'glance': 9292, 'placement': 8778,
          'nova-api': 8774, 'neutron': 9696, 'heat-api': 8004}
 # resq-api is behind Apache, as devstack's write_uwsgi_config puts it.
@@ -250,7 +252,7 @@ def preflight():
     return accel
 
 
-def stack_user():
+def stack_user(state):
     """devstack's STACK_USER: it runs the plugin and resq-nova's services.
 
     As devstack sets it up: passwordless sudo. Where the interpreter or
@@ -261,12 +263,14 @@ def stack_user():
         run(['useradd', '--create-home', '--shell', '/bin/bash',
              STACK_USER], 'useradd ' + STACK_USER)
         say('created user %s' % STACK_USER)
-    sudoers = '/etc/sudoers.d/50_stack_sh'
-    if not os.path.exists(sudoers):
-        with open(sudoers + '.tmp', 'w') as f:
+    if not os.path.exists(STACK_SUDOERS):
+        with open(STACK_SUDOERS + '.tmp', 'w') as f:
             f.write('%s ALL=(root) NOPASSWD:ALL\n' % STACK_USER)
-        os.chmod(sudoers + '.tmp', 0o440)
-        os.replace(sudoers + '.tmp', sudoers)
+        os.chmod(STACK_SUDOERS + '.tmp', 0o440)
+        os.replace(STACK_SUDOERS + '.tmp', STACK_SUDOERS)
+        # down --purge removes it only when this cloud wrote it.
+        with open(state.path('stack-sudoers-written'), 'w') as f:
+            f.write(STACK_SUDOERS + '\n')
     for path, test in ((os.path.realpath(sys.executable), '-x'),
                        (os.path.join(BIN, 'python3'), '-x'),
                        (os.path.join(REPO, 'devstack', 'plugin.sh'), '-r')):
@@ -960,7 +964,7 @@ def cloud_json(state, image_id, accel):
 def up(state):
     accel = preflight()
     os.makedirs(state.root, exist_ok=True)
-    stack_user()
+    stack_user(state)
     hosts_up(state, accel)
     databases(state)
     keystone(state)
@@ -1026,12 +1030,26 @@ def restart_agent(state, host):
           'restart resq-agent')
 
 
+def _node_machine_paths(node):
+    """What the plugin writes outside the state directory for ``node``."""
+    conf_dir = '/etc/resq' if node == HOSTS[0] else '/etc/resq-%s' % node
+    return [conf_dir, '/etc/sudoers.d/resq-nova-%s' % node,
+            '/etc/resq-privsep-%s' % node, '/run/resq-privsep-%s' % node]
+
+
 def down(state, purge=False):
     for node in HOSTS:
         if fake_host.alive(state.host(node).pid):
             devstack(state, node, 'unstack')
             if purge:
                 devstack(state, node, 'clean')
+        elif purge:
+            # The plugin's clean needs its host up; do its part here.
+            for path in _node_machine_paths(node):
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                elif os.path.lexists(path):
+                    os.unlink(path)
     run_dir = state.path('run')
     for name in sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else ():
         if name.endswith('.pid'):
@@ -1043,6 +1061,11 @@ def down(state, purge=False):
     say('services, guests and hosts stopped')
     if purge:
         drop_databases()
+        if os.path.exists(state.path('stack-sudoers-written')):
+            try:
+                os.unlink(STACK_SUDOERS)
+            except FileNotFoundError:
+                pass
         shutil.rmtree(state.root, ignore_errors=True)
         say('databases and %s removed' % state.root)
 
