@@ -1,3 +1,6 @@
+import os
+import re
+
 from resq_common import cache_domain
 from resq_common import extra_specs
 from tests import base
@@ -278,3 +281,18 @@ class StrictIntegerTest(base.TestCase):
         self.assertRaises(extra_specs.InvalidResQSpec,
                           extra_specs.check_value, 'resq:throughput_mpps',
                           '9' * 400)
+
+
+class DocumentedKeysTest(base.TestCase):
+    """The admin guide's table of ``resq:`` keys lists every key."""
+
+    def test_every_key_is_in_the_table(self):
+        path = os.path.join(os.path.dirname(__file__), '..', '..', '..',
+                            'doc', 'source', 'admin', 'nova.rst')
+        with open(path) as f:
+            text = f.read()
+        start = text.index('The ``resq:`` keys')
+        table = text[start:text.index('What the filter guarantees', start)]
+        listed = set(re.findall(r'^   \* - ``(resq:[a-z_0-9]+)``', table,
+                                re.M))
+        self.assertEqual(set(extra_specs.SPECS), listed)
