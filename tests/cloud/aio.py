@@ -961,6 +961,32 @@ def cloud_json(state, image_id, accel):
     os.replace(tmp, state.path('cloud.json'))
 
 
+#: The clouds of ``DIR/clouds.yaml``: the admin, and a member of ``demo``.
+CLOUD_ADMIN = 'resq-aio'
+CLOUD_MEMBER = 'resq-aio-demo'
+
+
+def clouds_yaml(state):
+    """``DIR/clouds.yaml`` for the openstack client and openstacksdk."""
+    import yaml
+
+    def cloud(user, project):
+        return {'auth': {'auth_url': KEYSTONE, 'username': user,
+                         'password': ADMIN_PASSWORD,
+                         'project_name': project,
+                         'user_domain_name': 'Default',
+                         'project_domain_name': 'Default'},
+                'region_name': 'RegionOne', 'identity_api_version': 3}
+
+    doc = {'clouds': {CLOUD_ADMIN: cloud('admin', 'admin'),
+                      CLOUD_MEMBER: cloud('demo', 'demo')}}
+    tmp = state.path('clouds.yaml.tmp')
+    with open(tmp, 'w') as f:
+        yaml.safe_dump(doc, f, default_flow_style=False)
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, state.path('clouds.yaml'))
+
+
 def up(state):
     accel = preflight()
     os.makedirs(state.root, exist_ok=True)
@@ -1001,7 +1027,11 @@ def up(state):
     image_id = image(state, conn)
     tempest_workspace(state, image_id)
     cloud_json(state, image_id, accel)
+    clouds_yaml(state)
     say('the cloud is up: %s' % state.path('cloud.json'))
+    say('for the openstack client: export OS_CLIENT_CONFIG_FILE=%s '
+        'OS_CLOUD=%s (or OS_CLOUD=%s, a member of project demo)'
+        % (state.path('clouds.yaml'), CLOUD_ADMIN, CLOUD_MEMBER))
 
 
 def _stop(pid_file, seconds=5):

@@ -63,3 +63,26 @@ class PurgeTest(base.TestCase):
         aio.down(self.state)
         self.assertEqual(5, len(os.listdir(self.etc)))
         self.assertTrue(os.path.exists(self.state.root))
+
+
+class CloudsYamlTest(base.TestCase):
+    """``up`` writes a clouds.yaml openstacksdk reads."""
+
+    def test_both_clouds_load(self):
+        from openstack.config import loader
+        state = aio.State(os.path.join(self.tmp, 'state'))
+        os.makedirs(state.root)
+        aio.clouds_yaml(state)
+        path = state.path('clouds.yaml')
+        self.assertEqual(0o600, os.stat(path).st_mode & 0o777)
+        cfg = loader.OpenStackConfig(config_files=[path],
+                                     vendor_files=[])
+        admin = cfg.get_one(cloud=aio.CLOUD_ADMIN)
+        self.assertEqual(('admin', 'admin', aio.KEYSTONE),
+                         (admin.auth['username'],
+                          admin.auth['project_name'],
+                          admin.auth['auth_url']))
+        member = cfg.get_one(cloud=aio.CLOUD_MEMBER)
+        self.assertEqual(('demo', 'demo'), (member.auth['username'],
+                                            member.auth['project_name']))
+        self.assertEqual('RegionOne', member.region_name)
