@@ -33,6 +33,31 @@ class ResQValidator(base.ExtraSpecValidator):
             raise internals.validation_error('Validation failed; %s.' % exc)
 
 
+#: The way amounts resq-nova checks: the unnamed request group's and
+#: ``_LLC``'s, the group resq-admit and the docs use. Nova looks exact
+#: names up before patterns, so these win over its own
+#: ``resources{group}:CUSTOM_{resource}`` (any integer, negative or huge
+#: ones included); a key with another group name is Nova's alone.
+WAY_KEYS = ('resources:CUSTOM_LLC_WAY', 'resources_LLC:CUSTOM_LLC_WAY')
+
+
+class WayAmountValidator(base.ExtraSpecValidator):
+    """LLC ways: a count from 1 to the most ways a cache domain has."""
+
+    def validate(self, name, value):
+        most = int(extra_specs.SPECS['resq:min_ways'].maximum)
+        try:
+            ways = int(str(value).strip())
+        except ValueError:
+            ways = None
+        if ways is None or not 1 <= ways <= most:
+            raise internals.validation_error(
+                'Validation failed; %s=%s: LLC ways are a whole number from '
+                '1 to %d (the ways of one cache domain); ask for the ways '
+                'the instance needs, or drop the key for no partition'
+                % (name, value, most))
+
+
 def _value(spec):
     if spec.kind == 'enum':
         return {'type': str, 'description': spec.allowed,
@@ -47,6 +72,12 @@ def register():
     validators = [ResQValidator(name=spec.key, description=spec.description,
                                 value=_value(spec))
                   for spec in extra_specs.SPECS.values()]
+    most = int(extra_specs.SPECS['resq:min_ways'].maximum)
+    validators.extend(WayAmountValidator(
+        name=key, description='LLC ways the instance asks Placement for.',
+        value={'type': int, 'description': 'an integer from 1 to %d' % most,
+               'min': 1, 'max': most})
+        for key in WAY_KEYS)
     # Any other resq: key reaches this one (Nova looks up exact names
     # first), which rejects it with the list of known keys.
     validators.append(ResQValidator(

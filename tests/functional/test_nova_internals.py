@@ -277,3 +277,18 @@ class CoverageTest(SignatureMixin, base.BaseTestCase):
             ('uuid', 'allocation_candidates'))
         self.assertIn('Nova changed HostState', str(err))
         self.assertIn('uuid, allocation_candidates', str(err))
+
+
+class WayAmountTest(base.BaseTestCase):
+    """Nova's own validation, with resq-nova's validators loaded."""
+
+    def test_absurd_way_amounts_are_refused_naming_the_key(self):
+        for key in extra_spec_validators.WAY_KEYS:
+            es_validators.validate(key, '4')
+            for bad in ('-2', '0', '100000000000', 'four'):
+                exc = self.assertRaises(exception.ValidationError,
+                                        es_validators.validate, key, bad)
+                self.assertIn('%s=%s: LLC ways are a whole number from 1 '
+                              'to 1024' % (key, bad), str(exc))
+        # Another group name is Nova's: any integer.
+        es_validators.validate('resources_X:CUSTOM_LLC_WAY', '4')
