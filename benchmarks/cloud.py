@@ -147,12 +147,15 @@ def _rss(aio, state):
 
 
 def run(aio, state, keep):
+    aio.use_hosts(state)  # a cloud left up is taken down with its hosts
     aio.down(state, purge=True)
+    aio.use_hosts(state)  # RESQ_CLOUD_HOSTS, or the default
     try:
         # Inside: a start that fails half-way is torn down too.
         t0 = time.monotonic()
         aio.up(state)
-        figures = {'setup_s': round(time.monotonic() - t0, 1)}
+        figures = {'setup_s': round(time.monotonic() - t0, 1),
+                   'hosts': len(aio.HOSTS)}
         conn = aio.connection()
         flavor = next(f for f in conn.compute.flavors(is_public=None)
                       if f.name.startswith('resq.'))

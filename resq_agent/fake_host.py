@@ -295,6 +295,55 @@ def inside(paths):
                                      'libvirtd.conf')])
 
 
+def restart_libvirtd(paths, holders=()):
+    """Stop the host's libvirtd and start it again in the same namespaces.
+
+    The guests keep running, as when an operator restarts libvirtd on a
+    compute host. libvirtd is the process that made the namespaces; while
+    it is down they live on in ``holders`` (pids inside them, such as
+    nova-compute's) and in the guests' QEMU processes, and the new libvirtd
+    enters them through one of those.
+    """
+    old = alive(paths.pid)
+    if not old:
+        raise HostError('host %s is not up (no libvirtd)' % paths.state)
+    inside_ns = [p for p in list(holders) + qemu_pids(paths)
+                 if p and p != old and _same_mount_ns(p, old)]
+    if not inside_ns:
+        raise HostError('nothing else runs in host %s\'s namespaces (no '
+                        'guest, no nova-compute): restarting libvirtd would '
+                        'lose them; take the host down and up instead'
+                        % paths.state)
+    _kill(old, 30)
+    if os.path.exists(paths.sock):
+        os.unlink(paths.sock)
+    with open(paths.log + '.stderr', 'a') as log:
+        proc = subprocess.Popen(
+            ['nsenter', '--target', str(inside_ns[0]), '--mount', '--uts',
+             '--', LIBVIRTD, '-p', paths.pid + '.libvirtd', '-f',
+             os.path.join(paths.private('/etc/libvirt'), 'libvirtd.conf')],
+            stdout=log, stderr=log, start_new_session=True)
+    _write(paths.pid, '%d\n' % proc.pid)
+    _wait(lambda: os.path.exists(paths.sock) or proc.poll() is not None,
+          60, 'libvirtd (socket %s)' % paths.sock)
+    if proc.poll() is not None:
+        raise HostError('libvirtd exited (%d) after its restart; see %s'
+                        % (proc.returncode, paths.log))
+    _wait(lambda: subprocess.run(
+        ['virsh', '-c', paths.uri, 'version'], capture_output=True
+    ).returncode == 0 or proc.poll() is not None, 60,
+        'libvirtd answering on %s' % paths.uri)
+    return proc.pid
+
+
+def _same_mount_ns(pid, other):
+    try:
+        return (os.readlink('/proc/%d/ns/mnt' % pid)
+                == os.readlink('/proc/%d/ns/mnt' % other))
+    except OSError:
+        return False
+
+
 def up(paths, args):
     accel = preflight()
     cpus, layout = prepare(paths, args)

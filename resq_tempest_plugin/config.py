@@ -68,6 +68,19 @@ ResQGroup = [
              'replaced by the Nova compute host name. Unset: the agent '
              'restart test is skipped.'),
     cfg.StrOpt(
+        'host_action_command',
+        help='Shell command that acts on one compute host for the fault '
+             'scenarios; {action} is one of restart-agent, stop-agent, '
+             'kill-agent, start-agent, restart-libvirtd and {host} the '
+             'host name. '
+             'Unset: those scenarios are skipped.'),
+    cfg.StrOpt(
+        'heat_templates_dir',
+        help='Directory of the Heat templates resq-nova ships (etc/heat '
+             'of its source tree); the Heat scenario launches '
+             'resq-slo-term.yaml from there. Unset: that scenario is '
+             'skipped.'),
+    cfg.StrOpt(
         'catalog_type', default='resq',
         help='Catalog type of resq-api.'),
     cfg.StrOpt(

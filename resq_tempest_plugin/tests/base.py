@@ -76,8 +76,8 @@ class PartitionChecks:
             return None
         return found[0]['uuid']
 
-    def free_pcpus(self, name):
-        """Dedicated CPUs compute host ``name`` has left in Placement.
+    def free(self, name, resource_class='PCPU'):
+        """Units of ``resource_class`` host ``name`` has left in Placement.
 
         Its compute nodes' providers are its hypervisors' ids (UUIDs
         since compute API 2.53).
@@ -90,20 +90,31 @@ class PartitionChecks:
             if (hyp.get('service') or {}).get('host') != name:
                 continue
             inv = self.providers_client.list_resource_provider_inventories(
-                hyp['id'])['inventories'].get('PCPU')
+                hyp['id'])['inventories'].get(resource_class)
             if inv:
                 used = self.providers_client.list_resource_provider_usages(
-                    hyp['id'])['usages'].get('PCPU', 0)
-                free += inv['total'] - inv['reserved'] - used
+                    hyp['id'])['usages'].get(resource_class, 0)
+                free += int((inv['total'] - inv['reserved'])
+                            * inv.get('allocation_ratio', 1.0)) - used
         return free
 
-    def host_with_room(self):
-        """A compute host of [resq] compute_hosts with a free pCPU."""
+    def free_pcpus(self, name):
+        """Dedicated CPUs compute host ``name`` has left in Placement."""
+        return self.free(name, 'PCPU')
+
+    def host_with_room(self, pcpus=1, vcpus=0):
+        """A host of [resq] compute_hosts with room for the guests.
+
+        ``pcpus`` free dedicated CPUs, and ``vcpus`` free shared ones (for
+        unpinned guests).
+        """
         for name in sorted(self.hosts):
-            if self.free_pcpus(name) > 0:
+            if (self.free(name, 'PCPU') >= pcpus
+                    and (not vcpus or self.free(name, 'VCPU') >= vcpus)):
                 return name
-        self.fail('no compute host of %s has a free dedicated CPU'
-                  % ', '.join(sorted(self.hosts)))
+        self.fail('no compute host of %s has %d free dedicated CPU(s)%s'
+                  % (', '.join(sorted(self.hosts)), pcpus,
+                     ' and %d shared' % vcpus if vcpus else ''))
 
     def llc_allocations(self, server_id):
         """``{provider uuid: ways}`` of the server's CUSTOM_LLC_WAY."""

@@ -20,11 +20,14 @@ both around the tempest plugin.
   under uwsgi, each on its own port of 127.0.0.1; nova-conductor,
   nova-scheduler (ResQ's filter and weigher on) and heat-engine as
   processes; all on the MariaDB and RabbitMQ that run here.
-* Two compute hosts, ``aio-1`` and ``aio-2``, are fake CAT hosts
+* Compute hosts ``aio-1``, ``aio-2``, ... (three unless
+  ``RESQ_CLOUD_HOSTS`` says otherwise) are fake CAT hosts
   (:mod:`resq_agent.fake_host`): each a libvirtd with real KVM (or QEMU)
   guests in private mount and UTS namespaces, where /sys/fs/resctrl is the
   project's fake kernel through FUSE. nova-compute (libvirt driver) and
-  resq-agent of a host run in its namespaces.
+  resq-agent of a host run in its namespaces. The first two keep CPU 0
+  for unpinned guests and dedicate the others; the rest dedicate every
+  CPU, so that one cache domain holds two pinned ResQ guests.
 * resq-nova is configured and started by the devstack plugin's own
   functions (devstack/), on devstack's functions acting for real
   (tests/cloud/devstack.sh): resq-api under uwsgi behind Apache and
@@ -59,7 +62,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 VENV = sys.prefix
-HOSTS = ('aio-1', 'aio-2')
+#: The compute hosts (:func:`use_hosts` sets them from
+#: ``RESQ_CLOUD_HOSTS`` or what ``up`` recorded in the state directory).
+HOSTS = ('aio-1', 'aio-2', 'aio-3')
+DEFAULT_HOSTS = 3
+MAX_HOSTS = 8
+#: Hosts with a shared CPU for unpinned guests; the rest are all pinned.
+MIXED_HOSTS = 2
 ADMIN_PASSWORD = 'secret-admin'
 SERVICE_PASSWORD = 'secret-service'
 DB_PREFIX = 'aio_'
@@ -72,7 +81,9 @@ PORTS = {'keystone': 5000, 'glance': 9292, 'placement': 8778,
          'nova-api': 8774, 'neutron': 9696, 'heat-api': 8004}
 # resq-api is behind Apache, as devstack's write_uwsgi_config puts it.
 APACHE_PORT = 80
-AGENT_METRICS_PORTS = {'aio-1': 9477, 'aio-2': 9478}
+AGENT_METRICS_PORT_BASE = 9477
+AGENT_METRICS_PORTS = {h: AGENT_METRICS_PORT_BASE + i
+                       for i, h in enumerate(HOSTS)}
 DATABASES = ('keystone', 'glance', 'placement', 'nova_api', 'nova',
              'nova_cell0', 'neutron', 'heat', 'watcher')
 WSGI = {
@@ -93,6 +104,48 @@ _T0 = time.monotonic()
 
 class CloudError(Exception):
     """The cloud cannot come up; the message says what and where to look."""
+
+
+def use_hosts(state):
+    """Set :data:`HOSTS` for the cloud of ``state``.
+
+    A cloud made before keeps its hosts (``DIR/hosts.list``, written by
+    ``up``); a new one takes ``RESQ_CLOUD_HOSTS`` (default 3).
+    """
+    global HOSTS, AGENT_METRICS_PORTS
+    recorded = state.path('hosts.list')
+    if os.path.exists(recorded):
+        with open(recorded) as f:
+            names = tuple(f.read().split())
+    else:
+        raw = os.environ.get('RESQ_CLOUD_HOSTS', str(DEFAULT_HOSTS))
+        try:
+            count = int(raw)
+        except ValueError:
+            count = 0
+        if not MIXED_HOSTS <= count <= MAX_HOSTS:
+            raise CloudError('RESQ_CLOUD_HOSTS=%s: give a whole number of '
+                             'compute hosts from %d to %d' % (
+                                 raw, MIXED_HOSTS, MAX_HOSTS))
+        names = tuple('aio-%d' % (i + 1) for i in range(count))
+    HOSTS = names
+    AGENT_METRICS_PORTS = {h: AGENT_METRICS_PORT_BASE + i
+                           for i, h in enumerate(HOSTS)}
+    return HOSTS
+
+
+def record_hosts(state):
+    """``DIR/hosts.list``: the hosts ``down`` and later runs act on."""
+    os.makedirs(state.root, exist_ok=True)
+    tmp = state.path('hosts.list.tmp')
+    with open(tmp, 'w') as f:
+        f.write('\n'.join(HOSTS) + '\n')
+    os.replace(tmp, state.path('hosts.list'))
+
+
+def all_pinned(node):
+    """Whether ``node`` dedicates every CPU (no unpinned guests there)."""
+    return HOSTS.index(node) >= MIXED_HOSTS
 
 
 def say(msg):
@@ -586,6 +639,19 @@ def privsep_sections():
         'vif_plug_linux_bridge_privileged', 'privsep_osbrick')}
 
 
+def host_cpus(node):
+    """``[compute]`` of ``node``'s nova-cpu.conf.
+
+    A mixed host keeps CPU 0 for unpinned guests; the devstack plugin
+    dedicates the rest. An all-pinned host dedicates every CPU and has no
+    shared set (an empty value overrides nova.conf's).
+    """
+    if all_pinned(node):
+        return {'cpu_dedicated_set': '0-%d' % (os.cpu_count() - 1),
+                'cpu_shared_set': ''}
+    return {'cpu_shared_set': '0'}
+
+
 def nova_conf(state, accel):
     """nova.conf, and each compute host's own file.
 
@@ -642,7 +708,7 @@ def nova_conf(state, accel):
                         # taken for the NUMA filter (60 s by default).
                         'update_resources_interval': 10},
             'libvirt': {'connection_uri': state.host(name).uri},
-            'compute': {'cpu_shared_set': '0'},
+            'compute': host_cpus(name),
         })
     for sub in ('instances', 'lock'):
         os.makedirs(state.path('nova', sub), exist_ok=True)
@@ -938,7 +1004,11 @@ def tempest_workspace(state, image_id):
                  'live_migration': 'True',
                  'agent_restart_command': 'cd %s && %s -m tests.cloud.aio '
                  'restart-agent --state %s --host {host}' % (
-                     REPO, sys.executable, state.root)},
+                     REPO, sys.executable, state.root),
+                 'host_action_command': 'cd %s && %s -m tests.cloud.aio '
+                 '{action} --state %s --host {host}' % (
+                     REPO, sys.executable, state.root),
+                 'heat_templates_dir': os.path.join(REPO, 'etc', 'heat')},
     })
     return ws
 
@@ -989,7 +1059,7 @@ def clouds_yaml(state):
 
 def up(state):
     accel = preflight()
-    os.makedirs(state.root, exist_ok=True)
+    record_hosts(state)
     stack_user(state)
     hosts_up(state, accel)
     databases(state)
@@ -1053,11 +1123,78 @@ def _stop(pid_file, seconds=5):
         os.unlink(pid_file)
 
 
+def stop_agent(state, host):
+    """Stop ``host``'s resq-agent as devstack's unstack would."""
+    shell(state, host, 'source %s/devstack/lib/resq; '
+          'stop_process resq-agent' % REPO, 'stop resq-agent')
+
+
+def start_agent(state, host):
+    """Start ``host``'s resq-agent as devstack's stack would."""
+    shell(state, host, 'source %s/devstack/lib/resq; '
+          'ENABLED_SERVICES=resq-agent start_resq' % REPO,
+          'start resq-agent')
+
+
+def _descendants(pid):
+    children = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/%s/stat' % entry) as f:
+                    ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def kill_agent(state, host):
+    """SIGKILL ``host``'s resq-agent: no clean-up of its own runs."""
+    pid_file = state.path('run', host, 'resq-agent.pid')
+    pid = fake_host.alive(pid_file)
+    if not pid:
+        raise CloudError('the resq-agent of %s does not run (%s)'
+                         % (host, pid_file))
+    victims = _descendants(pid) or [pid]
+    for victim in victims:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (
+            fake_host.alive(pid_file)
+            or any(os.path.exists('/proc/%d' % v) for v in victims)):
+        time.sleep(0.1)
+    say('resq-agent of %s killed (pids %s)' % (
+        host, ', '.join(map(str, victims))))
+
+
 def restart_agent(state, host):
     """Stop and start ``host``'s resq-agent as devstack would."""
-    shell(state, host, 'source %s/devstack/lib/resq; stop_process resq-agent; '
-          'ENABLED_SERVICES=resq-agent start_resq' % REPO,
-          'restart resq-agent')
+    stop_agent(state, host)
+    start_agent(state, host)
+
+
+def restart_libvirtd(state, host):
+    """Restart ``host``'s libvirtd; its guests and nova-compute run on."""
+    holder = fake_host.alive(state.pid('nova-compute-%s' % host))
+    pid = fake_host.restart_libvirtd(state.host(host),
+                                     [holder] if holder else [])
+    say('libvirtd of %s restarted (pid %d)' % (host, pid))
+
+
+#: ``python -m tests.cloud.aio ACTION --state DIR --host HOST``: faults and
+#: repairs the tempest plugin's fault scenarios inject on one host.
+HOST_ACTIONS = {'restart-agent': restart_agent, 'stop-agent': stop_agent,
+                'start-agent': start_agent, 'kill-agent': kill_agent,
+                'restart-libvirtd': restart_libvirtd}
 
 
 def _node_machine_paths(node):
@@ -1156,7 +1293,7 @@ def _parser():
     p = argparse.ArgumentParser(prog='python -m tests.cloud.aio',
                                 description=__doc__.split('\n')[0])
     sub = p.add_subparsers(dest='command', required=True)
-    for name in ('up', 'down', 'check', 'restart-agent'):
+    for name in ('up', 'down', 'check') + tuple(sorted(HOST_ACTIONS)):
         cmd = sub.add_parser(name)
         cmd.add_argument('--state', required=True,
                          help='the cloud\'s own directory')
@@ -1167,15 +1304,21 @@ def _parser():
         if name == 'check':
             cmd.add_argument('--keep', action='store_true',
                              help='leave the cloud up afterwards')
-        if name == 'restart-agent':
-            cmd.add_argument('--host', required=True, choices=HOSTS)
+        if name in HOST_ACTIONS:
+            cmd.add_argument('--host', required=True,
+                             help='a compute host of the cloud (aio-N)')
     return p
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0].startswith('-') and argv[0] not in ('-h', '--help'):
+        # tox -e cloud -- --keep: options of the default command, check.
+        argv.insert(0, 'check')
     args = _parser().parse_args(argv)
     state = State(args.state)
     try:
+        use_hosts(state)
         if args.command == 'up':
             up(state)
         elif args.command == 'down':
@@ -1183,7 +1326,10 @@ def main(argv=None):
         elif args.command == 'check':
             return check(state, args.keep)
         else:
-            restart_agent(state, args.host)
+            if args.host not in HOSTS:
+                raise CloudError('--host %s: the cloud\'s hosts are %s' % (
+                    args.host, ', '.join(HOSTS)))
+            HOST_ACTIONS[args.command](state, args.host)
     except (CloudError, fake_host.HostError) as exc:
         print('ERROR: %s' % exc, file=sys.stderr)
         return 2

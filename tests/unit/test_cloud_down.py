@@ -61,7 +61,7 @@ class PurgeTest(base.TestCase):
     def test_down_without_purge_touches_no_machine_path(self):
         self._lay_out()
         aio.down(self.state)
-        self.assertEqual(5, len(os.listdir(self.etc)))
+        self.assertEqual(2 * len(aio.HOSTS) + 1, len(os.listdir(self.etc)))
         self.assertTrue(os.path.exists(self.state.root))
 
 
@@ -86,3 +86,64 @@ class CloudsYamlTest(base.TestCase):
         self.assertEqual(('demo', 'demo'), (member.auth['username'],
                                             member.auth['project_name']))
         self.assertEqual('RegionOne', member.region_name)
+
+
+class HostsTest(base.TestCase):
+    """How many compute hosts, and what each dedicates."""
+
+    def setUp(self):
+        super().setUp()
+        self.state = aio.State(os.path.join(self.tmp, 'state'))
+        # use_hosts sets module globals: put them back afterwards.
+        for name in ('HOSTS', 'AGENT_METRICS_PORTS'):
+            self.useFixture(fixtures.MonkeyPatch(
+                'tests.cloud.aio.%s' % name, getattr(aio, name)))
+        self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_HOSTS'))
+
+    def test_default_is_two_mixed_hosts_and_one_all_pinned(self):
+        self.assertEqual(('aio-1', 'aio-2', 'aio-3'), aio.use_hosts(
+            self.state))
+        self.assertEqual([False, False, True],
+                         [aio.all_pinned(h) for h in aio.HOSTS])
+        self.assertEqual({'cpu_shared_set': '0'}, aio.host_cpus('aio-1'))
+        self.assertEqual({'cpu_dedicated_set': '0-%d' % (
+            os.cpu_count() - 1), 'cpu_shared_set': ''},
+            aio.host_cpus('aio-3'))
+        self.assertEqual(3, len(set(aio.AGENT_METRICS_PORTS.values())))
+
+    def test_a_cloud_keeps_the_hosts_it_was_made_with(self):
+        self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_HOSTS', '4'))
+        aio.use_hosts(self.state)
+        aio.record_hosts(self.state)
+        self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_HOSTS', '2'))
+        self.assertEqual(4, len(aio.use_hosts(self.state)))
+        os.unlink(self.state.path('hosts.list'))
+        self.assertEqual(('aio-1', 'aio-2'), aio.use_hosts(self.state))
+
+    def test_bad_host_count_names_the_variable(self):
+        for bad in ('1', '9', 'three'):
+            self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_HOSTS',
+                                                         bad))
+            exc = self.assertRaises(aio.CloudError, aio.use_hosts,
+                                    self.state)
+            self.assertIn('RESQ_CLOUD_HOSTS=%s' % bad, str(exc))
+
+    def test_options_alone_mean_check(self):
+        seen = {}
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio.check',
+            lambda state, keep=False: seen.update(keep=keep) or 0))
+        self.assertEqual(0, aio.main(['--keep', '--state', self.state.root]))
+        self.assertEqual({'keep': True}, seen)
+
+    def test_host_action_refuses_an_unknown_host(self):
+        called = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio.HOST_ACTIONS',
+            {'kill-agent': lambda state, host: called.append(host)}))
+        self.assertEqual(2, aio.main(['kill-agent', '--state',
+                                      self.state.root, '--host', 'aio-7']))
+        self.assertEqual([], called)
+        self.assertEqual(0, aio.main(['kill-agent', '--state',
+                                      self.state.root, '--host', 'aio-3']))
+        self.assertEqual(['aio-3'], called)

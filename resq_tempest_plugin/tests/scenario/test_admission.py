@@ -91,6 +91,52 @@ class AdmissionTest(base.ResQScenarioTest):
             self.wait_for_release(server_id)
             self.wait_for_no_allocation(server_id)
 
+    @decorators.attr(type='slow')
+    @decorators.idempotent_id('3b1d6f0a-7c2e-4e59-9a41-6d5c0f8e2b17')
+    def test_shipped_slo_term_template_boots_partitioned_guests(self):
+        """``etc/heat/resq-slo-term.yaml`` as shipped, sized for the cloud.
+
+        Its parameters carry the sizes a small host can give (the
+        template's defaults are 2 GiB of huge pages and a 10 GiB disk);
+        its flavors, servers and cache-domain traits are the file's own.
+        """
+        if not self.heat_available():
+            raise self.skipException('Heat is not available')
+        if not CONF.resq.heat_templates_dir:
+            raise self.skipException('[resq] heat_templates_dir is not set')
+        path = os.path.join(CONF.resq.heat_templates_dir,
+                            'resq-slo-term.yaml')
+        with open(path) as f:
+            template = yaml.safe_load(f)
+        wanted = sum(1 for r in template['resources'].values()
+                     if r['type'] == 'OS::Nova::Server')
+        free = sum(self.free_pcpus(h) for h in self.hosts)
+        self.assertGreaterEqual(free, wanted, 'the template boots %d '
+                                'pinned servers; the hosts have %d free '
+                                'dedicated CPUs' % (wanted, free))
+        stack, outputs = self.create_stack(template, {
+            'image': CONF.compute.image_ref, 'network': 'none',
+            'ram_mb': CONF.resq.flavor_ram_mb, 'disk_gb': 1,
+            'mem_page_size': 'small'})
+        self.assertEqual(wanted, len(outputs['servers']))
+        seen = []
+        for server_id in outputs['servers']:
+            server = self.show_server(server_id)
+            self.assertEqual('ACTIVE', server['status'])
+            self.assertTrue(server['flavor']['original_name'].startswith(
+                'resq.lpm-tenant-a.'), server['flavor'])
+            facts = self.wait_for_partition(server_id)
+            self.assertEqual(self.flavor_ways(server), facts['ways'])
+            seen.append(facts['ways'])
+        self.assertEqual(sorted(int(r['properties']['metadata']['resq_ways'])
+                                for r in template['resources'].values()
+                                if r['type'] == 'OS::Nova::Server'),
+                         sorted(seen))
+        self.delete_stack('%s/%s' % (stack['stack_name'], stack['id']))
+        for server_id in outputs['servers']:
+            self.wait_for_release(server_id)
+            self.wait_for_no_allocation(server_id)
+
     def _dedicated_cores(self):
         """The cores all cache domains offer reserved instances."""
         total = 0
@@ -125,7 +171,7 @@ class AdmissionTest(base.ResQScenarioTest):
     @decorators.attr(type='slow')
     @decorators.idempotent_id('692ba2b9-d349-4448-b62a-2feb84229efe')
     def test_guest_without_resq_specs_is_untouched(self):
-        name = self.host_with_room()
+        name = self.host_with_room(pcpus=1, vcpus=1)
         host = self.hosts[name]
         others = {h: self.settled_snapshot(h) for h in self.hosts
                   if h != name}
