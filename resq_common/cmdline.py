@@ -22,8 +22,10 @@
   clients' credentials, logging) and then ``<command>.conf`` (its own
   options, which win), each from the first of ``~/.resq/``, ``~/``,
   ``/etc/resq/`` and ``/etc/`` that has it (:func:`searched`); neither
-  has to exist. ``--config-file`` replaces that search (and must name
-  files that exist); ``--config-dir`` adds a directory's files to it.
+  has to exist. A command working on another's state reads that
+  command's files instead (``resq-manage``: resq-api's; ``config_prog``).
+  ``--config-file`` replaces that search (and must name files that
+  exist); ``--config-dir`` adds a directory's files to it.
 * ``--config-file`` and ``--config-dir`` may come before or after the
   subcommand (:func:`hoist`).
 * ``--help`` starts with the command's description and lists the
@@ -220,6 +222,8 @@ class _Parser(cfg._CachedArgumentParser):
         self.has_commands = False
         # What oslo.config reads without --config-file/--config-dir.
         self.config_defaults = {}
+        # The program whose default files those are (its own by default).
+        self.config_prog = None
 
     def initialize_parser_arguments(self):
         super().initialize_parser_arguments()
@@ -235,7 +239,8 @@ class _Parser(cfg._CachedArgumentParser):
                 found = (self.config_defaults.get(action.dest)
                          or action.default or ())
                 shown = ', '.join(found) or (
-                    'none found: %s' % searched(self.prog)
+                    'none found: %s' % searched(self.config_prog
+                                                or self.prog)
                     if action.dest == 'config_file' else 'none')
                 action.help = (_CONFIG_FILE_HELP if action.dest ==
                                'config_file' else _CONFIG_DIR_HELP) % (
@@ -296,6 +301,7 @@ class _Conf(cfg.ConfigOpts):
 
     hidden = frozenset()
     has_commands = False
+    config_prog = None
 
     def _pre_setup(self, *args, **kwargs):
         result = super()._pre_setup(*args, **kwargs)
@@ -305,6 +311,7 @@ class _Conf(cfg.ConfigOpts):
                                 epilog=old.epilog)
         self._oparser.hidden_dests = self.hidden
         self._oparser.has_commands = self.has_commands
+        self._oparser.config_prog = self.config_prog
         # (prog, default config files, default config dirs)
         self._oparser.config_defaults = {'config_file': result[1],
                                          'config_dir': result[2]}
@@ -495,7 +502,7 @@ def fail(prog, message):
 
 def parse(argv, prog, description, register=(), cli_opts=(), commands=None,
           logs=True, logs_to_stderr=False, default_config_files=None,
-          setup_logging=True):
+          setup_logging=True, config_prog=None):
     """A fresh ``ConfigOpts`` for command ``prog``, parsed from ``argv``.
 
     :param argv: the arguments (default ``sys.argv[1:]``).
@@ -510,10 +517,13 @@ def parse(argv, prog, description, register=(), cli_opts=(), commands=None,
         the command's documents).
     :param default_config_files: instead of oslo.config's search
         (:func:`searched`; None: the search).
+    :param config_prog: the program whose files ``default_config_files``
+        are, when not ``prog`` (for ``--help``'s "none found").
     :raises SystemExit: status 2, after one line on standard error, for a
         configuration or command line it cannot run with.
     """
     conf = _Conf()
+    conf.config_prog = config_prog
     if logs:
         from oslo_log import log as logging
 

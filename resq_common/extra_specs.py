@@ -174,6 +174,29 @@ class ResQRequest:
     ondemand_cores: int = 0
 
 
+def placement_names(extra_specs):
+    """The traits and resource classes a flavor's extra specs name.
+
+    Required and forbidden traits (``trait<suffix>:NAME``, whatever the
+    value) and resource classes (``resources<suffix>:CLASS``), in every
+    request group: what Placement must still know for Nova to schedule
+    the flavor.
+
+    :returns: ``(traits, classes)``, each a dict from the name to the keys
+        that name it, sorted.
+    """
+    traits, classes = {}, {}
+    for key in sorted(extra_specs or {}):
+        t = _TRAIT_KEY.match(key)
+        if t:
+            traits.setdefault(t.group('trait'), []).append(key)
+            continue
+        r = _RESOURCE_KEY.match(key)
+        if r:
+            classes.setdefault(r.group('rc'), []).append(key)
+    return traits, classes
+
+
 def parse(extra_specs, vcpus=0):
     """A :class:`ResQRequest` from a flavor's extra specs, or ``None``.
 

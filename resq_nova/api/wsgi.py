@@ -15,10 +15,10 @@ The configuration files are ``$RESQ_API_CONFIG`` (comma-separated) or
 those oslo.config's default search finds for project ``resq`` and program
 ``resq-api``: ``resq.conf`` (what every resq command shares), then
 ``resq-api.conf`` (resq-api's own options, which win), each from the first
-of ``~/.resq/``, ``~/``, ``/etc/resq/`` and ``/etc/`` that has it.
+of ``~/.resq/``, ``~/``, ``/etc/resq/`` and ``/etc/`` that has it
+(:func:`resq_nova.conf.api.config_files`, which ``resq-manage`` reads too).
 """
 
-import os
 import threading
 
 from oslo_config import cfg
@@ -26,12 +26,7 @@ from oslo_log import log as logging
 
 from resq_nova.api.db import api as db_api
 from resq_nova.api import deploy
-
-
-def env_config_files():
-    """``$RESQ_API_CONFIG``'s files, or None: oslo.config's search."""
-    env = os.environ.get('RESQ_API_CONFIG')
-    return env.split(',') if env else None
+from resq_nova.conf import api as api_conf
 
 
 def make_conf(config_files=None, args=None, cli_opts=()):
@@ -40,8 +35,8 @@ def make_conf(config_files=None, args=None, cli_opts=()):
     logging.register_options(conf)
     deploy.register_opts(conf)
     if config_files is None:
-        config_files = env_config_files()
-    conf(args or [], project='resq', prog='resq-api',
+        config_files = api_conf.config_files()
+    conf(args or [], project='resq', prog=api_conf.PROG,
          default_config_files=config_files)
     return conf
 

@@ -20,8 +20,10 @@ from wsgiref import simple_server
 from oslo_config import cfg
 
 from resq_common import cmdline
+from resq_nova.api.db import api as db_api
 from resq_nova.api import deploy
 from resq_nova.api import wsgi
+from resq_nova.conf import api as api_conf
 
 DESCRIPTION = '''Serve resq-api on wsgiref, for a single-node try-out:
 production runs resq_nova.api.wsgi:application under uwsgi. Without
@@ -40,9 +42,12 @@ def main(argv=None):
     # init_application sets logging up.
     conf = cmdline.parse(argv, 'resq-api', DESCRIPTION,
                          (deploy.register_opts,), OPTS,
-                         default_config_files=wsgi.env_config_files(),
+                         default_config_files=api_conf.config_files(),
                          setup_logging=False)
-    app = wsgi.init_application(conf)
+    try:
+        app = wsgi.init_application(conf)
+    except db_api.NoConnection as exc:
+        cmdline.fail('resq-api', str(exc))
     server = simple_server.make_server(conf.host, conf.port, app)
     print('resq-api on http://%s:%d/' % (conf.host, conf.port))
     server.serve_forever()

@@ -9,11 +9,20 @@
 #    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 #    License for the specific language governing permissions and limitations
 #    under the License.
-"""The ``[api]`` options of resq-api."""
+"""The ``[api]`` options of resq-api, and the files it reads them from."""
+
+import os
 
 from oslo_config import cfg
 
 GROUP = 'api'
+# oslo.config's program name of resq-api: its own file is resq-api.conf.
+PROG = 'resq-api'
+# Comma-separated configuration files, instead of the search.
+CONFIG_ENV = 'RESQ_API_CONFIG'
+# config_files() in words.
+SEARCHED = ('$%s, else resq.conf and %s.conf in ~/.resq/, ~/, '
+            '/etc/resq/, /etc/' % (CONFIG_ENV, PROG))
 
 ALL_OPTS = [
     cfg.StrOpt('auth_strategy',
@@ -38,6 +47,21 @@ ALL_OPTS = [
                     '"limit" the client asks for; the answer\'s "links" '
                     'point to the next page.'),
 ]
+
+
+def config_files():
+    """The configuration files resq-api reads without ``--config-file``.
+
+    ``$RESQ_API_CONFIG``'s files (comma-separated), else those oslo.config's
+    default search finds for project ``resq`` and program ``resq-api``:
+    ``resq.conf`` then ``resq-api.conf``, each from the first of
+    ``~/.resq/``, ``~/``, ``/etc/resq/`` and ``/etc/`` that has it.
+    ``resq-manage`` reads the same files: it works on resq-api's database.
+    """
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        return env.split(',')
+    return cfg.find_config_files(project='resq', prog=PROG)
 
 
 def register_opts(conf):

@@ -28,11 +28,18 @@ planned for removal:
   ``CUSTOM_RESQ_CORE`` and ``CUSTOM_RESQ_ONDEMAND_CORE``, once no
   provider has an inventory of them (Placement refuses otherwise).
 
+A trait or resource class that a kept flavor's extra specs name (``trait
+<suffix>:NAME``, required or forbidden, ``resources<suffix>:CLASS``) is
+kept too: nova-scheduler fails on a flavor naming a trait Placement does
+not know (a ``TypeError`` in Nova 34), and Placement refuses a request for
+an unknown resource class.
+
 Removal goes in that order: flavors (only once the operator said yes),
 providers, traits, resource classes. A trait or class that depends on a
-provider whose removal failed is not tried, and every outcome is reported
-as it was. Flavors of other names whose extra specs ask for resq-nova's
-resources are reported, never changed.
+provider whose removal failed is not tried; one that a flavor the
+operator declined to delete names is kept (outcome ``kept``); every
+outcome is reported as it was. Flavors of other names whose extra specs
+ask for resq-nova's resources are reported, never changed.
 """
 
 import dataclasses
@@ -59,6 +66,7 @@ REMOVED = 'removed'
 FAILED = 'failed'
 SKIPPED = 'skipped'
 DECLINED = 'declined'
+KEPT = 'kept'
 
 
 @dataclasses.dataclass
@@ -70,9 +78,11 @@ class Item:
     ident: str
     action: str          # REMOVE or KEEP
     reason: str = ''
-    needs: tuple = ()    # idents of providers that must go first
+    needs: tuple = ()    # idents of providers and flavors that must go first
     outcome: str = ''
     error: str = ''
+    # A flavor's extra specs (what it asks Placement for).
+    specs: dict = dataclasses.field(default_factory=dict, repr=False)
 
     def line(self):
         what = '%s %s' % (self.kind, self.name)
@@ -174,13 +184,14 @@ def plan_flavors(compute):
     for flavor in sorted(compute.list_flavors(), key=lambda f: f['name']):
         if is_resq_flavor(flavor):
             n = used.get(flavor['name'], 0)
+            specs = dict(flavor.get('extra_specs') or {})
             if n:
                 items.append(Item('flavor', flavor['name'], flavor['id'],
                                   KEEP, '%d server(s) use it; delete or '
-                                  'resize them first' % n))
+                                  'resize them first' % n, specs=specs))
             else:
                 items.append(Item('flavor', flavor['name'], flavor['id'],
-                                  REMOVE))
+                                  REMOVE, specs=specs))
             continue
         keys = resq_keys(flavor.get('extra_specs') or {})
         if keys:
@@ -188,8 +199,41 @@ def plan_flavors(compute):
                 'flavor', flavor['name'], flavor['id'], KEEP,
                 'not resq-nova\'s (by its name), but it asks for %s; '
                 'remove them with "openstack flavor unset --property KEY"'
-                % ', '.join(keys)))
+                % ', '.join(keys), specs=dict(flavor['extra_specs'])))
     return items
+
+
+def _naming(flavors, kind, name):
+    """The flavors among ``flavors`` whose extra specs name ``name``.
+
+    :param kind: ``trait`` or ``resource class``.
+    :returns: ``[(flavor item, [keys])]``.
+    """
+    found = []
+    for flavor in flavors:
+        traits, classes = extra_specs.placement_names(flavor.specs)
+        keys = (traits if kind == 'trait' else classes).get(name)
+        if keys:
+            found.append((flavor, keys))
+    return found
+
+
+def _flavor_hold(kind, name, flavors):
+    """A trait's or class's reason to stay for kept flavors, or ''."""
+    kept = _naming([f for f in flavors if f.action == KEEP], kind, name)
+    if not kept:
+        return ''
+    return ('kept flavor(s) ask for it: %s; Nova cannot schedule a flavor '
+            'naming a %s Placement does not know: delete the flavor or '
+            'unset the key first' % (', '.join(
+                '%s (%s)' % (f.name, ', '.join(keys)) for f, keys in kept),
+                kind))
+
+
+def _flavor_needs(kind, name, flavors):
+    """The flavors planned for removal that name it: they go first."""
+    return tuple(f.ident for f, _ in _naming(
+        [f for f in flavors if f.action == REMOVE], kind, name))
 
 
 def resq_providers(providers):
@@ -228,23 +272,36 @@ def plan_providers(placement):
     return items
 
 
-def plan_traits(placement, providers):
-    """Traits to remove: carried only by providers planned for removal."""
+def plan_traits(placement, providers, flavors=()):
+    """Traits to remove: on no provider that stays, named by no kept flavor.
+
+    A trait that a flavor planned for removal names waits for it.
+    """
     going = {i.ident for i in providers if i.action == REMOVE}
     items = []
     for trait in placement.resq_traits():
         holders = placement.providers_with_trait(trait)
         staying = sorted(set(holders) - going)
+        reasons = []
         if staying:
+            reasons.append('still on provider(s) %s' % ', '.join(staying))
+        held = _flavor_hold('trait', trait, flavors)
+        if held:
+            reasons.append(held)
+        if reasons:
             items.append(Item('trait', trait, trait, KEEP,
-                              'still on provider(s) %s' % ', '.join(staying)))
+                              '; '.join(reasons)))
         else:
-            items.append(Item('trait', trait, trait, REMOVE,
-                              needs=tuple(sorted(holders))))
+            items.append(Item('trait', trait, trait, REMOVE, needs=tuple(
+                sorted(holders)) + _flavor_needs('trait', trait, flavors)))
     return items
 
 
-def plan_classes(placement, providers):
+def plan_classes(placement, providers, flavors=()):
+    """Classes to remove: no cache-domain provider nor kept flavor stays.
+
+    A class that a flavor planned for removal asks for waits for it.
+    """
     existing = placement.resource_classes()
     kept = sorted(i.ident for i in providers if i.action == KEEP)
     going = tuple(sorted(i.ident for i in providers if i.action == REMOVE))
@@ -252,24 +309,32 @@ def plan_classes(placement, providers):
     for rc in RESOURCE_CLASSES:
         if rc not in existing:
             continue
+        reasons = []
         if kept:
+            reasons.append('kept provider(s) may have an inventory of it: '
+                           '%s' % ', '.join(kept))
+        held = _flavor_hold('resource class', rc, flavors)
+        if held:
+            reasons.append(held)
+        if reasons:
             items.append(Item('resource class', rc, rc, KEEP,
-                              'kept provider(s) may have an inventory of '
-                              'it: %s' % ', '.join(kept)))
+                              '; '.join(reasons)))
         else:
             items.append(Item('resource class', rc, rc, REMOVE,
                               'unless a provider that is not resq-nova\'s '
-                              'has an inventory of it', needs=going))
+                              'has an inventory of it', needs=going
+                              + _flavor_needs('resource class', rc,
+                                              flavors)))
     return items
 
 
 def make_plan(placement, compute):
     """Find what resq-nova created, and what may go. Changes nothing."""
-    items = plan_flavors(compute)
+    flavors = plan_flavors(compute)
     providers = plan_providers(placement)
-    items += providers
-    items += plan_traits(placement, providers)
-    items += plan_classes(placement, providers)
+    items = flavors + providers
+    items += plan_traits(placement, providers, flavors)
+    items += plan_classes(placement, providers, flavors)
     return Plan(items)
 
 
@@ -288,34 +353,50 @@ def execute(plan, placement, compute, flavors_confirmed):
     """Remove what the plan says, in order; record each outcome.
 
     :param flavors_confirmed: the operator agreed to delete the flavors;
-        otherwise they are kept (outcome ``declined``).
+        otherwise they are kept (outcome ``declined``), and so are the
+        traits and classes they name (outcome ``kept``).
     :returns: the items planned for removal, each with its ``outcome``
         (``removed``, ``failed`` with ``error``, ``skipped`` with
-        ``error`` naming what it waited for, or ``declined``).
+        ``error`` naming what it waited for, ``declined``, or ``kept``
+        with ``error`` naming the declined flavors that ask for it).
     """
-    failed = set()
+    failed = {}
+    declined = {}
     done = []
     for item in plan.to_remove():
         done.append(item)
         if item.kind == 'flavor' and not flavors_confirmed:
             item.outcome = DECLINED
+            declined[item.ident] = item.name
             continue
-        blocked = sorted(set(item.needs) & failed)
+        blocked = sorted(failed[i] for i in item.needs if i in failed)
         if blocked:
             item.outcome = SKIPPED
-            item.error = ('not tried: provider(s) %s could not be removed'
+            item.error = ('not tried: %s could not be removed'
                           % ', '.join(blocked))
+            continue
+        held = sorted(declined[i] for i in item.needs if i in declined)
+        if held:
+            item.outcome = KEPT
+            item.error = ('flavor(s) %s ask for it and were not deleted'
+                          % ', '.join(held))
             continue
         try:
             _delete(item, placement, compute)
         except exception.ResQException as exc:
             item.outcome = FAILED
             item.error = str(exc)
-            failed.add(item.ident)
+            failed[item.ident] = '%s %s' % (item.kind, item.ident)
             continue
         item.outcome = REMOVED
     return done
 
 
 def succeeded(done):
-    return all(i.outcome in (REMOVED, DECLINED) for i in done)
+    """Nothing failed or was left untried for a failure."""
+    return all(i.outcome in (REMOVED, DECLINED, KEPT) for i in done)
+
+
+def declined(done):
+    """What stayed because the flavors were not confirmed."""
+    return [i for i in done if i.outcome in (DECLINED, KEPT)]

@@ -50,11 +50,12 @@ class NoKeystoneTest(base.TestCase):
         self.env.update(HOME=self.home, OS_CLIENT_CONFIG_FILE=os.path.join(
             self.home, 'clouds.yaml'))
         self.env.pop('RESQ_API_CONFIG', None)
-        # resq-manage works on resq-api's database: it is given its file.
-        subprocess.run([os.path.join(BIN, 'resq-manage'), '--config-file',
-                        os.path.join(confdir, 'resq-api.conf'), 'db', 'sync'],
-                       env=self.env, check=True, capture_output=True,
-                       cwd=self.home)
+        # resq-manage reads resq-api's files: it finds the same one.
+        sync = subprocess.run([os.path.join(BIN, 'resq-manage'), 'db',
+                               'sync'], env=self.env, check=True,
+                              capture_output=True, cwd=self.home, text=True)
+        self.assertIn('database sqlite:///%s at revision' % os.path.join(
+            self.home, 'resq.sqlite'), sync.stdout)
         self.url = self._start()
 
     def _start(self):

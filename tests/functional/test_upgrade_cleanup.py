@@ -174,6 +174,51 @@ class UpgradeAndCleanupTest(test_nova_scheduler.ResQNovaTestBase):
         self.assertNotIn('removed', out)
         self._assert_untouched(other, lookalike)
 
+    def test_kept_flavors_keep_what_they_require(self):
+        # A ResQ flavor as admission writes it (the domain's trait in its
+        # group) and a hand-made one requiring the trait and the ways.
+        rps = self.start_resq_compute('host1')
+        self.resq_flavor(ways=3, name='resq.fw.3w', **{
+            'trait_LLC:CUSTOM_CAT_L3': 'required'})
+        handmade = self._create_flavor(
+            name='m1.cat', vcpu=1, memory_mb=512, disk=1, ephemeral=0,
+            extra_spec={'trait:CUSTOM_CAT_L3': 'required',
+                        'resources1:CUSTOM_LLC_WAY': '2'})
+        pl = cleanup.Placement.for_endpoint(self.placement.fixture.endpoint)
+
+        # Non-interactive, no --yes: the ResQ flavor is declined, and so
+        # is what it alone asks for; the status says so.
+        rc, out, err = self.cleanup()
+        self.assertEqual(manage.DECLINED, rc, out + err)
+        self.assertIn('keep    trait CUSTOM_CAT_L3: kept flavor(s) ask for '
+                      'it: m1.cat (trait:CUSTOM_CAT_L3)', out)
+        self.assertIn('keep    resource class CUSTOM_LLC_WAY: kept '
+                      'flavor(s) ask for it: m1.cat '
+                      '(resources1:CUSTOM_LLC_WAY)', out)
+        self.assertIn('declined flavor resq.fw.3w', out)
+        self.assertIn('kept     resource class CUSTOM_LLC_CLOS: flavor(s) '
+                      'resq.fw.3w ask for it and were not deleted', out)
+        self.assertIn('kept flavor resq.fw.3w, resource class '
+                      'CUSTOM_LLC_CLOS', err)
+        self.assertEqual(1, len(err.splitlines()), err)
+        for rp in rps.values():
+            self.assertIsNone(self.client.get_provider(rp))
+        self.assertIn('CUSTOM_LLC_CLOS', pl.resource_classes())
+
+        rc, out, err = self.cleanup('--yes')
+        self.assertEqual(0, rc, out + err)
+        self.assertIsNone(self.compute_client().find_flavor('resq.fw.3w'))
+        self.assertNotIn('CUSTOM_LLC_CLOS', pl.resource_classes())
+        self.assertIn('CUSTOM_LLC_WAY', pl.resource_classes())
+        self.assertIn('CUSTOM_CAT_L3', pl.resq_traits())
+
+        # The kept flavor still schedules: no valid host (its ways are
+        # gone with the providers), not a scheduler failing on an
+        # unknown trait.
+        server = self._create_server(flavor_id=handmade, networks='none',
+                                     expected_state='ERROR')
+        self.assertIn('No valid host', server['fault']['message'])
+
     def _assert_removed(self, rps):
         compute = self.compute_client()
         self.assertIsNone(compute.find_flavor('resq.fw.3w'))

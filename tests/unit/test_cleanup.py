@@ -182,10 +182,60 @@ class PlanTest(base.TestCase):
         self.assertEqual(['CUSTOM_CAT_L3', 'CUSTOM_RESQ_L3_0',
                           'CUSTOM_RESQ_L3_1', 'CUSTOM_RESQ_LLC_WAYS_11'],
                          sorted(i.name for i in plan.to_remove('trait')))
-        self.assertEqual(sorted(cleanup.RESOURCE_CLASSES), sorted(
+        # The hand-made flavor still asks for CUSTOM_LLC_WAY: it stays.
+        self.assertEqual(sorted(set(cleanup.RESOURCE_CLASSES)
+                                - {'CUSTOM_LLC_WAY'}), sorted(
             i.name for i in plan.to_remove('resource class')))
+        self.assertIn('keep    resource class CUSTOM_LLC_WAY: kept flavor(s) '
+                      'ask for it: handmade (resources1:CUSTOM_LLC_WAY)',
+                      '\n'.join(plan.lines()))
         self.assertEqual(before, (set(pl.providers), set(pl.traits),
                                   set(pl.classes), set(co.flavors)))
+
+    def test_kept_flavors_keep_the_traits_and_classes_they_name(self):
+        # A hand-made flavor requiring and forbidding traits in groups, and
+        # a ResQ flavor in use whose servers hold no allocation any more
+        # (their host is gone): every provider goes, not what they name.
+        pl, co = cloud()
+        co.add_flavor('f6', 'handmade.cat', {
+            'trait:CUSTOM_CAT_L3': 'required',
+            'trait1:CUSTOM_RESQ_L3_0': 'forbidden',
+            'resources_G:CUSTOM_LLC_CLOS': '1'})
+        co.servers = [('s1', 'resq.fw.6w')]
+        plan = cleanup.make_plan(pl, co)
+        got = actions(plan)
+        for name in ('cn1_llc_0', 'cn1_llc_1', 'cn2_llc_0', 'cn2_llc_1'):
+            self.assertEqual('remove', got[('provider', name)])
+        for trait in ('CUSTOM_CAT_L3', 'CUSTOM_RESQ_L3_0',
+                      'CUSTOM_RESQ_LLC_WAYS_11'):
+            self.assertEqual('keep', got[('trait', trait)], trait)
+        for rc in ('CUSTOM_LLC_WAY', 'CUSTOM_LLC_CLOS'):
+            self.assertEqual('keep', got[('resource class', rc)], rc)
+        self.assertEqual('remove', got[('trait', 'CUSTOM_RESQ_L3_1')])
+        self.assertEqual('remove', got[('resource class',
+                                        'CUSTOM_RESQ_CORE')])
+        lines = plan.lines()
+        self.assertIn(
+            'keep    trait CUSTOM_RESQ_L3_0: kept flavor(s) ask for it: '
+            'handmade.cat (trait1:CUSTOM_RESQ_L3_0); Nova cannot schedule a '
+            'flavor naming a trait Placement does not know: delete the '
+            'flavor or unset the key first', lines)
+        self.assertIn(
+            'keep    resource class CUSTOM_LLC_WAY: kept flavor(s) ask for '
+            'it: handmade (resources1:CUSTOM_LLC_WAY), resq.fw.6w '
+            '(resources_LLC:CUSTOM_LLC_WAY); Nova cannot schedule a flavor '
+            'naming a resource class Placement does not know: delete the '
+            'flavor or unset the key first', lines)
+        self.assertIn('resq.fw.6w (trait_LLC:CUSTOM_RESQ_LLC_WAYS_11)',
+                      '\n'.join(lines))
+        done = cleanup.execute(plan, pl, co, True)
+        self.assertTrue(cleanup.succeeded(done))
+        self.assertEqual([], cleanup.declined(done))
+        self.assertEqual({'CUSTOM_CAT_L3', 'CUSTOM_RESQ_L3_0',
+                          'CUSTOM_RESQ_LLC_WAYS_11', 'CUSTOM_FOREIGN',
+                          'HW_CPU_X86_AVX2'}, pl.traits)
+        self.assertEqual({'CUSTOM_LLC_WAY', 'CUSTOM_LLC_CLOS', 'CUSTOM_FPGA',
+                          'VCPU'}, pl.classes)
 
 
 class ExecuteTest(base.TestCase):
@@ -201,19 +251,43 @@ class ExecuteTest(base.TestCase):
         self.assertEqual({CN1, CN2, OTHER_CHILD, str(uuid.UUID(int=4))},
                          set(pl.providers))
         self.assertEqual({'CUSTOM_FOREIGN', 'HW_CPU_X86_AVX2'}, pl.traits)
-        self.assertEqual({'CUSTOM_FPGA', 'VCPU'}, pl.classes)
+        # What the kept hand-made flavor asks for stays.
+        self.assertEqual({'CUSTOM_FPGA', 'VCPU', 'CUSTOM_LLC_WAY'},
+                         pl.classes)
         self.assertEqual({'f3', 'f4', 'f5'}, set(co.flavors))
         again = cleanup.make_plan(pl, co)
         self.assertEqual([], again.to_remove())
 
-    def test_declined_flavors_stay_and_the_rest_goes(self):
+    def test_declined_flavors_stay_with_what_they_ask_for(self):
         pl, co = cloud()
-        done = cleanup.execute(cleanup.make_plan(pl, co), pl, co, False)
+        co.flavors['f2']['extra_specs']['trait_LLC:CUSTOM_CAT_L3'] = \
+            'required'
+        done = {i.name: i for i in cleanup.execute(
+            cleanup.make_plan(pl, co), pl, co, False)}
         self.assertEqual([], co.deleted)
-        self.assertEqual({'declined'}, {i.outcome for i in done
-                                        if i.kind == 'flavor'})
-        self.assertTrue(cleanup.succeeded(done))
-        self.assertNotIn('CUSTOM_LLC_WAY', pl.classes)
+        self.assertEqual('declined', done['resq.fw.4w'].outcome)
+        self.assertEqual('declined', done['resq.fw.6w'].outcome)
+        self.assertTrue(cleanup.succeeded(done.values()))
+        # The declined flavors still require these: kept, and said why.
+        # Planned as kept already (the hand-made flavor asks for it).
+        self.assertNotIn('CUSTOM_LLC_WAY', done)
+        self.assertIn('CUSTOM_LLC_WAY', pl.classes)
+        for name in ('CUSTOM_CAT_L3', 'CUSTOM_RESQ_LLC_WAYS_11'):
+            self.assertEqual('kept', done[name].outcome)
+            self.assertIn(name, pl.traits)
+            self.assertNotIn(name, pl.calls)
+        self.assertEqual('flavor(s) resq.fw.6w ask for it and were not '
+                         'deleted', done['CUSTOM_CAT_L3'].error)
+        self.assertIn('resq.fw.4w, resq.fw.6w',
+                      done['CUSTOM_RESQ_LLC_WAYS_11'].error)
+        # What no flavor names goes: the providers, their other traits,
+        # the classes only providers had.
+        self.assertEqual('removed', done['CUSTOM_RESQ_L3_0'].outcome)
+        self.assertEqual('removed', done['CUSTOM_RESQ_CORE'].outcome)
+        self.assertNotIn('CUSTOM_RESQ_CORE', pl.classes)
+        self.assertEqual(['resq.fw.4w', 'resq.fw.6w', 'CUSTOM_CAT_L3',
+                          'CUSTOM_RESQ_LLC_WAYS_11'],
+                         [i.name for i in cleanup.declined(done.values())])
 
     def test_a_failed_provider_stops_what_depends_on_it(self):
         pl, co = cloud()
@@ -226,12 +300,12 @@ class ExecuteTest(base.TestCase):
         self.assertIn('500 broken', done['cn1_llc_0'].error)
         self.assertEqual('removed', done['cn1_llc_1'].outcome)
         # Carried by the provider that stayed: not tried.
-        for name in ('CUSTOM_RESQ_L3_0', 'CUSTOM_CAT_L3', 'CUSTOM_LLC_WAY'):
+        for name in ('CUSTOM_RESQ_L3_0', 'CUSTOM_CAT_L3', 'CUSTOM_LLC_CLOS'):
             self.assertEqual('skipped', done[name].outcome)
             self.assertIn(broken, done[name].error)
             self.assertNotIn(name, pl.calls)
         self.assertEqual('removed', done['CUSTOM_RESQ_L3_1'].outcome)
-        self.assertIn('CUSTOM_LLC_WAY', pl.classes)
+        self.assertIn('CUSTOM_LLC_CLOS', pl.classes)
 
     def test_placement_refusal_is_a_failure_not_a_success(self):
         pl, co = cloud()
@@ -279,18 +353,33 @@ class ManageCleanupTest(base.TestCase):
 
     def test_asks_before_flavors_and_no_keeps_them(self):
         rc, out, err = self.run_main(stdin='n\n')
-        self.assertEqual(0, rc, err)
+        self.assertEqual(manage.DECLINED, rc, err)
+        self.assertEqual(
+            'resq-manage: kept flavor resq.fw.4w, flavor resq.fw.6w, trait '
+            'CUSTOM_RESQ_LLC_WAYS_11: nobody agreed to delete the flavors; '
+            'run "resq-manage cleanup --yes" (or answer y) to remove them\n',
+            err)
+        self.assertIn('kept     trait CUSTOM_RESQ_LLC_WAYS_11: flavor(s) '
+                      'resq.fw.4w, resq.fw.6w ask for it and were not '
+                      'deleted', out)
+        self.assertIn('CUSTOM_RESQ_LLC_WAYS_11', self.pl.traits)
         self.assertIn('Delete 2 flavor(s) (resq.fw.4w, resq.fw.6w)? [y/N]',
                       out)
         self.assertIn('declined flavor resq.fw.4w', out)
         self.assertEqual({'f1', 'f2'}, set(self.co.flavors) & {'f1', 'f2'})
         self.assertIn('removed  provider cn1_llc_0', out)
 
-    def test_closed_stdin_keeps_flavors_and_says_yes_flag(self):
+    def test_closed_stdin_keeps_flavors_and_exits_declined(self):
         rc, out, err = self.run_main()
-        self.assertEqual(0, rc, err)
+        self.assertEqual(3, rc, err)
         self.assertIn('give --yes', out)
+        self.assertIn('kept flavor resq.fw.4w', err)
+        self.assertEqual(1, len(err.splitlines()), err)
         self.assertEqual([], self.co.deleted)
+        # Once agreed, the rest goes and the run succeeds.
+        rc, out, err = self.run_main('--yes')
+        self.assertEqual(0, rc, err)
+        self.assertIn('removed  trait CUSTOM_RESQ_LLC_WAYS_11', out)
 
     def test_yes_removes_all_and_second_run_finds_nothing(self):
         rc, out, err = self.run_main('--yes')

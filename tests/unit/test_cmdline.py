@@ -272,6 +272,9 @@ class ConfigFileAnywhereTest(InProcessTestCase):
         with open(conf, 'w') as f:
             f.write('[database]\nconnection = sqlite:///%s/api.db\n'
                     % self.tmp)
+        # An empty file is an empty SQLite database (a missing one is
+        # refused: db version would create it).
+        open(os.path.join(self.tmp, 'api.db'), 'w').close()
         for args in (('--config-file', conf, 'db', 'version'),
                      ('db', '--config-file', conf, 'version'),
                      ('db', 'version', '--config-file', conf)):

@@ -45,6 +45,9 @@ PACKAGES = ('resq_nova', 'resq_agent', 'resq_profiler', 'resq_common')
 # module "resq_nova.conf.opts".
 NAME = re.compile(r'([\w<>$.{}/-]*?)([\w<>-]+)\.conf(?:\.sample)?'
                   r'(?!\w|\.\w)')
+# Commands that read another command's files: resq-manage works on
+# resq-api's database, as nova-manage reads nova.conf.
+READS = {'resq-manage': 'resq-api'}
 # A command's name without resq-'s prefix: a file no search finds.
 BARE = ('agent', 'admit', 'api', 'evaluate', 'manage', 'optimizer', 'plan',
         'profiler')
@@ -205,7 +208,7 @@ class DefaultSearchTest(base.TestCase):
         self.assertGreaterEqual(len(scripts), 8)
         shared = self.write('resq.conf', '')
         for name, target in sorted(scripts.items()):
-            own = self.write(name + '.conf', '')
+            own = self.write(READS.get(name, name) + '.conf', '')
             module, func = target.split(':')
             main = getattr(importlib.import_module(module), func)
             stdout = io.StringIO()
@@ -215,6 +218,76 @@ class DefaultSearchTest(base.TestCase):
             # default.
             self.assertIn('(default:%s,%s)' % (shared, own),
                           ''.join(stdout.getvalue().split()), name)
+
+    def test_resq_manage_reads_resq_api_files(self):
+        # resq-manage.conf is not read; resq-api's files are, in the same
+        # order and with the same $RESQ_API_CONFIG as resq-api.
+        shared = self.write('resq.conf', '[database]\nconnection = '
+                            'sqlite:///%s/shared.db\n' % self.home)
+        self.write('resq-manage.conf', '[database]\nconnection = '
+                   'sqlite:///%s/manage.db\n' % self.home)
+        rc, out, err = self._manage('db', 'check')
+        self.assertEqual(2, rc, err)
+        self.assertIn('no file %s/shared.db' % self.home, out)
+        self.assertIn('(read from %s)' % shared, out)
+        own = self.write('resq-api.conf', '[database]\nconnection = '
+                         'sqlite:///%s/api.db\n' % self.home)
+        rc, out, err = self._manage('db', 'check')
+        self.assertIn('no file %s/api.db' % self.home, out)
+        self.assertIn('(read from %s, %s)' % (shared, own), out)
+        listed = self.write('listed.conf', '[database]\nconnection = '
+                            'sqlite:///%s/listed.db\n' % self.home)
+        self.useFixture(fixtures.EnvironmentVariable('RESQ_API_CONFIG',
+                                                     listed))
+        rc, out, err = self._manage('db', 'check')
+        self.assertIn('no file %s/listed.db' % self.home, out)
+        # Read-only commands create no database.
+        self.assertEqual([], [n for n in os.listdir(self.home)
+                              if n.endswith('.db')])
+
+    def test_resq_manage_without_a_connection_is_one_line(self):
+        shared = self.write('resq.conf', '[placement]\n')
+        for args in (('db', 'sync'), ('db', 'version'), ('db', 'check'),
+                     ('db', 'prune')):
+            rc, out, err = self._manage(*args)
+            self.assertEqual((cmdline.USAGE_ERROR, ''), (rc, out), err)
+            self.assertEqual(1, len(err.splitlines()), err)
+            self.assertTrue(err.startswith(
+                'resq-manage: [database] connection has no value in %s: '
+                'set it to resq-api\'s database' % shared), err)
+        os.unlink(shared)
+        rc, out, err = self._manage('db', 'sync')
+        self.assertEqual(cmdline.USAGE_ERROR, rc)
+        self.assertIn('in any file: none was read (resq-api\'s: '
+                      '$RESQ_API_CONFIG, else resq.conf and resq-api.conf in '
+                      '~/.resq/, ~/, /etc/resq/, /etc/)', err)
+        # A --config-file of another command's: the same line, no default.
+        other = self.write('resq-agent.conf', '[resq_agent]\n')
+        rc, out, err = self._manage('--config-file', other, 'db', 'sync')
+        self.assertEqual(cmdline.USAGE_ERROR, rc)
+        self.assertIn('has no value in %s:' % other, err)
+        self.assertEqual(['resq-agent.conf'],
+                         os.listdir(os.path.join(self.home, '.resq')))
+
+    def test_resq_api_without_a_connection_is_one_line(self):
+        from resq_nova.cmd import api
+
+        own = self.write('resq-api.conf', '[api]\nauth_strategy = noauth2\n')
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            exc = self.assertRaises(SystemExit, api.main, [])
+        self.assertEqual(cmdline.USAGE_ERROR, exc.code)
+        self.assertEqual(1, len(err.getvalue().splitlines()), err.getvalue())
+        self.assertIn('resq-api: [database] connection has no value in %s'
+                      % own, err.getvalue())
+
+    def _manage(self, *args):
+        from resq_nova.cmd import manage
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = manage.main(list(args))
+        return rc, out.getvalue(), err.getvalue()
 
     def test_resq_api_application(self):
         shared = self.write('resq.conf', '')

@@ -19,14 +19,20 @@ refuses it for a race (a deadlock, or an insert another request made
 first), as Placement does.
 :func:`configure` points the facade at ``[database] connection``; it may
 be called again (tests, the benchmark), each call replacing the last.
+There is no default connection, as in Nova and Placement: a configuration
+without one (a wrong or missing file) is refused by name
+(:class:`NoConnection`) rather than served from a database nobody chose.
 """
+
+import os
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
 
-DEFAULT_CONNECTION = 'sqlite:////var/lib/resq/resq.sqlite'
+from resq_common import exception
+from resq_nova.conf import api as api_conf
 
 context_manager = enginefacade.transaction_context()
 _reset = None
@@ -68,8 +74,19 @@ def writer(func):
         context_manager.writer(func)))
 
 
+class NoConnection(exception.ResQException):
+    """``[database] connection`` has no value."""
+
+    msg_fmt = ('[database] connection has no value %(where)s: set it to '
+               'resq-api\'s database (mysql+pymysql://resq:PASSWORD@HOST/resq'
+               ', or sqlite:////PATH/resq.sqlite for a single-node try-out) '
+               'in resq-api.conf, or give resq-api\'s files with '
+               '--config-file')
+
+
 def register_opts(conf):
-    db_options.set_defaults(conf, connection=DEFAULT_CONNECTION)
+    # No default connection (oslo.db's is None): see NoConnection.
+    db_options.set_defaults(conf)
 
 
 def list_opts():
@@ -80,6 +97,7 @@ def configure(conf=None, connection=None):
     """Use ``connection`` (or ``conf.database.connection``) from now on.
 
     :returns: the facade in use.
+    :raises NoConnection: neither gives a connection.
     """
     global _reset
     kwargs = {'sqlite_fk': True}
@@ -93,12 +111,27 @@ def configure(conf=None, connection=None):
                        and v is not None})
     if connection is not None:
         kwargs['connection'] = connection
+    if not kwargs.get('connection'):
+        raise no_connection(conf)
     manager = enginefacade.transaction_context()
     manager.configure(**kwargs)
     if _reset is not None:
         _reset()
     _reset = context_manager.patch_factory(manager)
     return manager
+
+
+def no_connection(conf):
+    """The :class:`NoConnection` for ``conf``, naming the files it read."""
+    files = list(getattr(conf, 'config_file', None) or ())
+    if getattr(conf, 'config_dir', None):
+        files.append(os.path.join(conf.config_dir, '*.conf'))
+    if files:
+        where = 'in %s' % ', '.join(files)
+    else:
+        where = ('in any file: none was read (resq-api\'s: %s)'
+                 % api_conf.SEARCHED)
+    return NoConnection(where=where)
 
 
 def reset():

@@ -8,6 +8,7 @@ syncs it.
 import datetime
 import io
 import json
+import os
 import struct
 from unittest import mock
 
@@ -112,6 +113,9 @@ class MigrationWalkTest(base.TestCase):
         conf = self.useFixture(fixtures.TempDir()).join('resq-api.conf')
         with open(conf, 'w') as f:
             f.write('[database]\nconnection = %s\n' % self.db.url)
+        # An empty database (connecting makes the SQLite file: a missing
+        # one is refused).
+        self.assertIsNone(migration.version())
         out = io.StringIO()
         with mock.patch('sys.stdout', out):
             self.assertEqual(0, manage.main(['--config-file', conf, 'db',
@@ -122,8 +126,87 @@ class MigrationWalkTest(base.TestCase):
                                              'version']))
         lines = out.getvalue().splitlines()
         self.assertIn('empty (run "resq-manage db sync")', lines[0])
-        self.assertEqual(['database at revision %s' % migration.head(),
-                          migration.head()], lines[1:])
+        self.assertEqual(['database %s at revision %s' % (
+            manage._masked(self.db.url), migration.head()),
+            migration.head()], lines[1:])
+
+    def manage(self, *args):
+        conf = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'resq-api.conf')
+        with open(conf, 'w') as f:
+            f.write('[database]\nconnection = %s\n' % self.db.url)
+        out, err = io.StringIO(), io.StringIO()
+        with mock.patch('sys.stdout', out), mock.patch('sys.stderr', err):
+            rc = manage.main(['--config-file', conf] + list(args))
+        return rc, out.getvalue(), err.getvalue()
+
+    def test_manage_db_check_behind_at_and_ahead(self):
+        first, head = migration.revisions()[0], migration.head()
+        # (Connecting makes the SQLite file: a missing one is refused.)
+        self.assertIsNone(migration.version())
+        rc, out, err = self.manage('db', 'check')
+        self.assertEqual(manage.FAILURE, rc, err)
+        self.assertIn('has no resq-api schema (empty)', out)
+        self.assertEqual(0, self.manage('db', 'sync', '--revision',
+                                        first)[0])
+        rc, out, err = self.manage('db', 'check')
+        self.assertEqual(manage.WARNING, rc, err)
+        self.assertIn('at revision %s, behind this package\'s newest, %s'
+                      % (first, head), out)
+        self.assertIn('Warning: run "resq-manage db sync"', out)
+        rc, out, err = self.manage('db', 'version')
+        self.assertEqual('%s (behind this package\'s newest, %s: run '
+                         '"resq-manage db sync")\n' % (first, head), out)
+        rc, out, err = self.manage('db', 'sync')
+        self.assertEqual(0, rc, err)
+        # It says which database it walked.
+        self.assertEqual('database %s at revision %s\n' % (
+            manage._masked(self.db.url), head), out)
+        rc, out, err = self.manage('db', 'check')
+        self.assertEqual((manage.SUCCESS, ''), (rc, err))
+        self.assertIn('Success: nothing to do', out)
+        self._stamp('0123456789ab')
+        rc, out, err = self.manage('db', 'check')
+        self.assertEqual(manage.WARNING, rc, err)
+        self.assertIn('at revision 0123456789ab, which this package does '
+                      'not know (its newest is %s): ahead' % head, out)
+        rc, out, err = self.manage('db', 'version')
+        self.assertEqual(0, rc, err)
+        self.assertTrue(out.startswith(
+            '0123456789ab (not a revision this package knows: its newest '
+            'is %s' % head), out)
+
+    def _stamp(self, revision):
+        """The database at a revision of a newer release (a rollback)."""
+        with db_api.get_engine().begin() as conn:
+            conn.execute(sa.text('UPDATE alembic_version SET version_num = '
+                                 ':r'), {'r': revision})
+
+    def test_manage_db_sync_refusals_are_one_line(self):
+        head = migration.head()
+        rc, out, err = self.manage('db', 'sync', '--revision', 'typo')
+        self.assertEqual((2, ''), (rc, out))
+        self.assertEqual(
+            ['resq-manage: --revision typo is not a revision of this package '
+             '(its revisions, oldest first: %s; the newest, %s, is "head"); '
+             'give one of them, or no --revision for the newest'
+             % (', '.join(migration.revisions()), head)], err.splitlines())
+        self.assertIsNone(migration.version())
+        self.assertEqual(0, self.manage('db', 'sync')[0])
+        first = migration.revisions()[0]
+        rc, out, err = self.manage('db', 'sync', '--revision', first)
+        self.assertEqual(1, rc)
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertIn('at revision %s, past --revision %s' % (head, first),
+                      err)
+        # The rollback case: the schema of a newer release.
+        self._stamp('0123456789ab')
+        rc, out, err = self.manage('db', 'sync')
+        self.assertEqual((1, ''), (rc, out))
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertIn('the database is at revision 0123456789ab, which this '
+                      'package does not know (its newest is %s)' % head, err)
+        self.assertEqual('0123456789ab', migration.version())
 
 
 class MariaDBMigrationWalkTest(MigrationWalkTest):

@@ -152,6 +152,29 @@ ON_DEMAND = {'resq:slo': 'on-demand', 'resq:latency_p95_us': '50',
              'resources_OD:CUSTOM_RESQ_ONDEMAND_CORE': '2'}
 
 
+class PlacementNamesTest(base.TestCase):
+
+    def test_traits_and_classes_of_every_group(self):
+        traits, classes = extra_specs.placement_names({
+            'trait:CUSTOM_CAT_L3': 'required',
+            'trait_LLC:CUSTOM_CAT_L3': 'required',
+            'trait1:CUSTOM_RESQ_L3_0': 'forbidden',
+            'resources:VCPU': '2',
+            'resources_LLC:CUSTOM_LLC_WAY': '4',
+            'resources1:CUSTOM_LLC_WAY': '2',
+            'resq:slo': 'reserved', 'hw:cpu_policy': 'dedicated',
+            'group_policy': 'isolate', 'traitx': 'required'})
+        self.assertEqual({
+            'CUSTOM_CAT_L3': ['trait:CUSTOM_CAT_L3',
+                              'trait_LLC:CUSTOM_CAT_L3'],
+            'CUSTOM_RESQ_L3_0': ['trait1:CUSTOM_RESQ_L3_0']}, traits)
+        self.assertEqual({
+            'VCPU': ['resources:VCPU'],
+            'CUSTOM_LLC_WAY': ['resources1:CUSTOM_LLC_WAY',
+                               'resources_LLC:CUSTOM_LLC_WAY']}, classes)
+        self.assertEqual(({}, {}), extra_specs.placement_names(None))
+
+
 class CacheDomainTest(base.TestCase):
 
     def test_on_demand_lease_is_reserved_and_offered_as_cores(self):
