@@ -106,11 +106,13 @@ def resolve(revision):
     :raises UnknownTarget: it names no revision of the package.
     """
     known = revisions()
+    found = None
     try:
-        found = alembic_script.ScriptDirectory.from_config(
-            _config()).get_revision(revision)
+        if revision and revision.strip():
+            found = alembic_script.ScriptDirectory.from_config(
+                _config()).get_revision(revision)
     except (alembic_util.CommandError, alembic_revision.RevisionError):
-        found = None
+        pass
     if found is None or found.revision not in known:
         raise UnknownTarget(revision=revision, known=', '.join(known),
                             head=known[-1])
