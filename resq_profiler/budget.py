@@ -18,7 +18,7 @@ it, and repeated runs to narrow it count as runs. :func:`tradeoff` profiles
 every catalog NF with the model driver (``[resq_profiler] model_truth``)
 at each noise level and seed, under each budget of runs per profile, and
 judges the curves against the driver's noiseless truth, as
-``benchmarks/profiler.py`` does:
+:mod:`resq_profiler.accuracy` does (``tox -e bench -- profiler``):
 
 * the error of a profile is the worst relative error of its throughput
   curve at every allocation of 1-20 ways and of its latency curve at the

@@ -47,12 +47,20 @@ from oslo_config import cfg
 
 from resq_nova.cmd import evaluate as evaluate_cmd
 from resq_nova import conf as nova_conf
+from resq_nova.evaluation import chains as chains_mod
 from resq_nova.evaluation import cluster
 from resq_nova.evaluation import dobrescu
+from resq_nova.evaluation import prediction
 from resq_nova.evaluation import run
 from resq_nova.evaluation import schemes as schemes_mod
 from resq_nova.evaluation import slosets
+from resq_profiler import accuracy
+from resq_profiler import budget
+from resq_profiler import catalog
 from resq_profiler import conf as prof_conf
+from resq_profiler import nfmodel
+from resq_profiler.slomo import accuracy as slomo_accuracy
+from resq_profiler import truth
 
 # The kernels the figures are computed with, on every x86-64 machine with
 # AVX2: NumPy's run-time dispatch without its AVX-512 targets (numpy 2.4's
@@ -338,23 +346,15 @@ def profiler_figures(progress=None):
     :returns: ``{"nfmodel": {noise: {...}}, "testbed": {noise: {...}}}``,
         noise keyed as the benchmark keys it (``"0"``, ``"0.5"``,
         ``"1"``).
-    :raises RuntimeError: when the benchmarks are not importable (run
-        from the repository's root).
     """
-    try:
-        from benchmarks import profiler as bench
-    except ImportError as exc:
-        raise RuntimeError('the profiler figures come from '
-                           'benchmarks/profiler.py: run the generator from '
-                           'the repository root (%s)' % exc)
     result = {}
     for kind in ('nfmodel', 'testbed'):
         result[kind] = {}
-        for noise in bench.NOISE_LEVELS:
+        for noise in accuracy.NOISE_LEVELS:
             if progress:
                 progress('profiler: %s at %g%% noise' % (kind, noise))
             result[kind]['%g' % noise] = _profiler_level(
-                bench.run(noise, 0, kind))
+                accuracy.run(noise, 0, kind))
     return result
 
 
@@ -367,16 +367,12 @@ def profiler_figures(progress=None):
 # doc/source/admin/slomo.rst a ``slomo`` one.
 def profiler_budget_figures(progress=None):
     """The adaptive profiler's runs against its error under noise."""
-    from resq_profiler import budget
-
     return budget.tradeoff()
 
 
 def slomo_figures(progress=None):
     """SLOMO's error inside classes of service against the testbed."""
-    from resq_profiler.slomo import accuracy
-
-    return accuracy.doc_figures(accuracy.class_error())
+    return slomo_accuracy.doc_figures(slomo_accuracy.class_error())
 
 
 def prediction_figures(progress=None):
@@ -386,19 +382,10 @@ def prediction_figures(progress=None):
     half) and of the Dobrescu-style baseline, which a seeded run
     reproduces exactly; the query time, which it does not, is in the
     benchmark's record (``bench/prediction``).
-
-    :raises RuntimeError: when the benchmarks are not importable (run
-        from the repository's root).
     """
-    try:
-        from benchmarks import prediction as bench
-    except ImportError as exc:
-        raise RuntimeError('the prediction figures come from '
-                           'benchmarks/prediction.py: run the generator '
-                           'from the repository root (%s)' % exc)
     if progress:
         progress('prediction: SLOMO against the baseline')
-    return bench.error_figures(bench.run(with_colocations=True))
+    return prediction.error_figures(prediction.run(with_colocations=True))
 
 
 # The testbed's leaky-DMA case of doc/source/contributor/nf-model.rst
@@ -413,9 +400,6 @@ LEAK_NFS = ('Stats', 'MazuNAT')
 
 def _leak_case(spec, buffers):
     """The first instance's outcome and its solo throughput (testbed)."""
-    from resq_profiler import nfmodel
-    from resq_profiler import truth
-
     big = nfmodel.Traffic(1518)
     insts = [nfmodel.Instance(
         spec, frozenset(range(LEAK_WAYS * i, LEAK_WAYS * (i + 1))), big,
@@ -435,8 +419,6 @@ MODEL_LEAK_OFFERED_MPPS = 0.35
 
 def _model_leak(spec, competitor):
     """The NF's loss (%) and the memory-bus load (%) in the model."""
-    from resq_profiler import nfmodel
-
     big = nfmodel.Traffic(1518)
     one, rest = frozenset({0}), frozenset(range(1, nfmodel.Platform(
     ).llc_ways))
@@ -463,9 +445,6 @@ def calibration_figures(progress=None):
     loss and the memory-bus load in the analytic model, next to the
     other NF's instances.
     """
-    from resq_profiler import catalog
-    from resq_profiler import nfmodel
-
     if progress:
         progress('calibration: two ways and the leaky DMA case')
     classes = {}
@@ -498,11 +477,9 @@ def nfvnice_figures(progress=None):
 
     See :func:`resq_nova.evaluation.chains.doc_figures`.
     """
-    from resq_nova.evaluation import chains
-
     if progress:
         progress('NFVnice chains at the agent\'s periods')
-    return chains.doc_figures()
+    return chains_mod.doc_figures()
 
 
 SOURCES = [

@@ -10,8 +10,11 @@
 #    License for the specific language governing permissions and limitations
 #    under the License.
 """PNG figures in the spirit of ResQ Figures 8 (violations), 9 (servers) and
-10 (the prediction baseline's error).
+10 (the prediction baseline's error), and those of the other studies
+(chains, on-demand policies, grouping, Durner et al.).
 
+Every plot of the evaluation is drawn here, from the JSON-able documents
+the simulations return; the simulations themselves draw nothing.
 :func:`build` makes the matplotlib figures, :func:`write` saves them. So
 that no figure misleads:
 
@@ -20,7 +23,8 @@ that no figure misleads:
   label: a cheap schedule that breaks its SLOs does not read as efficient;
 * a scheme has one colour in every figure (:data:`SCHEME_COLOURS`; the
   predictors take their schemes' colours), and what is not a scheme (chain
-  variants, on-demand policies) takes colours no scheme has;
+  variants, on-demand and grouping policies) takes colours no scheme has
+  (:data:`OTHER_COLOURS`);
 * every title says what its figure shows, the SLO setup included, and no
   two figures share one;
 * a missing value is no bar and an "n/a" mark (:data:`MISSING`), not 0;
@@ -29,6 +33,9 @@ that no figure misleads:
 """
 
 import os
+
+from matplotlib import figure as mfigure
+from matplotlib import patches
 
 from resq_nova.evaluation import reference
 from resq_nova.evaluation import schemes as schemes_mod
@@ -65,12 +72,10 @@ FIGURE10_NOTE = (
 
 def _figure(width, height):
     """A figure of its own (not pyplot's: nothing to close)."""
-    from matplotlib import figure
-    return figure.Figure(figsize=(width, height))
+    return mfigure.Figure(figsize=(width, height))
 
 
 def _legend(ax, schemes, hatched):
-    from matplotlib import patches
     handles = [patches.Patch(facecolor=SCHEME_COLOURS.get(s, 'white'),
                              edgecolor='black', linewidth=0.4,
                              label=LABELS.get(s, s)) for s in schemes]
@@ -211,6 +216,106 @@ def chains(doc):
     return fig
 
 
+def ondemand(doc):
+    """Violations and mask moves per on-demand policy.
+
+    :param doc: :func:`resq_nova.evaluation.ondemand.evaluate`'s document.
+    :returns: the figure; the policies take colours no placement scheme
+        has (:data:`OTHER_COLOURS`).
+    """
+    names = list(doc['policies'])
+    colours = [OTHER_COLOURS[i % len(OTHER_COLOURS)]
+               for i in range(len(names))]
+    fig = _figure(9, 3.5)
+    axes = fig.subplots(1, 2)
+    for ax, metric, label in (
+            (axes[0], 'violation_pct', 'NF-periods above target (%)'),
+            (axes[1], 'moves', 'mask changes')):
+        drawn = ax.bar(names, [doc['policies'][n][metric] for n in names],
+                       color=colours)
+        ax.bar_label(drawn, fmt='%g', fontsize='x-small')
+        ax.set_ylabel(label)
+        ax.grid(True, axis='y', alpha=0.3)
+    fig.suptitle('On-demand NFs: latency violations and mask changes per '
+                 'local policy, %(nfs)d NFs, %(lease_ways)d-way lease, '
+                 '%(periods)d periods of varying traffic' % doc['config'],
+                 fontsize='medium')
+    fig.tight_layout()
+    return fig
+
+
+def grouping(doc):
+    """Violations per grouping policy and scenario.
+
+    :param doc: :func:`resq_nova.evaluation.grouping.evaluate`'s document.
+    :returns: the figure; the policies take colours no placement scheme
+        has (:data:`OTHER_COLOURS`), one each, the same in every scenario.
+    """
+    names = list(doc['scenarios'])
+    policies = list(doc['scenarios'][names[0]]['policies']) if names else []
+    fig = _figure(10, 3.8)
+    ax = fig.subplots()
+    width = 0.8 / max(len(policies), 1)
+    for j, policy in enumerate(policies):
+        xs = [i + (j - (len(policies) - 1) / 2.0) * width
+              for i in range(len(names))]
+        ys = [doc['scenarios'][n]['policies'][policy]['violation_pct']
+              for n in names]
+        ax.bar(xs, ys, width, label=policy,
+               color=OTHER_COLOURS[j % len(OTHER_COLOURS)])
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(['%s\n(%d NFs, %d classes)' % (
+        n, doc['scenarios'][n]['nfs'], doc['scenarios'][n]['classes'])
+        for n in names], fontsize='small')
+    ax.set_ylabel('NF-periods above target (%)')
+    ax.grid(True, axis='y', alpha=0.3)
+    ax.legend(fontsize='x-small', ncol=4)
+    fig.suptitle('Grouping on-demand NFs into fewer classes of service: '
+                 'NetContainer-style min-cost flow on miss-ratio curves '
+                 '("netcontainer") against other groupings, mean of seeds %s'
+                 % ', '.join(str(s) for s in doc['config']['seeds']),
+                 fontsize='medium')
+    fig.tight_layout()
+    return fig
+
+
+def durner(doc):
+    """The gain's distribution and its relation to max - mean (Fig. 7).
+
+    :param doc: :func:`resq_nova.evaluation.durner.evaluate`'s document.
+    :returns: the figure.
+    """
+    runs = doc['runs']
+    gains = [r['gain_pts'] for r in runs]
+    colour = OTHER_COLOURS[0]
+    fig = _figure(9, 3.5)
+    hist, scatter = fig.subplots(1, 2)
+    hist.hist(gains, bins=20, color=colour)
+    hist.axvline(doc['paper']['gain_max_pts'], color='black',
+                 linestyle='--', label="paper's 'up to %g'"
+                 % doc['paper']['gain_max_pts'])
+    hist.set_xlabel('highest CPU utilisation, shared - scheduled (points)')
+    hist.set_ylabel('scheduler runs')
+    hist.legend(fontsize='x-small')
+    x = [r['max_minus_mean_pts'] for r in runs]
+    scatter.scatter(x, gains, s=8, color=colour, label='runs')
+    top = max(x) if x else 1.0
+    scatter.plot([0, top], [0, doc['paper']['slope'] * top], color='black',
+                 linestyle='--', label="paper's fit (slope %g)"
+                 % doc['paper']['slope'])
+    scatter.set_xlabel('max - mean utilisation, LLC shared (points)')
+    scatter.set_ylabel('gain (points)')
+    scatter.legend(fontsize='x-small')
+    for ax in (hist, scatter):
+        ax.grid(True, alpha=0.3)
+    fig.suptitle("Durner et al.'s min-max LLC scheduler on its own "
+                 'objective: %(seeds)d runs of %(vnfs)d VNFs with Table II '
+                 "parameters (cf. the paper's Fig. 7)" % doc['config'],
+                 fontsize='medium')
+    fig.tight_layout()
+    return fig
+
+
 # The figures of each setup: file name, metric, axis label, title.
 SET_FIGURES = (
     ('violations', 'violation_pct', 'SLO terms violated by >5% (%)',
@@ -255,16 +360,11 @@ def build(doc):
     if doc.get('chains'):
         result.append(('chains.png', chains(doc['chains'])))
     if doc.get('on_demand'):
-        from resq_nova.evaluation import ondemand
-        result.append(('ondemand.png', ondemand.build_figure(
-            doc['on_demand'])))
+        result.append(('ondemand.png', ondemand(doc['on_demand'])))
     if doc.get('grouping'):
-        from resq_nova.evaluation import grouping
-        result.append(('grouping.png', grouping.build_figure(
-            doc['grouping'])))
+        result.append(('grouping.png', grouping(doc['grouping'])))
     if doc.get('durner'):
-        from resq_nova.evaluation import durner
-        result.append(('durner.png', durner.build_figure(doc['durner'])))
+        result.append(('durner.png', durner(doc['durner'])))
     return result
 
 

@@ -18,6 +18,12 @@ scheme the minimum on the insensitive set; the optimum within 19% of the
 greedy). Figure 8's violation shares are in the text of §6.1. A value the
 paper only draws, or a scheme it does not have, is ``None`` ("n/a"): we
 do not read numbers off its bar charts.
+
+The ratios our runs are compared with the paper's by live here too, so
+that the run (:mod:`resq_nova.evaluation.run`) and this comparison share
+them without importing each other: each greedy's servers over the
+optimum's (:func:`ratios`, stored per set by the run) and a scheme's
+servers against a greedy's (:func:`versus`).
 """
 
 import collections
@@ -104,6 +110,30 @@ def _baseline(rows):
     return next((b for b in BASELINES if b in rows), None)
 
 
+# The greedies whose server count is compared with the optimum's, each
+# with its key in ``ratios``.
+GREEDY_RATIOS = (('resq_greedy', 'greedy_to_optimal'),
+                 ('resq_greedy_paper', 'paper_greedy_to_optimal'))
+
+
+def ratios(rows):
+    """Each greedy's servers over the optimum's, for one set's rows.
+
+    :returns: ``{"greedy_to_optimal": resq-nova's greedy,
+        "paper_greedy_to_optimal": ResQ's as the paper states it,
+        "gap_pct": the MILP's gap}``, with the greedies that ran; ``{}``
+        without the optimum or a greedy.
+    """
+    if 'resq_optimal' not in rows:
+        return {}
+    best = rows['resq_optimal']['servers']
+    result = {key: round(rows[scheme]['servers'] / best, 4)
+              for scheme, key in GREEDY_RATIOS if scheme in rows}
+    if result:
+        result['gap_pct'] = rows['resq_optimal']['gap_pct']
+    return result
+
+
 # Column heads of the setups.
 COLUMNS = {slosets.BINDING: 'binding (default)',
            slosets.PAPER: "paper's (solo p95)"}
@@ -171,12 +201,11 @@ def side_by_side(doc):
 
 def _comparison_lines(pairs, sets):
     """Greedy over optimum and prediction over greedy, per set."""
-    from resq_nova.evaluation import run
     head = ''.join('%20s' % COLUMNS[t] for t, _ in pairs)
     lines = ['%-45s%s  %s' % ('greedy over optimum:', head,
                               'ResQ paper')]
     for set_name in sets:
-        for scheme, key in run.GREEDY_RATIOS:
+        for scheme, key in GREEDY_RATIOS:
             values = [setup['ratios'].get(set_name, {}).get(key)
                       for _, setup in pairs]
             if any(v is not None for v in values):

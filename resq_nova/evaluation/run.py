@@ -310,7 +310,7 @@ def place_sets(sets, schemes, profiles, setup, seed, targets, predictors,
                 progress('%s / %s: %d servers, %.1f%% of terms violated'
                          % (set_name, scheme, rows[scheme]['servers'],
                             rows[scheme]['violation_pct']))
-        ratio = ratios(rows)
+        ratio = reference.ratios(rows)
         if ratio:
             result['ratios'][set_name] = ratio
     return result
@@ -358,30 +358,6 @@ def scheme_row(scheme, slo_terms, setup, predictor=None,
         row['lower_bound'] = stats['lower_bound']
         row['solver_status'] = stats['status']
     return row
-
-
-# The greedies whose server count is compared with the optimum's, each
-# with its key in ``ratios``.
-GREEDY_RATIOS = (('resq_greedy', 'greedy_to_optimal'),
-                 ('resq_greedy_paper', 'paper_greedy_to_optimal'))
-
-
-def ratios(rows):
-    """Each greedy's servers over the optimum's, for one set's rows.
-
-    :returns: ``{"greedy_to_optimal": resq-nova's greedy,
-        "paper_greedy_to_optimal": ResQ's as the paper states it,
-        "gap_pct": the MILP's gap}``, with the greedies that ran; ``{}``
-        without the optimum or a greedy.
-    """
-    if 'resq_optimal' not in rows:
-        return {}
-    best = rows['resq_optimal']['servers']
-    result = {key: round(rows[scheme]['servers'] / best, 4)
-              for scheme, key in GREEDY_RATIOS if scheme in rows}
-    if result:
-        result['gap_pct'] = rows['resq_optimal']['gap_pct']
-    return result
 
 
 # Keys of the document that time the run: they differ between two runs
@@ -497,7 +473,7 @@ def _ratio_lines(doc):
         rows = doc['sets'][set_name]
         parts = ['%s %d (%.2fx)' % (schemes_mod.LABELS[scheme],
                                     rows[scheme]['servers'], r[key])
-                 for scheme, key in GREEDY_RATIOS if key in r]
+                 for scheme, key in reference.GREEDY_RATIOS if key in r]
         lines.append('%s: optimal schedule %d servers (MILP gap %.2f%%); '
                      '%s' % (set_name, rows['resq_optimal']['servers'],
                              r['gap_pct'], ', '.join(parts)))

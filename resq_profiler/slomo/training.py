@@ -48,7 +48,7 @@ CLASS_FRACTIONS = (0.1, 0.15, 0.2, 0.3, 0.4, 0.6, 0.8, 1.0)
 # than the LLC): next to it an NF shows how much cache and memory
 # bandwidth it still claims under contention. A milder probe (40M over
 # 32 MiB) halved the readings' value for crowded co-locations of
-# cache-sensitive NFs (benchmarks/prediction.py).
+# cache-sensitive NFs (tox -e bench -- prediction).
 # The probe also forwards 5 Mpps of 64-byte packets into 4096 DMA buffers
 # (512 KiB): next to it a reading shows how much DMA buffer space the NF or
 # competitor holds, as the packet data it leaks to DRAM (the DDIO

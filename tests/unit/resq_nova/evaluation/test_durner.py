@@ -16,6 +16,7 @@ from oslotest import base
 
 from resq_agent.ondemand import model
 from resq_nova.evaluation import durner
+from resq_nova.evaluation import figures
 
 MIB = 1024 * 1024
 
@@ -93,6 +94,6 @@ class TestRun(base.BaseTestCase):
 
     def test_figure(self):
         doc = durner.evaluate(seeds=5)
-        fig = durner.build_figure(doc)
+        fig = figures.durner(doc)
         self.assertEqual(2, len(fig.axes))
         self.assertIn('own objective', fig._suptitle.get_text())

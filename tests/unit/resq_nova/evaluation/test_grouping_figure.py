@@ -29,7 +29,7 @@ def _doc():
 class GroupingFigureTest(base.BaseTestCase):
 
     def test_one_colour_per_policy_none_a_schemes(self):
-        fig = grouping.build_figure(_doc())
+        fig = figures.grouping(_doc())
         ax = fig.axes[0]
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         self.assertEqual(7, len(labels))

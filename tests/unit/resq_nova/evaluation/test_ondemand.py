@@ -1,6 +1,8 @@
 import os
 
+from resq_nova.evaluation import figures
 from resq_nova.evaluation import ondemand
+from resq_profiler import plot
 from tests import base
 
 
@@ -40,7 +42,7 @@ class OnDemandSimulationTest(base.TestCase):
 
     def test_figure(self):
         doc = ondemand.evaluate(periods=5)
-        path = ondemand.figure(doc, self.tmp)
-        self.assertEqual(os.path.join(self.tmp, 'ondemand.png'), path)
+        path = os.path.join(self.tmp, 'ondemand.png')
+        plot.save_figure(figures.ondemand(doc), path)
         with open(path, 'rb') as f:
             self.assertEqual(b'\x89PNG', f.read(4))
