@@ -24,6 +24,7 @@ BENCHMARKS = {
     'api': 'benchmarks.api',
     'boundary': 'benchmarks.boundary',
     'cloud': 'benchmarks.cloud',
+    'cloud-soak': 'benchmarks.cloud_soak',
     'host': 'benchmarks.host',
     'milp': 'benchmarks.milp',
     'nfvnice': 'benchmarks.nfvnice',

@@ -50,12 +50,25 @@ def _tox():
                        % getattr(sys, '_base_executable', sys.executable))
 
 
-def _in_cloud_env(argv):
-    """Re-run in the cloud tox environment, which has the services."""
+def in_cloud_env():
+    """Whether this Python is the cloud tox environment's.
+
+    The services' commands are beside it; the bench environment has
+    Nova's code too, for the functional harness, but not keystone-manage.
+    """
+    return os.path.exists(os.path.join(os.path.dirname(sys.executable),
+                                       'keystone-manage'))
+
+
+def _in_cloud_env(argv, name='cloud'):
+    """Re-run benchmark ``name`` in the cloud tox environment.
+
+    That environment has the services; it is made first when missing.
+    """
     if not os.path.exists(CLOUD_PYTHON):
         subprocess.run(_tox() + ['-e', 'cloud', '--notest'], cwd=REPO,
                        check=True)
-    os.execv(CLOUD_PYTHON, [CLOUD_PYTHON, '-m', 'benchmarks', 'cloud']
+    os.execv(CLOUD_PYTHON, [CLOUD_PYTHON, '-m', 'benchmarks', name]
              + list(argv))
 
 
@@ -185,11 +198,9 @@ def run(aio, state, keep):
 
 
 def main(argv):
-    # The services' commands are in the cloud environment only (the bench
-    # environment has Nova's code too, for the functional harness).
-    if not os.path.exists(os.path.join(os.path.dirname(sys.executable),
-                                       'keystone-manage')):
-        return _in_cloud_env(argv)
+    # The services' commands are in the cloud environment only.
+    if not in_cloud_env():
+        return _in_cloud_env(argv, 'cloud')
     from tests.cloud import aio
     state = aio.State(os.path.join(REPO, '.tox', 'cloud-state'))
     figures = run(aio, state, '--keep' in argv)
