@@ -44,10 +44,13 @@ tempest plugin.
 
 import argparse
 import configparser
+import hashlib
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -62,28 +65,59 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 VENV = sys.prefix
-#: The compute hosts (:func:`use_hosts` sets them from
-#: ``RESQ_CLOUD_HOSTS`` or what ``up`` recorded in the state directory).
+#: The compute hosts (:func:`use_hosts` sets them, and everything below
+#: that depends on the cloud's name and port offset).
 HOSTS = ('aio-1', 'aio-2', 'aio-3')
 DEFAULT_HOSTS = 3
 MAX_HOSTS = 8
 #: Hosts with a shared CPU for unpinned guests; the rest are all pinned.
 MIXED_HOSTS = 2
+#: The cloud's name: its databases' prefix and RabbitMQ vhost.
+NAME = 'aio'
+DEFAULT_NAME = 'aio'
+#: Added to every port the cloud listens on, so that it runs beside
+#: services (or another cloud) on the standard ports.
+PORT_OFFSET = 20000
+DEFAULT_PORT_OFFSET = 20000
+#: Whether the plugin's files are in /etc and /run (clouds made before
+#: the cloud kept them in its state directory), not in the state directory.
+MACHINE_PATHS = False
 ADMIN_PASSWORD = 'secret-admin'
 SERVICE_PASSWORD = 'secret-service'
-DB_PREFIX = 'aio_'
-TRANSPORT_URL = 'rabbit://guest:guest@127.0.0.1:5672/'
-KEYSTONE = 'http://127.0.0.1:5000/v3'
 STACK_USER = 'stack'
 # Written by up when missing (devstack's rule), removed by down --purge.
 STACK_SUDOERS = '/etc/sudoers.d/50_stack_sh'
-PORTS = {'keystone': 5000, 'glance': 9292, 'placement': 8778,
-         'nova-api': 8774, 'neutron': 9696, 'heat-api': 8004}
+STANDARD_PORTS = {'keystone': 5000, 'glance': 9292, 'placement': 8778,
+                  'nova-api': 8774, 'neutron': 9696, 'heat-api': 8004}
 # resq-api is behind Apache, as devstack's write_uwsgi_config puts it.
-APACHE_PORT = 80
-AGENT_METRICS_PORT_BASE = 9477
-AGENT_METRICS_PORTS = {h: AGENT_METRICS_PORT_BASE + i
-                       for i, h in enumerate(HOSTS)}
+STANDARD_APACHE_PORT = 80
+STANDARD_WATCHER_PORT = 9322
+STANDARD_AGENT_METRICS_PORT = 9477
+RABBIT = 'rabbit://guest:guest@127.0.0.1:5672/'
+
+
+def _layout(name, offset, hosts, machine_paths=False):
+    """Set the module's names, ports and URLs for one cloud."""
+    global NAME, PORT_OFFSET, HOSTS, MACHINE_PATHS, DB_PREFIX, VHOST
+    global TRANSPORT_URL, PORTS, APACHE_PORT, WATCHER_PORT, KEYSTONE
+    global AGENT_METRICS_PORTS
+    NAME, PORT_OFFSET, HOSTS = name, offset, tuple(hosts)
+    MACHINE_PATHS = machine_paths
+    DB_PREFIX = name + '_'
+    # The cloud's own vhost: its services' queues and exchanges (nova's
+    # compute.aio-1, ...) apart from another cloud's of the same names.
+    VHOST = '/' if machine_paths else name
+    TRANSPORT_URL = RABBIT + ('' if VHOST == '/' else VHOST)
+    PORTS = {k: v + offset for k, v in STANDARD_PORTS.items()}
+    APACHE_PORT = STANDARD_APACHE_PORT + offset
+    WATCHER_PORT = STANDARD_WATCHER_PORT + offset
+    KEYSTONE = 'http://127.0.0.1:%d/v3' % PORTS['keystone']
+    AGENT_METRICS_PORTS = {h: STANDARD_AGENT_METRICS_PORT + offset + i
+                           for i, h in enumerate(HOSTS)}
+
+
+_layout(DEFAULT_NAME, DEFAULT_PORT_OFFSET,
+        ['%s-%d' % (DEFAULT_NAME, i + 1) for i in range(DEFAULT_HOSTS)])
 DATABASES = ('keystone', 'glance', 'placement', 'nova_api', 'nova',
              'nova_cell0', 'neutron', 'heat', 'watcher')
 WSGI = {
@@ -106,41 +140,121 @@ class CloudError(Exception):
     """The cloud cannot come up; the message says what and where to look."""
 
 
-def use_hosts(state):
-    """Set :data:`HOSTS` for the cloud of ``state``.
+def _env_int(name, default, low, high, what):
+    raw = os.environ.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise CloudError('%s=%s: give %s, a whole number from %d to %d'
+                         % (name, raw, what, low, high))
+    return value
 
-    A cloud made before keeps its hosts (``DIR/hosts.list``, written by
-    ``up``); a new one takes ``RESQ_CLOUD_HOSTS`` (default 3).
+
+def use_hosts(state):
+    """Set the cloud's name, port offset and hosts for ``state``.
+
+    A cloud made before keeps what it was made with (``DIR/layout.json``,
+    written by ``up``); a new one takes ``RESQ_CLOUD_NAME`` (default
+    :func:`default_name`), ``RESQ_CLOUD_PORT_OFFSET`` (default
+    :func:`free_offset`) and ``RESQ_CLOUD_HOSTS`` (default 3).
+
+    :returns: the host names.
     """
-    global HOSTS, AGENT_METRICS_PORTS
-    recorded = state.path('hosts.list')
+    recorded = state.path('layout.json')
+    legacy = state.path('hosts.list')
     if os.path.exists(recorded):
         with open(recorded) as f:
-            names = tuple(f.read().split())
+            doc = json.load(f)
+        _layout(doc['name'], doc['port_offset'], doc['hosts'])
+    elif os.path.exists(legacy):
+        # Made before the layout was recorded: standard ports, /etc paths.
+        with open(legacy) as f:
+            _layout('aio', 0, f.read().split(), machine_paths=True)
     else:
-        raw = os.environ.get('RESQ_CLOUD_HOSTS', str(DEFAULT_HOSTS))
-        try:
-            count = int(raw)
-        except ValueError:
-            count = 0
-        if not MIXED_HOSTS <= count <= MAX_HOSTS:
-            raise CloudError('RESQ_CLOUD_HOSTS=%s: give a whole number of '
-                             'compute hosts from %d to %d' % (
-                                 raw, MIXED_HOSTS, MAX_HOSTS))
-        names = tuple('aio-%d' % (i + 1) for i in range(count))
-    HOSTS = names
-    AGENT_METRICS_PORTS = {h: AGENT_METRICS_PORT_BASE + i
-                           for i, h in enumerate(HOSTS)}
+        name = os.environ.get('RESQ_CLOUD_NAME') or default_name(state)
+        if not re.fullmatch('[a-z][a-z0-9]{0,11}', name):
+            raise CloudError('RESQ_CLOUD_NAME=%s: give 1 to 12 lower-case '
+                             'letters and digits, starting with a letter '
+                             '(it names databases and a RabbitMQ vhost)'
+                             % name)
+        count = _env_int('RESQ_CLOUD_HOSTS', DEFAULT_HOSTS, MIXED_HOSTS,
+                         MAX_HOSTS, 'the number of compute hosts')
+        if os.environ.get('RESQ_CLOUD_PORT_OFFSET'):
+            offset = _env_int('RESQ_CLOUD_PORT_OFFSET', 0, 0, MAX_OFFSET,
+                              'the number added to every port')
+        else:
+            offset = free_offset(count)
+        _layout(name, offset, ['aio-%d' % (i + 1) for i in range(count)])
     return HOSTS
 
 
+MAX_OFFSET = 23000
+
+
+def default_name(state):
+    """``aio`` and four hex digits of the state directory's path.
+
+    Two clouds in two directories never share databases or a vhost, and
+    the databases of a cloud whose directory is gone are found again by
+    the next cloud in that directory (which drops them).
+    """
+    digest = hashlib.sha1(state.root.encode()).hexdigest()
+    return 'aio' + digest[:4]
+
+
+def _port_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(('127.0.0.1', port))
+        except OSError:
+            return False
+    return True
+
+
+def free_offset(hosts):
+    """The first offset (20000, 21000, ...) whose ports are all free."""
+    for offset in range(DEFAULT_PORT_OFFSET, MAX_OFFSET + 1, 1000):
+        ports = [p + offset for p in STANDARD_PORTS.values()] + [
+            STANDARD_APACHE_PORT + offset, STANDARD_WATCHER_PORT + offset,
+            8000 + offset] + [STANDARD_AGENT_METRICS_PORT + offset + i
+                              for i in range(hosts)]
+        if all(_port_free(p) for p in ports):
+            return offset
+    raise CloudError('no port offset from %d to %d has all the cloud\'s '
+                     'ports free on 127.0.0.1; set RESQ_CLOUD_PORT_OFFSET'
+                     % (DEFAULT_PORT_OFFSET, MAX_OFFSET))
+
+
 def record_hosts(state):
-    """``DIR/hosts.list``: the hosts ``down`` and later runs act on."""
+    """``DIR/layout.json``: what ``down`` and later runs act on."""
     os.makedirs(state.root, exist_ok=True)
-    tmp = state.path('hosts.list.tmp')
+    tmp = state.path('layout.json.tmp')
     with open(tmp, 'w') as f:
-        f.write('\n'.join(HOSTS) + '\n')
-    os.replace(tmp, state.path('hosts.list'))
+        json.dump({'name': NAME, 'port_offset': PORT_OFFSET,
+                   'hosts': list(HOSTS)}, f, indent=2)
+    os.replace(tmp, state.path('layout.json'))
+
+
+def node_paths(state, node):
+    """Where the plugin keeps ``node``'s files.
+
+    Its configuration, root's file and sockets of its privileged daemons,
+    and the sudoers file the plugin removes (earlier releases wrote one).
+    """
+    if MACHINE_PATHS:
+        return {'conf': '/etc/resq' if node == HOSTS[0]
+                else '/etc/resq-%s' % node,
+                'sudoers': '/etc/sudoers.d/resq-nova-%s' % node,
+                'privsep_conf': '/etc/resq-privsep-%s/resq-agent-privsep.conf'
+                % node,
+                'privsep_run': '/run/resq-privsep-%s' % node}
+    return {'conf': state.path('etc', 'resq-%s' % node),
+            'sudoers': state.path('etc', 'sudoers-resq-nova-%s' % node),
+            'privsep_conf': state.path('privsep', node,
+                                       'resq-agent-privsep.conf'),
+            'privsep_run': state.path('run', 'privsep-%s' % node)}
 
 
 def all_pinned(node):
@@ -405,9 +519,16 @@ def hosts_up(state, accel):
                                                       accel))
 
 
+def rabbitmqctl(*args, check=True):
+    return run(['rabbitmqctl', '-q'] + list(args), 'rabbitmqctl ' +
+               ' '.join(args), check=check)
+
+
 def drop_databases():
     mysql('; '.join('DROP DATABASE IF EXISTS %s%s' % (DB_PREFIX, db)
                     for db in DATABASES + ('resq',)))
+    if VHOST != '/':
+        rabbitmqctl('delete_vhost', VHOST, check=False)
 
 
 def databases(state):
@@ -423,6 +544,12 @@ def databases(state):
         drop_databases()
     mysql('; '.join('CREATE DATABASE IF NOT EXISTS %s%s CHARACTER SET '
                     'utf8mb4' % (DB_PREFIX, db) for db in DATABASES))
+    if VHOST != '/':
+        vhosts = rabbitmqctl('list_vhosts', 'name').stdout.split()
+        if VHOST not in vhosts:
+            rabbitmqctl('add_vhost', VHOST)
+        rabbitmqctl('set_permissions', '-p', VHOST, 'guest', '.*', '.*',
+                    '.*')
     os.makedirs(state.path('done'), exist_ok=True)
     with open(marker, 'w'):
         pass
@@ -474,15 +601,17 @@ def connection():
         region_name='RegionOne')
 
 
-SERVICES = {
-    # user: (service name, type, URL)
-    'glance': ('glance', 'image', 'http://127.0.0.1:9292'),
-    'placement': ('placement', 'placement', 'http://127.0.0.1:8778'),
-    'nova': ('nova', 'compute', 'http://127.0.0.1:8774/v2.1'),
-    'neutron': ('neutron', 'network', 'http://127.0.0.1:9696'),
-    'heat': ('heat', 'orchestration',
-             'http://127.0.0.1:8004/v1/$(project_id)s'),
-}
+def services():
+    """``{user: (service name, type, URL)}`` of the catalog."""
+    url = 'http://127.0.0.1:%d'
+    return {
+        'glance': ('glance', 'image', url % PORTS['glance']),
+        'placement': ('placement', 'placement', url % PORTS['placement']),
+        'nova': ('nova', 'compute', url % PORTS['nova-api'] + '/v2.1'),
+        'neutron': ('neutron', 'network', url % PORTS['neutron']),
+        'heat': ('heat', 'orchestration',
+                 url % PORTS['heat-api'] + '/v1/$(project_id)s'),
+    }
 
 
 def _get_or_create(finder, creator, name, **kw):
@@ -502,7 +631,7 @@ def keystone_resources(conn):
     roles = {r: _get_or_create(ident.find_role, ident.create_role, r)
              for r in ('admin', 'member', 'reader', 'service',
                        'heat_stack_owner', 'heat_stack_user')}
-    for user, (name, stype, url) in SERVICES.items():
+    for user, (name, stype, url) in services().items():
         u = _get_or_create(ident.find_user, ident.create_user, user,
                            domain_id=default.id, password=SERVICE_PASSWORD)
         for role in ('admin', 'service'):
@@ -603,9 +732,13 @@ def heat(state):
                     'stack_user_domain_name': 'heat',
                     'stack_domain_admin': 'heat_domain_admin',
                     'stack_domain_admin_password': SERVICE_PASSWORD,
-                    'heat_metadata_server_url': 'http://127.0.0.1:8000',
+                    # heat-api-cfn's port (8000), which this cloud does
+                    # not run.
+                    'heat_metadata_server_url':
+                        'http://127.0.0.1:%d' % (8000 + PORT_OFFSET),
                     'heat_waitcondition_server_url':
-                        'http://127.0.0.1:8000/v1/waitcondition',
+                        'http://127.0.0.1:%d/v1/waitcondition' % (
+                            8000 + PORT_OFFSET),
                     'region_name_for_services': 'RegionOne'},
         'database': {'connection': db_url('heat')},
         'keystone_authtoken': authtoken('heat'),
@@ -753,7 +886,7 @@ def node_env(state, node):
         services += ['key', 'g-api', 'placement-api', 'n-api', 'n-cond',
                      'n-sch', 'q-svc', 'h-api', 'h-eng', 'resq-api',
                      'resq-optimizer']
-    conf_dir = '/etc/resq' if controller else '/etc/resq-%s' % node
+    where = node_paths(state, node)
     paths = state.host(node)
     env = dict(admin_env(), **{
         'PATH': '%s:/usr/sbin:/usr/bin:/sbin:/bin' % BIN,
@@ -767,17 +900,19 @@ def node_env(state, node):
         'SERVICE_PASSWORD': SERVICE_PASSWORD,
         'SERVICE_DOMAIN_NAME': 'Default', 'SERVICE_PROJECT_NAME': 'service',
         'REGION_NAME': 'RegionOne', 'SERVICE_PROTOCOL': 'http',
-        'SERVICE_HOST': '127.0.0.1', 'MEMCACHE_SERVERS': '',
+        # The plugin names resq-api's endpoint $SERVICE_HOST$RESQ_API_PATH:
+        # Apache listens on the cloud's port, not 80.
+        'SERVICE_HOST': '127.0.0.1' if APACHE_PORT == 80
+        else '127.0.0.1:%d' % APACHE_PORT, 'MEMCACHE_SERVERS': '',
         'SSL_BUNDLE_FILE': '', 'API_WORKERS': '1',
         'NOVA_CONF': state.etc('nova'),
         'NOVA_CPU_CONF': state.etc('nova', 'nova-cpu-%s.conf' % node),
         'LIBVIRT_URI': paths.uri,
-        'RESQ_CONF_DIR': conf_dir,
-        'RESQ_SUDOERS_FILE': '/etc/sudoers.d/resq-nova-%s' % node,
+        'RESQ_CONF_DIR': where['conf'],
+        'RESQ_SUDOERS_FILE': where['sudoers'],
         # Each node's privileged daemons: root's file and sockets apart.
-        'RESQ_PRIVSEP_CONF': '/etc/resq-privsep-%s/resq-agent-privsep.conf'
-                             % node,
-        'RESQ_PRIVSEP_SOCKET_DIR': '/run/resq-privsep-%s' % node,
+        'RESQ_PRIVSEP_CONF': where['privsep_conf'],
+        'RESQ_PRIVSEP_SOCKET_DIR': where['privsep_run'],
         'RESQ_FLAVOR_RAM_MB': '64', 'RESQ_FLAVOR_DISK_GB': '1',
         # resq-api runs on the controller; the agents report to it.
         'RESQ_API_ENABLED': 'True',
@@ -866,15 +1001,14 @@ def iniset(path, section, option, value):
         env=dict(os.environ, FAKE_DEVSTACK_CALLS='/dev/null'))
 
 
-def agent_conf(node):
-    conf_dir = '/etc/resq' if node == HOSTS[0] else '/etc/resq-%s' % node
-    return os.path.join(conf_dir, 'resq-agent.conf')
+def agent_conf(state, node):
+    return os.path.join(node_paths(state, node)['conf'], 'resq-agent.conf')
 
 
-def agent_settings():
-    """What two agents on one machine need apart: a metrics port each."""
+def agent_settings(state):
+    """What agents on one machine need apart: a metrics port each."""
     for node in HOSTS:
-        iniset(agent_conf(node), 'resq_agent', 'metrics_listen',
+        iniset(agent_conf(state, node), 'resq_agent', 'metrics_listen',
                '127.0.0.1:%d' % AGENT_METRICS_PORTS[node])
 
 
@@ -998,7 +1132,8 @@ def tempest_workspace(state, image_id):
         'heat_plugin': {},
         'resq': {'compute_hosts': hosts, 'agent_metrics': metrics,
                  'example_profile': 'lpm-example', 'flavor_ram_mb': 64,
-                 'optimizer_config': '/etc/resq/resq-optimizer.conf',
+                 'optimizer_config': os.path.join(node_paths(
+                     state, HOSTS[0])['conf'], 'resq-optimizer.conf'),
                  # The optimizer's plan is applied by live migration:
                  # libvirt takes the instances path for shared storage.
                  'live_migration': 'True',
@@ -1019,7 +1154,7 @@ def cloud_json(state, image_id, accel):
            'tempest_workspace': state.path('tempest'),
            'hosts': {h: {'state': state.host(h).state,
                          'libvirt_uri': state.host(h).uri,
-                         'agent_conf': agent_conf(h),
+                         'agent_conf': agent_conf(state, h),
                          'agent_metrics': 'http://127.0.0.1:%d/metrics'
                          % AGENT_METRICS_PORTS[h]} for h in HOSTS},
            'endpoints': dict({k: 'http://127.0.0.1:%d' % v
@@ -1057,6 +1192,34 @@ def clouds_yaml(state):
     os.replace(tmp, state.path('clouds.yaml'))
 
 
+def client_check(state):
+    """The documented client route works, and quietly.
+
+    ``openstack --os-cloud resq-aio resource provider list`` on
+    ``DIR/clouds.yaml`` (osc-placement): every host's cache-domain provider
+    is listed and nothing is printed on standard error (a client plugin
+    that fails to load prints there on every command).
+    """
+    env = dict(os.environ, OS_CLIENT_CONFIG_FILE=state.path('clouds.yaml'))
+    for key in [k for k in env if k.startswith('OS_') and k not in (
+            'OS_CLIENT_CONFIG_FILE',)]:
+        del env[key]
+    proc = run([os.path.join(BIN, 'openstack'), '--os-cloud', CLOUD_ADMIN,
+                'resource', 'provider', 'list', '-f', 'value', '-c', 'name'],
+               'openstack resource provider list', env=env)
+    names = set(proc.stdout.split())
+    missing = [h for h in HOSTS if '%s_llc_0' % h not in names]
+    if missing or proc.stderr.strip():
+        raise CloudError('the openstack client on %s: %s%s' % (
+            state.path('clouds.yaml'),
+            'no cache-domain provider of %s; ' % ', '.join(missing)
+            if missing else '',
+            'it printed on standard error: %s' % proc.stderr.strip()[:2000]
+            if proc.stderr.strip() else ''))
+    say('openstack client: %d providers, nothing on standard error'
+        % len(names))
+
+
 def up(state):
     accel = preflight()
     record_hosts(state)
@@ -1083,7 +1246,7 @@ def up(state):
     for node in HOSTS:
         devstack(state, node, 'stack', 'install')
         devstack(state, node, 'stack', 'post-config')
-    agent_settings()
+    agent_settings(state)
     apache(state)
     nova_services(state)
     wait_http('http://127.0.0.1:%d/' % PORTS['nova-api'], 'nova-api', state,
@@ -1098,7 +1261,9 @@ def up(state):
     tempest_workspace(state, image_id)
     cloud_json(state, image_id, accel)
     clouds_yaml(state)
-    say('the cloud is up: %s' % state.path('cloud.json'))
+    client_check(state)
+    say('the cloud %s is up: %s (ports: the standard ones + %d)' % (
+        NAME, state.path('cloud.json'), PORT_OFFSET))
     say('for the openstack client: export OS_CLIENT_CONFIG_FILE=%s '
         'OS_CLOUD=%s (or OS_CLOUD=%s, a member of project demo)'
         % (state.path('clouds.yaml'), CLOUD_ADMIN, CLOUD_MEMBER))
@@ -1197,11 +1362,13 @@ HOST_ACTIONS = {'restart-agent': restart_agent, 'stop-agent': stop_agent,
                 'restart-libvirtd': restart_libvirtd}
 
 
-def _node_machine_paths(node):
-    """What the plugin writes outside the state directory for ``node``."""
-    conf_dir = '/etc/resq' if node == HOSTS[0] else '/etc/resq-%s' % node
-    return [conf_dir, '/etc/sudoers.d/resq-nova-%s' % node,
-            '/etc/resq-privsep-%s' % node, '/run/resq-privsep-%s' % node]
+def _node_machine_paths(state, node):
+    """What the plugin wrote outside the state directory for ``node``."""
+    if not MACHINE_PATHS:
+        return []
+    where = node_paths(state, node)
+    return [where['conf'], where['sudoers'],
+            os.path.dirname(where['privsep_conf']), where['privsep_run']]
 
 
 def down(state, purge=False):
@@ -1212,7 +1379,7 @@ def down(state, purge=False):
                 devstack(state, node, 'clean')
         elif purge:
             # The plugin's clean needs its host up; do its part here.
-            for path in _node_machine_paths(node):
+            for path in _node_machine_paths(state, node):
                 if os.path.isdir(path) and not os.path.islink(path):
                     shutil.rmtree(path, ignore_errors=True)
                 elif os.path.lexists(path):
@@ -1265,21 +1432,149 @@ def tempest(state, regex='resq_tempest_plugin', concurrency=1,
     return proc.returncode, counts
 
 
+#: Where another resq-api keeps its files, on the port Nova's API has
+#: by default: the cloud must come up beside them and change neither.
+NEIGHBOUR_CONF_DIR = '/etc/resq'
+NEIGHBOUR_PORT = 8774
+
+
+def _tree_digest(top):
+    """Names, owners, modes and contents under ``top`` (None: absent)."""
+    if not os.path.lexists(top):
+        return None
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in sorted(dirnames + filenames):
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            content = None
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, 'rb') as f:
+                    content = f.read()
+            found[os.path.relpath(path, top)] = (
+                st.st_uid, st.st_mode, content)
+    st = os.lstat(top)
+    found['.'] = (st.st_uid, st.st_mode, None)
+    return found
+
+
+def _answers(port):
+    try:
+        with urllib.request.urlopen('http://127.0.0.1:%d/' % port,
+                                    timeout=5) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+class Neighbour:
+    """Another resq-api on this machine, beside the cloud.
+
+    On ``127.0.0.1:8774`` (nova-api's standard port) with its files in
+    ``/etc/resq`` (owned by ``nobody``, mode 0700). Either is made only
+    where the machine has none: an existing ``/etc/resq`` is left as it
+    is and only compared, a taken port is already a neighbour.
+    """
+
+    def __init__(self, state):
+        self.state = state
+        self.proc = None
+        self.made_dir = False
+
+    def start(self):
+        nobody = 65534
+        if not os.path.lexists(NEIGHBOUR_CONF_DIR):
+            os.makedirs(NEIGHBOUR_CONF_DIR, mode=0o700)
+            self.made_dir = True
+            home = NEIGHBOUR_CONF_DIR
+        else:
+            home = self.state.path('neighbour')
+            os.makedirs(home, exist_ok=True)
+        if _answers(NEIGHBOUR_PORT) is None:
+            conf = os.path.join(home, 'resq-api.conf')
+            write_conf(conf, {
+                'api': {'auth_strategy': 'noauth2'},
+                'database': {'connection': 'sqlite:///%s' % os.path.join(
+                    home, 'neighbour.sqlite')}})
+            run([os.path.join(BIN, 'resq-manage'), '--config-file', conf,
+                 'db', 'sync'], 'the neighbour resq-api\'s db sync')
+            log = open(self.state.log('neighbour-resq-api'), 'a')
+            self.proc = subprocess.Popen(
+                [os.path.join(BIN, 'resq-api'), '--config-file', conf,
+                 '--port', str(NEIGHBOUR_PORT)],
+                stdout=log, stderr=log, start_new_session=True)
+            log.close()
+            deadline = time.monotonic() + 30
+            while _answers(NEIGHBOUR_PORT) is None:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise CloudError('the neighbour resq-api did not start '
+                                     'on port %d; see %s' % (
+                                         NEIGHBOUR_PORT, self.state.log(
+                                             'neighbour-resq-api')))
+                time.sleep(0.2)
+        if self.made_dir:
+            for dirpath, _dirs, files in os.walk(NEIGHBOUR_CONF_DIR):
+                for name in [dirpath] + [os.path.join(dirpath, f)
+                                         for f in files]:
+                    os.chown(name, nobody, nobody)
+        self.before = _tree_digest(NEIGHBOUR_CONF_DIR)
+        self.port_before = _answers(NEIGHBOUR_PORT)
+        say('beside the cloud: %s (%s) and port %d (%s)' % (
+            NEIGHBOUR_CONF_DIR, 'made for the check' if self.made_dir
+            else 'the machine\'s own', NEIGHBOUR_PORT,
+            'a resq-api started for the check' if self.proc
+            else 'answers %s' % self.port_before))
+
+    def problems(self):
+        found = []
+        if _tree_digest(NEIGHBOUR_CONF_DIR) != self.before:
+            found.append('the cloud changed %s' % NEIGHBOUR_CONF_DIR)
+        if self.port_before is not None and _answers(
+                NEIGHBOUR_PORT) is None:
+            found.append('what answered on port %d no longer does'
+                         % NEIGHBOUR_PORT)
+        if self.proc is not None and self.proc.poll() is not None:
+            found.append('the neighbour resq-api exited (%d)'
+                         % self.proc.returncode)
+        return found
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if self.made_dir:
+            shutil.rmtree(NEIGHBOUR_CONF_DIR, ignore_errors=True)
+
+
 def check(state, keep=False):
     """Up, the tempest plugin, down: what ``tox -e cloud`` runs.
 
-    A skipped scenario fails the check (it is not a pass).
+    Beside another resq-api (:class:`Neighbour`), which the cloud must
+    leave as it found it. A skipped scenario fails the check (it is not a
+    pass).
     """
     started = time.monotonic()
+    neighbour = Neighbour(state)
     try:
+        os.makedirs(state.path('logs'), exist_ok=True)
+        neighbour.start()
         up(state)
         say('set-up took %.0f s' % (time.monotonic() - started))
         for name, why in sorted(NOT_YET.items()):
             say('NOT RUN (known to fail; not a pass): %s: %s' % (name, why))
         rc, counts = tempest(state, exclude='|'.join(sorted(NOT_YET)))
+        beside = neighbour.problems()
     finally:
         if not keep:
             down(state)
+        neighbour.stop()
+    if beside:
+        raise CloudError('; '.join(beside))
     if rc == 0 and counts['passed'] == 0:
         raise CloudError('tempest ran no resq test')
     if rc == 0 and counts['skipped']:

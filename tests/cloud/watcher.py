@@ -27,8 +27,12 @@ import time
 
 from tests.cloud import aio
 
-PORT = 9322
-URL = 'http://127.0.0.1:%d' % PORT
+
+def url():
+    """watcher-api's URL: port 9322 plus the cloud's port offset."""
+    return 'http://127.0.0.1:%d' % aio.WATCHER_PORT
+
+
 # Seconds between two rebuilds of Watcher's compute model: a server booted
 # just before an audit is in the model at most this long after.
 MODEL_PERIOD = 10
@@ -92,7 +96,7 @@ def keystone(conn):
     for iface in ('public', 'internal'):
         if not list(ident.endpoints(service_id=svc.id, interface=iface)):
             ident.create_endpoint(service_id=svc.id, interface=iface,
-                                  url=URL, region_id='RegionOne')
+                                  url=url(), region_id='RegionOne')
 
 
 def up(state, conn):
@@ -108,7 +112,7 @@ def up(state, conn):
     ini = state.path('etc', 'watcher', 'watcher-api-uwsgi.ini')
     with open(ini, 'w') as f:
         f.write('\n'.join([
-            '[uwsgi]', 'http-socket = 127.0.0.1:%d' % PORT,
+            '[uwsgi]', 'http-socket = 127.0.0.1:%d' % aio.WATCHER_PORT,
             'module = watcher.wsgi.api:application',
             'pyargv = --config-file %s' % path, 'master = true',
             'processes = 1', 'threads = 2', 'enable-threads = true',
@@ -121,6 +125,6 @@ def up(state, conn):
     for name in ('watcher-decision-engine', 'watcher-applier'):
         aio.spawn(state, name, [os.path.join(aio.BIN, name),
                                 '--config-file', path])
-    aio.wait_http(URL + '/', 'watcher-api', state, 'watcher-api')
+    aio.wait_http(url() + '/', 'watcher-api', state, 'watcher-api')
     aio.say('Watcher: api on port %d, decision engine, applier (%.0f s)'
-            % (PORT, time.monotonic() - started))
+            % (aio.WATCHER_PORT, time.monotonic() - started))

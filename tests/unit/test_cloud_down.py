@@ -20,7 +20,7 @@ class PurgeTest(base.TestCase):
         self.useFixture(fixtures.MonkeyPatch(
             'tests.cloud.aio.STACK_SUDOERS', self.sudoers))
         self.useFixture(fixtures.MonkeyPatch(
-            'tests.cloud.aio._node_machine_paths', lambda node: [
+            'tests.cloud.aio._node_machine_paths', lambda state, node: [
                 os.path.join(self.etc, 'resq-' + node),
                 os.path.join(self.etc, 'sudoers-' + node)]))
         # No cloud runs: every host is down, nothing to stop.
@@ -95,10 +95,15 @@ class HostsTest(base.TestCase):
         super().setUp()
         self.state = aio.State(os.path.join(self.tmp, 'state'))
         # use_hosts sets module globals: put them back afterwards.
-        for name in ('HOSTS', 'AGENT_METRICS_PORTS'):
-            self.useFixture(fixtures.MonkeyPatch(
-                'tests.cloud.aio.%s' % name, getattr(aio, name)))
-        self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_HOSTS'))
+        self.addCleanup(aio._layout, aio.NAME, aio.PORT_OFFSET, aio.HOSTS,
+                        aio.MACHINE_PATHS)
+        for var in ('RESQ_CLOUD_HOSTS', 'RESQ_CLOUD_NAME',
+                    'RESQ_CLOUD_PORT_OFFSET'):
+            self.useFixture(fixtures.EnvironmentVariable(var))
+        # Every port free, whatever runs on this machine.
+        self.taken = set()
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio._port_free', lambda port: port not in self.taken))
 
     def test_default_is_two_mixed_hosts_and_one_all_pinned(self):
         self.assertEqual(('aio-1', 'aio-2', 'aio-3'), aio.use_hosts(
@@ -111,22 +116,83 @@ class HostsTest(base.TestCase):
             aio.host_cpus('aio-3'))
         self.assertEqual(3, len(set(aio.AGENT_METRICS_PORTS.values())))
 
-    def test_a_cloud_keeps_the_hosts_it_was_made_with(self):
+    def test_a_cloud_keeps_the_layout_it_was_made_with(self):
         self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_HOSTS', '4'))
+        self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_NAME',
+                                                     'two'))
+        self.useFixture(fixtures.EnvironmentVariable(
+            'RESQ_CLOUD_PORT_OFFSET', '21000'))
         aio.use_hosts(self.state)
         aio.record_hosts(self.state)
-        self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_HOSTS', '2'))
-        self.assertEqual(4, len(aio.use_hosts(self.state)))
-        os.unlink(self.state.path('hosts.list'))
+        for var in ('RESQ_CLOUD_HOSTS', 'RESQ_CLOUD_NAME',
+                    'RESQ_CLOUD_PORT_OFFSET'):
+            self.useFixture(fixtures.EnvironmentVariable(var))
+        self.assertEqual(('aio-1', 'aio-2', 'aio-3', 'aio-4'),
+                         aio.use_hosts(self.state))
+        self.assertEqual(('two_', 'two', 'rabbit://guest:guest@127.0.0.1:'
+                          '5672/two', 'http://127.0.0.1:26000/v3', 21080,
+                          29774), (aio.DB_PREFIX, aio.VHOST,
+                                   aio.TRANSPORT_URL, aio.KEYSTONE,
+                                   aio.APACHE_PORT, aio.PORTS['nova-api']))
+        self.assertEqual(list(range(30477, 30481)),
+                         sorted(aio.AGENT_METRICS_PORTS.values()))
+        os.unlink(self.state.path('layout.json'))
+        self.assertEqual(('aio-1', 'aio-2', 'aio-3'),
+                         aio.use_hosts(self.state))
+        self.assertEqual(28774, aio.PORTS['nova-api'])
+
+    def test_two_state_directories_two_names_and_offsets(self):
+        other = aio.State(os.path.join(self.tmp, 'other'))
+        aio.use_hosts(self.state)
+        first = (aio.NAME, aio.PORT_OFFSET)
+        # The first cloud's ports are taken once it runs.
+        self.taken = {p for p in list(aio.PORTS.values()) + [
+            aio.APACHE_PORT]}
+        aio.use_hosts(other)
+        second = (aio.NAME, aio.PORT_OFFSET)
+        self.assertEqual(20000, first[1])
+        self.assertEqual(21000, second[1])
+        self.assertNotEqual(first[0], second[0])
+        self.assertTrue(first[0].startswith('aio'))
+        self.taken = set(range(1, 65536))
+        exc = self.assertRaises(aio.CloudError, aio.use_hosts, other)
+        self.assertIn('RESQ_CLOUD_PORT_OFFSET', str(exc))
+
+    def test_the_plugin_files_stay_in_the_state_directory(self):
+        aio.use_hosts(self.state)
+        for node in aio.HOSTS:
+            env = aio.node_env(self.state, node)
+            for key in ('RESQ_CONF_DIR', 'RESQ_SUDOERS_FILE',
+                        'RESQ_PRIVSEP_CONF', 'RESQ_PRIVSEP_SOCKET_DIR',
+                        'DATA_DIR', 'DEST', 'AIO_RUN_DIR', 'AIO_LOG_DIR'):
+                self.assertTrue(env[key].startswith(self.state.root + '/'),
+                                (node, key, env[key]))
+            self.assertEqual(aio.TRANSPORT_URL, env['AIO_TRANSPORT_URL'])
+        self.assertEqual('127.0.0.1:%d' % aio.APACHE_PORT,
+                         aio.node_env(self.state, aio.HOSTS[0])[
+                             'SERVICE_HOST'])
+        self.assertEqual([], aio._node_machine_paths(self.state, 'aio-1'))
+
+    def test_a_cloud_made_before_the_layout_keeps_machine_paths(self):
+        os.makedirs(self.state.root)
+        with open(self.state.path('hosts.list'), 'w') as f:
+            f.write('aio-1\naio-2\n')
         self.assertEqual(('aio-1', 'aio-2'), aio.use_hosts(self.state))
+        self.assertEqual((8774, '/'), (aio.PORTS['nova-api'], aio.VHOST))
+        self.assertIn('/etc/resq', aio._node_machine_paths(self.state,
+                                                           'aio-1'))
 
     def test_bad_host_count_names_the_variable(self):
-        for bad in ('1', '9', 'three'):
-            self.useFixture(fixtures.EnvironmentVariable('RESQ_CLOUD_HOSTS',
-                                                         bad))
+        for var, bad in (('RESQ_CLOUD_HOSTS', '1'),
+                         ('RESQ_CLOUD_HOSTS', '9'),
+                         ('RESQ_CLOUD_HOSTS', 'three'),
+                         ('RESQ_CLOUD_PORT_OFFSET', '-5'),
+                         ('RESQ_CLOUD_NAME', 'A b')):
+            self.useFixture(fixtures.EnvironmentVariable(var, bad))
             exc = self.assertRaises(aio.CloudError, aio.use_hosts,
                                     self.state)
-            self.assertIn('RESQ_CLOUD_HOSTS=%s' % bad, str(exc))
+            self.assertIn('%s=%s' % (var, bad), str(exc))
+            self.useFixture(fixtures.EnvironmentVariable(var))
 
     def test_options_alone_mean_check(self):
         seen = {}
