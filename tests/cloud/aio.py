@@ -1270,22 +1270,43 @@ def up(state):
 
 
 def _stop(pid_file, seconds=5):
-    pid = fake_host.alive(pid_file)
-    if pid:
+    _stop_all([pid_file], seconds)
+
+
+def _signal_group(pid, sig):
+    try:
+        os.killpg(pid, sig)
+    except OSError:
         try:
-            os.killpg(pid, signal.SIGTERM)
+            os.kill(pid, sig)
         except OSError:
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline and fake_host.alive(pid_file):
-            time.sleep(0.1)
+            pass
+
+
+def _stop_all(pid_files, seconds=10):
+    """Stop the processes of ``pid_files`` together.
+
+    SIGTERM to every process group at once, SIGKILL to what is left after
+    ``seconds``; then the pid files are removed.
+    """
+    running = {}
+    for pid_file in pid_files:
+        pid = fake_host.alive(pid_file)
+        if pid:
+            running[pid_file] = pid
+            _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(
+            fake_host.alive(f) for f in running):
+        time.sleep(0.1)
+    for pid_file, pid in running.items():
         if fake_host.alive(pid_file):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-    if os.path.exists(pid_file):
-        os.unlink(pid_file)
+            say('%s did not stop on SIGTERM in %d s: SIGKILL' % (
+                os.path.basename(pid_file)[:-4], seconds))
+            _signal_group(pid, signal.SIGKILL)
+    for pid_file in pid_files:
+        if os.path.exists(pid_file):
+            os.unlink(pid_file)
 
 
 def stop_agent(state, host):
@@ -1385,10 +1406,10 @@ def down(state, purge=False):
                 elif os.path.lexists(path):
                     os.unlink(path)
     run_dir = state.path('run')
-    for name in sorted(os.listdir(run_dir)) if os.path.isdir(run_dir) else ():
-        if name.endswith('.pid'):
-            _stop(os.path.join(run_dir, name))
-    _stop(state.path('apache', 'httpd.pid'))
+    pid_files = [os.path.join(run_dir, name)
+                 for name in sorted(os.listdir(run_dir))
+                 if name.endswith('.pid')] if os.path.isdir(run_dir) else []
+    _stop_all(pid_files + [state.path('apache', 'httpd.pid')])
     for node in HOSTS:
         fake_host.down(state.host(node))
     shared_instances_down(state)
