@@ -62,6 +62,8 @@ TIMEOUTS = {'create': 300, 'delete': 300, 'reboot': 240, 'resize': 420,
             'migrate': 420}
 #: After the 60 s target, how much longer the repartition is still timed.
 EXTRA_S = 120
+#: Soak servers the optimizer fault may delete to give it moves to make.
+OPTIMIZER_PREP_DELETES = 3
 #: Dedicated CPUs kept free for migrations and resizes.
 HEADROOM = 1
 SERVER_PREFIX = 'soak-'
@@ -196,6 +198,12 @@ def summarize(faults_done, checks, actions, extra):
         [r.get('unpartitioned') or 0 for r in checks]
         + [r.get('final_unpartitioned') or 0 for r in checks] + [0])
     figures['partitioned_twice_max'] = worst('doubles', checks)
+    # The faults' effect: servers a killed agent left unpartitioned until
+    # it was started again (0 everywhere would mean the fault bit nothing).
+    figures['unpartitioned_before_repair_max'] = worst(
+        'unpartitioned_before_repair', faults_done)
+    figures['optimizer_prep_deletes'] = sum(
+        r.get('prepared_deletes') or 0 for r in faults_done)
     for kind in ('groups', 'allocations', 'domains', 'providers'):
         figures['leaked_' + kind] = max(
             [(r.get('leaks') or {}).get(kind) or 0 for r in checks] + [0])
@@ -722,11 +730,23 @@ class Soak:
             rec['action_failures'] = len(self.failures) - failures_before
         rec['fault_s'] = round(t_end - t_start, 1)
         self.faults_done.append(rec)
-        self.say('fault %s%s: %.0f s; repartitioned %s; %s%s' % (
+        effect = ''
+        if 'unpartitioned_before_repair' in rec:
+            effect = '; %d unpartitioned before the repair' % rec[
+                'unpartitioned_before_repair']
+        if kind == 'optimizer' and isinstance(rec.get('detail'), dict):
+            d = rec['detail']
+            effect = '; optimizer %s, %d migration(s)%s%s' % (
+                d['outcome'], d['migrations'],
+                ' after %d delete(s) to make room' % rec['prepared_deletes']
+                if rec.get('prepared_deletes') else '',
+                ' (%s)' % '; '.join(d['problems'])[:300]
+                if d['problems'] else '')
+        self.say('fault %s%s: %.0f s; repartitioned %s; %s%s%s' % (
             kind, ' on %s' % rec['host'] if rec['host'] else '',
             rec['fault_s'], '%.1f s after' % rec['repartition_s']
             if rec['repartition_s'] is not None else 'NOT (gave up after '
-            '%.0f s)' % rec['gave_up_s'], self._leak_words(rec),
+            '%.0f s)' % rec['gave_up_s'], self._leak_words(rec), effect,
             '; ERRORS: %s' % rec['errors'] if rec['errors'] else ''))
         self.open_gate()
 
@@ -737,6 +757,12 @@ class Soak:
             aio.HOST_ACTIONS['kill-agent'](state, host)
             try:
                 time.sleep(opts.agent_down)
+                # What the fault did: servers the dead agent left
+                # unpartitioned (booted, resized or moved there meanwhile).
+                inv = self._inventory(rec['errors'])
+                if inv is not None:
+                    rec['unpartitioned_before_repair'] = len(
+                        fm.partition_problems(inv, skip=self.in_flight()))
             finally:
                 self._host_action('start-agent', host, rec)
         elif kind == 'libvirtd-restart':
@@ -755,9 +781,18 @@ class Soak:
                 except Exception as exc:
                     rec['errors'].append('start resq-api: %s' % exc)
         elif kind == 'optimizer':
-            result = fm.optimizer_round(
-                os.path.join(aio.BIN, 'resq-optimizer'), self.optimizer_conf,
-                self.conn, self.workdir, TIMEOUTS['migrate'])
+            result = self._optimizer_round()
+            # A full cloud has nothing to consolidate: free a CPU on the
+            # busiest host until the optimizer has moves to make.
+            rec['prepared_deletes'] = 0
+            while (result['outcome'] == 'not-proposed'
+                   and rec['prepared_deletes'] < OPTIMIZER_PREP_DELETES):
+                sid = self._consolidation_victim()
+                if sid is None:
+                    break
+                self._act(self.conn, 'delete', sid, None)
+                rec['prepared_deletes'] += 1
+                result = self._optimizer_round()
             rec['detail'] = result
             self.optimizer[result['outcome']] += 1
             self.optimizer['moved'] += result['moved']
@@ -766,6 +801,30 @@ class Soak:
                 rec['errors'].extend(result['problems'])
         else:
             raise ValueError('unknown fault %s' % kind)
+
+    def _optimizer_round(self):
+        return self.faults_mod.optimizer_round(
+            os.path.join(self.aio.BIN, 'resq-optimizer'),
+            self.optimizer_conf, self.conn, self.workdir,
+            TIMEOUTS['migrate'])
+
+    def _consolidation_victim(self):
+        """An idle soak server on the host holding the most (marked busy).
+
+        None when fewer than two hosts hold soak servers (nothing would
+        be left to consolidate).
+        """
+        with self.lock:
+            by_host = collections.defaultdict(list)
+            for sid, info in self.servers.items():
+                if info.get('host') and sid not in self.busy:
+                    by_host[info['host']].append(sid)
+            if len(by_host) < 2:
+                return None
+            host = max(sorted(by_host), key=lambda h: len(by_host[h]))
+            sid = by_host[host][0]
+            self.busy[sid] = 'delete'
+            return sid
 
     @staticmethod
     def _leak_words(rec):
