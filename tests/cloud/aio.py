@@ -1223,6 +1223,8 @@ def client_check(state):
 def up(state):
     accel = preflight()
     record_hosts(state)
+    say('cloud %s in %s: ports are the standard ones + %d, hosts %s' % (
+        NAME, state.root, PORT_OFFSET, ', '.join(HOSTS)))
     stack_user(state)
     hosts_up(state, accel)
     databases(state)
@@ -1264,9 +1266,10 @@ def up(state):
     client_check(state)
     say('the cloud %s is up: %s (ports: the standard ones + %d)' % (
         NAME, state.path('cloud.json'), PORT_OFFSET))
-    say('for the openstack client: export OS_CLIENT_CONFIG_FILE=%s '
-        'OS_CLOUD=%s (or OS_CLOUD=%s, a member of project demo)'
-        % (state.path('clouds.yaml'), CLOUD_ADMIN, CLOUD_MEMBER))
+    say('for the openstack client of the cloud environment (OS_CLOUD=%s '
+        'for a member of project demo):' % CLOUD_MEMBER)
+    print('export PATH=%s:$PATH OS_CLIENT_CONFIG_FILE=%s OS_CLOUD=%s' % (
+        BIN, state.path('clouds.yaml'), CLOUD_ADMIN), flush=True)
 
 
 def _stop(pid_file, seconds=5):
@@ -1393,6 +1396,8 @@ def _node_machine_paths(state, node):
 
 
 def down(state, purge=False):
+    say('taking cloud %s in %s down%s' % (
+        NAME, state.root, ' and purging it' if purge else ''))
     for node in HOSTS:
         if fake_host.alive(state.host(node).pid):
             devstack(state, node, 'unstack')
@@ -1422,7 +1427,8 @@ def down(state, purge=False):
             except FileNotFoundError:
                 pass
         shutil.rmtree(state.root, ignore_errors=True)
-        say('databases and %s removed' % state.root)
+        say('databases%s and %s removed' % (
+            ', vhost %s' % VHOST if VHOST != '/' else '', state.root))
 
 
 # Scenarios the check does not run yet, each with what is wrong: a check
@@ -1653,4 +1659,9 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    # Run as the module tests.cloud.watcher and the benchmarks import, not
+    # as a second copy named __main__: the cloud's layout (name, ports)
+    # lives in that module's globals, and its CloudError is the one main
+    # catches.
+    from tests.cloud import aio as _aio
+    sys.exit(_aio.main())

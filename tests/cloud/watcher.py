@@ -12,9 +12,9 @@
 """Watcher in the all-in-one cloud (:mod:`tests.cloud.aio`), when installed.
 
 python-watcher (cloud-requirements.txt) brings watcher-api, run under
-uwsgi on port 9322 (catalog type ``infra-optim``),
+uwsgi on port 9322 plus the cloud's offset (catalog type ``infra-optim``),
 watcher-decision-engine and watcher-applier, on the cloud's MariaDB
-(database ``aio_watcher``) and RabbitMQ. resq-nova is installed in the
+(database ``<name>_watcher``) and RabbitMQ vhost. resq-nova is installed in the
 same environment, so its goal, strategy and planner entry points are
 Watcher's; ``watcher-sync`` registers them. The compute model is Watcher's
 Nova API collector, rebuilt every :data:`MODEL_PERIOD` seconds (the cloud's

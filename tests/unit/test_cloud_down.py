@@ -213,3 +213,22 @@ class HostsTest(base.TestCase):
         self.assertEqual(0, aio.main(['kill-agent', '--state',
                                       self.state.root, '--host', 'aio-3']))
         self.assertEqual(['aio-3'], called)
+
+
+class RunAsModuleTest(base.TestCase):
+    """``python -m tests.cloud.aio`` runs the module others import."""
+
+    def test_main_is_the_imported_modules(self):
+        import runpy
+        import sys
+        called = []
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio.main', lambda: called.append('imported') or 0))
+        self.useFixture(fixtures.MonkeyPatch('sys.argv', ['aio', 'up']))
+        exc = self.assertRaises(SystemExit, runpy.run_module,
+                                'tests.cloud.aio', run_name='__main__')
+        self.assertEqual(0, exc.code)
+        # Not a second copy: tests.cloud.watcher and the benchmarks read
+        # the layout (name, ports) from the module sys.modules holds.
+        self.assertEqual(['imported'], called)
+        self.assertIs(aio, sys.modules['tests.cloud.aio'])
