@@ -74,6 +74,9 @@ class Optimizer:
         # outcome, hosts freed and moves made, and the last round's solve.
         self.figures = collections.Counter()
         self.last_plan = None
+        # Set when the service is told to stop (SIGTERM): no round, repair
+        # or plan application starts after it.
+        self.stopping = threading.Event()
 
     def reload_conf(self):
         """Read again the mutable options kept as parsed values.
@@ -217,7 +220,11 @@ class Optimizer:
             timeout=timeout or self.opts.migration_timeout,
             concurrency=concurrency or self.opts.concurrency,
             poll_interval=self.opts.poll_interval, progress=report,
-            cancelled=lambda: self.store.cancelled(plan),
+            # Told to stop, no further move starts (those under way are
+            # watched to their end; recovery closes what is left).
+            cancelled=lambda: (
+                'the optimizer is stopping' if self.stopping.is_set()
+                else self.store.cancelled(plan)),
             plan_ttl=self.opts.plan_ttl,
             cell_key=self.opts.cell_aggregate_key)
 
@@ -482,10 +489,16 @@ class Optimizer:
         raises: a failed round is logged in one line and the next one runs
         at the next interval.
         """
+        if self.stopping.is_set():
+            LOG.info('Stopping: no new optimizer round')
+            return None
+        LOG.info('Optimizer round starting')
         try:
             self.recover()
         except exception.ResQException as exc:
             LOG.error('Closing interrupted plans failed: %s', exc)
+        if self.stopping.is_set():
+            return None
         try:
             self.repair_round()
         except exception.ResQException as exc:
@@ -497,8 +510,13 @@ class Optimizer:
             self.prune()
         except exception.ResQException as exc:
             LOG.error('Pruning old plans failed: %s', exc)
+        if self.stopping.is_set():
+            return None
         try:
             plan, _ = self.plan()
+            if self.stopping.is_set():
+                LOG.info('Stopping: plan %s is not applied', plan['id'])
+                return plan
             if plan['proposed'] and self.opts.apply:
                 plan, _ = self.apply(plan['id'])
                 LOG.info('Plan %s: %s', plan['id'], plan['result'])
@@ -557,6 +575,10 @@ def serve_metrics(conf, optimizer):
         return None
 
 
+#: Seconds ``stop`` waits for the escalation RPC server to close.
+RPC_STOP_TIMEOUT = 5
+
+
 def make_service(conf, optimizer):
     """An oslo.service service running ``optimizer.tick`` periodically.
 
@@ -577,6 +599,8 @@ def make_service(conf, optimizer):
             super().start()
             # After SIGHUP oslo.service starts the service again with
             # the mutable options' new values: interval is read below.
+            # (SIGHUP stops the service first: rounds may run again.)
+            optimizer.stopping.clear()
             optimizer.reload_conf()
             self.metrics_server = serve_metrics(conf, optimizer)
             self.tg.add_timer(conf.resq_optimizer.interval, optimizer.tick,
@@ -595,11 +619,29 @@ def make_service(conf, optimizer):
                 self.rpc_server.start()
 
         def stop(self, graceful=False):
+            # First nothing new: no round starts once told to stop, even
+            # while the broker's connection below takes its time.
+            optimizer.stopping.set()
+            self.tg.stop_timers()
             if self.rpc_server is not None:
-                self.rpc_server.stop()
-                self.rpc_server.wait()
-                self.transport.cleanup()
+                server, transport = self.rpc_server, self.transport
                 self.rpc_server = None
+
+                def close():
+                    server.stop()
+                    server.wait()
+                    transport.cleanup()
+                # With the broker unreachable oslo.messaging may retry its
+                # connection for a minute; the escalations are not waited
+                # for longer than RPC_STOP_TIMEOUT.
+                closer = threading.Thread(target=close, daemon=True,
+                                          name='rpc-stop')
+                closer.start()
+                closer.join(RPC_STOP_TIMEOUT)
+                if closer.is_alive():
+                    LOG.warning('The escalation RPC server did not stop in '
+                                '%d s (is the message broker reachable?); '
+                                'stopping without it', RPC_STOP_TIMEOUT)
             if self.metrics_server is not None:
                 self.metrics_server.shutdown()
                 self.metrics_server.server_close()

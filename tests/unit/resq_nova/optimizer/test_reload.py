@@ -71,7 +71,7 @@ class SighupTest(base.TestCase):
         # and starts the service again; the second round records what it
         # sees and stops the launcher (SIGTERM).
         script = textwrap.dedent("""
-            import os, signal, sys
+            import os, signal, sys, threading
             from unittest import mock
             from resq_nova.cmd import optimizer as cmd
 
@@ -81,6 +81,7 @@ class SighupTest(base.TestCase):
                 repair_window = None
                 # No Placement client: the service serves no escalations.
                 placement = None
+                stopping = threading.Event()
 
                 def __init__(self, conf):
                     self.conf = conf
