@@ -216,6 +216,31 @@ def _scheduler_ratio():
     return json.loads(last)['overhead_ratio']
 
 
+def optimizer_stop(runs=3):
+    """Seconds from SIGTERM to exit of ``resq-optimizer run``, broker down.
+
+    :returns: ``(worst, mean, rounds started after a SIGTERM)``.
+    """
+    import tempfile
+
+    from tests.fixtures import optimizer_stop as fixture
+
+    times, late = [], 0
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = fixture.Run(tmp)
+            try:
+                if not run.wait_rounds(1):
+                    raise RuntimeError('resq-optimizer run did not start a '
+                                       'round: %s' % run.text()[-2000:])
+                took, _rc, after = run.stop(timeout=120)
+            finally:
+                run.close()
+        times.append(took if took is not None else float('inf'))
+        late += after.count(fixture.ROUND)
+    return max(times), sum(times) / len(times), late
+
+
 def main(argv):
     from benchmarks import api_bursts
 
@@ -234,6 +259,7 @@ def main(argv):
     over, claimed = admit_race()
     ratio = _scheduler_ratio()
     bursts = api_bursts.run()
+    stop_worst, stop_mean, stop_late = optimizer_stop()
     print('resq-api in-process: %d profiles, %d terms stored'
           % (PROFILES, TERMS))
     print('%-10s %14s %14s %16s' % ('backend', 'GET profile p50',
@@ -248,12 +274,18 @@ def main(argv):
           'over-committed (target 0)' % (claimed, over))
     print('scheduler overhead ratio %.3f (target <= 1.10; the plugins read '
           'no profiles)' % ratio)
+    print('resq-optimizer run, broker down: SIGTERM to exit %.1f s worst, '
+          '%.1f s mean of 3 (target <= 10); rounds started after SIGTERM: '
+          '%d (target 0)' % (stop_worst, stop_mean, stop_late))
     bursts = api_bursts.report(*bursts)
     figures = dict(results['sqlite'])
     figures.update({'backend': 'sqlite', 'profiles': PROFILES,
                     'terms': TERMS, 'concurrent_admit_overcommit': over,
                     'concurrent_admit_claimed': claimed,
-                    'scheduler_overhead_ratio': ratio})
+                    'scheduler_overhead_ratio': ratio,
+                    'optimizer_stop_s': round(stop_worst, 2),
+                    'optimizer_stop_mean_s': round(stop_mean, 2),
+                    'optimizer_rounds_after_stop': stop_late})
     if 'mariadb' in results:
         figures.update({'mariadb_' + k: v
                         for k, v in results['mariadb'].items()})
