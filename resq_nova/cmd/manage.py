@@ -18,18 +18,20 @@ Without ``--config-file`` it reads resq-api's configuration files
 has no default; without one the ``db`` commands stop with one line naming
 the option and the files read, and create nothing.
 
-``resq-manage db sync [--revision R]`` walks the schema up (to the newest
-revision by default); ``db version`` prints the revision the database is
-at, saying when it is behind the package or unknown to it; ``db check``
-says whether the database is behind, at or ahead of the package, with
-``nova-status upgrade check``'s exit statuses (:data:`SUCCESS`,
-:data:`WARNING`, :data:`FAILURE`). Run ``db sync`` before starting new API
-workers: the migrations only add, so the old workers keep running
-meanwhile. ``db prune [--keep N] [--days D]`` deletes finished plans and
-unused snapshots that are older than D days or past the newest N (from
-cron). ``cleanup [--dry-run] [--yes]`` removes what resq-nova created in
-Nova and Placement (:mod:`resq_nova.deploy.cleanup`): it prints its plan
-first, and asks before it deletes flavors; it exits :data:`DECLINED` when
+``resq-manage db sync [--revision R]`` walks the schema up (to the
+newest revision by default); ``db version`` prints the revision the
+database is at, saying when it is behind the package or unknown to it;
+``db history`` lists the package's revisions, marking the database's;
+``db check`` says whether the database is behind, at or ahead of the
+package, with ``nova-status upgrade check``'s exit statuses
+(:data:`SUCCESS`, :data:`WARNING`, :data:`FAILURE`). Run ``db sync``
+before starting new API workers: the migrations only add, so the old
+workers keep running meanwhile. ``db prune [--keep N] [--days D]``
+deletes finished plans and unused snapshots that are older than D days
+or past the newest N (from cron). ``cleanup [--dry-run] [--yes]``
+removes what resq-nova created in Nova and Placement
+(:mod:`resq_nova.deploy.cleanup`): it prints its plan first, and asks
+before it deletes flavors; it exits :data:`DECLINED` when
 flavors were kept because nobody said yes.
 """
 
@@ -52,6 +54,7 @@ DESCRIPTION = '''Manage resq-api's database ([database] connection of
 resq-api's configuration files, which it reads without --config-file):
 walk its schema up to the newest revision (run "db sync" before starting
 new API workers: the migrations only add), print the revision it is at,
+list the package's revisions marking the database's ("db history"),
 check before an upgrade whether it is behind, at or ahead of this package
 ("db check", exit status 0, 1 or 2 as nova-status upgrade check), or
 delete finished plans and unused snapshots past their age (from cron); or
@@ -127,6 +130,41 @@ def _version(conf):
               'sync")' % (current, pending[-1]))
     else:
         print(current)
+
+
+def history_lines(current, revisions):
+    """``db history``'s lines: each revision, marking the database's. Pure.
+
+    :param current: the database's revision (None: no schema).
+    :param revisions: ``[(revision, summary)]``, oldest first.
+    """
+    lines = []
+    known = [r for r, _ in revisions]
+    for n, (rev, summary) in enumerate(revisions):
+        marks = []
+        if rev == current:
+            marks.append('current')
+        if current in known and n > known.index(current):
+            marks.append('pending')
+        if n == len(revisions) - 1:
+            marks.append('head')
+        lines.append('%s %-18s %s' % (rev, '(%s)' % ', '.join(marks)
+                                      if marks else '', summary))
+    if current is None:
+        lines.append('the database has no schema: "resq-manage db sync" '
+                     'walks it to the head')
+    elif current not in known:
+        lines.append('the database is at %s, which this package does not '
+                     'know: it is newer than the package (after a '
+                     'rollback), or not resq-api\'s' % current)
+    return lines
+
+
+def _history(conf):
+    _refuse_missing_sqlite(conf)
+    print('revisions of %s, oldest first:' % _url(conf))
+    for line in history_lines(migration.version(), migration.history()):
+        print(line.rstrip())
 
 
 def check(conf):
@@ -256,7 +294,7 @@ def _cleanup(conf):
 
 def _add_commands(subparsers):
     db = subparsers.add_parser('db', help='the database of resq-api: '
-                               'sync, version, check, prune')
+                               'sync, version, history, check, prune')
     db_sub = db.add_subparsers(dest='db_command')
     db_sub.required = True
     sync = db_sub.add_parser('sync', help='walk the schema up')
@@ -268,6 +306,11 @@ def _add_commands(subparsers):
         'version', help='print the revision, saying when it is behind this '
         'package or unknown to it')
     version.set_defaults(func=_version)
+    history = db_sub.add_parser(
+        'history', help='list this package\'s revisions, oldest first, '
+        'marking the database\'s (current), those db sync would apply '
+        '(pending) and the newest (head)')
+    history.set_defaults(func=_history)
     check = db_sub.add_parser(
         'check', help='before an upgrade: is the database behind, at or '
         'ahead of this package? Exit status 0 at its newest revision, 1 '

@@ -153,6 +153,16 @@ def revisions():
     return [r.revision for r in reversed(list(scripts.walk_revisions()))]
 
 
+def history():
+    """``[(revision, summary)]`` of every revision, oldest first.
+
+    The summary is the first paragraph of the migration's docstring.
+    """
+    scripts = alembic_script.ScriptDirectory.from_config(_config())
+    return [(r.revision, ' '.join((r.doc or '').split()))
+            for r in reversed(list(scripts.walk_revisions()))]
+
+
 def head():
     return alembic_script.ScriptDirectory.from_config(
         _config()).get_current_head()
