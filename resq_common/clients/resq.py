@@ -124,12 +124,16 @@ class ResQClient:
         resp = self._call(method, url, body, ok, microversion=microversion)
         return resp.json() if resp.content else None
 
-    def _pages(self, url, key, **query):
-        """Every item of a list: its first page and every page after."""
-        first = self._json('GET', _with_query(url, query))
-        return self._rest(url, key, first)
+    def _pages(self, url, key, microversion=None, **query):
+        """Every item of a list: its first page and every page after.
 
-    def _rest(self, url, key, body):
+        :param microversion: asked of every page instead of the client's.
+        """
+        first = self._json('GET', _with_query(url, query),
+                           microversion=microversion)
+        return self._rest(url, key, first, microversion)
+
+    def _rest(self, url, key, body, microversion=None):
         """The items of page ``body`` and of the pages its links lead to.
 
         A ``next`` link's query (``marker``, ``limit`` and the filters) is
@@ -152,7 +156,8 @@ class ResQClient:
                     reason='the next link repeats the page ?%s; report '
                            'this resq-api bug' % query)
             seen.add(query)
-            body = self._json('GET', '%s?%s' % (url, query))
+            body = self._json('GET', '%s?%s' % (url, query),
+                              microversion=microversion)
             items.extend(body[key])
 
     # -- profiles ------------------------------------------------------------
@@ -325,9 +330,14 @@ class ResQClient:
         return self._json('PUT', '/hosts/%s' % _q(hostname), report,
                           ok=(200, 201), microversion=version)
 
-    def list_hosts(self, limit=None):
-        """Every host an agent reported, by name."""
-        return self._pages('/hosts', 'hosts', limit=limit)
+    def list_hosts(self, limit=None, microversion=None):
+        """Every host an agent reported, by name.
+
+        :param microversion: asked instead of this client's (1.1 shows
+            the servers each report lists).
+        """
+        return self._pages('/hosts', 'hosts', microversion=microversion,
+                           limit=limit)
 
     def get_host(self, hostname, microversion=None):
         """The last report of ``hostname``.

@@ -37,6 +37,8 @@ from tests.functional import test_optimizer
 from tests.unit.resq_profiler import test_profile
 
 COMMANDS = {
+    'resq_agent_list': 'resq_nova.osc.v1.agent:ListAgent',
+    'resq_agent_show': 'resq_nova.osc.v1.agent:ShowAgent',
     'resq_host_list': 'resq_nova.osc.v1.host:ListHost',
     'resq_host_show': 'resq_nova.osc.v1.host:ShowHost',
     'resq_server_show': 'resq_nova.osc.v1.server:ShowServer',
