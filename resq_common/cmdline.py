@@ -28,6 +28,8 @@
   exist); ``--config-dir`` adds a directory's files to it.
 * ``--config-file`` and ``--config-dir`` may come before or after the
   subcommand (:func:`hoist`).
+* ``--version`` prints ``<command> <version>``: resq-nova's, as pbr
+  gives it (:func:`version`), and exits 0.
 * ``--help`` starts with the command's description and lists the
   command's own options and subcommands, each with its default; oslo.log's
   logging options stay accepted but are listed by ``--help-logging`` only
@@ -69,6 +71,8 @@ _CONFIG_DIR_HELP = ('read every *.conf file of this directory, in name '
 
 # oslo.config's default search for project 'resq' (find_config_files).
 PROJECT = 'resq'
+# The distribution whose version --version prints.
+PACKAGE = 'resq-nova'
 SEARCH_DIRS = ('~/.resq/', '~/', '/etc/resq/', '/etc/')
 
 
@@ -303,12 +307,17 @@ class _Conf(cfg.ConfigOpts):
     has_commands = False
     config_prog = None
 
-    def _pre_setup(self, *args, **kwargs):
-        result = super()._pre_setup(*args, **kwargs)
+    def _pre_setup(self, project, prog, version, *args, **kwargs):
+        result = super()._pre_setup(project, prog, version, *args, **kwargs)
         old = self._oparser
         self._oparser = _Parser(prog=old.prog, usage=old.usage,
                                 description=old.description,
                                 epilog=old.epilog)
+        if version is not None:
+            self._oparser.add_parser_argument(
+                self._oparser, '--version', action='version',
+                version='%(prog)s ' + version,
+                help='print the version of resq-nova and exit')
         self._oparser.hidden_dests = self.hidden
         self._oparser.has_commands = self.has_commands
         self._oparser.config_prog = self.config_prog
@@ -494,6 +503,17 @@ def _epilog(prog, commands, logs):
                      for line in lines) or None
 
 
+def version():
+    """resq-nova's version, as pbr gives it (the tag, or a dev version)."""
+    from pbr import version as pbr_version
+
+    try:
+        return pbr_version.VersionInfo(PACKAGE).version_string()
+    except Exception:
+        # Not installed (a source tree on sys.path): say so, not fail.
+        return 'unknown (resq-nova is not installed)'
+
+
 def fail(prog, message):
     """Print ``prog: message`` on standard error; exit with status 2."""
     print('%s: %s' % (prog, message), file=sys.stderr)
@@ -544,7 +564,7 @@ def parse(argv, prog, description, register=(), cli_opts=(), commands=None,
         conf(hoist(sys.argv[1:] if argv is None else list(argv)),
              project=PROJECT, prog=prog, description=_fill(description),
              epilog=_epilog(prog, commands, logs),
-             default_config_files=default_config_files)
+             default_config_files=default_config_files, version=version())
         check_values(conf)
     except UsageError as exc:
         fail(prog, str(exc))

@@ -237,6 +237,15 @@ def main(argv=None):
     except exception.ResQException as exc:
         print('ERROR: %s' % exc, file=sys.stderr)
         return 1
+    except ImportError as exc:
+        if exc.name != 'libvirt':
+            raise
+        # libvirt-python is the [agent] extra's: API and scheduler hosts
+        # install resq-nova without it.
+        print('ERROR: libvirt-python is not installed: install resq-nova '
+              'with its agent extra (pip install "resq-nova[agent]"; it '
+              'builds against libvirt-dev and pkg-config)', file=sys.stderr)
+        return 1
 
 
 if __name__ == '__main__':
