@@ -46,8 +46,9 @@ PACKAGES = ('resq_nova', 'resq_agent', 'resq_profiler', 'resq_common')
 NAME = re.compile(r'([\w<>$.{}/-]*?)([\w<>-]+)\.conf(?:\.sample)?'
                   r'(?!\w|\.\w)')
 # Commands that read another command's files: resq-manage works on
-# resq-api's database, as nova-manage reads nova.conf.
-READS = {'resq-manage': 'resq-api'}
+# resq-api's database, as nova-manage reads nova.conf; resq-status checks
+# resq-api's database and files, as nova-status.
+READS = {'resq-manage': 'resq-api', 'resq-status': 'resq-api'}
 # A command's name without resq-'s prefix: a file no search finds.
 BARE = ('agent', 'admit', 'api', 'evaluate', 'manage', 'optimizer', 'plan',
         'profiler')
