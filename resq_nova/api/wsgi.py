@@ -17,8 +17,19 @@ those oslo.config's default search finds for project ``resq`` and program
 ``resq-api.conf`` (resq-api's own options, which win), each from the first
 of ``~/.resq/``, ``~/``, ``/etc/resq/`` and ``/etc/`` that has it
 (:func:`resq_nova.conf.api.config_files`, which ``resq-manage`` reads too).
+A file of the search that another one hides (a try-out's
+``~/.resq/resq-api.conf`` hides ``/etc/resq/resq-api.conf``) is named in
+a warning when the application is built.
+
+Under uwsgi the application is built when the module is imported, in
+each worker (``lazy-apps``), so a configuration it cannot serve with
+(keystone authentication without ``[keystone_authtoken]``, no database)
+stops the worker's start with one line in the log; with ``need-app``
+(the shipped uwsgi file and devstack's plugin set it) uwsgi exits rather
+than serve without an application.
 """
 
+import sys
 import threading
 
 from oslo_config import cfg
@@ -41,10 +52,33 @@ def make_conf(config_files=None, args=None, cli_opts=()):
     return conf
 
 
+LOG = logging.getLogger(__name__)
+
+
 def init_application(conf=None):
+    """resq-api's WSGI stack for ``conf`` (default: :func:`make_conf`).
+
+    :raises resq_nova.api.db.api.NoConnection: no database connection.
+    :raises resq_nova.api.deploy.AuthNotConfigured: keystone
+        authentication without what keystonemiddleware needs.
+    """
     conf = conf or make_conf()
     logging.setup(conf, 'resq-api')
-    db_api.configure(conf)
+    read = list(conf.config_file or ())
+    LOG.info('resq-api reads %s', ', '.join(read) or 'no configuration file')
+    # Files the default search found (not --config-file's choice) that
+    # hide others: the operator may think /etc/resq's are read.
+    hiding = api_conf.shadowed(read) if read == api_conf.config_files() \
+        else []
+    for used, hidden in hiding:
+        LOG.warning('%s is not read: %s is, and oslo.config reads only '
+                    'the first file of each name in ~/.resq/, ~/, '
+                    '/etc/resq/, /etc/; remove %s, or name the files in '
+                    '$%s or --config-file', hidden, used, used,
+                    api_conf.CONFIG_ENV)
+    db_api.configure(
+        conf, connect_timeout=conf.api.database_connect_timeout,
+        read_timeout=conf.api.database_read_timeout)
     return deploy.deploy(conf)
 
 
@@ -56,8 +90,9 @@ class _Application:
     dictionary, which a module ``__getattr__`` never reaches. Importing
     the module (the docs, the sample generator) still reads no
     configuration; each server process (uwsgi's ``lazy-apps``) builds its
-    own application once, and a failed build is retried on the next
-    request rather than cached.
+    own application once (a uwsgi worker when it imports the module:
+    :meth:`load`), and a failed build is retried on the next request
+    rather than cached.
     """
 
     def __init__(self, init=None):
@@ -74,5 +109,23 @@ class _Application:
                 app = self._app
         return app(environ, start_response)
 
+    def load(self):
+        """Build the application now; one line on stderr if it cannot be.
+
+        :raises: what :func:`init_application` raises.
+        """
+        try:
+            with self._lock:
+                if self._app is None:
+                    self._app = self._init()
+        except (db_api.NoConnection, deploy.AuthNotConfigured) as exc:
+            print('resq-api: %s' % exc, file=sys.stderr, flush=True)
+            raise
+
 
 application = _Application()
+if 'uwsgi' in sys.modules:
+    # uwsgi's own module: inside a uwsgi worker, build now, so that a
+    # configuration resq-api cannot serve with stops the start instead of
+    # failing every request.
+    application.load()

@@ -12,9 +12,15 @@
 """``resq-api``: serve the API on wsgiref, for a single-node try-out.
 
 Production runs ``resq_nova.api.wsgi:application`` under uwsgi (devstack
-does). ``resq-api --config-file F [--host H] [--port P]``.
+does). ``resq-api --config-file F [--host H] [--port P]``. A configuration
+it cannot serve with, or an address it cannot listen on, is one line on
+standard error and exit status 2; ``noauth2`` on an address beyond
+loopback is served with a warning.
 """
 
+import errno
+import ipaddress
+import sys
 from wsgiref import simple_server
 
 from oslo_config import cfg
@@ -38,6 +44,27 @@ OPTS = [
 ]
 
 
+# Why an address cannot be listened on, and what would fix it.
+LISTEN_ERRORS = {
+    errno.EADDRINUSE: 'another process listens there (ss -ltnp shows which)'
+                      '; stop it or choose another --port',
+    errno.EACCES: 'ports below 1024 need root; choose --port 1024 or above',
+    errno.EADDRNOTAVAIL: 'no interface of this machine has that address; '
+                         'choose --host among them (or 0.0.0.0)',
+}
+
+
+def loopback(host):
+    """Whether ``host`` only reaches this machine."""
+    if host == 'localhost':
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        # A name: whatever it resolves to may be reachable.
+        return False
+
+
 def main(argv=None):
     # init_application sets logging up.
     conf = cmdline.parse(argv, 'resq-api', DESCRIPTION,
@@ -46,8 +73,19 @@ def main(argv=None):
                          setup_logging=False)
     try:
         app = wsgi.init_application(conf)
-    except db_api.NoConnection as exc:
+    except (db_api.NoConnection, deploy.AuthNotConfigured) as exc:
         cmdline.fail('resq-api', str(exc))
-    server = simple_server.make_server(conf.host, conf.port, app)
-    print('resq-api on http://%s:%d/' % (conf.host, conf.port))
+    try:
+        server = simple_server.make_server(conf.host, conf.port, app)
+    except OSError as exc:
+        why = LISTEN_ERRORS.get(exc.errno, 'choose another --host or --port')
+        cmdline.fail('resq-api', 'cannot listen on %s port %d: %s; %s' % (
+            conf.host, conf.port, exc.strerror or exc, why))
+    if conf.api.auth_strategy == 'noauth2' and not loopback(conf.host):
+        print('resq-api: WARNING: [api] auth_strategy = noauth2 on %s: '
+              'anyone who can reach port %d is anyone they claim to be (the '
+              'token "admin" is an admin); listen on 127.0.0.1, or use '
+              'auth_strategy = keystone' % (conf.host, conf.port),
+              file=sys.stderr, flush=True)
+    print('resq-api on http://%s:%d/' % (conf.host, conf.port), flush=True)
     server.serve_forever()

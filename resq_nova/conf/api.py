@@ -23,6 +23,9 @@ CONFIG_ENV = 'RESQ_API_CONFIG'
 # config_files() in words.
 SEARCHED = ('$%s, else resq.conf and %s.conf in ~/.resq/, ~/, '
             '/etc/resq/, /etc/' % (CONFIG_ENV, PROG))
+# oslo.config's default search (find_config_files), in its order.
+SEARCH_DIRS = ('~/.resq', '~', '/etc/resq', '/etc')
+NAMES = ('resq.conf', PROG + '.conf')
 
 ALL_OPTS = [
     cfg.StrOpt('auth_strategy',
@@ -46,6 +49,26 @@ ALL_OPTS = [
                help='Most items one page of a list returns, whatever '
                     '"limit" the client asks for; the answer\'s "links" '
                     'point to the next page.'),
+    cfg.IntOpt('database_connect_timeout',
+               default=5, min=1, max=300,
+               help='Seconds resq-api waits to connect to its database '
+                    '(MySQL and PostgreSQL connect_timeout) before it '
+                    'answers 503 with Retry-After. A parameter of the same '
+                    'name in [database] connection wins.'),
+    cfg.IntOpt('database_read_timeout',
+               default=10, min=1, max=3600,
+               help='Seconds resq-api waits for its database to answer '
+                    'before it answers 503 with Retry-After: on MySQL '
+                    'each read and write of a connection (the handshake '
+                    'of a server that accepts but does not answer '
+                    'included: read_timeout, write_timeout), on '
+                    'PostgreSQL each statement (statement_timeout, lock '
+                    'waits included). Raise it if requests that wait for '
+                    'busy rows answer 503. resq-manage does not use it. '
+                    'With [database] pool_timeout (how long a request '
+                    'waits for a pooled connection) and '
+                    'database_connect_timeout it bounds how long a '
+                    'request waits for a database that is away.'),
 ]
 
 
@@ -55,13 +78,43 @@ def config_files():
     ``$RESQ_API_CONFIG``'s files (comma-separated), else those oslo.config's
     default search finds for project ``resq`` and program ``resq-api``:
     ``resq.conf`` then ``resq-api.conf``, each from the first of
-    ``~/.resq/``, ``~/``, ``/etc/resq/`` and ``/etc/`` that has it.
+    ``~/.resq/``, ``~/``, ``/etc/resq/`` and ``/etc/`` that has it, as
+    every OpenStack service and every resq command searches: a user's file
+    is read *instead of* /etc/resq's (:func:`shadowed`).
     ``resq-manage`` reads the same files: it works on resq-api's database.
     """
     env = os.environ.get(CONFIG_ENV)
     if env:
         return env.split(',')
     return cfg.find_config_files(project='resq', prog=PROG)
+
+
+def shadowed(read):
+    """The files of the default search that ``read`` hides.
+
+    oslo.config reads the first file of each name it finds, so a try-out's
+    ``~/.resq/resq-api.conf`` hides ``/etc/resq/resq-api.conf`` entirely.
+    resq-api warns of each such file when it starts.
+
+    :param read: the files read.
+    :returns: ``(read file, hidden file)`` pairs: a file of the same name
+        in a directory :data:`SEARCH_DIRS` lists after the read one's;
+        none with ``$RESQ_API_CONFIG``, which replaces the search.
+    """
+    if os.environ.get(CONFIG_ENV):
+        return []
+    dirs = [os.path.abspath(os.path.expanduser(d)) for d in SEARCH_DIRS]
+    pairs = []
+    for path in read:
+        path = os.path.abspath(path)
+        here = os.path.dirname(path)
+        if os.path.basename(path) not in NAMES or here not in dirs:
+            continue
+        for later in dirs[dirs.index(here) + 1:]:
+            other = os.path.join(later, os.path.basename(path))
+            if os.path.exists(other):
+                pairs.append((path, other))
+    return pairs
 
 
 def register_opts(conf):

@@ -22,20 +22,39 @@ be called again (tests, the benchmark), each call replacing the last.
 There is no default connection, as in Nova and Placement: a configuration
 without one (a wrong or missing file) is refused by name
 (:class:`NoConnection`) rather than served from a database nobody chose.
+
+resq-api answers 503 rather than waiting when its database is away
+(:func:`unavailable`): oslo.db's ``max_retries`` defaults to 0 here (its
+own default, 10 attempts 10 s apart, held each request 1 min 41 s),
+``pool_timeout`` to 10 s, and the API's connections get connect and read
+timeouts (:func:`connection_url`). MySQL connections always use
+``utf8mb4``, the tables' character set, whatever ``charset`` the URL
+names (devstack writes ``charset=utf8``, which cannot carry an emoji).
 """
 
+import copy
 import os
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db import options as db_options
 from oslo_db.sqlalchemy import enginefacade
+from oslo_log import log as logging
+import sqlalchemy as sa
 
 from resq_common import exception
 from resq_nova.conf import api as api_conf
 
+LOG = logging.getLogger(__name__)
 context_manager = enginefacade.transaction_context()
 _reset = None
+# resq-api's defaults of oslo.db's options (the sample shows them): no
+# connection test with retries when the engine is made (the first request
+# would wait for them), and a bounded wait for a pooled connection.
+DEFAULTS = {'max_retries': 0, 'pool_timeout': 10}
+# The character set of resq-api's MySQL tables (the migrations'), and of
+# every MySQL connection.
+MYSQL_CHARSET = 'utf8mb4'
 
 
 def _sqlite_busy(exc):
@@ -87,20 +106,96 @@ class NoConnection(exception.ResQException):
 def register_opts(conf):
     # No default connection (oslo.db's is None): see NoConnection.
     db_options.set_defaults(conf)
+    for name, value in DEFAULTS.items():
+        conf.set_default(name, value, group='database')
 
 
 def list_opts():
-    return [('database', db_options.database_opts)]
+    opts = []
+    for opt in db_options.database_opts:
+        if opt.dest in DEFAULTS:
+            opt = copy.copy(opt)
+            opt.default = DEFAULTS[opt.dest]
+        opts.append(opt)
+    return [('database', opts)]
 
 
-def configure(conf=None, connection=None):
+def connection_url(connection, connect_timeout=None, read_timeout=None):
+    """``connection`` as resq-api connects: utf8mb4, bounded waits.
+
+    MySQL (PyMySQL, mysqlclient): ``charset=utf8mb4`` always (a warning
+    names another charset the URL gave), ``connect_timeout``, and
+    ``read_timeout``/``write_timeout`` (a server that accepted but does
+    not answer, the handshake included). PostgreSQL (libpq):
+    ``connect_timeout`` (the whole handshake) and ``statement_timeout``
+    (a statement the server runs longer, or a lock it waits for).
+    Parameters the URL gives itself are kept.
+    """
+    url = sa.engine.make_url(connection)
+    backend = url.get_backend_name()
+    query = dict(url.query)
+    if backend == 'mysql':
+        charset = query.get('charset')
+        if charset not in (None, MYSQL_CHARSET):
+            LOG.warning('[database] connection names charset=%s; resq-api '
+                        'connects with charset=%s, its tables\' character '
+                        'set (%s cannot carry every character)',
+                        charset, MYSQL_CHARSET, charset)
+        query['charset'] = MYSQL_CHARSET
+        if connect_timeout:
+            query.setdefault('connect_timeout', str(connect_timeout))
+        if read_timeout:
+            query.setdefault('read_timeout', str(read_timeout))
+            query.setdefault('write_timeout', str(read_timeout))
+    elif backend == 'postgresql':
+        if connect_timeout:
+            query.setdefault('connect_timeout', str(connect_timeout))
+        if read_timeout:
+            query.setdefault('options', '-c statement_timeout=%d'
+                             % (read_timeout * 1000))
+    return url.set(query=query).render_as_string(hide_password=False)
+
+
+# What the drivers say when the server is away, unreachable or too slow
+# (oslo.db wraps only some of these in DBConnectionError: libpq 16's
+# "connection to server at ... failed" reaches us as SQLAlchemy's own
+# OperationalError).
+AWAY = ('connection to server', 'could not connect', 'timeout expired',
+        'server closed the connection', 'terminating connection',
+        'statement timeout', "can't connect", 'lost connection',
+        'gone away')
+
+
+def unavailable(exc):
+    """Whether ``exc`` says the database is away (resq-api's 503).
+
+    Connecting failed or timed out, a connection was lost or timed out
+    reading (oslo.db's ``DBConnectionError``, or the driver's operational
+    error saying so), no pooled connection came within ``pool_timeout``,
+    or PostgreSQL ended a statement at its ``statement_timeout``.
+    """
+    if isinstance(exc, (db_exc.DBConnectionError, sa.exc.TimeoutError)):
+        return True
+    if not isinstance(exc, (db_exc.DBError, sa.exc.OperationalError)):
+        return False
+    text = str(exc).lower()
+    return any(words in text for words in AWAY)
+
+
+def configure(conf=None, connection=None, connect_timeout=None,
+              read_timeout=None):
     """Use ``connection`` (or ``conf.database.connection``) from now on.
+
+    ``connect_timeout`` and ``read_timeout`` (seconds) bound the waits of
+    the connections (:func:`connection_url`); resq-api gives them,
+    ``resq-manage`` does not (a migration may run long).
 
     :returns: the facade in use.
     :raises NoConnection: neither gives a connection.
     """
     global _reset
     kwargs = {'sqlite_fk': True}
+    kwargs.update(DEFAULTS)
     if conf is not None:
         kwargs.update({k: v for k, v in conf.database.items()
                        if k in ('connection', 'max_pool_size',
@@ -113,6 +208,11 @@ def configure(conf=None, connection=None):
         kwargs['connection'] = connection
     if not kwargs.get('connection'):
         raise no_connection(conf)
+    kwargs['connection'] = connection_url(
+        kwargs['connection'], connect_timeout, read_timeout)
+    if kwargs['connection'].startswith('sqlite'):
+        # No pool to wait for (SQLAlchemy refuses pool_timeout there).
+        kwargs.pop('pool_timeout', None)
     manager = enginefacade.transaction_context()
     manager.configure(**kwargs)
     if _reset is not None:

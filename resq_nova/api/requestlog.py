@@ -1,0 +1,73 @@
+#    Licensed under the Apache License, Version 2.0 (the "License"); you may
+#    not use this file except in compliance with the License. You may obtain
+#    a copy of the License at
+#
+#         http://www.apache.org/licenses/LICENSE-2.0
+#
+#    Unless required by applicable law or agreed to in writing, software
+#    distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+#    WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+#    License for the specific language governing permissions and limitations
+#    under the License.
+"""One INFO line per request, as Placement's ``requestlog`` writes.
+
+``<address> "<METHOD> <path?query>" status: <code> len: <bytes>
+microversion: <version> time: <seconds> request_id: <id>``, logged when
+the answer is started (its body is not awaited). It sits inside
+``request_id``'s middleware, so every answer -- the 401s of
+authentication, the 503s of a database that is away -- has its line and
+its request id.
+"""
+
+import time
+
+from oslo_log import log as logging
+from oslo_middleware import request_id
+
+from resq_nova.api import validation
+
+LOG = logging.getLogger(__name__)
+FORMAT = ('%(address)s "%(method)s %(uri)s" status: %(status)s len: '
+          '%(length)s microversion: %(microversion)s time: %(time).3f '
+          'request_id: %(request_id)s')
+
+
+class RequestLog:
+    """WSGI middleware writing :data:`FORMAT` for every request."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
+        started = time.monotonic()
+
+        def logging_start_response(status, headers, exc_info=None):
+            values = dict(headers)
+            LOG.info(FORMAT, {
+                'address': environ.get('REMOTE_ADDR', '-'),
+                'method': environ.get('REQUEST_METHOD', '-'),
+                'uri': _uri(environ),
+                'status': status.split(None, 1)[0],
+                'length': values.get('Content-Length', '-'),
+                'microversion': _microversion(values),
+                'time': time.monotonic() - started,
+                'request_id': environ.get(request_id.ENV_REQUEST_ID, '-')})
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, logging_start_response)
+
+
+def _uri(environ):
+    # The path as sent (SCRIPT_NAME: where uwsgi or Apache mounts it).
+    uri = environ.get('SCRIPT_NAME', '') + environ.get('PATH_INFO', '')
+    if environ.get('QUERY_STRING'):
+        uri += '?' + environ['QUERY_STRING']
+    # As WSGI hands it (latin-1 text, never a decoding error here), its
+    # control characters escaped: a %0A in a path forges no log line.
+    return validation.CONTROL.sub(lambda m: '\\x%02x' % ord(m.group()), uri)
+
+
+def _microversion(headers):
+    # 'resq 1.1' -> '1.1'; '-' when the answer names none (a 401).
+    value = headers.get('OpenStack-API-Version', '')
+    return value.split(None, 1)[1] if ' ' in value else '-'
