@@ -58,8 +58,28 @@ def extract_json(req, schema, max_bytes):
     return body
 
 
+def _strict_integer(checker, instance):
+    # JSON Schema's "integer" is any number with a zero fractional part
+    # (1.0, 1e0); an id or a count is sent as an integer, or refused.
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+# Draft 2020-12 with "integer" meaning a JSON integer literal.
+Validator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine(
+        'integer', _strict_integer))
+
+
 def validate(value, schema, where):
-    validator = jsonschema.Draft202012Validator(schema)
+    """``value`` against ``schema``: a 400 naming the field if not.
+
+    ``"integer"`` takes integer literals only: ``1.0`` and ``1e0`` are
+    refused where an integer is required.
+
+    :raises resq_nova.api.errors.BadRequest: ``resq.<where>.invalid``.
+    """
+    validator = Validator(schema)
     error = jsonschema.exceptions.best_match(validator.iter_errors(value))
     if error is not None:
         path = '.'.join(str(p) for p in error.absolute_path) or '(top)'

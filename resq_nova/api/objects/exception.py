@@ -83,6 +83,17 @@ class ProfileInUse(Conflict):
                '(status released) before deleting the profile')
 
 
+class ProfileOwned(Conflict):
+    code = 'resq.profile.owned'
+    msg_fmt = ('profile %(id)s belongs to project %(owner)s (a %(visibility)s '
+               'profile, generation %(generation)d); a public profile '
+               'belongs to no project, and publishing this one would leave '
+               'it project %(owner)s\'s to rewrite or make private again, '
+               'so nothing was changed. Delete it (DELETE /profiles/%(id)s '
+               'as an admin, once no SLO term names it) and upload yours, or '
+               'upload yours under another id')
+
+
 class ProfileGone(Conflict):
     code = 'resq.slo_term.profile_gone'
     msg_fmt = ('SLO term %(term)s cannot be admitted: its profile %(id)s is '

@@ -58,12 +58,29 @@ def _new_row(profile_id, document, text, visibility, project_id):
         created_at=now, updated_at=now)
 
 
+def _check_publish(row, visibility):
+    """Refuse to publish a profile a project owns (the id was squatted).
+
+    A public profile belongs to no project; an admin's public upload of
+    an id a project holds would otherwise answer "public" while the
+    project still owns, rewrites and unpublishes it.
+
+    :raises ProfileOwned: naming the owner (only an admin publishes, and
+        an admin sees every owner).
+    """
+    if visibility == PUBLIC and row.project_id is not None:
+        raise exception.ProfileOwned(
+            id=row.id, owner=row.project_id, visibility=row.visibility,
+            generation=row.generation)
+
+
 def _create(ctx, row, profile_id, document, visibility, project_id, scope):
     text = util.dumps(document)
     if row is not None:
         if not _can_see(row, scope):
             # Ids are global: say no more than that this one is not free.
             raise exception.ProfileIdTaken(id=profile_id)
+        _check_publish(row, visibility)
         if (row.document, row.visibility, row.project_id) == (
                 text, visibility, project_id):
             return _record(row), False
@@ -95,6 +112,7 @@ def _check_unpublish(ctx, row, visibility):
 
 def _replace(ctx, row, profile_id, document, visibility, generation):
     text = util.dumps(document)
+    _check_publish(row, visibility)
     _check_unpublish(ctx, row, visibility)
     if (row.document, row.visibility, row.generation) == (
             text, visibility, generation):
@@ -130,6 +148,8 @@ def create_or_replace(ctx, profile_id, document, visibility, project_id,
     :returns: ``(record, created)``.
     :raises AlreadyExists: creating one that exists and that the caller
         sees.
+    :raises ProfileOwned: a public upload (create or replace) of a
+        profile a project owns.
     :raises ProfileIdTaken: creating one the caller does not see.
     :raises ProfileNotFound: replacing one the caller does not see.
     :raises ConcurrentUpdate: replacing with a stale generation.

@@ -48,14 +48,26 @@ class ProfileOwnershipTest(test_api.APITestBase):
         self.assertEqual('p-a', self.member_a.put_profile(
             doc, generation=1)['project_id'])
 
-    def test_published_profile_keeps_its_owner(self):
-        rec = self.admin.put_profile(test_api.profile_doc('fw-a'),
-                                     visibility='public', generation=0)
-        self.assertEqual(('p-a', 'public'), (rec['project_id'],
-                                             rec['visibility']))
-        # Public: only an admin deletes it, its owner included.
-        resp = self.raw('DELETE', '/profiles/fw-a', 'member_a')
-        self.assertEqual(403, resp.status_code)
+    def test_a_projects_profile_is_not_published_in_its_name(self):
+        """An admin's public upload never leaves the profile a project's.
+
+        It once answered 200 "public" while project A still owned the
+        profile, could rewrite it and make it private again.
+        """
+        for generation in (None, 0):
+            resp = self.raw('PUT', '/profiles/fw-a', body={
+                'profile': test_api.profile_doc('fw-a'),
+                'visibility': 'public', 'generation': generation})
+            self.assertEqual(409, resp.status_code, resp.text)
+            error = resp.json()['errors'][0]
+            self.assertEqual('resq.profile.owned', error['code'])
+            self.assertIn('profile fw-a belongs to project p-a (a private '
+                          'profile, generation 0)', error['detail'])
+            self.assertIn('nothing was changed', error['detail'])
+        rec = self.member_a.get_profile_record('fw-a')
+        self.assertEqual(('p-a', 'private', 0), (
+            rec['project_id'], rec['visibility'], rec['generation']))
+        self.assertEqual([], self.member_b.list_profiles())
 
     def test_private_profile_of_another_project_is_404_for_every_method(self):
         missing = {m: self.raw(m, '/profiles/nope', 'member_b',

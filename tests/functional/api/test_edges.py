@@ -1,0 +1,144 @@
+"""resq-api's edges, from an attacker's seat and an operator's.
+
+* a project cannot squat the id of a profile the operator publishes: the
+  admin's upload is a 409 naming the owner, never a 200 that left the
+  profile the project's;
+* text is stored as sent on MariaDB whatever ``charset`` the URL names
+  (devstack writes ``charset=utf8``): an emoji in a name;
+* where an integer is required, ``0.0`` and ``1e0`` are a 400 naming the
+  field;
+* every request has one INFO line: method, path, status, time, request id.
+"""
+
+import json
+
+import fixtures
+import requests
+import webob
+
+from resq_nova.api.db import api as db_api
+from resq_nova.api.db import migration
+from resq_nova.api import wsgi
+from tests.fixtures import database
+from tests.functional.api import test_api
+
+
+class SquattingTest(test_api.APITestBase):
+
+    def test_the_operators_example_id_stays_the_operators(self):
+        # Project B takes devstack's example id first.
+        squat = self.member_b.put_profile(test_api.profile_doc(
+            'lpm-example'))
+        self.assertEqual(('p-b', 'private'), (squat['project_id'],
+                                              squat['visibility']))
+        resp = self.raw('PUT', '/profiles/lpm-example', body={
+            'profile': test_api.profile_doc('lpm-example'),
+            'visibility': 'public'})
+        self.assertEqual(409, resp.status_code, resp.text)
+        self.assertIn('belongs to project p-b', resp.json()['errors'][0][
+            'detail'])
+        # What the 409 says to do: delete it, upload again.
+        self.admin.delete_profile('lpm-example')
+        rec = self.admin.put_profile(test_api.profile_doc('lpm-example'),
+                                     visibility='public')
+        self.assertEqual((None, 'public'), (rec['project_id'],
+                                            rec['visibility']))
+        # Project B can neither rewrite nor unpublish it now.
+        for visibility in ('public', 'private'):
+            resp = self.raw('PUT', '/profiles/lpm-example', 'member_b', body={
+                'profile': test_api.profile_doc('lpm-example'),
+                'visibility': visibility, 'generation': 0})
+            self.assertIn(resp.status_code, (403, 409), resp.text)
+        self.assertEqual((None, 'public', 0), tuple(
+            self.member_b.get_profile_record('lpm-example')[k]
+            for k in ('project_id', 'visibility', 'generation')))
+
+
+class StrictIntegerTest(test_api.APITestBase):
+
+    def test_host_report_refuses_floats_where_integers_are_required(self):
+        for text in ('0.0', '1e0', '4.0'):
+            data = ('{"domains": [{"id": %s, "ways_total": 20, '
+                    '"ways_used": 2}]}' % text)
+            resp = self.raw('PUT', '/hosts/h1', 'service', data=data)
+            self.assertEqual(400, resp.status_code, resp.text)
+            detail = resp.json()['errors'][0]['detail']
+            self.assertIn('body field domains.0.id:', detail)
+            self.assertIn("is not of type 'integer'", detail)
+        data = ('{"domains": [{"id": 0, "ways_total": 2e1, '
+                '"ways_used": 2}]}')
+        resp = self.raw('PUT', '/hosts/h1', 'service', data=data)
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertIn('domains.0.ways_total', resp.text)
+        # Integers are still integers.
+        resp = self.raw('PUT', '/hosts/h1', 'service', body={
+            'domains': [{'id': 0, 'ways_total': 20, 'ways_used': 2}]})
+        self.assertIn(resp.status_code, (200, 201), resp.text)
+
+
+class RequestLogTest(test_api.APITestBase):
+
+    def test_one_info_line_per_request(self):
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='resq_nova.api.requestlog', level='INFO',
+            format='%(levelname)s %(message)s'))
+        resp = self.raw('GET', '/profiles?limit=5')
+        self.assertEqual(200, resp.status_code)
+        unauth = requests.get(self.api.endpoint + '/profiles', timeout=30)
+        self.assertEqual(401, unauth.status_code)
+        lines = logs.output.splitlines()
+        self.assertEqual(2, len(lines), logs.output)
+        self.assertRegex(
+            lines[0], r'^INFO .* "GET /profiles\?limit=5" status: 200 len: '
+            r'\d+ microversion: 1\.0 time: \d+\.\d{3} request_id: %s$'
+            % resp.headers['X-OpenStack-Request-Id'])
+        # The 401 of authentication has its line and id too.
+        self.assertIn('"GET /profiles" status: 401', lines[1])
+        self.assertIn(unauth.headers['X-OpenStack-Request-Id'], lines[1])
+
+    def test_control_characters_of_a_path_forge_no_line(self):
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='resq_nova.api.requestlog', level='INFO'))
+        resp = self.raw('GET', '/profiles/a%0Ainjected')
+        self.assertEqual(400, resp.status_code)
+        self.assertEqual(1, len(logs.output.splitlines()), logs.output)
+        self.assertIn('/profiles/a\\x0ainjected', logs.output)
+
+
+class MySQLCharsetTest(test_api.APITestBase):
+    """devstack's ``?charset=utf8``: an emoji is stored as sent."""
+
+    def setUp(self):
+        super(test_api.APITestBase, self).setUp()
+        db = self.useFixture(database.Database('mysql', self.skipTest))
+        url = db.url.replace('charset=utf8mb4', 'charset=utf8')
+        self.assertTrue(url.endswith('?charset=utf8'))
+        conf = wsgi.make_conf(config_files=[])
+        conf.set_override('connection', url, 'database')
+        conf.set_override('auth_strategy', 'noauth2', 'api')
+        self.app = wsgi.init_application(conf)
+        self.addCleanup(db_api.reset)
+        migration.upgrade()
+
+    def call(self, method, path, body=None):
+        req = webob.Request.blank(path, method=method,
+                                  headers={'X-Auth-Token': 'admin'})
+        if body is not None:
+            req.content_type = 'application/json'
+            req.body = json.dumps(body).encode()
+        return req.get_response(self.app)
+
+    def test_emoji_in_a_name_round_trips(self):
+        resp = self.call('PUT', '/profiles/fw-1', {
+            'profile': test_api.profile_doc(), 'visibility': 'public'})
+        self.assertEqual(201, resp.status_int, resp.text)
+        name = 'fw \U0001F525 term \u00e9'
+        resp = self.call('POST', '/slo_terms', {
+            'name': name, 'profile_id': 'fw-1', 'slo': 'reserved',
+            'throughput_mpps': 2.0, 'latency_p95_us': 80.0,
+            'packet_bytes': 64, 'flavors': ['resq-fw-1'], 'servers': []})
+        self.assertEqual(201, resp.status_int, resp.text)
+        uuid = resp.json['uuid']
+        resp = self.call('GET', '/slo_terms/%s' % uuid)
+        self.assertEqual(200, resp.status_int, resp.text)
+        self.assertEqual(name, resp.json['name'])
