@@ -100,6 +100,30 @@ class UwsgiTest(base.TestCase):
         resp = requests.get(url + '/profiles', timeout=30)
         self.assertEqual(401, resp.status_code, resp.text)
 
+    def test_keystone_auth_without_a_plugin_stops_uwsgi(self):
+        """No text/plain 500s: uwsgi exits, its log says why in one line.
+
+        The worker builds the application when it imports the module, and
+        the plugin's need-app makes a worker without one stop uwsgi.
+        """
+        parser = configparser.RawConfigParser(strict=False)
+        parser.optionxform = str
+        parser.read(self.api_conf)
+        parser.remove_option('keystone_authtoken', 'auth_type')
+        with open(self.api_conf, 'w') as f:
+            parser.write(f)
+        ini = configparser.RawConfigParser(strict=False)
+        ini.read(self.uwsgi_ini)
+        self.assertEqual('true', ini['uwsgi']['need-app'])
+        proc = subprocess.run(
+            [UWSGI, '--ini', self.uwsgi_ini, '--http',
+             '127.0.0.1:%d' % http_process.free_port()],
+            capture_output=True, text=True, timeout=180, cwd=self.tmp)
+        self.assertNotEqual(0, proc.returncode, proc.stderr)
+        self.assertIn('resq-api: [api] auth_strategy = keystone needs '
+                      '[keystone_authtoken] auth_type and auth_url, which '
+                      'the configuration (', proc.stderr)
+
     def test_workers_share_the_database(self):
         _set(self.api_conf, 'api', auth_strategy='noauth2')
         url = self.start()
