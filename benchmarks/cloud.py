@@ -68,8 +68,14 @@ def _in_cloud_env(argv, name='cloud'):
     if not os.path.exists(CLOUD_PYTHON):
         subprocess.run(_tox() + ['-e', 'cloud', '--notest'], cwd=REPO,
                        check=True)
+    # The whole command line again: --record is the first process's
+    # option, and this one must keep it (execv leaves no first process).
+    recorded = [a for a in sys.argv[1:] if a in ('--record', '--record-as')]
+    if recorded and '--record-as' in sys.argv[1:]:
+        i = sys.argv.index('--record-as')
+        recorded = sys.argv[i:i + 2]
     os.execv(CLOUD_PYTHON, [CLOUD_PYTHON, '-m', 'benchmarks', name]
-             + list(argv))
+             + recorded + list(argv))
 
 
 def _wait(predicate, seconds, what):
