@@ -22,8 +22,8 @@ import subprocess
 import sys
 import time
 
-from resq_agent import fake_host
 from resq_common import cbm
+from resq_fake import host as fake_host
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLOUD_PYTHON = os.path.join(REPO, '.tox', 'cloud', 'bin', 'python')

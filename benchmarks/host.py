@@ -1,6 +1,6 @@
 """A compute host that looks like a CAT host, with real KVM guests.
 
-Two hosts of :mod:`resq_agent.fake_host` (a real libvirtd each, in a
+Two hosts of :mod:`resq_fake.host` (a real libvirtd each, in a
 private mount namespace over the FUSE resctrl), 64 MiB guests with no
 disk, the real AgentManager on libvirt's lifecycle events:
 
@@ -33,18 +33,18 @@ from oslo_config import cfg
 from resq_agent import conf as agent_conf
 from resq_agent import discovery
 from resq_agent import enforcer
-from resq_agent import fake_host
 from resq_agent import manager
 from resq_agent import monitor
 from resq_agent import privsep
 from resq_agent import virt
 from resq_common import resctrl
+from resq_fake import host as fake_host
 from tests.fixtures import compute_host
 
 
 def _up(state):
     t0 = time.monotonic()
-    subprocess.run([sys.executable, '-m', 'resq_agent.fake_host', 'up',
+    subprocess.run([sys.executable, '-m', 'resq_fake.host', 'up',
                     '--state', state], check=True, capture_output=True)
     return time.monotonic() - t0
 

@@ -30,7 +30,7 @@ configuration and hand it to :class:`Writer`, which
 
 The few system calls that change the tree go through :data:`SYSCALLS`, so
 tests can put a model of the kernel's resctrl rules
-(:class:`resq_agent.fake_resctrl.Kernel`) in front of a temporary tree; the
+(:class:`resq_fake.resctrl.Kernel`) in front of a temporary tree; the
 writer never relies on it: it checks the rules itself first.
 """
 
@@ -202,7 +202,7 @@ class Writer:
         """
         self.root = os.path.abspath(root)
         self.owner = owner
-        # False only for a tree built by resq_agent.fake_resctrl (devstack
+        # False only for a tree built by resq_fake.resctrl (devstack
         # on hosts without Intel RDT), as its configuration says.
         self.require_mount = require_mount
         self.tree = None

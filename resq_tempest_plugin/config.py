@@ -37,7 +37,7 @@ ResQGroup = [
     cfg.DictOpt(
         'compute_hosts', default={},
         help='Nova compute host name -> the state directory of that fake '
-             'CAT host (python -m resq_agent.fake_host up --state DIR): its '
+             'CAT host (python -m resq_fake.host up --state DIR): its '
              'resctrl file system is served at DIR/resctrl (backing tree '
              'DIR/resctrl-backing), its libvirtd listens on '
              'DIR/run/sock/libvirt-sock. Example: '

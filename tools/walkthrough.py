@@ -21,7 +21,7 @@ Run it from the repository root with the functional test environment::
 functional harness (nova-api, conductor, scheduler with the ResQ filter and
 weigher, two nova-compute hosts on the libvirt driver over fakelibvirt) and
 Placement in-process, builds a fake resctrl tree per host
-(``resq_agent.fake_resctrl``), and then runs every command of the
+(``resq_fake.resctrl``), and then runs every command of the
 walk-through in this process through its ``main()`` (the ``openstack resq``
 commands through their cliff classes), with configuration files as an
 operator writes them. Each output file holds the command line as shown in
@@ -59,8 +59,8 @@ from nova.tests.fixtures import libvirt as fakelibvirt  # noqa: E402
 import yaml  # noqa: E402
 
 from resq_agent.cmd import agent as agent_cmd  # noqa: E402
-from resq_agent import fake_resctrl  # noqa: E402
 from resq_common.conf import clients  # noqa: E402
+from resq_fake import resctrl as fake_resctrl  # noqa: E402
 from resq_nova.cmd import admit as admit_cmd  # noqa: E402
 from resq_nova.cmd import optimizer as optimizer_cmd  # noqa: E402
 from resq_nova.osc import client as osc_client  # noqa: E402
@@ -274,7 +274,7 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
                     root + '/sys', '--cpus', '0-7', '--memory-mb', '8192',
                     '--hugepages-mb', '8192']
             self.record('03-fake-resctrl-%s.txt' % host,
-                        'python -m resq_agent.fake_resctrl %s'
+                        'python -m resq_fake.resctrl %s'
                         % ' '.join(argv), fake_resctrl.main, argv)
         self.record('04-agent-inspect.txt',
                     'resq-agent --config-file agent-host1.conf inspect',

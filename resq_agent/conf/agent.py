@@ -23,7 +23,7 @@ RESCTRL_FAKE_OPT = cfg.BoolOpt(
     'resctrl_fake',
     default=False,
     help='The resctrl root is a tree built by "python -m '
-         'resq_agent.fake_resctrl" (devstack sets this with '
+         'resq_fake.resctrl" (devstack sets this with '
          'RESQ_FAKE_RESCTRL on hosts without Intel RDT), not a mounted '
          'resctrl file system: the privileged daemon then writes there '
          'although it is not one, so the whole path runs without CAT. '

@@ -11,7 +11,7 @@
 #    under the License.
 """Behind the curtain of one compute host: its resctrl tree and libvirtd.
 
-A fake CAT host (``python -m resq_agent.fake_host up --state DIR``) serves
+A fake CAT host (``python -m resq_fake.host up --state DIR``) serves
 its resctrl file system at ``DIR/resctrl`` (the kernel-like FUSE mount the
 agent writes through; the backing tree is ``DIR/resctrl-backing``) and its
 libvirtd at ``qemu:///system?socket=DIR/run/sock/libvirt-sock``. This

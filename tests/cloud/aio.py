@@ -22,7 +22,7 @@ both around the tempest plugin.
   processes; all on the MariaDB and RabbitMQ that run here.
 * Compute hosts ``aio-1``, ``aio-2``, ... (three unless
   ``RESQ_CLOUD_HOSTS`` says otherwise) are fake CAT hosts
-  (:mod:`resq_agent.fake_host`): each a libvirtd with real KVM (or QEMU)
+  (:mod:`resq_fake.host`): each a libvirtd with real KVM (or QEMU)
   guests in private mount and UTS namespaces, where /sys/fs/resctrl is the
   project's fake kernel through FUSE. nova-compute (libvirt driver) and
   resq-agent of a host run in its namespaces. The first two keep CPU 0
@@ -57,7 +57,7 @@ import time
 import urllib.error
 import urllib.request
 
-from resq_agent import fake_host
+from resq_fake import host as fake_host
 from tests.cloud import sharedfs
 from tests.cloud import watcher
 
@@ -509,7 +509,7 @@ def hosts_up(state, accel):
     shared_instances(state)
     for name in HOSTS:
         paths = state.host(name)
-        run([sys.executable, '-m', 'resq_agent.fake_host', 'up', '--state',
+        run([sys.executable, '-m', 'resq_fake.host', 'up', '--state',
              paths.state, '--hostname', name, '--sock-group', STACK_USER,
              '--cpus', '0-%d' % (os.cpu_count() - 1)],
             'fake host %s' % name, cwd=REPO)

@@ -12,10 +12,10 @@ import sys
 import tempfile
 
 from resq_agent import discovery
-from resq_agent import fake_resctrl
 from resq_common import exception
 from resq_common import resctrl
 from resq_common import resctrl_writer
+from resq_fake import resctrl as fake_resctrl
 from tests import base
 from tests.fixtures import resctrl_fuse
 
@@ -249,7 +249,7 @@ class ResctrlFuseTest(base.TestCase):
 class ResctrlFuseCommandTest(base.TestCase):
 
     def run_command(self, *args, env=None):
-        cmd = [sys.executable, '-m', 'resq_agent.fake_resctrl_fuse']
+        cmd = [sys.executable, '-m', 'resq_fake.resctrl_fuse']
         return subprocess.run(cmd + list(args), capture_output=True,
                               text=True, timeout=60,
                               env=env or resctrl_fuse.environment())

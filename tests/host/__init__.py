@@ -1,4 +1,4 @@
-"""Tests on a compute host that looks like a CAT host (resq_agent.fake_host):
+"""Tests on a compute host that looks like a CAT host (resq_fake.host):
 a real libvirtd in a private mount namespace, real QEMU guests, the FUSE
 resctrl file system. Unlike tests/functional, nothing here runs Nova's
 services, so nothing is patched by eventlet: the agent's libvirt event

@@ -43,8 +43,8 @@ import tempfile
 import textwrap
 import time
 
-from resq_agent import fake_resctrl
 from resq_agent import privsep_boot
+from resq_fake import resctrl as fake_resctrl
 
 Outcome = collections.namedtuple(
     'Outcome', ['name', 'against_weakened', 'against_real', 'detail'])

@@ -1,7 +1,7 @@
 """The agent on a compute host that looks like a CAT host, with real guests.
 
 libvirtd runs in a private mount namespace over the FUSE resctrl file
-system and the fake cache's sysfs (:mod:`resq_agent.fake_host`); guests are
+system and the fake cache's sysfs (:mod:`resq_fake.host`); guests are
 real QEMU processes (KVM where ``/dev/kvm`` opens). The agent is the real
 AgentManager on libvirt's lifecycle events, writing through the mount, so
 every ``mkdir`` and mask passes the fake kernel's rules as it would pass

@@ -28,9 +28,9 @@ class PurgeTest(base.TestCase):
             self.useFixture(fixtures.MonkeyPatch(
                 'tests.cloud.aio.%s' % name, lambda *a, **k: None))
         self.useFixture(fixtures.MonkeyPatch(
-            'resq_agent.fake_host.alive', lambda pid: None))
+            'resq_fake.host.alive', lambda pid: None))
         self.useFixture(fixtures.MonkeyPatch(
-            'resq_agent.fake_host.down', lambda paths: None))
+            'resq_fake.host.down', lambda paths: None))
         self.useFixture(fixtures.MonkeyPatch(
             'tests.cloud.aio.devstack', self._no_devstack))
 

@@ -4,7 +4,7 @@
 everything else (``setup_develop``, ``run_process``, ``sudo``, ...).
 ``devstack/settings`` and ``devstack/plugin.sh`` are sourced by bash as
 devstack sources them; the fake resctrl tree is built by the real
-``resq_agent.fake_resctrl`` and checked with the agent's own discovery, the
+``resq_fake.resctrl`` and checked with the agent's own discovery, the
 example profile is made by the real ``resq-profiler``. ``resq-admit`` needs
 Nova and Placement, so a stub prints a plan the real admission code made.
 """
@@ -21,7 +21,7 @@ from oslo_config import cfg
 
 from resq_agent import conf as agent_conf
 from resq_agent import discovery
-from resq_agent import fake_resctrl
+from resq_fake import resctrl as fake_resctrl
 from resq_nova.admission import greedy
 from resq_nova.admission import reserved as admission
 from resq_nova.deploy import flavors

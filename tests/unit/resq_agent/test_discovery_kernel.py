@@ -1,7 +1,7 @@
 """Discovery, inventory and layout obey the kernel's resctrl rules.
 
 One fake tree per platform, laid out as Documentation/arch/x86/resctrl.rst
-describes it, behind :class:`resq_agent.fake_resctrl.Kernel`, which
+describes it, behind :class:`resq_fake.resctrl.Kernel`, which
 refuses what the kernel refuses. Each test lays out everything Placement
 would be offered through the agent's real enforcer and checks the kernel
 took all of it.
@@ -15,9 +15,9 @@ import fixtures
 
 from resq_agent import discovery
 from resq_agent import enforcer
-from resq_agent import fake_resctrl
 from resq_agent import layout
 from resq_common import resctrl
+from resq_fake import resctrl as fake_resctrl
 from tests import base
 
 WAY = 'CUSTOM_LLC_WAY'

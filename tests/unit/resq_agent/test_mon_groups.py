@@ -3,12 +3,12 @@
 import errno
 import os
 
-from resq_agent import fake_resctrl
 from resq_agent import monitor
 import resq_agent.privsep.resctrl
 from resq_common import exception
 from resq_common import resctrl
 from resq_common import resctrl_writer
+from resq_fake import resctrl as fake_resctrl
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture
 

@@ -25,9 +25,9 @@ kernel's rules itself; tests that want the kernel's side as well (a
 monitoring group's CPUs a subset of its parent's, the RMID and class of
 service limits) put :class:`Kernel` in front of the tree, and programs
 that are not ours see it mounted through FUSE
-(:mod:`resq_agent.fake_resctrl_fuse`).
+(:mod:`resq_fake.resctrl_fuse`).
 
-Run it as ``python -m resq_agent.fake_resctrl --help``.
+Run it as ``python -m resq_fake.resctrl --help``.
 """
 
 import argparse
@@ -775,8 +775,8 @@ def has_rdt(resctrl_root='/sys/fs/resctrl'):
 def add_tree_options(parser):
     """Add the options that shape the fake cache to ``parser``.
 
-    ``python -m resq_agent.fake_resctrl`` and
-    ``python -m resq_agent.fake_resctrl_fuse`` take the same ones;
+    ``python -m resq_fake.resctrl`` and
+    ``python -m resq_fake.resctrl_fuse`` take the same ones;
     :func:`tree_layout` reads them back.
     """
     parser.add_argument('--ways', type=int, default=DEFAULT_WAYS,
@@ -821,7 +821,7 @@ def build_from_args(root, args, cpus, layout):
 
 def _parser():
     p = argparse.ArgumentParser(
-        prog='python -m resq_agent.fake_resctrl',
+        prog='python -m resq_fake.resctrl',
         description='Build kernel-like resctrl and sysfs cache trees so the '
                     'resq agent runs on a host without Intel RDT (point '
                     '[resq_agent] resctrl_root and sysfs_root at them).')

@@ -5,7 +5,7 @@ import io
 import os
 
 from resq_agent import discovery
-from resq_agent import fake_resctrl
+from resq_fake import resctrl as fake_resctrl
 from tests import base
 
 

@@ -11,8 +11,8 @@
 #    under the License.
 """The fake resctrl tree served as a kernel-like file system through FUSE.
 
-:mod:`resq_agent.fake_resctrl` builds what the kernel shows on a CAT host
-in a plain directory, and :class:`resq_agent.fake_resctrl.Kernel` applies
+:mod:`resq_fake.resctrl` builds what the kernel shows on a CAT host
+in a plain directory, and :class:`resq_fake.resctrl.Kernel` applies
 the kernel's rules to calls made in-process. Programs that are not ours
 (libvirtd, ``echo > schemata``, the agent's privsep daemon) make ordinary
 system calls on ``/sys/fs/resctrl``; mounted there in a private mount
@@ -30,7 +30,7 @@ namespace, this file system answers them as the kernel's resctrl would:
 * creating a file, ``unlink``, ``rename``, links, ``mknod``, ``chmod`` and
   ``chown`` are refused (``EACCES``/``EPERM``).
 
-Run ``python -m resq_agent.fake_resctrl_fuse --help``. The statfs type is
+Run ``python -m resq_fake.resctrl_fuse --help``. The statfs type is
 FUSE's, not resctrl's, so :class:`resq_common.resctrl_writer.Writer` needs
 ``require_mount=False`` (``[resq_agent] resctrl_fake``) on it.
 """
@@ -42,9 +42,9 @@ import signal
 import stat
 import sys
 
-from resq_agent import fake_resctrl
+from resq_fake import resctrl as fake_resctrl
 
-PROG = 'python -m resq_agent.fake_resctrl_fuse'
+PROG = 'python -m resq_fake.resctrl_fuse'
 # Files a group's owner may write (the kernel's 0644 files); every other
 # file of the tree is 0444.
 WRITABLE = frozenset(('schemata', 'cpus', 'cpus_list', 'tasks', 'mode'))

@@ -15,7 +15,7 @@ A real libvirtd, with real QEMU guests (KVM where ``/dev/kvm`` opens, TCG
 otherwise), runs in a private mount namespace in which:
 
 * ``/sys/fs/resctrl`` is the project's fake kernel served through FUSE
-  (:mod:`resq_agent.fake_resctrl_fuse`): files appear at ``mkdir``, bad
+  (:mod:`resq_fake.resctrl_fuse`): files appear at ``mkdir``, bad
   masks are refused, classes of service and RMIDs run out, ``mon_data``
   can be read;
 * every CPU's ``cache/index3`` in sysfs is the fake cache's, so libvirt's
@@ -34,7 +34,7 @@ resctrl_root = <state>/resctrl`` and ``sysfs_root = <state>/sysfs``.
 libvirtd's socket is ``<state>/run/sock/libvirt-sock``, outside any
 private mount: the URI is ``qemu:///system?socket=<that path>``.
 
-``python -m resq_agent.fake_host up --state DIR`` starts one and returns
+``python -m resq_fake.host up --state DIR`` starts one and returns
 once libvirtd answers; ``down --state DIR`` stops its guests, libvirtd and
 the file system; both are idempotent. Run as root.
 """
@@ -49,7 +49,7 @@ import sys
 import time
 import uuid
 
-from resq_agent import fake_resctrl
+from resq_fake import resctrl as fake_resctrl
 
 LIBVIRT_DIRS = ('/etc/libvirt', '/run/libvirt', '/var/lib/libvirt',
                 '/var/cache/libvirt', '/var/log/libvirt')
@@ -213,7 +213,7 @@ def mount_resctrl(paths, args):
         return
     with open(paths.log + '.fuse', 'a') as log:
         proc = subprocess.Popen(
-            [sys.executable, '-m', 'resq_agent.fake_resctrl_fuse',
+            [sys.executable, '-m', 'resq_fake.resctrl_fuse',
              paths.resctrl, '--backing', paths.backing, '--foreground']
             + _tree_argv(args),
             stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
@@ -241,7 +241,7 @@ def start_libvirtd(paths):
     with open(paths.log + '.stderr', 'a') as log:
         proc = subprocess.Popen(
             ['unshare', '--mount', '--uts', '--propagation', 'private', '--',
-             sys.executable, '-m', 'resq_agent.fake_host', 'inside',
+             sys.executable, '-m', 'resq_fake.host', 'inside',
              '--state', paths.state],
             stdout=log, stderr=log, start_new_session=True)
     _write(paths.pid, '%d\n' % proc.pid)
@@ -417,7 +417,7 @@ def down(paths):
 
 def _parser():
     p = argparse.ArgumentParser(
-        prog='python -m resq_agent.fake_host',
+        prog='python -m resq_fake.host',
         description='A compute host that looks like a CAT host: libvirtd '
                     'in a private mount namespace over a FUSE resctrl.')
     sub = p.add_subparsers(dest='command', required=True)
