@@ -330,6 +330,10 @@ class ResctrlEnforcer:
         for name in self.tree.owned_groups():
             if clos_of_group(name) is None:
                 continue
+            if name not in wanted:
+                # Removed whole in this pass: rmdir of a group takes its
+                # monitoring groups with it (nothing to remove after).
+                continue
             for mon in self.tree.mon_groups(name):
                 if not resctrl.GROUP_RE.fullmatch(mon):
                     continue          # not the agent's: left alone

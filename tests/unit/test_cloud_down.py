@@ -232,3 +232,52 @@ class RunAsModuleTest(base.TestCase):
         # the layout (name, ports) from the module sys.modules holds.
         self.assertEqual(['imported'], called)
         self.assertIs(aio, sys.modules['tests.cloud.aio'])
+
+
+class NeighbourTest(base.TestCase):
+    """check's neighbour: /etc/resq and port 8774 left as they were."""
+
+    def setUp(self):
+        super().setUp()
+        self.state = aio.State(os.path.join(self.tmp, 'state'))
+        os.makedirs(self.state.path('logs'))
+        self.dir = os.path.join(self.tmp, 'etc-resq')
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio.NEIGHBOUR_CONF_DIR', self.dir))
+        # Something answers on the port already: no resq-api is started.
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio._answers', lambda port: 200))
+        self.useFixture(fixtures.MonkeyPatch('os.chown',
+                                             lambda *a: None))
+
+    def test_untouched_is_no_problem_and_stop_removes_what_it_made(self):
+        n = aio.Neighbour(self.state)
+        n.start()
+        self.assertTrue(os.path.isdir(self.dir))
+        self.assertEqual([], n.problems())
+        n.stop()
+        self.assertFalse(os.path.exists(self.dir))
+
+    def test_a_changed_file_is_named(self):
+        os.makedirs(self.dir)
+        with open(os.path.join(self.dir, 'resq.conf'), 'w') as f:
+            f.write('[DEFAULT]\n')
+        n = aio.Neighbour(self.state)
+        n.start()
+        with open(os.path.join(self.dir, 'resq.conf'), 'a') as f:
+            f.write('debug = true\n')
+        self.assertEqual(['the cloud changed %s' % self.dir], n.problems())
+        n.stop()
+        # Not made by the check: left where it was.
+        self.assertTrue(os.path.exists(os.path.join(self.dir, 'resq.conf')))
+
+    def test_another_running_checks_neighbour_is_not_compared(self):
+        os.makedirs(self.dir)
+        with open(os.path.join(self.dir, aio.NEIGHBOUR_MARK), 'w') as f:
+            f.write('%d\n' % os.getppid())
+        n = aio.Neighbour(self.state)
+        n.start()
+        # The other check ends and removes its neighbour.
+        import shutil
+        shutil.rmtree(self.dir)
+        self.assertEqual([], n.problems())

@@ -125,6 +125,25 @@ class DepartureOrderTest(test_manager.ManagerTestBase):
                          self.rt.mon_groups('resq-cos1'))
 
 
+    def test_a_class_whose_members_all_left_goes_with_its_monitoring(self):
+        enf = enforcer.ResctrlEnforcer(self.tree.root)
+        shape = [layout.DomainShape(d, 0xfffff, 1, 0, 1) for d in (0, 1)]
+        first = layout.compute(shape, [
+            layout.Request('a', 0, 2, (1,)),
+            layout.Request('b', 1, 2, (9,))], 16, shared=True)
+        enf.apply(first, [0, 1])
+        self.assertEqual(['resq-a', 'resq-b'],
+                         self.rt.mon_groups('resq-cos1'))
+        # Every member leaves: the class's group is removed, and its
+        # monitoring groups with it (rmdir takes them); no separate
+        # removal of those is sent after the group is gone.
+        result = enf.apply(layout.compute(shape, [], 16, shared=True),
+                           [0, 1])
+        self.assertEqual([], result.errors)
+        self.assertIn('resq-cos1', result.removed)
+        self.assertNotIn('resq-cos1', enf.groups())
+
+
 class LeaseClassesTest(test_manager.ManagerTestBase):
     """Each leasing domain's on-demand classes are host-wide groups."""
 
