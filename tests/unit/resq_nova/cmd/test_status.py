@@ -265,11 +265,19 @@ class CommandTest(base.TestCase):
             conn.execute(sa.insert(hosts).values(**values))
 
     def test_empty_database_fails(self):
+        # A database file without the schema (a missing file is said so).
+        open(self.db.url.split('sqlite:///', 1)[1], 'a').close()
         rc, checks = self.check()
         self.assertEqual(2, rc)
         self.assertEqual(2, checks['Database schema'][0])
         self.assertIn('has no resq-api schema', checks['Database schema'][1])
         self.assertEqual(1, checks['Agent reports'][0])
+
+    def test_missing_database_file_fails_saying_so(self):
+        rc, checks = self.check()
+        self.assertEqual(2, rc)
+        self.assertEqual(2, checks['Database schema'][0])
+        self.assertIn('no file', checks['Database schema'][1])
 
     def test_behind_then_at_head_with_agents(self):
         migration.upgrade(migration.revisions()[0])

@@ -161,12 +161,14 @@ class ServiceTest(base.TestCase):
         # A fresh interpreter, as "resq-optimizer run" starts: the
         # threading backend is chosen before oslo.messaging is imported.
         script = textwrap.dedent("""
-            import os, signal, sys
+            import os, signal, sys, threading
             from unittest import mock
             from resq_nova.cmd import optimizer as cmd
             assert 'oslo_messaging' not in sys.modules
 
             class Recorder:
+                stopping = threading.Event()
+
                 def reload_conf(self):
                     pass
 
