@@ -31,8 +31,10 @@ class AgentOvsTest(base.TestCase):
         super().setUp()
         self.logs = self.useFixture(fixtures.FakeLogger())
         self.ovsdb = self.useFixture(ovsdb.OvsdbServer())
+        # Generous: a loaded machine's first read (connect, schema, the
+        # whole database) took over 2 s; the outage test sets its own.
         self.flags('resq_agent', ovsdb_connection=self.ovsdb.connection,
-                   ovsdb_timeout=2, publish_guest_budget=False)
+                   ovsdb_timeout=15, publish_guest_budget=False)
         add = self.ovsdb.add_interface
         add('br-phy', 'dpdk0', 'dpdk', status={'numa_id': '0'},
             options={'dpdk-devargs': '0000:01:00.0', 'n_rxq': '2'})
@@ -107,6 +109,9 @@ class AgentOvsTest(base.TestCase):
         self.assertEqual(rings, self.ports.rings())
 
     def test_ovsdb_down_then_back(self):
+        # Each call while OVSDB is down waits out the timeout: a short one.
+        self.flags('resq_agent', ovsdb_timeout=2)
+        self.ports = ovs.OvsPorts.from_conf(self.conf)
         sizer = self.sizer()
         sizer(self.topology, self.assignments)
         before = self.ovsdb.interface('dpdk0')['options']['n_rxq_desc']
