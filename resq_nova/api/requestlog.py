@@ -20,11 +20,11 @@ its request id.
 """
 
 import time
+import urllib.parse
 
 from oslo_log import log as logging
 from oslo_middleware import request_id
 
-from resq_nova.api import validation
 
 LOG = logging.getLogger(__name__)
 FORMAT = ('%(address)s "%(method)s %(uri)s" status: %(status)s len: '
@@ -57,14 +57,28 @@ class RequestLog:
         return self.app(environ, logging_start_response)
 
 
+# What stays as it is in a logged path; the rest is percent-encoded.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
+# In the query string, which WSGI hands over still encoded, '%' too.
+_QUERY_SAFE = _PATH_SAFE + '%?'
+
+
 def _uri(environ):
-    # The path as sent (SCRIPT_NAME: where uwsgi or Apache mounts it).
-    uri = environ.get('SCRIPT_NAME', '') + environ.get('PATH_INFO', '')
+    """The request's path and query, percent-encoded as on the wire.
+
+    SCRIPT_NAME is where uwsgi or Apache mounts the API. WSGI hands the
+    path decoded (latin-1 text of its bytes): encoded again, a quote, a
+    space or a control character in it cannot end the logged request and
+    forge the fields after it (status, request id), nor a line.
+    """
+    path = environ.get('SCRIPT_NAME', '') + environ.get('PATH_INFO', '')
+    uri = urllib.parse.quote(path.encode('latin-1', 'replace'),
+                             safe=_PATH_SAFE)
     if environ.get('QUERY_STRING'):
-        uri += '?' + environ['QUERY_STRING']
-    # As WSGI hands it (latin-1 text, never a decoding error here), its
-    # control characters escaped: a %0A in a path forges no log line.
-    return validation.CONTROL.sub(lambda m: '\\x%02x' % ord(m.group()), uri)
+        uri += '?' + urllib.parse.quote(
+            environ['QUERY_STRING'].encode('latin-1', 'replace'),
+            safe=_QUERY_SAFE)
+    return uri
 
 
 def _microversion(headers):

@@ -102,7 +102,20 @@ class RequestLogTest(test_api.APITestBase):
         resp = self.raw('GET', '/profiles/a%0Ainjected')
         self.assertEqual(400, resp.status_code)
         self.assertEqual(1, len(logs.output.splitlines()), logs.output)
-        self.assertIn('/profiles/a\\x0ainjected', logs.output)
+        self.assertIn('/profiles/a%0Ainjected', logs.output)
+
+    def test_quotes_and_spaces_of_a_path_forge_no_field(self):
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='resq_nova.api.requestlog', level='INFO'))
+        # An attacker's path that reads as a finished request line.
+        forged = ('/profiles/gold%22%20status:%20204%20len:%200%20'
+                  'request_id:%20req-forged')
+        resp = requests.delete(self.api.endpoint + forged, timeout=30)
+        self.assertEqual(401, resp.status_code)
+        [line] = logs.output.splitlines()
+        self.assertEqual(1, line.count('status: '), line)
+        self.assertIn('"DELETE /profiles/gold%22%20status:%20204', line)
+        self.assertNotIn('request_id: req-forged', line)
 
 
 class MySQLCharsetTest(test_api.APITestBase):
