@@ -108,12 +108,15 @@ class AgentCleanupTest(base.TestCase):
         self.assertEqual([], doc['actions'])
 
     def test_refused_while_the_agent_runs(self):
-        fake_proc(self.proc, {4242: ['/usr/local/bin/resq-agent', 'run']})
+        # Never this test's own pid (which the check skips): it once was
+        # 4242 on a busy machine.
+        pid = os.getpid() + 1000000
+        fake_proc(self.proc, {pid: ['/usr/local/bin/resq-agent', 'run']})
         before = self.groups()
         rc, out, err = self.run_main()
         self.assertEqual(1, rc)
         self.assertIn('resq-agent run is still running on this host '
-                      '(pid 4242)', err)
+                      '(pid %d)' % pid, err)
         self.assertEqual(before, self.groups())
         # Looking is allowed.
         rc, out, err = self.run_main('--dry-run')
