@@ -155,3 +155,23 @@ class MySQLCharsetTest(test_api.APITestBase):
         resp = self.call('GET', '/slo_terms/%s' % uuid)
         self.assertEqual(200, resp.status_int, resp.text)
         self.assertEqual(name, resp.json['name'])
+
+    def test_a_term_of_as_many_servers_as_allowed_is_kept_whole(self):
+        # Over 64 KiB of JSON each: MariaDB's TEXT refused it (a 500).
+        import uuid as uuid_mod
+        resp = self.call('PUT', '/profiles/fw-1', {
+            'profile': test_api.profile_doc(), 'visibility': 'public'})
+        self.assertEqual(201, resp.status_int, resp.text)
+        servers = [str(uuid_mod.uuid4()) for _ in range(3000)]
+        flavors = ['resq.' + 'x' * 240 + '%03d' % i for i in range(300)]
+        resp = self.call('POST', '/slo_terms', {
+            'name': 'big', 'profile_id': 'fw-1', 'slo': 'reserved',
+            'throughput_mpps': 2.0, 'flavors': flavors,
+            'servers': servers})
+        self.assertEqual(201, resp.status_int, resp.text)
+        resp = self.call('GET', '/slo_terms/%s' % resp.json['uuid'])
+        self.assertEqual(200, resp.status_int, resp.text)
+        self.assertEqual((servers, flavors),
+                         (resp.json['servers'], resp.json['flavors']))
+        resp = self.call('GET', '/slo_terms')
+        self.assertEqual(200, resp.status_int, resp.text)
