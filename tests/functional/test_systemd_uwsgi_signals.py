@@ -60,8 +60,14 @@ class UwsgiSignalsTest(base.TestCase):
         self.fail('no %d x %r in the uwsgi log' % (count, what))
 
     def test_sighup_reloads_sigterm_stops(self):
-        env = dict(os.environ, RESQ_API_CONFIG=os.path.join(
-            REPO, 'etc', 'resq', 'resq-api.conf.sample'))
+        # A configuration resq-api can serve with (the sample's keystone
+        # defaults and no database refuse to load: need-app stops uwsgi).
+        conf = os.path.join(self.dir, 'resq-api.conf')
+        with open(conf, 'w') as f:
+            f.write('[api]\nauth_strategy = noauth2\n[database]\n'
+                    'connection = sqlite:///%s\n'
+                    % os.path.join(self.dir, 'resq.sqlite'))
+        env = dict(os.environ, RESQ_API_CONFIG=conf)
         proc = subprocess.Popen([UWSGI, '--ini', self.ini, '--logto',
                                  self.log], env=env)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
