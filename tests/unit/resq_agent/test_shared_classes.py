@@ -124,7 +124,6 @@ class DepartureOrderTest(test_manager.ManagerTestBase):
         self.assertEqual(['resq-b', 'resq-c'],
                          self.rt.mon_groups('resq-cos1'))
 
-
     def test_a_class_whose_members_all_left_goes_with_its_monitoring(self):
         enf = enforcer.ResctrlEnforcer(self.tree.root)
         shape = [layout.DomainShape(d, 0xfffff, 1, 0, 1) for d in (0, 1)]
