@@ -303,6 +303,15 @@ class PrivsepStartedByRootTest(base.TestCase):
             s.connect(path)
             s.sendall(b'\x92\x01\x91\x01')
             s.close()
+        # The daemon accepts in order: once a later connection is served,
+        # the three were accepted (one still in the backlog would take a
+        # place among the four held below).
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        s.sendall(b'\x92\x01\x91\x01')
+        s.settimeout(30)
+        self.assertNotEqual(b'', s.recv(64))
+        s.close()
         # Their children count until they have ended (the daemon reaps
         # them at its next accept): on a busy machine they may not have.
         self._until_children_ended(proc.pid)
