@@ -238,22 +238,32 @@ def start_libvirtd(paths):
     """libvirtd in the namespace; returns once its socket answers."""
     if alive(paths.pid) and os.path.exists(paths.sock):
         return
+    _launch_libvirtd(paths, [
+        'unshare', '--mount', '--uts', '--propagation', 'private', '--',
+        sys.executable, '-m', 'resq_fake.host', 'inside',
+        '--state', paths.state], 'libvirtd exited')
+
+
+def _launch_libvirtd(paths, argv, died):
+    """Start ``argv`` (libvirtd, or what becomes it) as the host's pid.
+
+    Returns once its socket answers; ``died`` begins the error when it
+    exits first.
+    """
     with open(paths.log + '.stderr', 'a') as log:
-        proc = subprocess.Popen(
-            ['unshare', '--mount', '--uts', '--propagation', 'private', '--',
-             sys.executable, '-m', 'resq_fake.host', 'inside',
-             '--state', paths.state],
-            stdout=log, stderr=log, start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=log, stderr=log,
+                                start_new_session=True)
     _write(paths.pid, '%d\n' % proc.pid)
     _wait(lambda: os.path.exists(paths.sock) or proc.poll() is not None,
           60, 'libvirtd (socket %s)' % paths.sock)
     if proc.poll() is not None:
-        raise HostError('libvirtd exited (%d); see %s and %s.stderr'
-                        % (proc.returncode, paths.log, paths.log))
+        raise HostError('%s (%d); see %s and %s.stderr'
+                        % (died, proc.returncode, paths.log, paths.log))
     _wait(lambda: subprocess.run(
         ['virsh', '-c', paths.uri, 'version'], capture_output=True
     ).returncode == 0 or proc.poll() is not None, 60,
         'libvirtd answering on %s' % paths.uri)
+    return proc.pid
 
 
 def _mount(*argv):
@@ -317,23 +327,11 @@ def restart_libvirtd(paths, holders=()):
     _kill(old, 30)
     if os.path.exists(paths.sock):
         os.unlink(paths.sock)
-    with open(paths.log + '.stderr', 'a') as log:
-        proc = subprocess.Popen(
-            ['nsenter', '--target', str(inside_ns[0]), '--mount', '--uts',
-             '--', LIBVIRTD, '-p', paths.pid + '.libvirtd', '-f',
-             os.path.join(paths.private('/etc/libvirt'), 'libvirtd.conf')],
-            stdout=log, stderr=log, start_new_session=True)
-    _write(paths.pid, '%d\n' % proc.pid)
-    _wait(lambda: os.path.exists(paths.sock) or proc.poll() is not None,
-          60, 'libvirtd (socket %s)' % paths.sock)
-    if proc.poll() is not None:
-        raise HostError('libvirtd exited (%d) after its restart; see %s'
-                        % (proc.returncode, paths.log))
-    _wait(lambda: subprocess.run(
-        ['virsh', '-c', paths.uri, 'version'], capture_output=True
-    ).returncode == 0 or proc.poll() is not None, 60,
-        'libvirtd answering on %s' % paths.uri)
-    return proc.pid
+    return _launch_libvirtd(paths, [
+        'nsenter', '--target', str(inside_ns[0]), '--mount', '--uts', '--',
+        LIBVIRTD, '-p', paths.pid + '.libvirtd', '-f',
+        os.path.join(paths.private('/etc/libvirt'), 'libvirtd.conf')],
+        'libvirtd exited after its restart')
 
 
 def _same_mount_ns(pid, other):
