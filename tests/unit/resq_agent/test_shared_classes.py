@@ -98,13 +98,18 @@ class NoMonitoringTest(SharedClassesTest):
 
 class DepartureOrderTest(test_manager.ManagerTestBase):
 
-    def test_a_departing_member_leaves_before_the_masks_change(self):
+    def two_members_applied(self):
+        """'a' and 'b' in class 1 of domains 0 and 1, applied."""
         enf = enforcer.ResctrlEnforcer(self.tree.root)
         shape = [layout.DomainShape(d, 0xfffff, 1, 0, 1) for d in (0, 1)]
         first = layout.compute(shape, [
             layout.Request('a', 0, 2, (1,)),
             layout.Request('b', 1, 2, (9,))], 16, shared=True)
         enf.apply(first, [0, 1])
+        return enf, shape, first
+
+    def test_a_departing_member_leaves_before_the_masks_change(self):
+        enf, shape, first = self.two_members_applied()
         # 'a' leaves domain 0's class 1 and 'c' takes it, with other ways.
         second = layout.compute(shape, [
             layout.Request('b', 1, 2, (9,), current_mask=first.assignment(
@@ -125,12 +130,7 @@ class DepartureOrderTest(test_manager.ManagerTestBase):
                          self.rt.mon_groups('resq-cos1'))
 
     def test_a_class_whose_members_all_left_goes_with_its_monitoring(self):
-        enf = enforcer.ResctrlEnforcer(self.tree.root)
-        shape = [layout.DomainShape(d, 0xfffff, 1, 0, 1) for d in (0, 1)]
-        first = layout.compute(shape, [
-            layout.Request('a', 0, 2, (1,)),
-            layout.Request('b', 1, 2, (9,))], 16, shared=True)
-        enf.apply(first, [0, 1])
+        enf, shape, first = self.two_members_applied()
         self.assertEqual(['resq-a', 'resq-b'],
                          self.rt.mon_groups('resq-cos1'))
         # Every member leaves: the class's group is removed, and its
