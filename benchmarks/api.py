@@ -15,6 +15,12 @@
   its consumer, as resq-admit's boots end up doing through Nova; the
   figure is how many cache domains hold more than their capacity
   afterwards (target 0), beside how many admissions were claimed;
+* ``db_down_answer_s``: the worst time from a request to its 503 once the
+  database is away, a real ``resq-api`` process on MariaDB and PostgreSQL,
+  each database stopped (port closed) and hung (nothing answered)
+  through a relay (target <= 10 s); ``db_down_non_503``: answers that
+  were not a 503 (target 0); ``tox -e bench -- api db-down`` runs it
+  alone;
 * ``scheduler_overhead_ratio``: the scheduler benchmark's figure (its own
   run). The ResQ filter and weigher read no profiles -- the flavor's
   extra specs carry what they need -- so resq-api adds nothing to it.
@@ -241,12 +247,124 @@ def optimizer_stop(runs=3):
     return max(times), sum(times) / len(times), late
 
 
+def _db_down_case(backend, how):
+    """Seconds to the 503 once the database is away, and the answer.
+
+    A real ``resq-api`` process on a database of its own, reached through
+    :class:`tests.fixtures.db_proxy.Relay`: a first request is served
+    (200), then the relay stops the database (``refuse``: stopped, the
+    port closed; ``hang``: everything held, nothing answered) and the next
+    request is timed to its answer.
+    """
+    import os
+    import tempfile
+
+    import requests
+
+    from tests.fixtures import database
+    from tests.fixtures import db_proxy
+    from tests.fixtures import http_process
+
+    db = database.Migrated(backend, lambda why: (_ for _ in ()).throw(
+        RuntimeError(why)))
+    db.setUp()
+    relay = db_proxy.Relay(5432 if backend == 'postgresql' else 3306)
+    proc = None
+    try:
+        db_api.reset()
+        url = db.url.replace(':3306/', ':%d/' % relay.port).replace(
+            ':5432/', ':%d/' % relay.port)
+        with tempfile.TemporaryDirectory() as tmp:
+            conf = os.path.join(tmp, 'resq-api.conf')
+            with open(conf, 'w') as f:
+                f.write('[api]\nauth_strategy = noauth2\n'
+                        '[database]\nconnection = %s\n' % url)
+            port = http_process.free_port()
+            endpoint = 'http://127.0.0.1:%d' % port
+            log = open(os.path.join(tmp, 'resq-api.log'), 'w+')
+            proc = subprocess.Popen(
+                [os.path.join(os.path.dirname(sys.executable), 'resq-api'),
+                 '--config-file', conf, '--port', str(port)],
+                stdout=log, stderr=subprocess.STDOUT)
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if requests.get(endpoint, timeout=5).ok:
+                        break
+                except requests.RequestException:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError('resq-api did not start: %s'
+                                       % http_process.read_log(log)[-2000:])
+                time.sleep(0.3)
+            headers = {'X-Auth-Token': 'admin'}
+            first = requests.get(endpoint + '/profiles', headers=headers,
+                                 timeout=60)
+            if first.status_code != 200:
+                raise RuntimeError('resq-api did not serve before the '
+                                   'database went away: %s' % first.text)
+            getattr(relay, how)()
+            started = time.monotonic()
+            resp = requests.get(endpoint + '/profiles', headers=headers,
+                                timeout=300)
+            took = time.monotonic() - started
+            log.close()
+            return took, resp.status_code, resp.headers.get('Retry-After')
+    finally:
+        if proc is not None:
+            http_process.stop(proc)
+        relay.close()
+        db.cleanUp()
+
+
+def _print_db_down(rows):
+    print('database away (a real resq-api process; target: 503 with '
+          'Retry-After within 10 s):')
+    print('%-11s %-7s %9s %7s %12s' % ('backend', 'how', 'answer s',
+                                       'status', 'Retry-After'))
+    for backend, how, took, status, retry in rows:
+        print('%-11s %-7s %9s %7s %12s' % (
+            backend, how, '-' if took is None else '%.2f' % took, status,
+            retry))
+
+
+def db_down():
+    """``db_down_answer_s``: the worst time to a 503, database away.
+
+    :returns: ``(figures, rows)``; each row ``(backend, how, seconds,
+        status, Retry-After)``.
+    """
+    rows = []
+    for backend in ('mysql', 'postgresql'):
+        for how in ('refuse', 'hang'):
+            try:
+                took, status, retry = _db_down_case(backend, how)
+            except RuntimeError as exc:
+                rows.append((backend, how, None, str(exc)[:200], None))
+                continue
+            rows.append((backend, how, took, status, retry))
+    measured = [r for r in rows if r[2] is not None]
+    figures = {
+        'db_down_answer_s': round(max(r[2] for r in measured), 2)
+        if measured else None,
+        'db_down_non_503': sum(1 for r in rows if r[3] != 503),
+    }
+    for backend, how, took, _status, _retry in measured:
+        figures['db_down_%s_%s_s' % (backend, how)] = round(took, 2)
+    return figures, rows
+
+
 def main(argv):
     from benchmarks import api_bursts
 
     if argv[:1] == ['bursts']:
         print(json.dumps(api_bursts.report(*api_bursts.run()),
                          sort_keys=True))
+        return 0
+    if argv[:1] == ['db-down']:
+        down, rows = db_down()
+        _print_db_down(rows)
+        print(json.dumps(down, sort_keys=True))
         return 0
     results = {'sqlite': measure('sqlite:////tmp/resq-bench-%s.sqlite'
                                  % uuid.uuid4().hex[:8])}
@@ -260,6 +378,7 @@ def main(argv):
     ratio = _scheduler_ratio()
     bursts = api_bursts.run()
     stop_worst, stop_mean, stop_late = optimizer_stop()
+    down, down_rows = db_down()
     print('resq-api in-process: %d profiles, %d terms stored'
           % (PROFILES, TERMS))
     print('%-10s %14s %14s %16s' % ('backend', 'GET profile p50',
@@ -277,8 +396,10 @@ def main(argv):
     print('resq-optimizer run, broker down: SIGTERM to exit %.1f s worst, '
           '%.1f s mean of 3 (target <= 10); rounds started after SIGTERM: '
           '%d (target 0)' % (stop_worst, stop_mean, stop_late))
+    _print_db_down(down_rows)
     bursts = api_bursts.report(*bursts)
     figures = dict(results['sqlite'])
+    figures.update(down)
     figures.update({'backend': 'sqlite', 'profiles': PROFILES,
                     'terms': TERMS, 'concurrent_admit_overcommit': over,
                     'concurrent_admit_claimed': claimed,

@@ -17,6 +17,10 @@ from oslo_db.sqlalchemy import enginefacade
 from resq_nova.api import errors
 from resq_nova.api import policy
 
+# The target project of what no project owns: no project id is this text
+# (Keystone's are hex, and HTTP headers cannot carry a NUL).
+NO_PROJECT = '\x00none'
+
 
 @enginefacade.transaction_context_provider
 class RequestContext(context.RequestContext):
@@ -30,8 +34,13 @@ class RequestContext(context.RequestContext):
 
         :raises resq_nova.api.errors.Forbidden: naming the rule.
         """
+        self._scoped()
         target = dict(target or {})
         target.setdefault('project_id', self.project_id)
+        if target['project_id'] is None:
+            # Owned by no project (a public profile): oslo.policy would
+            # compare the text "None" with the caller's project id.
+            target['project_id'] = NO_PROJECT
         if not policy.authorize(self, action, target):
             raise errors.Forbidden(
                 'policy does not allow %s for these credentials (project '
@@ -40,7 +49,23 @@ class RequestContext(context.RequestContext):
                            ','.join(self.roles) or 'none'),
                 code='resq.policy')
 
+    def _scoped(self):
+        """403 unless the token is scoped to a project.
+
+        Every rule of resq-api names a project (``scope_types`` project);
+        a domain- or system-scoped token has none, and oslo.policy would
+        compare ``project_id:%(project_id)s`` as the text "None".
+
+        :raises resq_nova.api.errors.Forbidden: naming what to ask for.
+        """
+        if not self.project_id:
+            raise errors.Forbidden(
+                'resq-api serves tokens scoped to a project, and this one '
+                'is not; ask Keystone for a project-scoped token (openstack '
+                '--os-project-name ...)', code='resq.policy.scope')
+
     @property
     def is_admin_view(self):
+        self._scoped()
         return policy.authorize(self, 'resq:admin_view',
                                 {'project_id': self.project_id})

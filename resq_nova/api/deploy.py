@@ -15,13 +15,17 @@ Outermost first: request id, the request log line, HTTP proxy headers to
 WSGI, CORS, the versions document without a token, authentication
 (keystonemiddleware's ``auth_token``, or ``noauth2`` for try-outs), then
 the API itself: the microversion, the route, the context, the handler, and
-every error as the OpenStack error document (a database that is away is a
+every error (the middleware's own too, :class:`JsonErrors`) as the
+OpenStack error document (a database that is away is a
 503 with ``Retry-After``; a bug is a 500 that names the request id, never
 a traceback).
 
 :func:`deploy` refuses (:class:`AuthNotConfigured`) to build a stack
 whose ``auth_token`` could not check a single token.
 """
+
+import json
+import re
 
 from keystoneauth1 import exceptions as ks_exc
 from keystoneauth1 import loading as ks_loading
@@ -198,6 +202,67 @@ class NoAuth:
         return req.get_response(self.app)
 
 
+class JsonErrors:
+    """Every error answer as resq-api's error document.
+
+    What resq-api writes already is one; what the middleware before it
+    writes (keystonemiddleware's 401 and 503, webob's own) becomes one,
+    keeping its status, its headers (``WWW-Authenticate``) and its message
+    as the ``detail``.
+    """
+
+    CODES = {401: 'resq.unauthenticated', 403: 'resq.forbidden',
+             404: 'resq.not_found', 405: 'resq.method_not_allowed',
+             413: 'resq.too_large', 503: 'resq.unavailable'}
+    HINTS = {401: 'send a valid X-Auth-Token (openstack token issue)',
+             503: 'retry later; the log of resq-api says what it waits '
+                  'for'}
+
+    def __init__(self, app):
+        self.app = app
+
+    @webob.dec.wsgify
+    def __call__(self, req):
+        resp = req.get_response(self.app)
+        if resp.status_int < 400 or _error_document(resp):
+            return resp
+        status = resp.status_int
+        detail = _message(resp) or errors.TITLES.get(status, 'Error')
+        hint = self.HINTS.get(status)
+        if hint and hint not in detail:
+            detail = '%s; %s' % (detail.rstrip('. '), hint)
+        keep = {k: v for k, v in resp.headers.items()
+                if k.lower() not in ('content-type', 'content-length')}
+        return errors.response(
+            status, detail, self.CODES.get(status, 'resq.error'),
+            req.environ.get(request_id.ENV_REQUEST_ID), keep)
+
+
+def _error_document(resp):
+    if resp.content_type != 'application/json':
+        return False
+    try:
+        body = json.loads(resp.body)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and isinstance(body.get('errors'), list)
+
+
+def _message(resp):
+    """The message of another component's error answer, on one line."""
+    text = resp.body.decode('utf-8', 'replace')
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        inner = body.get('error', body)
+        if isinstance(inner, dict):
+            text = str(inner.get('message') or inner.get('title') or '')
+    text = re.sub(r'<[^>]*>', ' ', text)
+    return ' '.join(text.split())[:500]
+
+
 class PublicPaths:
     """Serve the versions document without authentication."""
 
@@ -228,7 +293,7 @@ def deploy(conf):
         authed = NoAuth(api)
     else:
         authed = auth_token.AuthProtocol(api, {'oslo_config_config': conf})
-    app = PublicPaths(api, authed)
+    app = JsonErrors(PublicPaths(api, authed))
     app = cors.CORS(app, conf)
     app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
     return request_id.RequestId(requestlog.RequestLog(app))

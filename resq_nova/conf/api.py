@@ -49,6 +49,14 @@ ALL_OPTS = [
                help='Most items one page of a list returns, whatever '
                     '"limit" the client asks for; the answer\'s "links" '
                     'point to the next page.'),
+    cfg.IntOpt('max_page_bytes',
+               default=8388608, min=65536,
+               help='Largest page of a list, in bytes of JSON: a page ends '
+                    'before the item that would take it past this size '
+                    '(it always holds one item), and its "next" link '
+                    'continues from there. Bounds the memory a list of '
+                    'large documents (terms listing thousands of servers, '
+                    'detailed profiles) takes to answer.'),
     cfg.IntOpt('database_connect_timeout',
                default=5, min=1, max=300,
                help='Seconds resq-api waits to connect to its database '

@@ -26,6 +26,10 @@ from sqlalchemy import orm
 # A whole document: MEDIUMTEXT (16 MiB) on MariaDB/MySQL, whose TEXT
 # stops at 64 KiB.
 Document = sa.Text().with_variant(mysql.MEDIUMTEXT(), 'mysql')
+# Ids compared byte for byte on every backend: MariaDB's default collation
+# ignores case (revision d5a9e3c7b1f4).
+Id = sa.String(255).with_variant(
+    mysql.VARCHAR(255, charset='utf8mb4', collation='utf8mb4_bin'), 'mysql')
 
 
 class Base(orm.DeclarativeBase):
@@ -34,11 +38,11 @@ class Base(orm.DeclarativeBase):
 
 class Profile(Base):
     __tablename__ = 'profiles'
-    id = sa.Column(sa.String(255), primary_key=True)
+    id = sa.Column(Id, primary_key=True)
     name = sa.Column(sa.String(255), nullable=False)
     nf = sa.Column(sa.String(255), nullable=False)
     visibility = sa.Column(sa.String(16), nullable=False)
-    project_id = sa.Column(sa.String(255), nullable=True, index=True)
+    project_id = sa.Column(Id, nullable=True, index=True)
     generation = sa.Column(sa.Integer, nullable=False, default=0)
     document = sa.Column(Document, nullable=False)
     created_at = sa.Column(sa.DateTime, nullable=False)
@@ -52,8 +56,8 @@ class SloTerm(Base):
     )
     uuid = sa.Column(sa.String(36), primary_key=True)
     name = sa.Column(sa.String(255), nullable=False)
-    project_id = sa.Column(sa.String(255), nullable=False)
-    profile_id = sa.Column(sa.String(255), nullable=False, index=True)
+    project_id = sa.Column(Id, nullable=False)
+    profile_id = sa.Column(Id, nullable=False, index=True)
     slo = sa.Column(sa.String(16), nullable=False)
     throughput_mpps = sa.Column(sa.Double, nullable=False)
     latency_p95_us = sa.Column(sa.Double, nullable=True)

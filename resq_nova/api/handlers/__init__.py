@@ -50,16 +50,21 @@ def page(req, params, fetch, key, what):
     ``fetch(limit, marker)`` returns the items after ``marker`` (the
     ``key`` of the previous page's last item), at most ``limit`` of them,
     raising the objects' NotFound when ``marker`` names no item the caller
-    can see. One item more than the page is fetched, so ``next`` is given
-    exactly when another page has items.
+    can see. A page holds at most ``limit`` items (``[api] max_limit``)
+    and ends before the item that would take its JSON past ``[api]
+    max_page_bytes`` (it holds one item at least); items are fetched in
+    batches sized by what the page has left, so a list of large documents
+    never loads much more than one page. One item more than the page is
+    fetched, so ``next`` is given exactly when another page has items.
 
     :returns: ``(items, links)``.
     :raises resq_nova.api.errors.BadRequest: ``marker`` names no item.
     """
-    limit = util.limit(params, conf(req).api.max_limit)
+    api = conf(req).api
+    limit = util.limit(params, api.max_limit)
     marker = params.get('marker')
     try:
-        items = fetch(limit + 1, marker)
+        items, full = _fill(fetch, limit, marker, api.max_page_bytes, key)
     except obj_exc.NotFound:
         if marker is None:
             raise
@@ -68,7 +73,40 @@ def page(req, params, fetch, key, what):
             'deleted); list again without marker, or take the marker from '
             'the next link of the page before' % (marker, what),
             code='resq.query.marker')
-    if len(items) <= limit:
+    if not full:
         return items, util.page_links(req, limit)
-    items = items[:limit]
     return items, util.page_links(req, limit, items[-1][key])
+
+
+# The first batch of a page: small lists take one query.
+_FIRST_BATCH = 101
+
+
+def _fill(fetch, limit, marker, budget, key):
+    """Items of one page; ``full``: another page has items."""
+    items = []
+    used = 0
+    batch = min(limit + 1, _FIRST_BATCH)
+    while True:
+        try:
+            got = fetch(batch, marker)
+        except obj_exc.NotFound:
+            if not items:
+                raise
+            # The page's last item went away meanwhile: the page ends.
+            return items, True
+        for item in got:
+            size = len(json.dumps(item)) + 1
+            if len(items) == limit or (items and used + size > budget):
+                return items, True
+            items.append(item)
+            used += size
+        if len(got) < batch:
+            return items, False
+        marker = items[-1][key]
+        # As many as the page's bytes and items leave room for, by the
+        # mean size so far (one more, to learn whether a next page has
+        # items).
+        mean = max(1, used // len(items))
+        batch = max(1, min(limit + 1 - len(items),
+                           (budget - used) // mean + 1))

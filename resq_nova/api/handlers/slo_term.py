@@ -14,7 +14,8 @@
 A project records its term as ``requested`` and may release it; only the
 admission service (``resq:slo_terms:admit``: the service user or an
 admin) records or moves a term to ``admitted``, ``degraded`` or
-``violated``, or records one for another project.
+``violated``, records one for another project, or changes the servers or
+flavors of a term no longer ``requested``.
 """
 
 from resq_nova.api import errors
@@ -111,6 +112,15 @@ def update_term(req):
     status = body.get('status', rec['status'])
     if status not in (rec['status'], term_obj.RELEASED):
         _must_admit(ctx, 'moves a term to %s' % status)
+    changed = sorted(key for key in ('servers', 'flavors')
+                     if key in body and body[key] != rec[key])
+    if changed and rec['status'] != term_obj.REQUESTED:
+        # What was admitted is what the admission checked: a project that
+        # could swap the servers or flavors would hold a reservation for
+        # servers nobody admitted.
+        _must_admit(ctx, 'changes the %s of a term that is %s (release '
+                    'it and record a new one)' % (' and '.join(changed),
+                                                  rec['status']))
     return handlers.respond(term_obj.update(ctx, uuid, generation, body))
 
 

@@ -175,3 +175,152 @@ class MySQLCharsetTest(test_api.APITestBase):
                          (resp.json['servers'], resp.json['flavors']))
         resp = self.call('GET', '/slo_terms')
         self.assertEqual(200, resp.status_int, resp.text)
+
+
+class SecondRoundTest(test_api.APITestBase):
+    """The attacker's second round on resq-api (issue 43)."""
+
+    def add_token(self, name, project, roles=('member', 'reader')):
+        self.api.tokens[name] = 'tok-%s' % name
+        self.api.auth.add_token_data(
+            token_id=self.api.tokens[name], user_id='u-%s' % name,
+            project_id=project, role_list=list(roles))
+
+    def test_a_project_called_none_owns_no_public_profile(self):
+        self.admin.put_profile(test_api.profile_doc('gold'),
+                               visibility='public')
+        self.add_token('nobody', 'None')
+        resp = self.raw('DELETE', '/profiles/gold', 'nobody')
+        self.assertEqual(403, resp.status_code, resp.text)
+        self.assertEqual('resq.policy', resp.json()['errors'][0]['code'])
+        self.assertEqual('public', self.admin.get_profile_record('gold')[
+            'visibility'])
+
+    def test_a_token_without_a_project_is_refused_by_name(self):
+        self.add_token('unscoped', None, roles=('member', 'admin'))
+        for method, path in (('GET', '/profiles'), ('GET', '/slo_terms'),
+                             ('DELETE', '/profiles/gold')):
+            resp = self.raw(method, path, 'unscoped')
+            self.assertEqual(403, resp.status_code, resp.text)
+            error = resp.json()['errors'][0]
+            self.assertEqual('resq.policy.scope', error['code'])
+            self.assertIn('scoped to a project', error['detail'])
+
+    def test_an_admitted_terms_servers_and_flavors_are_the_admissions(self):
+        self.admin.put_profile(test_api.profile_doc('fw-1'),
+                               visibility='public')
+        term = self.term(self.member_a, servers=[
+            '11111111-1111-4111-8111-111111111111'])
+        uuid = term['uuid']
+        # Still requested: the project may correct its own request.
+        resp = self.raw('PATCH', '/slo_terms/%s' % uuid, 'member_a', body={
+            'generation': term['generation'], 'flavors': ['resq-fw-2']})
+        self.assertEqual(200, resp.status_code, resp.text)
+        generation = resp.json()['generation']
+        resp = self.raw('PATCH', '/slo_terms/%s' % uuid, 'service', body={
+            'generation': generation, 'status': 'admitted'})
+        self.assertEqual(200, resp.status_code, resp.text)
+        generation = resp.json()['generation']
+        other = '22222222-2222-4222-8222-222222222222'
+        for change in ({'servers': [other]}, {'flavors': ['resq-big']},
+                       {'servers': [other], 'status': 'released'}):
+            resp = self.raw('PATCH', '/slo_terms/%s' % uuid, 'member_a',
+                            body=dict(change, generation=generation))
+            self.assertEqual(403, resp.status_code, resp.text)
+            error = resp.json()['errors'][0]
+            self.assertEqual('resq.slo_term.admit', error['code'])
+            self.assertIn('that is admitted', error['detail'])
+        rec = self.member_a.get_term(uuid)
+        self.assertEqual((['11111111-1111-4111-8111-111111111111'],
+                          ['resq-fw-2'], 'admitted', generation),
+                         (rec['servers'], rec['flavors'], rec['status'],
+                          rec['generation']))
+        # The same lists again are no change; releasing stays the
+        # project's.
+        resp = self.raw('PATCH', '/slo_terms/%s' % uuid, 'member_a', body={
+            'generation': generation, 'status': 'released',
+            'servers': rec['servers']})
+        self.assertEqual(200, resp.status_code, resp.text)
+        self.assertEqual('released', resp.json()['status'])
+
+    def test_a_page_of_large_terms_is_bounded_in_bytes(self):
+        self.admin.put_profile(test_api.profile_doc('fw-1'),
+                               visibility='public')
+        budget = 65536
+        self.api.conf.set_override('max_page_bytes', budget, 'api')
+        made = []
+        for n in range(7):
+            # About 27 KB of JSON each: two fit a page, three do not.
+            servers = ['%08d-0000-4000-8000-%012d' % (n, i)
+                       for i in range(700)]
+            made.append(self.term(self.member_a, name='t%d' % n,
+                                  servers=servers)['uuid'])
+        seen, pages, path = [], 0, '/slo_terms?limit=1000'
+        while path:
+            resp = self.raw('GET', path, 'member_a')
+            self.assertEqual(200, resp.status_code, resp.text)
+            body = resp.json()
+            items = body['slo_terms']
+            self.assertTrue(items)
+            self.assertLessEqual(sum(len(json.dumps(i)) + 1 for i in items),
+                                 budget)
+            seen.extend(i['uuid'] for i in items)
+            pages += 1
+            nxt = [link['href'] for link in body['links']
+                   if link['rel'] == 'next']
+            path = nxt[0].split('resq-api.test', 1)[-1] if nxt else None
+        self.assertEqual(list(reversed(made)), seen)
+        self.assertEqual(4, pages)
+
+    def test_a_single_item_larger_than_the_budget_still_lists(self):
+        self.admin.put_profile(test_api.profile_doc('fw-1'),
+                               visibility='public')
+        self.api.conf.set_override('max_page_bytes', 65536, 'api')
+        servers = ['00000000-0000-4000-8000-%012d' % i for i in range(2000)]
+        uuid = self.term(self.member_a, servers=servers)['uuid']
+        resp = self.raw('GET', '/slo_terms', 'member_a')
+        self.assertEqual(200, resp.status_code, resp.text)
+        self.assertEqual([uuid], [t['uuid'] for t in
+                                  resp.json()['slo_terms']])
+        self.assertEqual([], [link for link in resp.json()['links']
+                              if link['rel'] == 'next'])
+
+    def test_the_auth_middlewares_errors_are_error_documents(self):
+        cases = ((None, 401), ('tok-forged', 401))
+        for token, status in cases:
+            headers = {} if token is None else {'X-Auth-Token': token}
+            resp = requests.get(self.api.endpoint + '/profiles',
+                                headers=headers, timeout=30)
+            self.assertEqual(status, resp.status_code, resp.text)
+            self.assertEqual('application/json',
+                             resp.headers['Content-Type'].split(';')[0])
+            [error] = resp.json()['errors']
+            self.assertEqual((401, 'resq.unauthenticated'),
+                             (error['status'], error['code']))
+            self.assertIn('X-Auth-Token', error['detail'])
+            self.assertTrue(error['request_id'].startswith('req-'))
+            self.assertIn('keystone.test', resp.headers['WWW-Authenticate'])
+
+
+class MariaDBIdsTest(test_api.APITestBase):
+    """Profile ids compare byte for byte on MariaDB, as elsewhere."""
+
+    backend = 'mysql'
+
+    def test_another_case_is_another_profile(self):
+        self.member_a.put_profile(test_api.profile_doc('fw-x'))
+        # No oracle: project B's own FW-X is a profile of its own.
+        resp = self.raw('PUT', '/profiles/FW-X', 'member_b', body={
+            'profile': test_api.profile_doc('FW-X')})
+        self.assertEqual(201, resp.status_code, resp.text)
+        resp = self.raw('GET', '/profiles/FW-x', 'member_a')
+        self.assertEqual(404, resp.status_code, resp.text)
+        self.assertEqual(['fw-x'], [p['id'] for p in
+                                    self.member_a.list_profiles()])
+        # A term names its profile exactly.
+        resp = self.raw('POST', '/slo_terms', 'member_a', body={
+            'name': 't', 'profile_id': 'FW-x', 'slo': 'reserved',
+            'throughput_mpps': 1.0})
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertEqual('resq.slo_term.profile',
+                         resp.json()['errors'][0]['code'])
