@@ -28,6 +28,7 @@ import threading
 import time
 from urllib import parse
 
+from keystoneauth1 import exceptions as ks_exc
 from oslo_log import log as logging
 
 from resq_common.conf import clients
@@ -101,6 +102,17 @@ class ResQClient:
         """A client for a resq-api reached without Keystone (tests)."""
         return cls(clients.noauth_adapter(endpoint, SERVICE_TYPE, headers,
                                           timeout), **kwargs)
+
+    def endpoint(self):
+        """resq-api's URL for this client, or None when it has none.
+
+        The adapter's ``endpoint_override``, else the ``resq`` service of
+        the catalog; None when the catalog has no such service.
+        """
+        try:
+            return self._adapter.get_endpoint()
+        except ks_exc.EndpointNotFound:
+            return None
 
     # -- the one response check -------------------------------------------
     def _call(self, method, url, body=None, ok=(200,), headers=None,

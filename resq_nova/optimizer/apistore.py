@@ -109,8 +109,9 @@ class ServiceStore:
         try:
             record = self.client.get_plan(ref)
         except resq_client.NotFound:
-            raise store_mod.PlanNotFound(plan=ref, path='resq-api (see '
-                                         '"openstack resq plan list")')
+            raise store_mod.PlanNotFound(
+                plan=ref, where=self.where(),
+                hint='"openstack resq plan list" lists its plans')
         plan = dict(record.get('plan') or {})
         plan['id'] = record.get('id', ref)
         # The record is the truth: its state, result and each move's state.
@@ -130,6 +131,12 @@ class ServiceStore:
 
     def list_plans(self):
         return [p['id'] for p in self.client.list_plans()]
+
+    def where(self):
+        """``resq-api at <its URL>``, as a message names the store."""
+        endpoint = getattr(self.client, 'endpoint', None)
+        endpoint = endpoint() if endpoint is not None else None
+        return 'resq-api at %s' % endpoint if endpoint else 'resq-api'
 
     # -- applying -----------------------------------------------------------
     def begin_apply(self, plan, lease=None):

@@ -37,8 +37,9 @@ class StoreError(exception.ResQException):
 
 
 class PlanNotFound(exception.ResQException):
-    msg_fmt = ('no plan %(plan)s in %(path)s and no such file; list the '
-               'stored plans with "ls %(path)s"')
+    """No plan ``plan`` where the store looked (``where``); ``hint``."""
+
+    msg_fmt = 'no plan %(plan)s in %(where)s; %(hint)s'
 
 
 def _stamp(doc_id):
@@ -85,19 +86,39 @@ def _interrupted(plan, counts):
                           for outcome, n in sorted(counts.items()))))
 
 
+def read_plan(path):
+    """``(document, path)`` of the plan file ``path``.
+
+    :raises StoreError: it cannot be read, or is not JSON.
+    """
+    try:
+        return jsonutils.loads(jsonutils.read_text(path)), path
+    except ValueError as exc:
+        raise StoreError(path=path, reason='is not a plan (not JSON: '
+                         '%s)' % exc)
+    except OSError as exc:
+        raise StoreError(path=path, reason='cannot be read (%s)'
+                         % exc.strerror)
+
+
 # The lock is tooz's now (resq_nova.optimizer.coordination).
 OptimizerBusy = coordination.OptimizerBusy
 
 
 class Store:
-    def __init__(self, state_dir, coordination_url=None):
+    def __init__(self, state_dir, coordination_url=None, create=True):
+        """The store in ``state_dir``.
+
+        :param create: make its directories now (a store only read, as by
+            ``openstack resq plan list``, creates nothing).
+        """
         self.root = os.path.abspath(state_dir)
         self.coordination_url = (coordination_url
                                  or coordination.default_url(state_dir))
         self._record_lock = threading.Lock()
         self.plans = os.path.join(self.root, 'plans')
         self.snapshots = os.path.join(self.root, 'snapshots')
-        for path in (self.plans, self.snapshots):
+        for path in (self.plans, self.snapshots) if create else ():
             try:
                 os.makedirs(path, exist_ok=True)
             except OSError as exc:
@@ -131,22 +152,19 @@ class Store:
                 return path
         if os.path.exists(ref):
             return ref
-        raise PlanNotFound(plan=ref, path=self.plans)
+        raise PlanNotFound(plan=ref, where='%s (nor a file of that name)'
+                           % self.plans,
+                           hint='"ls %s" lists the stored plans' % self.plans)
 
     def load_plan(self, ref):
-        path = self.plan_path(ref)
-        try:
-            return jsonutils.loads(jsonutils.read_text(path)), path
-        except ValueError as exc:
-            raise StoreError(path=path, reason='is not a plan (not JSON: '
-                             '%s)' % exc)
-        except OSError as exc:
-            raise StoreError(path=path, reason='cannot be read (%s)'
-                             % exc.strerror)
+        return read_plan(self.plan_path(ref))
 
     def list_plans(self):
-        return sorted(f[:-5] for f in os.listdir(self.plans)
-                      if f.endswith('.json'))
+        try:
+            names = os.listdir(self.plans)
+        except FileNotFoundError:
+            return []       # a store only read, never written
+        return sorted(f[:-5] for f in names if f.endswith('.json'))
 
     def prune(self, keep, max_age_seconds, now=None):
         """Delete old plans and snapshots; ``(plans, snapshots)`` deleted.
