@@ -61,6 +61,9 @@ class Costs:
         ``m`` NFs has ``m * ways_per_nf`` ways, as :mod:`.maxmin` sizes
         them); None: a class is as large as its members' occupancy.
     :param occupancy: measured bytes per NF (for ``ways_per_nf`` None).
+
+    A class is memoised by the bit mask of its members' indices (bit
+    ``i`` for NF ``i``), so a lookup costs an integer or, not a set.
     """
 
     def __init__(self, curves, weights, ways_per_nf, way_bytes, occupancy):
@@ -80,34 +83,61 @@ class Costs:
 
     def of(self, members):
         """The class cost of ``members`` (an iterable of indices)."""
-        key = frozenset(members)
-        if len(key) < 2:
+        return self.of_mask(mask(members))
+
+    def of_mask(self, key):
+        """The class cost of the members of bit mask ``key``."""
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        if key & (key - 1) == 0:
+            # Fewer than two members.
             return 0.0
-        if key not in self._memo:
-            idx = sorted(key)
-            self._memo[key] = self.composer.extra(
-                idx, self.size(idx), [self.weights[i] for i in idx])
-        return self._memo[key]
+        idx = indices(key)
+        got = self._memo[key] = self.composer.extra(
+            idx, self.size(idx), [self.weights[i] for i in idx])
+        return got
 
     def of_each(self, members, candidates):
         """``[of(members + [u]) for u in candidates]``, vectorised."""
         members = list(members)
-        todo = [u for u in candidates
-                if frozenset(members + [u]) not in self._memo]
+        base = mask(members)
+        keys = [base | 1 << u for u in candidates]
+        memo = self._memo
+        todo = [u for u, key in zip(candidates, keys) if key not in memo]
         if todo and (members or len(todo) > 1):
             size = self.size(members + [todo[0]])
             if self.ways_per_nf is None:
                 # Sizes differ per candidate: one at a time.
                 for u in todo:
-                    self.of(members + [u])
+                    self.of_mask(base | 1 << u)
             else:
                 for u, c in zip(todo, self.composer.extra_with(
                         members, size, todo, self.weights)):
-                    self._memo[frozenset(members + [u])] = float(c)
-        return [self.of(members + [u]) for u in candidates]
+                    memo[base | 1 << u] = float(c)
+        return [self.of_mask(key) for key in keys]
 
     def total(self, groups):
         return sum(self.of(g) for g in groups)
+
+
+def mask(members):
+    """The bit mask of ``members`` (indices)."""
+    key = 0
+    for i in members:
+        key |= 1 << i
+    return key
+
+
+def indices(key):
+    """The indices of bit mask ``key``, increasing."""
+    out, i = [], 0
+    while key:
+        if key & 1:
+            out.append(i)
+        key >>= 1
+        i += 1
+    return out
 
 
 def _weights(nfs):
@@ -211,6 +241,7 @@ def flow_rounds(costs, caps):
     for h, v in zip(heads, slots):
         seeds[v] = h
     others = [i for i in range(len(costs.curves)) if i not in heads]
+    row = {u: r for r, u in enumerate(others)}
     current = [[h] for h in seeds]
     rounds = []
     for _ in range(FLOW_ROUNDS):
@@ -220,11 +251,11 @@ def flow_rounds(costs, caps):
             out = [u for u in others if u not in g]
             base = costs.of(g)
             for u, c in zip(out, costs.of_each(g, out)):
-                edge[others.index(u)][v] = c - base
+                edge[row[u]][v] = c - base
             for u in g:
-                if u in others:
+                if u in row:
                     rest = [i for i in g if i != u]
-                    edge[others.index(u)][v] = (base - costs.of(rest))
+                    edge[row[u]][v] = (base - costs.of(rest))
         assign = min_cost_assignment(edge, [c - 1 for c in caps])
         groups = [[h] for h in seeds]
         for u, v in zip(others, assign):

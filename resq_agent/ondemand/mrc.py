@@ -62,6 +62,15 @@ PRIOR_WS_FACTOR = 2.0
 _FLAT_FLOOR = 0.05
 _BETAS = (1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 6.0)
 _GRID = 40
+# The grids every fit and tabulation uses, made once: the fit's coarse
+# working sets over the top occupancy, its fine ones around the best (one
+# coarse step either side), and where a power law is tabulated (1 - c/ws).
+_COARSE_WS = np.geomspace(1.02, 50.0, 60)
+_STEP = 50.0 ** (1.0 / 59)
+_FINE_WS = np.geomspace(1.0 / _STEP, _STEP, 21)
+_BETA_GRID = np.array(_BETAS)
+_U = np.concatenate(([1.0], np.geomspace(0.95, 1e-3, _GRID - 1)))
+_FINE_BETAS = {}
 
 
 class Curve:
@@ -91,6 +100,27 @@ class Curve:
         self._lf = np.concatenate(([0.0], np.cumsum(_segment_times(
             self.nbytes, np.maximum(self.miss, floor)))))
         self.tail = max(m[-1], floor)
+
+    def scaled(self, k):
+        """This curve with every miss bandwidth times ``k`` >= 0.
+
+        The same curve as ``Curve(self.nbytes, self.miss * k,
+        self.source)``, without checking again what this one's
+        construction checked (a non-increasing curve scaled by a
+        non-negative factor stays one).
+        """
+        if not k >= 0.0:
+            raise ValueError('a miss-ratio curve scales by a factor of 0 or '
+                             'more, got %r' % (k,))
+        out = Curve.__new__(Curve)
+        out.source = self.source
+        out.nbytes = self.nbytes
+        out.miss = self.miss * float(k)
+        floor = max(float(out.miss[0]) * 1e-9, 1e-3)
+        out._lf = np.concatenate(([0.0], np.cumsum(_segment_times(
+            out.nbytes, np.maximum(out.miss, floor)))))
+        out.tail = max(float(out.miss[-1]), floor)
+        return out
 
     def miss_bw(self, nbytes):
         """Capacity miss bandwidth holding ``nbytes`` (clamped at ends)."""
@@ -291,9 +321,8 @@ def from_throughput(points, way_bytes, occupancy_bytes, miss_bw):
 
 def power_law(amp, ws, beta, source='readings'):
     """``M(c) = amp (1 - c/ws)**beta`` tabulated to (nearly) ``ws``."""
-    u = np.concatenate(([1.0], np.geomspace(0.95, 1e-3, _GRID - 1)))
-    c = ws * (1.0 - u)
-    return Curve(c, amp * u ** beta, source)
+    c = ws * (1.0 - _U)
+    return Curve(c, amp * _U ** beta, source)
 
 
 def from_readings(points):
@@ -322,17 +351,20 @@ def from_readings(points):
     y = np.log([b for _, b in pts])
     # Every (working set, skew) of the coarse grid at once, then finer
     # around the best; the first of equal errors wins, as in a loop.
-    ws, beta = _best_fit(x, y, top * np.geomspace(1.02, 50.0, 60),
-                         np.array(_BETAS))
-    step = 50.0 ** (1.0 / 59)
-    fine = ws * np.geomspace(1.0 / step, step, 21)
+    ws, beta = _best_fit(x, y, top * _COARSE_WS, _BETA_GRID)
+    fine = ws * _FINE_WS
     fine = fine[fine > top]
-    betas = np.linspace(max(beta * 0.7, 1.05), beta * 1.3, 13)
+    # beta is one of _BETAS: the fine skews around it are made once.
+    betas = _FINE_BETAS.get(beta)
+    if betas is None:
+        betas = _FINE_BETAS[beta] = np.linspace(max(beta * 0.7, 1.05),
+                                                beta * 1.3, 13)
+    err, amp = _err(x, y, ws, beta)
     if fine.size:
         ws2, beta2 = _best_fit(x, y, fine, betas)
-        if _err(x, y, ws2, beta2)[0] < _err(x, y, ws, beta)[0] - 1e-12:
-            ws, beta = ws2, beta2
-    amp = _err(x, y, ws, beta)[1]
+        err2, amp2 = _err(x, y, ws2, beta2)
+        if err2 < err - 1e-12:
+            ws, beta, amp = ws2, beta2, amp2
     return power_law(amp, ws, beta, 'readings')
 
 

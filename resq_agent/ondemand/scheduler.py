@@ -383,7 +383,7 @@ def _through(curve, reading):
     k = max(reading.miss_bw, 0.0) / at
     if abs(k - 1.0) < 1e-9:
         return curve
-    return mrc.Curve(curve.nbytes, curve.miss * k, curve.source)
+    return curve.scaled(k)
 
 
 class _Curves(abc.Mapping):
