@@ -12,6 +12,7 @@ extensions = [
     'sphinx.ext.autodoc',
     'oslo_config.sphinxext',
     'oslo_config.sphinxconfiggen',
+    'oslo_policy.sphinxext',
     'cliff.sphinxext',
 ]
 
@@ -24,6 +25,10 @@ config_generator_config_file = [
      '_static/resq-agent'),
     ('../../etc/resq/resq-optimizer-config-generator.conf',
      '_static/resq-optimizer'),
+    ('../../etc/resq/resq-agent-privsep-config-generator.conf',
+     '_static/resq-agent-privsep'),
+    ('../../etc/resq/resq-api-config-generator.conf',
+     '_static/resq-api'),
 ]
 
 project = 'resq-nova'

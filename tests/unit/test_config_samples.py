@@ -16,7 +16,10 @@ Every ``etc/resq/*-config-generator.conf`` (oslo-config-generator) and
 run into a temporary file and compared with the committed sample its
 ``output_file`` names; a difference fails with the file, the command that
 regenerates it and the diff. An option added, removed or reworded in the
-code without ``tox -e genconfig`` is caught here.
+code without ``tox -e genconfig`` is caught here. The configuration
+reference (``doc/source/configuration``) documents each generator's file:
+its namespaces in a ``show-options`` directive, its sample linked, and the
+policy rules in a ``show-policy`` directive.
 
 Each generator runs through its Python API (``oslo_config.generator.main``,
 ``oslo_policy.generator.generate_sample``) in a fresh interpreter of the
@@ -33,11 +36,13 @@ whose default is computed (CPU counts, host names) have a
 directory or ``$HOME``.
 """
 
+import ast
 import configparser
 import difflib
 import glob
 import importlib.metadata
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -70,6 +75,11 @@ ELSEWHERE = ('import multiprocessing, os, socket\n'
              'socket.getfqdn = lambda name="": "elsewhere.example.com"\n'
              'os.cpu_count = multiprocessing.cpu_count = lambda: 1234\n'
              'os.sched_getaffinity = lambda pid: set(range(1234))\n')
+DOCS = os.path.join(REPO, 'doc', 'source')
+CONFIG_DOCS = os.path.join(DOCS, 'configuration')
+# ".. name:: arguments", at any indentation.
+DIRECTIVE = re.compile(r'^(?P<indent> *)\.\. (?P<name>[\w:.-]+)::')
+OPTION = re.compile(r'^:(?P<key>[\w-]+):(?P<value>.*)$')
 # Lines of the diff a failure shows.
 DIFF_LINES = 60
 
@@ -370,3 +380,135 @@ class CheckerTest(base.TestCase):
             capture_output=True, text=True, check=True, timeout=60)
         self.assertEqual('elsewhere.example.com elsewhere.example.com '
                          '1234 1234 1234', proc.stdout.strip())
+
+
+def directives(text, name):
+    """``(options, content)`` of each ``.. name::`` directive of ``text``.
+
+    :returns: a list of pairs: the directive's options (``{key: value}``)
+        and the lines of its content, stripped, without blank lines.
+    """
+    found = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        match = DIRECTIVE.match(line)
+        if not match or match.group('name') != name:
+            continue
+        indent = len(match.group('indent'))
+        options, content = {}, []
+        for body in lines[i + 1:]:
+            if body.strip() and len(body) - len(body.lstrip()) <= indent:
+                break
+            body = body.strip()
+            option = OPTION.match(body)
+            if option and not content:
+                options[option.group('key')] = option.group('value').strip()
+            elif body:
+                content.append(body)
+        found.append((options, content))
+    return found
+
+
+def config_pages():
+    """``{page: text}`` of the configuration reference's pages."""
+    pages = {}
+    for path in sorted(glob.glob(os.path.join(CONFIG_DOCS, '*.rst'))):
+        with open(path, encoding='utf-8') as f:
+            pages[_relpath(path)] = f.read()
+    return pages
+
+
+def _sphinx_conf_value(name):
+    """The literal value ``doc/source/conf.py`` assigns to ``name``."""
+    with open(os.path.join(DOCS, 'conf.py'), encoding='utf-8') as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                getattr(t, 'id', None) == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    return None
+
+
+class ReferenceTest(base.TestCase):
+    """The configuration reference documents every generator's file."""
+
+    def test_the_parser_finds_directives(self):
+        text = ('Intro\n\n.. show-options::\n\n   resq.api\n   oslo.log\n'
+                '\nAfter.\n\n  .. show-policy::\n     :config-file: a.conf\n'
+                '\nEnd.\n')
+        self.assertEqual([({}, ['resq.api', 'oslo.log'])],
+                         directives(text, 'show-options'))
+        self.assertEqual([({'config-file': 'a.conf'}, [])],
+                         directives(text, 'show-policy'))
+
+    def test_every_namespace_of_every_generator_is_documented(self):
+        pages = config_pages()
+        shown = [(page, set(content)) for page, text in pages.items()
+                 for _, content in directives(text, 'show-options')]
+        for generator in config_generators():
+            sample, namespaces = read_generator(generator)
+            wanted = set(namespaces)
+            pages_of = [page for page, listed in shown if listed == wanted]
+            if not pages_of:
+                near = max(shown, key=lambda item: len(item[1] & wanted),
+                           default=(None, set()))
+                self.fail('no show-options directive in %s lists the '
+                          'namespaces of %s (%s); the nearest, in %s, lacks '
+                          '%s and has %s besides' % (
+                              _relpath(CONFIG_DOCS), _relpath(generator),
+                              ', '.join(namespaces), near[0],
+                              sorted(wanted - near[1]) or 'none',
+                              sorted(near[1] - wanted) or 'none'))
+            # The page names the file's sample and its generator.
+            for page in pages_of:
+                for name in (os.path.basename(sample),
+                             os.path.basename(generator)):
+                    self.assertIn(name, pages[page], '%s documents %s, but '
+                                  'does not name %s' % (
+                                      page, _relpath(generator), name))
+
+    def test_every_policy_generator_is_documented(self):
+        pages = config_pages()
+        for generator in policy_generators():
+            sample, namespaces = read_generator(generator)
+            pages_of = [
+                page for page, text in pages.items()
+                for options, _ in directives(text, 'show-policy')
+                if os.path.normpath(os.path.join(
+                    DOCS, options.get('config-file', ''))) == generator]
+            self.assertTrue(pages_of, 'no show-policy directive in %s with '
+                            ':config-file: %s' % (
+                                _relpath(CONFIG_DOCS),
+                                os.path.relpath(generator, DOCS)))
+            for page in pages_of:
+                for name in namespaces + [os.path.basename(sample)]:
+                    self.assertIn(name, pages[page], page)
+
+    def test_every_sample_is_linked(self):
+        text = '\n'.join(config_pages().values())
+        built = {os.path.normpath(os.path.join(DOCS, path)): base
+                 for path, base in
+                 _sphinx_conf_value('config_generator_config_file')}
+        for generator in config_generators():
+            # oslo_config.sphinxconfiggen writes <base>.conf.sample.
+            self.assertIn(generator, built, 'doc/source/conf.py '
+                          'config_generator_config_file lacks %s' %
+                          _relpath(generator))
+            static = '%s.conf.sample' % built[generator]
+            self.assertIn('<../%s>' % static, text, 'no :download: of %s '
+                          'in %s' % (static, _relpath(CONFIG_DOCS)))
+        for generator in policy_generators():
+            sample = read_generator(generator)[0]
+            link = os.path.relpath(os.path.join(REPO, sample), CONFIG_DOCS)
+            self.assertIn('<%s>' % link, text, 'no :download: of %s in %s'
+                          % (sample, _relpath(CONFIG_DOCS)))
+
+    def test_every_page_is_in_the_toctree(self):
+        with open(os.path.join(CONFIG_DOCS, 'index.rst'),
+                  encoding='utf-8') as f:
+            index = f.read()
+        entries = {line for _, content in directives(index, 'toctree')
+                   for line in content}
+        pages = {os.path.basename(page)[:-len('.rst')]
+                 for page in config_pages()} - {'index'}
+        self.assertEqual(set(), pages - entries)
