@@ -137,10 +137,15 @@ def start(generator, output, elsewhere=None):
     """
     script = (POLICY_SCRIPT if tool(generator) == POLICY_TOOL
               else CONFIG_SCRIPT)
-    cwd, env = REPO, None
+    # The options of this checkout, wherever the interpreter runs and
+    # whatever copy of the packages is installed.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in os.environ.get('PYTHONPATH', '').split(
+            os.pathsep) if p]))
+    cwd = REPO
     if elsewhere:
         script = ELSEWHERE + script
-        cwd, env = elsewhere, dict(os.environ, HOME=elsewhere)
+        cwd, env['HOME'] = elsewhere, elsewhere
     return subprocess.Popen(
         [sys.executable, '-c', script, '--config-file', generator,
          '--output-file', output],
