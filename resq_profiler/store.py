@@ -126,7 +126,7 @@ class ProfileStore:
             raise exception.ProfileStoreError(
                 store=self.directory,
                 reason='cannot create the directory (%s); set '
-                '[resq_profiler] profile_dir to a writable place'
+                '[resq] profile_dir to a writable place'
                 % exc.strerror)
 
     def put(self, prof):

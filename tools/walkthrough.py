@@ -186,11 +186,10 @@ class WalkthroughBase(test_optimizer.OptimizerTestBase):
         self.resq_conf = self.write(os.path.join(self.work, 'resq.conf'), (
             '[DEFAULT]\ntransport_url = %s\n'
             '[resq]\nprofile_dir = %s/profiles\n'
-            '[resq_profiler]\nprofile_dir = %s/profiles\n'
             '[resq_optimizer]\nstate_dir = %s/optimizer\ntime_limit = 20\n'
             '[nova]\nauth_type = admin_token\nendpoint = %s\n'
             'token = admin\n%s') % (
-                TRANSPORT_URL, self.work, self.work, self.work,
+                TRANSPORT_URL, self.work, self.work,
                 self.api.base_url, placement))
         self.agent_conf = {}
         for host in HOSTS:

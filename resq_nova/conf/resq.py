@@ -14,14 +14,12 @@ the resq-nova commands."""
 
 from oslo_config import cfg
 
+from resq_common.conf import profiles
+
 GROUP = 'resq'
 
 ALL_OPTS = [
-    cfg.StrOpt('profile_dir',
-               default='/var/lib/resq/profiles',
-               help='Directory of NF profile documents that SLO admission '
-                    'reads (the profiler writes them; see [resq_profiler] '
-                    'profile_dir).'),
+    profiles.PROFILE_DIR_OPT,
     cfg.FloatOpt('load_discount',
                  default=0.03, min=0.0, max=0.5,
                  help='Fraction taken off the latency-derived load cap of '

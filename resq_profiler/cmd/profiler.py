@@ -32,7 +32,7 @@ LOG = logging.getLogger(__name__)
 
 DESCRIPTION = '''Measure NF profiles (throughput against LLC ways, p95
 latency against load) with the configured driver, keep them in the profile
-store ([resq_profiler] profile_dir), check, show and plot them, push them
+store ([resq] profile_dir), check, show and plot them, push them
 to resq-api, and train and check the SLOMO contention models beside
 them.'''
 
@@ -133,7 +133,7 @@ def _add_parsers(subparsers):
 
 
 def _store(conf):
-    return store_mod.ProfileStore(conf.resq_profiler.profile_dir)
+    return store_mod.ProfileStore(conf.resq.profile_dir)
 
 
 def _load(conf, ref):
@@ -309,7 +309,7 @@ def cmd_show(conf):
 def cmd_list(conf):
     profiles = _store(conf).list()
     if not profiles:
-        print('No profiles in %s' % conf.resq_profiler.profile_dir)
+        print('No profiles in %s' % conf.resq.profile_dir)
     for prof in profiles:
         print('%-40s %-9s %5d B %7d flows  peak %.3f Mpps  %s' % (
             prof.profile_id, prof.name, prof.traffic['packet_bytes'],
@@ -366,7 +366,7 @@ def cmd_slomo_train(conf):
                                                         flush=True))
     finally:
         driver.close()
-    path = slomo_store.ModelStore(conf.resq_profiler.profile_dir).put(doc)
+    path = slomo_store.ModelStore(conf.resq.profile_dir).put(doc)
     print('  stored in %s (%d runs, fit error %.2f%%)' % (
         path, doc['training']['runs'],
         doc['training']['fit_mean_error_pct']))
@@ -379,7 +379,7 @@ def cmd_slomo_check(conf):
 
     prof = _store(conf).get(conf.command.profile)
     try:
-        model = slomo_store.ModelStore(conf.resq_profiler.profile_dir).get(
+        model = slomo_store.ModelStore(conf.resq.profile_dir).get(
             prof.profile_id, prof.platform)
     except document.InvalidModel as exc:
         print('REFUSED %s' % exc, file=sys.stderr)

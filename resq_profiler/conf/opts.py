@@ -11,10 +11,12 @@
 #    under the License.
 """Options of resq-profiler for oslo-config-generator."""
 
+from resq_common.conf import profiles
 from resq_common import privsep
 from resq_profiler.conf import profiler
 
 
 def list_opts():
-    return ([(profiler.GROUP, profiler.ALL_OPTS)]
+    return ([(profiles.GROUP, [profiles.PROFILE_DIR_OPT]),
+             (profiler.GROUP, profiler.ALL_OPTS)]
             + privsep.list_opts('resq_privsep_profiler'))

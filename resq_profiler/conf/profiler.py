@@ -13,6 +13,8 @@
 
 from oslo_config import cfg
 
+from resq_common.conf import profiles
+
 GROUP = 'resq_profiler'
 
 RESCTRL_ROOT_OPT = cfg.StrOpt(
@@ -25,13 +27,6 @@ RESCTRL_ROOT_OPT = cfg.StrOpt(
 DEFAULT_LOAD_LEVELS = [round(0.1 + 0.075 * i, 3) for i in range(13)]
 
 profile_opts = [
-    cfg.StrOpt('profile_dir',
-               default='/var/lib/resq/profiles',
-               help='Directory holding the profile documents, one '
-                    '<profile id>.json file each. The profiler writes here; '
-                    'Nova and the optimizer read the same store (see '
-                    '[resq] profile_dir), so on a cloud this is a shared or '
-                    'synchronised directory.'),
     cfg.StrOpt('driver',
                default='model',
                help='How measurements are taken. "model" uses the analytic '
@@ -171,3 +166,6 @@ ALL_OPTS = profile_opts + model_opts + command_opts + contention_opts
 
 def register_opts(conf):
     conf.register_opts(ALL_OPTS, group=GROUP)
+    # The store the profiler writes: [resq] profile_dir, the option SLO
+    # admission reads ([resq_profiler] profile_dir is its deprecated name).
+    profiles.register_opts(conf)

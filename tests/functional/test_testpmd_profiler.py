@@ -43,8 +43,8 @@ class TestpmdProfilerTest(base.TestCase):
                    command=TESTPMD % 'io', command_duration_s=2.5,
                    command_ready_pattern='Port statistics',
                    resctrl_root=self.tree.root, cpu=cpus[-1],
-                   housekeeping_cpu=cpus[0], mbufs=4096,
-                   profile_dir=os.path.join(self.tmp, 'profiles'))
+                   housekeeping_cpu=cpus[0], mbufs=4096)
+        self.flags('resq', profile_dir=os.path.join(self.tmp, 'profiles'))
 
     def test_throughput_curve_with_testpmd(self):
         drv = drivers.load('command', self.conf, 'testpmd-io',
@@ -74,7 +74,7 @@ class TestpmdProfilerTest(base.TestCase):
         # (The throughput curve comes first: three runs are enough to
         # reach the latency curve.)
         self.flags('resq_profiler', max_measurements_per_curve=3)
-        store = store_mod.ProfileStore(self.conf.resq_profiler.profile_dir)
+        store = store_mod.ProfileStore(self.conf.resq.profile_dir)
         exc = self.assertRaises(exception.MeasurementError, profiler.run,
                                 self.conf, 'testpmd-io', nfmodel.Traffic())
         self.assertIn('no p95 latency', str(exc))

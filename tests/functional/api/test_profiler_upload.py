@@ -28,7 +28,7 @@ class ProfilerUploadTest(base.TestCase):
     def conf_file(self, persona=None):
         path = os.path.join(self.dir, 'profiler.conf')
         with open(path, 'w') as f:
-            f.write('[resq_profiler]\nprofile_dir = %s\n' % self.store)
+            f.write('[resq]\nprofile_dir = %s\n' % self.store)
             if persona:
                 f.write('[resq_api]\nauth_type = admin_token\nendpoint = %s\n'
                         'token = %s\n' % (self.api.endpoint,

@@ -360,8 +360,9 @@ class PluginTest(base.TestCase):
         prof = parse_ini(os.path.join(self.ds.conf_dir,
                                       'resq-profiler.conf'))
         self.assertEqual({'profile_dir': [os.path.join(self.ds.data_dir,
-                                                       'profiles')],
-                          'driver': ['model']}, prof['resq_profiler'])
+                                                       'profiles')]},
+                         prof['resq'])
+        self.assertEqual({'driver': ['model']}, prof['resq_profiler'])
 
     def test_agent_configuration_and_privsep(self):
         if _nproc() < 2:
