@@ -1,18 +1,61 @@
-"""Scheduling overhead of the ResQ filter and weigher (issue 4).
+"""Scheduling overhead of the ResQ filter and weigher (issues 4 and 44).
 
-Nova's real filter and weigher handlers run over 1,000 host states shaped
-like two-socket NFV hosts (2 NUMA cells of 8 dedicated cores, one cache
-domain provider each, one Placement allocation candidate per domain), for a
-reserved ResQ request: once with Nova's default filters and all weighers,
-once with the ResQ filter and weigher added. Both are measured side by side
-in one run, many rounds, alternating; ``overhead_ratio`` is the median of
-the per-round ratios, so load from other processes that drifts during the
-run (these machines are shared) hits both sides of each ratio alike. Needs Nova
-(the functional environment has it): ``tox -e bench -- scheduler`` installs
-it through nova-requirements.txt.
+Nova's real filter and weigher handlers run over host states shaped like
+two-socket NFV hosts (2 NUMA cells of 8 dedicated cores, one cache domain
+provider each, one Placement allocation candidate per domain), for a
+reserved ResQ request, in four configurations:
+
+``nova``
+    the baseline: Nova's default filters (``ComputeFilter``,
+    ``ComputeCapabilitiesFilter``, ``ImagePropertiesFilter``,
+    ``ServerGroupAntiAffinityFilter``, ``ServerGroupAffinityFilter``) and
+    all of Nova's weighers (``nova.scheduler.weights.all_weighers``);
+``resq``
+    the same plus ``ResQFilter`` and ``ResQWeigher``, as nova-scheduler
+    runs them;
+``resq-parsed``
+    ``resq`` with the weigher's Placement answer handed over already
+    parsed: how much of ``resq`` is decoding that answer;
+``null``
+    ``nova`` plus a filter and a weigher that do nothing: what any plugin
+    pair costs in Nova's handlers (the weigher handler logs, normalises
+    and multiplies per weigher and host), the floor under ``resq``.
+
+The plugins read Placement as they do in nova-scheduler, through clients
+that answer from memory: the filter's cell map (``CUSTOM_RESQ_NUMA_<n>``
+traits; refreshed once a minute, so read once here) and the weigher's one
+``GET /allocation_candidates`` per request for the cache domains' usage,
+whose JSON body (every host's compute node provider, with its traits, and
+cache domain providers, as the agent publishes them: about 3 KB a host)
+the weigher decodes in each pass. The network round trip and
+Placement's own work are not in the figures.
+
+Each round runs every configuration once, over the same host states, in
+an order that rotates from round to round (ABCD, BCDA, ...), so load from
+other processes that drifts during the run (these machines are shared)
+hits each alike; ``overhead_ratio`` is the median over the rounds of
+``resq / nova`` within a round, with its quartiles and extremes
+(``overhead_ratio_q1``, ``_q3``, ``_iqr``, ``_min``, ``_max``) and the
+ratio of the fastest rounds beside it. The clock is the thread's CPU time
+(``time.thread_time``) by default: time the process waits for a core
+while others run is not in it, which wall time (``--clock wall``)
+counts; a busy machine still slows the CPU work itself (shared caches,
+a busy sibling hyperthread), which is what the interleaving and the
+median are for. This machine's CPU counters are not available (no PMU in
+the VM), so instructions are not counted. Before each pass the garbage
+collector runs, so that each pass starts from the same state.
+
+At 1,000 hosts (``overhead_ratio``, ``default_ms``, ``resq_ms``, ...)
+and 10,000 hosts (the same keys ending ``_10k``); ``--hosts 1000`` runs
+one size, ``--rounds N`` sets the rounds per size, ``--configs
+nova,resq`` leaves out the others. Needs Nova (the functional
+environment has it): ``tox -e bench -- scheduler`` installs it through
+nova-requirements.txt.
 """
 
+import argparse
 import datetime
+import gc
 import json
 import statistics
 import time
@@ -25,14 +68,58 @@ from nova.scheduler import host_manager
 from nova.scheduler import weights as nova_weights
 
 from resq_common import cache_domain
+from resq_common import extra_specs
 from resq_nova.nova.scheduler import filters as resq_filters
 from resq_nova.nova.scheduler import weights as resq_weights
 
-HOSTS = 1000
-ROUNDS = 31
+HOSTS = (1000, 10000)
+ROUNDS = 15
+TARGET = 1.05
+CLOCKS = {'cpu': time.thread_time, 'wall': time.perf_counter}
 SPECS = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
          'resources_LLC:CUSTOM_LLC_WAY': '4',
          'resources_LLC:CUSTOM_LLC_CLOS': '1', 'resq:throughput_mpps': '1.5'}
+DEFAULT_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
+                   'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
+                   'ServerGroupAffinityFilter')
+CONFIGS = ('nova', 'resq', 'resq-parsed', 'null')
+LABELS = {'nova': 'nova: default filters + all weighers',
+          'resq': 'resq: nova + ResQFilter + ResQWeigher',
+          'resq-parsed': 'resq-parsed: resq, Placement answer pre-parsed',
+          'null': 'null: nova + a do-nothing filter and weigher'}
+KEYS = {'nova': 'default', 'resq': 'resq', 'resq-parsed': 'resq_parsed',
+        'null': 'null'}
+# The traits of a compute node's provider in Placement's answer: what the
+# libvirt driver reports for a Xeon host (CPU flags, image types, ...).
+ROOT_TRAITS = sorted(
+    ['COMPUTE_NODE', 'COMPUTE_NET_ATTACH_INTERFACE',
+     'COMPUTE_NET_ATTACH_INTERFACE_WITH_TAG', 'COMPUTE_VOLUME_ATTACH',
+     'COMPUTE_VOLUME_ATTACH_WITH_TAG', 'COMPUTE_VOLUME_EXTEND',
+     'COMPUTE_VOLUME_MULTI_ATTACH', 'COMPUTE_DEVICE_TAGGING',
+     'COMPUTE_TRUSTED_CERTS', 'COMPUTE_ACCELERATORS',
+     'COMPUTE_SOCKET_PCI_NUMA_AFFINITY', 'COMPUTE_RESCUE_BFV',
+     'COMPUTE_IMAGE_TYPE_AMI', 'COMPUTE_IMAGE_TYPE_ARI',
+     'COMPUTE_IMAGE_TYPE_AKI', 'COMPUTE_IMAGE_TYPE_ISO',
+     'COMPUTE_IMAGE_TYPE_QCOW2', 'COMPUTE_IMAGE_TYPE_RAW',
+     'COMPUTE_GRAPHICS_MODEL_VGA', 'COMPUTE_GRAPHICS_MODEL_VIRTIO',
+     'COMPUTE_NET_VIF_MODEL_VIRTIO', 'COMPUTE_NET_VIF_MODEL_E1000',
+     'COMPUTE_STORAGE_BUS_VIRTIO', 'COMPUTE_STORAGE_BUS_SCSI',
+     'COMPUTE_STORAGE_BUS_SATA', 'COMPUTE_STORAGE_BUS_USB',
+     'COMPUTE_VIOMMU_MODEL_INTEL', 'COMPUTE_SECURITY_UEFI_SECURE_BOOT',
+     'HW_CPU_HYPERTHREADING', 'HW_CPU_X86_AVX', 'HW_CPU_X86_AVX2',
+     'HW_CPU_X86_AVX512F', 'HW_CPU_X86_AVX512CD', 'HW_CPU_X86_AVX512BW',
+     'HW_CPU_X86_AVX512DQ', 'HW_CPU_X86_AVX512VL', 'HW_CPU_X86_AESNI',
+     'HW_CPU_X86_BMI', 'HW_CPU_X86_BMI2', 'HW_CPU_X86_CLMUL',
+     'HW_CPU_X86_F16C', 'HW_CPU_X86_FMA3', 'HW_CPU_X86_MMX',
+     'HW_CPU_X86_SSE', 'HW_CPU_X86_SSE2', 'HW_CPU_X86_SSE3',
+     'HW_CPU_X86_SSSE3', 'HW_CPU_X86_SSE41', 'HW_CPU_X86_SSE42',
+     'HW_CPU_X86_SHA', 'HW_CPU_X86_ABM', 'HW_CPU_X86_VMX',
+     'HW_CPU_X86_INTEL_VMX', 'HW_CPU_X86_MPX'])
+# The cache domains as an agent publishes them (resq_common.cache_domain):
+# 11 ways of 2 MiB (a Xeon Gold's), 8 dedicated cores, a NUMA cell each.
+DOMAINS = tuple(cache_domain.CacheDomain(
+    domain_id=d, ways=11, way_size_bytes=2 << 20, cores=8,
+    numa_cells=(d,), memory_mb=65536, hugepages_mb=0) for d in (0, 1))
 
 
 def _numa():
@@ -49,11 +136,11 @@ def _numa():
     return objects.NUMATopology(cells=cells)
 
 
-def _hosts():
+def _hosts(count):
     now = datetime.datetime.now(datetime.timezone.utc)
     hosts = []
-    for i in range(HOSTS):
-        hs = host_manager.HostState('host%04d' % i, 'node%04d' % i, None)
+    for i in range(count):
+        hs = host_manager.HostState('host%05d' % i, 'node%05d' % i, None)
         hs.uuid = str(uuid.uuid4())
         hs.service = {'disabled': False, 'last_seen_up': now,
                       'created_at': now, 'forced_down': False,
@@ -106,58 +193,396 @@ def _spec():
         instance_uuid=str(uuid.uuid4()))
 
 
-def _pass(filter_objs, weigher_objs, hosts, spec):
-    for hs in hosts:
-        hs.allocation_candidates = _candidates(hs)
-    started = time.perf_counter()
-    passed = list(nova_filters.HostFilterHandler().get_filtered_objects(
-        filter_objs, hosts, spec, index=0))
-    weighed = nova_weights.HostWeightHandler().get_weighed_objects(
-        weigher_objs, passed, spec)
-    return time.perf_counter() - started, len(passed), weighed
+class _Response:
+    """A keystoneauth (requests) response: a UTF-8 JSON body."""
+
+    status_code = 200
+    encoding = 'utf-8'
+
+    def __init__(self, text):
+        self.text = text
+
+    def json(self):
+        return json.loads(self.text)
 
 
-def main(argv):
-    nova_config.parse_args([], configure_db=False, init_rpc=False)
-    objects.register_all()
-    hosts = _hosts()
-    spec = _spec()
+class _Parsed:
+    """A response whose body is already parsed (the ``resq-parsed`` run)."""
+
+    status_code = 200
+    text = None
+
+    def __init__(self, value):
+        self.value = value
+
+    def json(self):
+        return self.value
+
+
+class _Placement:
+    """Placement's answers to the plugins' GETs, from memory.
+
+    The cell map's traits and providers (cell ``n`` is cache domain
+    ``n`` on every host), and one ``GET /allocation_candidates`` for the
+    weigher, as Placement 1.33 answers it: a request per cache domain and
+    the summaries of every provider in the candidates' trees (compute
+    nodes and cache domains), with varied usage. With ``parsed`` the
+    answer comes already decoded, as if JSON were free.
+    """
+
+    def __init__(self, hosts, parsed=False):
+        self.parsed = parsed
+        self.answers = {}
+        prefix = cache_domain.TRAIT_NUMA_PREFIX
+        self.answers['/traits?name=startswith:%s' % prefix] = {
+            'traits': ['%s%d' % (prefix, d) for d in (0, 1)]}
+        for d in (0, 1):
+            self.answers['/resource_providers?required=%s%d' % (prefix, d)] = {
+                'resource_providers': [
+                    {'uuid': cache_domain.provider_uuid(hs.uuid, d),
+                     'parent_provider_uuid': hs.uuid} for hs in hosts]}
+        requests, summaries = [], {}
+        for i, hs in enumerate(hosts):
+            summaries[hs.uuid] = {
+                'resources': {
+                    'VCPU': {'capacity': 4, 'used': 0},
+                    'PCPU': {'capacity': 16, 'used': i % 8},
+                    'MEMORY_MB': {'capacity': 131072, 'used': 0},
+                    'DISK_GB': {'capacity': 1000, 'used': 0}},
+                'traits': ROOT_TRAITS,
+                'parent_provider_uuid': None,
+                'root_provider_uuid': hs.uuid}
+            for domain in DOMAINS:
+                d = domain.domain_id
+                rp = cache_domain.provider_uuid(hs.uuid, d)
+                requests.append({
+                    'allocations': {rp: {'resources': {
+                        extra_specs.RC_LLC_WAY: 4,
+                        extra_specs.RC_LLC_CLOS: 1}}},
+                    'mappings': {'_LLC': [rp]}})
+                used = {extra_specs.RC_LLC_WAY: (i + d) % 3 * 2,
+                        extra_specs.RC_LLC_CLOS: (i + d) % 3}
+                summaries[rp] = {
+                    'resources': {
+                        rc: {'capacity': int((inv['total'] - inv['reserved'])
+                                             * inv['allocation_ratio']),
+                             'used': used.get(rc, 0)}
+                        for rc, inv in domain.inventory().items()},
+                    'traits': domain.traits(),
+                    'parent_provider_uuid': hs.uuid,
+                    'root_provider_uuid': hs.uuid}
+        self.answer = {'allocation_requests': requests,
+                       'provider_summaries': summaries}
+        self.candidates = json.dumps(self.answer)
+
+    def get(self, url, version=None, **kwargs):
+        if url.startswith('/allocation_candidates?'):
+            if self.parsed:
+                return _Parsed(self.answer)
+            return _Response(self.candidates)
+        return _Response(json.dumps(self.answers[url]))
+
+
+class _NullFilter(nova_filters.BaseHostFilter):
+    """Keeps every host; what a filter costs in Nova's handler."""
+
+    def filter_all(self, filter_obj_list, spec_obj):
+        return filter_obj_list
+
+    def host_passes(self, host_state, spec_obj):
+        return True
+
+
+class _NullWeigher(nova_weights.BaseHostWeigher):
+    """Weighs every host alike; what a weigher costs in Nova's handler."""
+
+    def weight_multiplier(self, host_state):
+        return 1.0
+
+    def weigh_objects(self, weighed_obj_list, weight_properties):
+        return [0.0] * len(weighed_obj_list)
+
+    def _weigh_object(self, host_state, weight_properties):
+        return 0.0
+
+
+class _Probe:
+    """When the added filter and weigher were entered, in this pass.
+
+    They run last (Nova runs its filters and weighers in the order
+    configured), so from the added filter's ``filter_all`` to the end of
+    the filter handler, and from the added weigher's ``weigh_objects`` to
+    the end of the weigher handler, the time is theirs: their own work
+    and what Nova's handlers do for each filter and weigher (list copies,
+    debug dicts, normalisation, a multiplier per host), with only Nova's
+    final sort of the weighed hosts besides, which counts against them.
+    Their share of a pass is measured within that pass, so load that
+    changes from one pass to the next does not move it.
+    """
+
+    def __init__(self, clock, filter_obj, weigher_obj):
+        self.clock = clock
+        self.entered = {}
+        self._wrap(filter_obj, 'filter_all', 'filter')
+        self._wrap(weigher_obj, 'weigh_objects', 'weigher')
+
+    def _wrap(self, obj, method, name):
+        call = getattr(obj, method)
+        entered = self.entered
+        clock = self.clock
+
+        def wrapper(*args, **kwargs):
+            if name not in entered:
+                entered[name] = clock()
+            return call(*args, **kwargs)
+
+        setattr(obj, method, wrapper)
+
+
+def configurations(placement, parsed, clock):
+    """``{name: (filters, weighers, probe)}`` of :data:`CONFIGS`.
+
+    :param placement: the :class:`_Placement` of the ``resq`` run.
+    :param parsed: the :class:`_Placement` of the ``resq-parsed`` run.
+    :param clock: the clock of the :class:`_Probe` of the added plugins
+        (None for ``nova``).
+    """
     handler = nova_filters.HostFilterHandler()
-    default_names = ['ComputeFilter', 'ComputeCapabilitiesFilter',
-                     'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
-                     'ServerGroupAffinityFilter']
     classes = {c.__name__: c for c in handler.get_matching_classes(
         ['nova.scheduler.filters.all_filters'])}
-    default_filters = [classes[n]() for n in default_names]
-    resq = default_filters + [resq_filters.ResQFilter()]
+    default_filters = [classes[n]() for n in DEFAULT_FILTERS]
     weighers = [cls() for cls in nova_weights.HostWeightHandler()
                 .get_matching_classes(['nova.scheduler.weights.'
                                        'all_weighers'])]
-    resq_weighers = weighers + [resq_weights.ResQWeigher()]
-    base_t, resq_t = [], []
-    for _ in range(ROUNDS):
-        t, n_base, _ = _pass(default_filters, weighers, hosts, spec)
-        base_t.append(t)
-        t, n_resq, weighed = _pass(resq, resq_weighers, hosts, spec)
-        resq_t.append(t)
-    base_ms = statistics.median(base_t) * 1000
-    resq_ms = statistics.median(resq_t) * 1000
-    ratio = statistics.median(r / b for r, b in zip(resq_t, base_t))
-    best_ratio = min(resq_t) / min(base_t)
-    print('Scheduler pass over %d hosts (median of %d rounds)' % (HOSTS,
-                                                                  ROUNDS))
-    print('%-36s %10s %8s' % ('configuration', 'ms', 'hosts'))
-    print('%-36s %10.2f %8d' % ('default filters + all weighers', base_ms,
-                                n_base))
-    print('%-36s %10.2f %8d' % ('+ ResQFilter + ResQWeigher', resq_ms,
-                                n_resq))
-    print('overhead ratio %.3f, median of per-round ratios (target <= '
-          '1.10); fastest rounds %.3f' % (ratio, best_ratio))
-    print(json.dumps({'benchmark': 'scheduler', 'hosts': HOSTS,
-                      'rounds': ROUNDS, 'default_ms': round(base_ms, 3),
-                      'resq_ms': round(resq_ms, 3),
-                      'overhead_ratio': round(ratio, 4),
-                      'overhead_ratio_fastest': round(best_ratio, 4),
-                      'hosts_passing_resq': n_resq,
-                      'target_met': ratio <= 1.10}, sort_keys=True))
+
+    def added(filter_obj, weigher_obj):
+        return (default_filters + [filter_obj], weighers + [weigher_obj],
+                _Probe(clock, filter_obj, weigher_obj))
+
+    def resq(client):
+        resq_filter = resq_filters.ResQFilter()
+        resq_filter.cells._client_factory = lambda: client
+        resq_weigher = resq_weights.ResQWeigher()
+        resq_weigher._placement = client
+        return added(resq_filter, resq_weigher)
+
+    return {
+        'nova': (default_filters, weighers, None),
+        'resq': resq(placement),
+        'resq-parsed': resq(parsed),
+        'null': added(_NullFilter(), _NullWeigher()),
+    }
+
+
+def one_pass(filter_objs, weigher_objs, probe, hosts, spec, clock):
+    """One scheduling pass.
+
+    Outside the measured time: the allocation candidates are laid anew
+    (the ResQ filter prunes them, as Nova's scheduler lays them for each
+    request), each host's service is seen up now (ComputeFilter takes a
+    service last seen more than ``service_down_time``, 60 s, ago for
+    down, and a run outlasts that), and the garbage collector runs.
+
+    :returns: ``(seconds on clock, seconds of it the added plugins took
+        (None without a probe), hosts passed, weighed hosts)``.
+    """
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for hs in hosts:
+        hs.allocation_candidates = _candidates(hs)
+        hs.service['last_seen_up'] = now
+    gc.collect()
+    if probe is not None:
+        probe.entered.clear()
+    started = clock()
+    passed = list(nova_filters.HostFilterHandler().get_filtered_objects(
+        filter_objs, hosts, spec, index=0))
+    filtered = clock()
+    weighed = nova_weights.HostWeightHandler().get_weighed_objects(
+        weigher_objs, passed, spec)
+    ended = clock()
+    added = None
+    if probe is not None:
+        added = 0.0
+        if 'filter' in probe.entered:
+            added += filtered - probe.entered['filter']
+        if 'weigher' in probe.entered:
+            added += ended - probe.entered['weigher']
+    return ended - started, added, len(passed), weighed
+
+
+def spread(values):
+    """``{median, min, max, q1, q3, iqr}`` of ``values``."""
+    values = sorted(values)
+    if len(values) >= 2:
+        q1, _, q3 = statistics.quantiles(values, n=4, method='inclusive')
+    else:
+        q1 = q3 = values[0]
+    return {'median': statistics.median(values), 'min': values[0],
+            'max': values[-1], 'q1': q1, 'q3': q3, 'iqr': q3 - q1}
+
+
+def measure(count, rounds, clock, configs=CONFIGS):
+    """Interleaved rounds over ``count`` hosts.
+
+    :returns: ``{config: {'times': [seconds per round], 'added':
+        [seconds of the added plugins per round], 'passed': hosts passed,
+        'best': [host names, best first]}}``.
+    """
+    hosts = _hosts(count)
+    spec = _spec()
+    setups = configurations(_Placement(hosts),
+                            _Placement(hosts, parsed=True), clock)
+    runs = {c: {'times': [], 'added': []} for c in configs}
+    # One pass of each, unmeasured: imports, the cell map's first read,
+    # the NUMA states of the host states (kept while their topology
+    # objects are, as nova-scheduler's HostManager keeps them).
+    for c in configs:
+        one_pass(*setups[c], hosts, spec, clock)
+    for r in range(rounds):
+        # ABCD, BCDA, CDAB, ...: no configuration always runs first.
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        for c in order:
+            t, added, n, weighed = one_pass(*setups[c], hosts, spec, clock)
+            runs[c]['times'].append(t)
+            runs[c]['added'].append(added)
+            runs[c]['passed'] = n
+            runs[c]['best'] = [w.obj.host for w in weighed[:5]]
+    return runs
+
+
+def ratios(runs, config):
+    """Per round: ``(config / nova, config / (config less the plugins))``.
+
+    The second is the pass against itself less the added plugins' time
+    (:class:`_Probe`).
+    """
+    between = [t / b for t, b in zip(runs[config]['times'],
+                                     runs['nova']['times'])]
+    within = [t / (t - a) for t, a in zip(runs[config]['times'],
+                                          runs[config]['added'])]
+    return between, within
+
+
+NAMES = {'resq': 'overhead_ratio', 'resq-parsed': 'overhead_ratio_parsed',
+         'null': 'null_ratio'}
+
+
+def figures(runs, suffix=''):
+    """The JSON figures of one size; ``suffix`` ends each key."""
+    out = {}
+    for c in CONFIGS:
+        if c not in runs:
+            continue
+        out['%s_ms%s' % (KEYS[c], suffix)] = round(
+            statistics.median(runs[c]['times']) * 1000, 3)
+        if c == 'nova':
+            continue
+        out['%s_added_ms%s' % (KEYS[c], suffix)] = round(
+            statistics.median(runs[c]['added']) * 1000, 3)
+        between, within = ratios(runs, c)
+        for name, values in ((NAMES[c], between),
+                             (NAMES[c] + '_inpass', within)):
+            stats = spread(values)
+            out[name + suffix] = round(stats['median'], 4)
+            for k in ('min', 'max', 'q1', 'q3', 'iqr'):
+                out['%s_%s%s' % (name, k, suffix)] = round(stats[k], 4)
+        out['%s_fastest%s' % (NAMES[c], suffix)] = round(
+            min(runs[c]['times']) / min(runs['nova']['times']), 4)
+    out['hosts_passing_resq' + suffix] = runs['resq']['passed']
+    return out
+
+
+def _suffix(count):
+    """The key suffix of a host count: none at 1,000, ``_10k``..."""
+    if count == 1000:
+        return ''
+    if count % 1000 == 0:
+        return '_%dk' % (count // 1000)
+    return '_%d' % count
+
+
+def _table(count, rounds, clock, runs, fig, suffix):
+    print('Scheduler pass over %d hosts, %d interleaved rounds, %s time'
+          % (count, rounds, clock))
+    print('%-48s %9s %7s %7s %13s %7s %13s' % (
+        'configuration', 'median ms', 'min ms', '/nova', 'IQR', 'inpass',
+        'IQR'))
+    for c in CONFIGS:
+        if c not in runs:
+            continue
+        ms = [t * 1000 for t in runs[c]['times']]
+        cols = ['', '', '', '']
+        if c != 'nova':
+            cols = []
+            for values in ratios(runs, c):
+                r = spread(values)
+                cols += ['%.3f' % r['median'],
+                         '%.3f-%.3f' % (r['q1'], r['q3'])]
+        print('%-48s %9.2f %7.2f %7s %13s %7s %13s' % (
+            (LABELS[c], statistics.median(ms), min(ms)) + tuple(cols)))
+    print('/nova: the pass against the nova pass of its round; inpass: '
+          'the pass against itself less the added plugins\' time')
+    print('overhead_ratio%s %.3f (target <= %.2f), overhead_ratio_inpass%s '
+          '%.3f; the plugins took %.2f ms of a pass' % (
+              suffix, fig['overhead_ratio' + suffix], TARGET, suffix,
+              fig['overhead_ratio_inpass' + suffix],
+              fig['resq_added_ms' + suffix]))
+    print()
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog='python -m benchmarks scheduler',
+        description='Scheduling overhead of the ResQ filter and weigher.')
+    parser.add_argument('--rounds', type=int, default=ROUNDS,
+                        help='interleaved rounds per host count '
+                        '(default %(default)s)')
+    parser.add_argument('--hosts', default=','.join(map(str, HOSTS)),
+                        help='comma-separated host counts (default '
+                        '%(default)s)')
+    parser.add_argument('--clock', choices=sorted(CLOCKS), default='cpu',
+                        help='cpu: the thread\'s CPU time; wall: '
+                        'time.perf_counter (default %(default)s)')
+    parser.add_argument('--configs', default=','.join(CONFIGS),
+                        help='comma-separated configurations to run, '
+                        'nova and resq always among them (default '
+                        '%(default)s)')
+    args = parser.parse_args(argv)
+    args.configs = set(args.configs.split(',')) | {'nova', 'resq'}
+    if not args.configs <= set(CONFIGS):
+        parser.error('--configs takes %s' % ', '.join(CONFIGS))
+    if args.rounds < 1:
+        parser.error('--rounds must be at least 1')
+    try:
+        args.hosts = [int(h) for h in args.hosts.split(',')]
+    except ValueError:
+        parser.error('--hosts takes comma-separated integers')
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    nova_config.parse_args([], configure_db=False, init_rpc=False)
+    objects.register_all()
+    configs = tuple(c for c in CONFIGS if c in args.configs)
+    result = {'benchmark': 'scheduler', 'clock': args.clock,
+              'rounds': args.rounds, 'hosts': args.hosts,
+              'configurations': list(configs),
+              'baseline': 'Nova\'s default filters (%s) and all of Nova\'s '
+              'weighers' % ', '.join(DEFAULT_FILTERS), 'target': TARGET}
+    met = True
+    for count in args.hosts:
+        runs = measure(count, args.rounds, CLOCKS[args.clock], configs)
+        if 'resq-parsed' in runs and (
+                runs['resq']['best'] != runs['resq-parsed']['best']):
+            print('resq and resq-parsed chose different hosts: %s, %s'
+                  % (runs['resq']['best'], runs['resq-parsed']['best']))
+            return 1
+        suffix = _suffix(count)
+        fig = figures(runs, suffix)
+        _table(count, args.rounds, args.clock, runs, fig, suffix)
+        result.update(fig)
+        met = met and fig['overhead_ratio' + suffix] <= TARGET
+    result['target_met'] = met
+    print(json.dumps(result, sort_keys=True))
     return 0
