@@ -36,7 +36,19 @@ al., seed 003 §5) groups buffers into cache colours:
 * **Local search**: from each round's answer, moves and swaps of NFs
   between classes on the exact class costs while one lowers the total
   (the edge costs of a flow are only marginal: a class's cost is not a
-  sum of its members' edges); the cheapest result wins.
+  sum of its members' edges); the cheapest result wins. A search makes at
+  most ``SEARCH_PASSES`` passes and ``SEARCH_STEPS_PER_NF`` improving
+  moves or swaps per NF: a bound in steps, not in seconds, so the answer
+  does not depend on the machine's speed or load.
+* **Between rounds** (the agent re-plans every period): given the last
+  period's grouping (``start``), the search starts from it instead of
+  from the flow, when it still covers at least half of the NFs in no
+  more classes than there are: NFs that left are dropped, new ones go
+  to a free class or where they add least, and classes are split while
+  there are fewer than ``k``. The same NFs with the same curves give the
+  same grouping again; an NF whose curve changed is moved or swapped where
+  it now costs least. Otherwise (the first re-plan, other NFs) the flow
+  runs as above.
 """
 
 import math
@@ -49,6 +61,8 @@ DEFAULT_WAY_BYTES = 1441792
 # Re-pricing rounds of the flow, and passes of the local search.
 FLOW_ROUNDS = 3
 SEARCH_PASSES = 8
+# Improving moves and swaps one local search makes at most, per NF.
+SEARCH_STEPS_PER_NF = 4
 _TOL = 1e-9
 
 
@@ -116,6 +130,28 @@ class Costs:
                         members, size, todo, self.weights)):
                     memo[base | 1 << u] = float(c)
         return [self.of_mask(key) for key in keys]
+
+    def pairs(self):
+        """Every class of two NFs, costed at once (classes of a fixed size
+        per member only: each pair's cost is the one :meth:`of` gives).
+
+        The anchors, the flow's first edges and a search among classes of
+        one or two NFs ask for most of the pairs, one array operation
+        instead of one each.
+        """
+        if self.ways_per_nf is None or len(self.curves) < 2:
+            return
+        n = len(self.curves)
+        first, second = [], []
+        for i in range(n):
+            for j in range(i + 1, n):
+                if (1 << i | 1 << j) not in self._memo:
+                    first.append(i)
+                    second.append(j)
+        got = self.composer.pair_extras(first, second, self.size((0, 1)),
+                                        self.weights)
+        for i, j, c in zip(first, second, got):
+            self._memo[1 << i | 1 << j] = float(c)
 
     def total(self, groups):
         return sum(self.of(g) for g in groups)
@@ -194,7 +230,7 @@ def anchors(costs, k):
 
 
 def group(nfs, readings, k, ways_per_nf=None, way_bytes=DEFAULT_WAY_BYTES,
-          curves=None, budgets=None):
+          curves=None, budgets=None, start=None):
     """Split ``nfs`` into at most ``k`` groups of least total class cost.
 
     :param readings: ``{uuid: model.Reading}``.
@@ -203,6 +239,9 @@ def group(nfs, readings, k, ways_per_nf=None, way_bytes=DEFAULT_WAY_BYTES,
         :func:`mrc.curve_for` its reading.
     :param budgets: most NFs per class, one per class (colour budgets);
         None: balanced, ``ceil(len(nfs) / k)`` each.
+    :param start: the last grouping, uuids per class (any NFs): the
+        local search starts from it instead of from the flow when it
+        still fits (:func:`carry`; module doc); balanced budgets only.
     :returns: a list of lists of NFs, one per class (budget order).
     :raises ValueError: when ``k`` < 1 and there are NFs, on budgets that
         cannot take the NFs, or on a priority that is not positive.
@@ -221,10 +260,67 @@ def group(nfs, readings, k, ways_per_nf=None, way_bytes=DEFAULT_WAY_BYTES,
              or mrc.curve_for(readings[n.uuid], way_bytes) for n in nfs]
     costs = Costs(table, _weights(nfs), ways_per_nf, way_bytes,
                   [readings[n.uuid].occupancy_bytes for n in nfs])
-    # The local search from every round of the flow: each is a start.
-    groups = min((local_search(costs, g, caps)
-                  for g in flow_rounds(costs, caps)), key=costs.total)
+    costs.pairs()
+    begin = None
+    if start is not None and budgets is None:
+        begin = carry(costs, [n.uuid for n in nfs], start, caps)
+    if begin is not None:
+        groups = local_search(costs, begin, caps)
+    else:
+        # The local search from every round of the flow: each is a start.
+        groups = min((local_search(costs, g, caps)
+                      for g in flow_rounds(costs, caps)), key=costs.total)
     return [[nfs[i] for i in g] for g in groups]
+
+
+def carry(costs, uuids, start, caps):
+    """The last grouping ``start`` (uuids per class) over ``uuids`` now.
+
+    :returns: index groups, one per class of ``caps`` (all equal), or None
+        when ``start`` does not fit: it places fewer than half of the NFs,
+        has more classes than ``caps`` or a class over its cap, or names
+        an NF twice.
+    """
+    k, cap = len(caps), caps[0]
+    index = {u: i for i, u in enumerate(uuids)}
+    groups, placed = [], set()
+    for members in start:
+        g = [index[u] for u in members if u in index]
+        if not g:
+            continue
+        if placed.intersection(g) or len(g) > cap:
+            return None
+        placed.update(g)
+        groups.append(g)
+    if len(groups) > k or 2 * len(placed) < len(uuids):
+        return None
+    for i in range(len(uuids)):
+        if i in placed:
+            continue
+        if len(groups) < k:
+            groups.append([i])
+            continue
+        # Where it adds least; the first such class on a tie.
+        room = [v for v, g in enumerate(groups) if len(g) < cap]
+        adds = [costs.of(groups[v] + [i]) - costs.of(groups[v])
+                for v in room]
+        groups[room[adds.index(min(adds))]].append(i)
+    while len(groups) < k:
+        # Fewer classes than there are: the member whose leaving saves
+        # its class most gets one of its own.
+        best = None
+        for v, g in enumerate(groups):
+            if len(g) < 2:
+                continue
+            whole = costs.of(g)
+            for u in g:
+                saves = whole - costs.of([i for i in g if i != u])
+                if best is None or saves > best[0]:
+                    best = (saves, v, u)
+        _, v, u = best
+        groups[v].remove(u)
+        groups.append([u])
+    return groups
 
 
 def flow_rounds(costs, caps):
@@ -267,9 +363,15 @@ def flow_rounds(costs, caps):
     return rounds
 
 
-def local_search(costs, groups, caps):
-    """Moves and swaps between classes while one lowers the total cost."""
+def local_search(costs, groups, caps, steps=None):
+    """Moves and swaps between classes while one lowers the total cost.
+
+    :param steps: improving moves and swaps made at most; None:
+        ``SEARCH_STEPS_PER_NF`` per NF.
+    """
     groups = [list(g) for g in groups]
+    if steps is None:
+        steps = SEARCH_STEPS_PER_NF * sum(len(g) for g in groups)
     # Pairs of classes found with no improving swap, as they were then.
     settled = set()
     for _ in range(SEARCH_PASSES):
@@ -277,16 +379,21 @@ def local_search(costs, groups, caps):
         for s in range(len(groups)):
             for u in list(groups[s]):
                 # A class keeps at least one NF.
-                if len(groups[s]) > 1 and _best_move(costs, groups, caps,
-                                                     s, u):
+                if steps > 0 and len(groups[s]) > 1 and _best_move(
+                        costs, groups, caps, s, u):
                     improved = True
+                    steps -= 1
         for s in range(len(groups)):
             for v in range(s + 1, len(groups)):
+                if steps <= 0:
+                    return groups
                 key = (frozenset(groups[s]), frozenset(groups[v]))
                 if key in settled:
                     continue
-                if _swaps(costs, groups[s], groups[v]):
+                made = _swaps(costs, groups[s], groups[v], steps)
+                if made:
                     improved = True
+                    steps -= made
                 else:
                     settled.add(key)
         if not improved:
@@ -313,13 +420,15 @@ def _best_move(costs, groups, caps, s, u):
     return True
 
 
-def _swaps(costs, a, b):
+def _swaps(costs, a, b, most=None):
     """Swap members of ``a`` and ``b``, best first, while that helps.
 
-    :returns: True if any swap was made.
+    :param most: swaps made at most (None: ``len(a) + len(b)``).
+    :returns: how many swaps were made.
     """
-    improved = False
-    for _ in range(len(a) + len(b)):
+    made = 0
+    for _ in range(len(a) + len(b) if most is None
+                   else min(len(a) + len(b), most)):
         before = costs.of(a) + costs.of(b)
         # into_a[x][y]: a without its x-th member, plus b's y-th.
         into_a = [costs.of_each([i for i in a if i != u], b) for u in a]
@@ -329,8 +438,8 @@ def _swaps(costs, a, b):
         if delta >= -_TOL - 1e-9 * before:
             break
         a[x], b[y] = b[y], a[x]
-        improved = True
-    return improved
+        made += 1
+    return made
 
 
 def min_cost_assignment(cost, caps):

@@ -47,7 +47,8 @@ def violating(nfs, readings):
             if readings[n.uuid].latency_us > n.target_us}
 
 
-def plan(lease, nfs, readings, high_miss_bw, may_share=None, curves=None):
+def plan(lease, nfs, readings, high_miss_bw, may_share=None, curves=None,
+         start=None):
     """Split ``lease`` among ``nfs`` from their latest ``readings``.
 
     :param lease: :class:`model.Lease`.
@@ -61,6 +62,9 @@ def plan(lease, nfs, readings, high_miss_bw, may_share=None, curves=None):
     :param curves: ``{uuid: mrc.Curve}`` miss-ratio curves for grouping
         (from profiles or past readings); an NF without one is fitted to
         its reading (:func:`.mrc.curve_for`).
+    :param start: the last plan's isolated and grouped classes (uuids per
+        class): where the grouping starts its search from, when it still
+        fits (:func:`.grouping.group`); None: from the flow.
     :returns: :class:`model.Plan`; ``unmet`` lists violating NFs it could
         not isolate (no class of service or ways left, or a fair share
         under ``min_cbm_bits``).
@@ -118,7 +122,8 @@ def plan(lease, nfs, readings, high_miss_bw, may_share=None, curves=None):
             break
         groups = grouping.group(
             iso, readings, min(len(iso), iso_classes), ways_per_nf=iso_ways,
-            way_bytes=lease.way_bytes, curves=curves) if iso else []
+            way_bytes=lease.way_bytes, curves=curves,
+            start=start) if iso else []
         for members in groups:
             kind = 'isolated' if len(members) == 1 else 'grouped'
             done.append(model.ClassOfService(

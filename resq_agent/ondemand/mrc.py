@@ -101,6 +101,21 @@ class Curve:
             self.nbytes, np.maximum(self.miss, floor)))))
         self.tail = max(m[-1], floor)
 
+    @classmethod
+    def _tabulated(cls, nbytes, miss, source):
+        """A curve of arrays known to be valid: ``nbytes`` from 0 and
+        increasing, ``miss`` not negative and not increasing (what the
+        constructor checks and makes of any input)."""
+        out = cls.__new__(cls)
+        out.source = source
+        out.nbytes = nbytes
+        out.miss = miss
+        floor = max(float(miss[0]) * 1e-9, 1e-3)
+        out._lf = np.concatenate(([0.0], np.cumsum(_segment_times(
+            nbytes, np.maximum(miss, floor)))))
+        out.tail = max(float(miss[-1]), floor)
+        return out
+
     def scaled(self, k):
         """This curve with every miss bandwidth times ``k`` >= 0.
 
@@ -112,15 +127,8 @@ class Curve:
         if not k >= 0.0:
             raise ValueError('a miss-ratio curve scales by a factor of 0 or '
                              'more, got %r' % (k,))
-        out = Curve.__new__(Curve)
-        out.source = self.source
-        out.nbytes = self.nbytes
-        out.miss = self.miss * float(k)
-        floor = max(float(out.miss[0]) * 1e-9, 1e-3)
-        out._lf = np.concatenate(([0.0], np.cumsum(_segment_times(
-            out.nbytes, np.maximum(out.miss, floor)))))
-        out.tail = max(float(out.miss[-1]), floor)
-        return out
+        return Curve._tabulated(self.nbytes, self.miss * float(k),
+                                self.source)
 
     def miss_bw(self, nbytes):
         """Capacity miss bandwidth holding ``nbytes`` (clamped at ends)."""
@@ -243,6 +251,47 @@ class Composer:
                                                   0.0)
         return out
 
+    def pair_extras(self, first, second, cap_bytes, weights):
+        """:meth:`extra` of each class of two, ``first[r]`` and
+        ``second[r]``, all in one go.
+
+        The same arithmetic as :meth:`extra_with` of one member and one
+        candidate, row by row, so each cost is exactly the one that or
+        :meth:`extra` gives (two members' losses add up in either order).
+
+        :param weights: one weight per curve (all of them, by index).
+        :returns: an array, one cost per pair.
+        """
+        a = np.asarray(first, dtype=np.intp)
+        b = np.asarray(second, dtype=np.intp)
+        out = np.empty(a.size)
+        if not a.size:
+            return out
+        w = np.asarray(weights, dtype=float)
+        totals = self.held[a] + self.held[b]
+        j = (totals < cap_bytes).sum(axis=1)
+        beyond = j >= totals.shape[1]
+        for r in np.nonzero(beyond)[0]:
+            pair = [int(a[r]), int(b[r])]
+            out[r] = self.extra(pair, cap_bytes, w[pair])
+        rows = np.nonzero(~beyond)[0]
+        if rows.size:
+            jr = np.maximum(j[rows], 1)
+            lo = totals[rows, jr - 1]
+            hi = totals[rows, jr]
+            f = np.clip((cap_bytes - lo) / np.maximum(hi - lo, 1e-12),
+                        0.0, 1.0)
+            alone = cap_bytes / 2
+            ar, br = a[rows], b[rows]
+            own = np.array([self._own(int(i), alone) for i in ar])
+            m0, m1 = self.miss[ar, jr - 1], self.miss[ar, jr]
+            loss = w[ar] * np.maximum(m0 + f * (m1 - m0) - own, 0.0)
+            own = np.array([self._own(int(i), alone) for i in br])
+            m0, m1 = self.miss[br, jr - 1], self.miss[br, jr]
+            out[rows] = loss + w[br] * np.maximum(m0 + f * (m1 - m0) - own,
+                                                  0.0)
+        return out
+
     def extra(self, members, cap_bytes, weights=None):
         """:func:`extra_misses` of ``members`` (indices)."""
         idx = list(members)
@@ -321,8 +370,12 @@ def from_throughput(points, way_bytes, occupancy_bytes, miss_bw):
 
 def power_law(amp, ws, beta, source='readings'):
     """``M(c) = amp (1 - c/ws)**beta`` tabulated to (nearly) ``ws``."""
-    c = ws * (1.0 - _U)
-    return Curve(c, amp * _U ** beta, source)
+    if not (ws > 0 and amp >= 0):
+        return Curve(ws * (1.0 - _U), amp * _U ** beta, source)
+    # From 0 and increasing, not negative and not increasing: valid as
+    # they are (the constructor would give the same arrays).
+    return Curve._tabulated(ws * (1.0 - _U),
+                            np.minimum.accumulate(amp * _U ** beta), source)
 
 
 def from_readings(points):

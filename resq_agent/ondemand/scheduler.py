@@ -256,10 +256,14 @@ class LocalScheduler:
         sub = dataclasses.replace(lease, ways=rest_ways,
                                   classes=lease.classes - len(kept))
         todo = [n for n in nfs if n.uuid not in held]
+        # The grouping goes on from the classes it formed last time.
+        start = [c.members for c in self.plan.classes
+                 if c.kind != 'shared' and c not in kept]
         plan = maxmin.plan(sub, todo, readings, self.high_miss_bw,
                            self.may_share,
                            curves=self.curves(todo, readings,
-                                              lease.way_bytes))
+                                              lease.way_bytes),
+                           start=start)
         return model.Plan(tuple(kept) + plan.classes, plan.unmet,
                           plan.rounds)
 

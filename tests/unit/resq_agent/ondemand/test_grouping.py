@@ -199,3 +199,156 @@ class GroupingTest(base.TestCase):
         for c in grouped[:-1]:
             self.assertEqual(2 * len(c.members), c.ways)
         self.assertEqual(16, sum(c.ways for c in plan.classes))
+
+
+def random_costs(n, seed, ways=1):
+    import random
+    rnd = random.Random(seed)
+    curves = [mrc.power_law(rnd.uniform(1e7, 5e9), rnd.uniform(0.3, 8) * MB,
+                            rnd.choice((1.5, 2.0, 3.0, 5.0)))
+              for _ in range(n)]
+    weights = [rnd.choice((1.0, 1.0, 2.0, 8.0)) for _ in range(n)]
+    return grouping.Costs(curves, weights, ways, MB, None)
+
+
+class CostsTest(base.TestCase):
+
+    def test_pairs_at_once_cost_exactly_what_one_at_a_time_does(self):
+        for seed in range(4):
+            at_once = random_costs(12, seed)
+            at_once.pairs()
+            for i, j in itertools.combinations(range(12), 2):
+                one = random_costs(12, seed)
+                # Each way a pair is costed one at a time.
+                self.assertEqual(one.of((i, j)), at_once.of((i, j)))
+                self.assertEqual(random_costs(12, seed).of_each([j], [i]),
+                                 [at_once.of((i, j))])
+
+    def test_pairs_leave_classes_sized_by_occupancy_alone(self):
+        costs = grouping.Costs([mrc.power_law(1e9, MB, 2.0)] * 3,
+                               [1.0] * 3, None, MB, [MB, MB, MB])
+        costs.pairs()
+        self.assertEqual({}, costs._memo)
+
+    def test_memo_is_by_members_whatever_their_order(self):
+        costs = random_costs(5, 1)
+        self.assertEqual(costs.of((0, 3, 4)), costs.of([4, 0, 3]))
+        self.assertEqual(0.0, costs.of([2]))
+        self.assertEqual([0, 3, 4], grouping.indices(grouping.mask([4, 0,
+                                                                    3])))
+
+
+class BoundedSearchTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        curves = six_curves()
+        self.costs = grouping.Costs([curves[u] for u in sorted(curves)],
+                                    [1.0] * 6, 1, MB, None)
+        self.start = max(pairings(list(range(6))), key=self.costs.total)
+
+    def test_no_step_left_keeps_the_start(self):
+        self.assertEqual(self.start, grouping.local_search(
+            self.costs, self.start, [3, 3, 3], steps=0))
+
+    def test_one_step_is_one_improving_move_or_swap(self):
+        one = grouping.local_search(self.costs, self.start, [3, 3, 3],
+                                    steps=1)
+        self.assertLess(self.costs.total(one), self.costs.total(self.start))
+        moved = sum(1 for g in one for i in g
+                    if not any(i in s and set(g) & set(s) - {i}
+                               for s in self.start))
+        self.assertLessEqual(moved, 2)
+        full = grouping.local_search(self.costs, self.start, [3, 3, 3])
+        self.assertLessEqual(self.costs.total(full), self.costs.total(one))
+
+    def test_the_bound_is_in_steps_per_nf(self):
+        # No step per NF: the default budget of a search is none.
+        with mock.patch.object(grouping, 'SEARCH_STEPS_PER_NF', 0):
+            self.assertEqual(self.start, grouping.local_search(
+                self.costs, self.start, [3, 3, 3]))
+
+
+class IncrementalGroupingTest(base.TestCase):
+    """The grouping starts from the last period's when it still fits."""
+
+    def setUp(self):
+        super().setUp()
+        self.curves = six_curves()
+        self.nfs = [nf(u) for u in sorted(self.curves)]
+
+    def group(self, curves, start=None, nfs=None, k=3):
+        return grouping.group(nfs or self.nfs, readings_for(curves), k,
+                              ways_per_nf=1, way_bytes=MB, curves=curves,
+                              start=start)
+
+    def test_same_input_twice_gives_the_same_grouping_without_the_flow(self):
+        first = self.group(self.curves)
+        with mock.patch.object(grouping, 'flow_rounds',
+                               side_effect=AssertionError('flow ran')):
+            again = self.group(self.curves, start=names(first))
+        self.assertEqual(sorted(names(first)), sorted(names(again)))
+
+    def test_a_changed_nf_regroups(self):
+        first = self.group(self.curves)
+        self.assertIn(['n1', 'n5'], names(first))
+        # n5 turns into a stream: whoever shares with it loses.
+        changed = dict(self.curves, n5=mrc.Curve([0.0, 64 * MB],
+                                                 [3e9, 3e9]))
+        with mock.patch.object(grouping, 'flow_rounds',
+                               side_effect=AssertionError('flow ran')):
+            warm = self.group(changed, start=names(first))
+        fresh = self.group(changed)
+        self.assertNotIn(['n1', 'n5'], names(warm))
+        self.assertEqual(sorted(names(fresh)), sorted(names(warm)))
+
+    def test_nfs_that_left_are_dropped_and_new_ones_placed(self):
+        first = names(self.group(self.curves))
+        # n0 left; n6 is new.
+        curves = dict(self.curves, n6=mrc.power_law(5e8, 2 * MB, 2.0))
+        del curves['n0']
+        nfs = [nf(u) for u in sorted(curves)]
+        with mock.patch.object(grouping, 'flow_rounds',
+                               side_effect=AssertionError('flow ran')):
+            got = names(self.group(curves, start=first, nfs=nfs))
+        self.assertEqual(sorted(curves), sorted(u for g in got for u in g))
+        self.assertEqual(3, len(got))
+        self.assertTrue(all(len(g) == 2 for g in got))
+
+    def test_a_start_that_does_not_fit_runs_the_flow(self):
+        costs = grouping.Costs([self.curves[n.uuid] for n in self.nfs],
+                               [1.0] * 6, 1, MB, None)
+        uuids = [n.uuid for n in self.nfs]
+        caps = [2, 2, 2]
+        # Fewer than half the NFs, a class over its cap, more classes
+        # than k, an NF twice.
+        for start in ([['n0', 'n1']], [['n0', 'n1', 'n2'], ['n3', 'n4']],
+                      [['n0'], ['n1'], ['n2'], ['n3']],
+                      [['n0', 'n1'], ['n1', 'n2'], ['n3']]):
+            self.assertIsNone(grouping.carry(costs, uuids, start, caps),
+                              start)
+        # Two classes for three: n2, new, opens the third and n5, new
+        # too, goes where there is room.
+        two = grouping.carry(costs, uuids, [['n0', 'n1'], ['n3', 'n4']],
+                             caps)
+        self.assertEqual([[0, 1], [3, 4], [2, 5]], two)
+        # No new NF: the member whose leaving saves most gets a class.
+        costs3 = grouping.Costs([self.curves[u] for u in uuids[:4]],
+                                [1.0] * 4, 1, MB, None)
+        split = grouping.carry(costs3, uuids[:4], [['n0', 'n1'],
+                                                   ['n2', 'n3']], caps)
+        self.assertEqual(3, len(split))
+        self.assertEqual([0, 1, 2, 3], sorted(i for g in split for i in g))
+        with mock.patch.object(grouping, 'flow_rounds',
+                               wraps=grouping.flow_rounds) as flow:
+            self.group(self.curves, start=[['n0', 'n1']])
+        self.assertEqual(1, flow.call_count)
+
+    def test_explicit_budgets_always_run_the_flow(self):
+        first = names(self.group(self.curves))
+        with mock.patch.object(grouping, 'flow_rounds',
+                               wraps=grouping.flow_rounds) as flow:
+            grouping.group(self.nfs, readings_for(self.curves), 3,
+                           ways_per_nf=1, way_bytes=MB, curves=self.curves,
+                           budgets=[2, 2, 2], start=first)
+        self.assertEqual(1, flow.call_count)

@@ -130,3 +130,28 @@ class SourcesTest(base.TestCase):
         # Nothing measured yet still gives a curve.
         self.assertEqual('prior', mrc.curve_for(model.Reading(1.0), MB)
                          .source)
+
+
+class FastPathsTest(base.TestCase):
+    """Curves made without the constructor's checks are the same curves."""
+
+    def assertSameCurve(self, want, got):
+        for field in ('nbytes', 'miss', '_lf'):
+            self.assertEqual(getattr(want, field).tolist(),
+                             getattr(got, field).tolist(), field)
+        self.assertEqual((want.tail, want.source), (got.tail, got.source))
+
+    def test_scaled_is_the_curve_of_the_scaled_misses(self):
+        c = mrc.power_law(2e9, 5 * MB, 3.0)
+        for k in (0.0, 0.5, 1.0, 3.7):
+            self.assertSameCurve(mrc.Curve(c.nbytes, c.miss * k, c.source),
+                                 c.scaled(k))
+        self.assertRaises(ValueError, c.scaled, -1.0)
+
+    def test_power_law_is_what_the_constructor_makes(self):
+        u = mrc._U
+        for amp, ws, beta in ((1e9, 8 * MB, 2.0), (3e6, 0.2 * MB, 6.0),
+                              (0.0, MB, 1.25)):
+            self.assertSameCurve(
+                mrc.Curve(ws * (1.0 - u), amp * u ** beta, 'readings'),
+                mrc.power_law(amp, ws, beta))

@@ -1,3 +1,7 @@
+from unittest import mock
+
+from resq_agent.ondemand import grouping
+from resq_agent.ondemand import maxmin
 from resq_agent.ondemand import model
 from resq_agent.ondemand import scheduler
 from resq_common import cbm
@@ -213,3 +217,45 @@ class LocalSchedulerFuzzTest(base.TestCase):
                     self.assertEqual(before.get(u, owner[u]), owner[u],
                                      '%s moved at %d (%s)' % (u, t, policy))
                 before = owner
+
+
+class IncrementalReplanTest(base.TestCase):
+    """Each re-plan's grouping starts from the classes the last one made."""
+
+    def setUp(self):
+        super().setUp()
+        # Six violators that miss a lot, 16 ways and 4 classes: more to
+        # isolate than classes, so they are grouped.
+        self.lease = model.Lease(0, 0, 16, 4, 1, WAY)
+        self.nfs = [model.NF('v%d' % i, 10.0, (i,)) for i in range(6)]
+        self.readings = {n.uuid: model.Reading(20.0, 0.5 * WAY,
+                                               2e9 + i * 1e8)
+                         for i, n in enumerate(self.nfs)}
+
+    def test_the_last_plans_isolated_and_grouped_classes_are_the_start(self):
+        s = scheduler.LocalScheduler('resq', settle_s=0.0,
+                                     high_miss_bw=HIGH)
+        s.update(self.lease, self.nfs, {}, 0.0)
+        with mock.patch.object(maxmin, 'plan', wraps=maxmin.plan) as plan:
+            d = s.update(self.lease, self.nfs, self.readings, 1.0)
+            self.assertEqual('replanned', d.state)
+            # Fresh: the shared start names no class to go on from.
+            self.assertEqual([], plan.call_args.kwargs['start'])
+            grouped = [c.members for c in s.plan.classes
+                       if c.kind != 'shared']
+            self.assertTrue(grouped)
+            # v5 meets its target now, so the next period re-plans.
+            other = dict(self.readings, v5=model.Reading(5.0, 0.5 * WAY,
+                                                         2e9))
+            s.update(self.lease, self.nfs, other, 2.0)
+            self.assertEqual(2, plan.call_count)
+            self.assertEqual(grouped, plan.call_args.kwargs['start'])
+
+    def test_same_readings_give_the_same_plan_from_the_last_one(self):
+        first = maxmin.plan(self.lease, self.nfs, self.readings, HIGH)
+        start = [c.members for c in first.classes if c.kind != 'shared']
+        with mock.patch.object(grouping, 'flow_rounds',
+                               side_effect=AssertionError('flow ran')):
+            again = maxmin.plan(self.lease, self.nfs, self.readings, HIGH,
+                                start=start)
+        self.assertEqual(first.key(), again.key())
