@@ -15,6 +15,7 @@ credentials (the same :func:`resq_nova.cmd.admit.admit`)."""
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
+from oslo_utils import uuidutils
 
 from resq_common.clients import resq as resq_client
 from resq_nova.admission.batch import deploy as batch_deploy
@@ -269,6 +270,34 @@ def _service(app):
     return service
 
 
+def find_term(service, ref):
+    """The SLO term ``ref`` names: its UUID, or its name.
+
+    As :func:`osc_lib.utils.find_resource` finds a resource: a UUID is
+    asked for (``GET /slo_terms/{uuid}``); a name (or a UUID resq-api
+    does not know) is looked for among the project's terms, and exactly
+    one must have it.
+
+    :raises osc_lib.exceptions.CommandError: no term, or several, have it.
+    """
+    if uuidutils.is_uuid_like(ref):
+        try:
+            return service.get_term(ref)
+        except resq_client.NotFound:
+            pass
+    named = sorted(t['uuid'] for t in service.list_terms()
+                   if t.get('name') == ref)
+    if len(named) == 1:
+        return service.get_term(named[0])
+    if not named:
+        raise exceptions.CommandError(
+            'no SLO term with the name or UUID %r in this project; '
+            '"openstack resq slo list" lists them' % ref)
+    raise exceptions.CommandError(
+        '%d SLO terms are named %r (%s); give the UUID of one'
+        % (len(named), ref, ', '.join(named)))
+
+
 class ListSLO(client.AuthenticatedCommand, command.Lister):
     """List SLO terms: the project's, or every project's."""
 
@@ -300,12 +329,13 @@ class ShowSLO(client.AuthenticatedCommand, command.ShowOne):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('term', metavar='<uuid>', help='SLO term uuid')
+        parser.add_argument('term', metavar='<term>',
+                            help='SLO term (name or UUID)')
         return parser
 
     @client.translate_errors
     def take_action(self, parsed_args):
-        return term_view(_service(self.app).get_term(parsed_args.term))
+        return term_view(find_term(_service(self.app), parsed_args.term))
 
 
 class ReleaseSLO(client.AuthenticatedCommand, command.ShowOne):
@@ -313,13 +343,14 @@ class ReleaseSLO(client.AuthenticatedCommand, command.ShowOne):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('term', metavar='<uuid>', help='SLO term uuid')
+        parser.add_argument('term', metavar='<term>',
+                            help='SLO term (name or UUID)')
         return parser
 
     @client.translate_errors
     def take_action(self, parsed_args):
         service = _service(self.app)
-        rec = service.get_term(parsed_args.term)
+        rec = find_term(service, parsed_args.term)
         return term_view(service.update_term(rec['uuid'], rec['generation'],
                                              status='released'))
 
@@ -329,12 +360,14 @@ class DeleteSLO(client.AuthenticatedCommand, command.Command):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument('term', metavar='<uuid>', help='SLO term uuid')
+        parser.add_argument('term', metavar='<term>',
+                            help='SLO term (name or UUID)')
         return parser
 
     @client.translate_errors
     def take_action(self, parsed_args):
-        _service(self.app).delete_term(parsed_args.term)
+        service = _service(self.app)
+        service.delete_term(find_term(service, parsed_args.term)['uuid'])
 
 
 def _outcome_lines(doc):
