@@ -18,8 +18,11 @@ from resq_common import exception
 SCHEMA_VERSION = 1
 
 _POSITIVE = {'type': 'number', 'exclusiveMinimum': 0}
+# More points than any measurement takes (the profiler measures tens; a
+# fitted curve has one per way): a bound on what checking a document costs.
+MAX_POINTS = 1024
 _POINTS = {
-    'type': 'array', 'minItems': 2,
+    'type': 'array', 'minItems': 2, 'maxItems': MAX_POINTS,
     'items': {'type': 'array', 'minItems': 2, 'maxItems': 2,
               'items': _POSITIVE},
 }
@@ -34,7 +37,7 @@ _FIT = {
         'model': {'type': 'string', 'minLength': 1},
         'derived_points': {'type': 'boolean'},
         'measured': {
-            'type': 'array', 'minItems': 1,
+            'type': 'array', 'minItems': 1, 'maxItems': MAX_POINTS,
             'items': {'type': 'array', 'minItems': 3, 'maxItems': 3,
                       'prefixItems': [_POSITIVE, _POSITIVE,
                                       {'type': 'integer', 'minimum': 1}]}},
@@ -92,7 +95,7 @@ PROFILE_SCHEMA = {
                 'ways': {'type': 'integer', 'minimum': 1},
                 'load': {'type': 'string'},
                 'points': {
-                    'type': 'array', 'minItems': 2,
+                    'type': 'array', 'minItems': 2, 'maxItems': MAX_POINTS,
                     'items': {'type': 'array', 'minItems': 2, 'maxItems': 2,
                               'prefixItems': [
                                   {'type': 'number', 'exclusiveMinimum': 0,
@@ -146,6 +149,16 @@ def validate(doc, source='<memory>'):
             source, 'schema_version', 'version %r is not supported; this '
             'release reads version %d' % (doc.get('schema_version'),
                                           SCHEMA_VERSION))
+    # Before the schema, which would check (and sort the errors of) every
+    # point of a curve far too long.
+    for path in (('throughput', 'points'), ('latency', 'points')):
+        node = doc
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, list) and len(node) > MAX_POINTS:
+            raise exception.InvalidProfile(
+                source, '.'.join(path), 'has %d points, more than %d; '
+                'keep the measured points' % (len(node), MAX_POINTS))
     errors = sorted(_VALIDATOR.iter_errors(doc),
                     key=lambda e: (-len(e.absolute_path),
                                    [str(p) for p in e.absolute_path]))

@@ -82,7 +82,7 @@ class UnsupportedMediaType(APIError):
 
 def from_object_error(exc):
     """An objects-layer exception as the API error of its status."""
-    cls = {400: BadRequest, 404: NotFound,
+    cls = {400: BadRequest, 403: Forbidden, 404: NotFound,
            409: Conflict}.get(exc.status, APIError)
     return cls(str(exc), code=exc.code)
 

@@ -16,12 +16,15 @@ microversion: <version> time: <seconds> request_id: <id>``, logged when
 the answer is started (its body is not awaited). It sits inside
 ``request_id``'s middleware, so every answer -- the 401s of
 authentication, the 503s of a database that is away -- has its line and
-its request id.
+its request id. It also starts each request's logging context afresh
+(the request id alone), so that nothing is logged under the identity of
+the worker's previous caller.
 """
 
 import time
 import urllib.parse
 
+from oslo_context import context
 from oslo_log import log as logging
 from oslo_middleware import request_id
 
@@ -40,6 +43,13 @@ class RequestLog:
 
     def __call__(self, environ, start_response):
         started = time.monotonic()
+        # oslo.context keeps the last request's context in the thread (the
+        # worker's next request would log under its user, project and
+        # request id until its own is made): this request's id, nobody's
+        # identity, until authentication says who asks.
+        context.RequestContext(
+            request_id=environ.get(request_id.ENV_REQUEST_ID),
+            overwrite=True)
 
         def logging_start_response(status, headers, exc_info=None):
             values = dict(headers)

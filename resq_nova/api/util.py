@@ -38,7 +38,17 @@ def extract_json(req, schema, max_bytes):
             'max_request_body_size (%d); send a smaller document or ask '
             'the operator to raise the limit'
             % (req.content_length, max_bytes))
-    raw = req.body_file.read(max_bytes + 1)
+    try:
+        raw = req.body_file.read(max_bytes + 1)
+    except OSError:
+        # uwsgi: the client stopped sending (its socket timeout).
+        raw = None
+    if raw is None or (req.content_length is not None and
+                       len(raw) < req.content_length):
+        raise errors.BadRequest(
+            'the request body ended before its Content-Length (%s bytes) '
+            'was sent; send the whole body' % req.content_length,
+            code='resq.body.incomplete')
     if len(raw) > max_bytes:
         raise errors.TooLarge(
             'the request body is longer than [api] max_request_body_size '

@@ -57,11 +57,21 @@ DEFAULTS = {'max_retries': 0, 'pool_timeout': 10}
 MYSQL_CHARSET = 'utf8mb4'
 
 
+def _sqlite_locked(exc):
+    # SQLite's lock wait (its busy timeout) ran out: another process (a
+    # second uwsgi worker) held the write lock all along. Busy, not broken:
+    # answered 503 with Retry-After, as a database that is away.
+    orig = getattr(exc, 'orig', None) or getattr(
+        getattr(exc, 'inner_exception', None), 'orig', None)
+    return type(orig).__module__ == 'sqlite3' and \
+        'database is locked' in str(orig)
+
+
 def _sqlite_busy(exc):
     # SQLite refuses at once ("database is locked") the writer that would
     # deadlock: it read, and another transaction holds the write lock.
-    return isinstance(exc, db_exc.DBError) and \
-        'database is locked' in str(exc)
+    return (isinstance(exc, db_exc.DBError) and
+            'database is locked' in str(exc)) or _sqlite_locked(exc)
 
 
 # Placement's: InnoDB ends one transaction of a deadlock (MariaDB's
@@ -172,9 +182,12 @@ def unavailable(exc):
     Connecting failed or timed out, a connection was lost or timed out
     reading (oslo.db's ``DBConnectionError``, or the driver's operational
     error saying so), no pooled connection came within ``pool_timeout``,
-    or PostgreSQL ended a statement at its ``statement_timeout``.
+    or PostgreSQL ended a statement at its ``statement_timeout``, or
+    SQLite's write lock stayed held by another process past its wait.
     """
     if isinstance(exc, (db_exc.DBConnectionError, sa.exc.TimeoutError)):
+        return True
+    if _sqlite_locked(exc):
         return True
     if not isinstance(exc, (db_exc.DBError, sa.exc.OperationalError)):
         return False
@@ -194,7 +207,10 @@ def configure(conf=None, connection=None, connect_timeout=None,
     :raises NoConnection: neither gives a connection.
     """
     global _reset
-    kwargs = {'sqlite_fk': True}
+    # No time.sleep(0) at each connection's check-in (oslo.db's default,
+    # for eventlet): resq-api's workers are processes and threads, and on
+    # a busy machine that sleep gave the CPU away once per request.
+    kwargs = {'sqlite_fk': True, 'thread_checkin': False}
     kwargs.update(DEFAULTS)
     if conf is not None:
         kwargs.update({k: v for k, v in conf.database.items()

@@ -44,7 +44,7 @@ def truthy(value):
     return str(value).lower() in ('1', 'true')
 
 
-def page(req, params, fetch, key, what):
+def page(req, params, fetch, key, what, sized=False):
     """One page of a list, and its ``links``; ``next`` when more remain.
 
     ``fetch(limit, marker)`` returns the items after ``marker`` (the
@@ -56,6 +56,9 @@ def page(req, params, fetch, key, what):
     batches sized by what the page has left, so a list of large documents
     never loads much more than one page. One item more than the page is
     fetched, so ``next`` is given exactly when another page has items.
+    ``sized``: ``fetch`` also takes ``max_bytes`` and returns only the
+    items (one at least) whose stored documents fit it, never reading the
+    others (a short answer then does not mean the list has ended).
 
     :returns: ``(items, links)``.
     :raises resq_nova.api.errors.BadRequest: ``marker`` names no item.
@@ -64,7 +67,8 @@ def page(req, params, fetch, key, what):
     limit = util.limit(params, api.max_limit)
     marker = params.get('marker')
     try:
-        items, full = _fill(fetch, limit, marker, api.max_page_bytes, key)
+        items, full = _fill(fetch, limit, marker, api.max_page_bytes, key,
+                            sized)
     except obj_exc.NotFound:
         if marker is None:
             raise
@@ -82,14 +86,15 @@ def page(req, params, fetch, key, what):
 _FIRST_BATCH = 101
 
 
-def _fill(fetch, limit, marker, budget, key):
+def _fill(fetch, limit, marker, budget, key, sized):
     """Items of one page; ``full``: another page has items."""
     items = []
     used = 0
     batch = min(limit + 1, _FIRST_BATCH)
     while True:
+        extra = {'max_bytes': max(budget - used, 0)} if sized else {}
         try:
-            got = fetch(batch, marker)
+            got = fetch(batch, marker, **extra)
         except obj_exc.NotFound:
             if not items:
                 raise
@@ -101,7 +106,7 @@ def _fill(fetch, limit, marker, budget, key):
                 return items, True
             items.append(item)
             used += size
-        if len(got) < batch:
+        if not got or (len(got) < batch and not sized):
             return items, False
         marker = items[-1][key]
         # As many as the page's bytes and items leave room for, by the

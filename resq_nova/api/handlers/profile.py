@@ -39,9 +39,9 @@ def list_profiles(req):
         return handlers.respond(status=304, headers={'ETag': tag})
     detail = handlers.truthy(params.get('detail'))
     items, links = handlers.page(
-        req, params, lambda limit, marker: profile_obj.get_list(
-            ctx, scope, detail=detail, limit=limit, marker=marker),
-        'id', 'profile')
+        req, params, lambda limit, marker, max_bytes: profile_obj.get_list(
+            ctx, scope, detail=detail, limit=limit, marker=marker,
+            max_bytes=max_bytes), 'id', 'profile', sized=True)
     return handlers.respond({'profiles': items, 'links': links},
                             headers={'ETag': tag})
 
@@ -59,6 +59,9 @@ def show_profile(req):
 def put_profile(req):
     ctx = handlers.context(req)
     profile_id = req.urlvars['profile_id']
+    # Who may upload no profile at all is refused before its body is
+    # parsed (a body of a megabyte costs seconds to check).
+    ctx.can('resq:profiles:create')
     body = util.extract_json(req, schema.PUT,
                              handlers.conf(req).api.max_request_body_size)
     visibility = body.get('visibility', 'private')

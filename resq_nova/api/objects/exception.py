@@ -60,6 +60,15 @@ class HostNotFound(NotFound):
     msg_fmt = 'no agent has reported host %(id)s'
 
 
+class AdmissionOnly(ObjectError):
+    """What only the admission service changes, asked by another caller."""
+    status = 403
+    code = 'resq.slo_term.admit'
+    msg_fmt = ('only the admission service (policy resq:slo_terms:admit) '
+               'changes the %(what)s of a term that is %(status)s (release '
+               'it and record a new one)')
+
+
 class Conflict(ObjectError):
     status = 409
     code = 'resq.conflict'

@@ -175,8 +175,13 @@ def get(ctx, profile_id, project_id=None):
 
 
 @db_api.context_manager.reader
-def get_list(ctx, project_id=None, detail=False, limit=None, marker=None):
+def get_list(ctx, project_id=None, detail=False, limit=None, marker=None,
+             max_bytes=None):
     """Visible profiles by id; ``marker`` is the last id of a page.
+
+    ``max_bytes``: the profiles (one at least) whose stored documents fit,
+    measured before any of them is read (``detail`` only: the others
+    leave the document out).
 
     :raises ProfileNotFound: ``marker`` is not a visible profile.
     """
@@ -187,6 +192,10 @@ def get_list(ctx, project_id=None, detail=False, limit=None, marker=None):
     query = query.order_by(models.Profile.id)
     if limit is not None:
         query = query.limit(limit)
+    if detail and max_bytes is not None:
+        query = util.within_bytes(ctx, query, models.Profile.id,
+                                  sa.func.length(models.Profile.document),
+                                  max_bytes)
     return [_record(r, detail) for r in ctx.session.execute(query).scalars()]
 
 

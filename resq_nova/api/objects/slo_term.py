@@ -85,8 +85,12 @@ def get(ctx, uuid, project_id=None):
 
 
 @db_api.context_manager.reader
-def get_list(ctx, project_id=None, status=None, limit=None, marker=None):
+def get_list(ctx, project_id=None, status=None, limit=None, marker=None,
+             max_bytes=None):
     """Terms newest first; ``marker`` is the last uuid of a page.
+
+    ``max_bytes``: the terms (one at least) whose stored server and flavor
+    lists fit, measured before any of them is read.
 
     :raises SloTermNotFound: ``marker`` is no term of ``project_id``.
     """
@@ -105,6 +109,11 @@ def get_list(ctx, project_id=None, status=None, limit=None, marker=None):
                            models.SloTerm.uuid.desc())
     if limit is not None:
         query = query.limit(limit)
+    if max_bytes is not None:
+        query = util.within_bytes(
+            ctx, query, models.SloTerm.uuid,
+            sa.func.length(models.SloTerm.servers) +
+            sa.func.length(models.SloTerm.flavors), max_bytes)
     return [_record(r) for r in ctx.session.execute(query).scalars()]
 
 
@@ -131,11 +140,17 @@ def _check_move(ctx, row, status):
 
 
 @db_api.writer
-def update(ctx, uuid, generation, values, project_id=None):
+def update(ctx, uuid, generation, values, project_id=None,
+           admission=True):
     """Change status, servers or flavors if the generation is current.
 
-    A released term changes no more.
+    A released term changes no more. Unless ``admission`` (the caller is
+    the admission service), servers and flavors change only while the
+    term is ``requested``: checked on the row this transaction writes,
+    whose status the write requires unchanged.
 
+    :raises AdmissionOnly: the lists of a term no longer requested, by
+        another caller than the admission service.
     :raises ConcurrentUpdate: a stale generation.
     :raises InvalidState: a status move the state machine does not have.
     :raises ProfileGone: admitting a term whose profile is gone.
@@ -146,9 +161,15 @@ def update(ctx, uuid, generation, values, project_id=None):
             what='SLO term %s' % uuid, state=row.status,
             reason='released is final; record a new term')
     changes = {'generation': generation + 1, 'updated_at': util.now()}
+    changed = []
     for key in ('servers', 'flavors'):
         if key in values:
             changes[key] = util.dumps(values[key])
+            if changes[key] != getattr(row, key):
+                changed.append(key)
+    if changed and not admission and row.status != REQUESTED:
+        raise exception.AdmissionOnly(what=' and '.join(changed),
+                                      status=row.status)
     if 'status' in values:
         _check_move(ctx, row, values['status'])
         changes['status'] = values['status']

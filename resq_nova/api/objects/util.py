@@ -32,3 +32,27 @@ def dumps(doc):
 
 def loads(text):
     return json.loads(text) if text else None
+
+
+# What an item's answer holds beside its stored documents (names, numbers,
+# dates), for :func:`within_bytes`.
+ITEM_OVERHEAD = 512
+
+
+def within_bytes(ctx, query, key, size, max_bytes):
+    """``query`` cut to its first rows whose ``size`` fits ``max_bytes``.
+
+    The keys and sizes are read first (``size``: an SQL expression of the
+    row's stored bytes), so rows too large for the page are never loaded;
+    the first row is kept whatever its size. The order is ``query``'s.
+    """
+    sized = query.with_only_columns(key, size)
+    keep = []
+    used = 0
+    for value, length in ctx.session.execute(sized):
+        length = (length or 0) + ITEM_OVERHEAD
+        if keep and used + length > max_bytes:
+            break
+        keep.append(value)
+        used += length
+    return query.where(key.in_(keep))

@@ -326,3 +326,96 @@ class MariaDBIdsTest(test_api.APITestBase):
         self.assertEqual(400, resp.status_code, resp.text)
         self.assertEqual('resq.slo_term.profile',
                          resp.json()['errors'][0]['code'])
+
+
+class ThirdRoundTest(test_api.APITestBase):
+    """The attacker's findings on the second round's fixes (issue 43)."""
+
+    def _admitted_term(self):
+        self.admin.put_profile(test_api.profile_doc('fw-1'),
+                               visibility='public')
+        term = self.term(self.member_a, servers=[
+            '11111111-1111-4111-8111-111111111111'])
+        return self.service.update_term(term['uuid'], term['generation'],
+                                        status='admitted')
+
+    def test_the_writer_refuses_an_admitted_terms_lists_to_a_project(self):
+        from resq_nova.api import context as ctx_mod
+        from resq_nova.api.objects import exception as obj_exc
+        from resq_nova.api.objects import slo_term as term_obj
+
+        rec = self._admitted_term()
+        ctx = ctx_mod.RequestContext(project_id='p-a', user_id='u-a',
+                                     roles=['member'])
+        # Whatever a handler read before, the row written decides.
+        exc = self.assertRaises(
+            obj_exc.AdmissionOnly, term_obj.update, ctx, rec['uuid'],
+            rec['generation'], {'flavors': ['attacker-flavor']},
+            admission=False)
+        self.assertEqual(403, exc.status)
+        self.assertIn('flavors of a term that is admitted', str(exc))
+        # The admission service may, and the same lists are no change.
+        same = term_obj.update(ctx, rec['uuid'], rec['generation'],
+                               {'servers': rec['servers']}, admission=False)
+        self.assertEqual(rec['servers'], same['servers'])
+        moved = term_obj.update(ctx, rec['uuid'], same['generation'],
+                                {'flavors': ['resq-fw-9']}, admission=True)
+        self.assertEqual(['resq-fw-9'], moved['flavors'])
+
+    def test_a_listing_reads_no_term_beyond_its_bytes(self):
+        from resq_nova.api import context as ctx_mod
+        from resq_nova.api.objects import slo_term as term_obj
+
+        self.admin.put_profile(test_api.profile_doc('fw-1'),
+                               visibility='public')
+        for n in range(7):
+            self.term(self.member_a, name='t%d' % n, servers=[
+                '%08d-0000-4000-8000-%012d' % (n, i) for i in range(700)])
+        ctx = ctx_mod.RequestContext(project_id='p-a')
+        self.assertEqual(2, len(term_obj.get_list(
+            ctx, 'p-a', limit=100, max_bytes=60000)))
+        self.assertEqual(1, len(term_obj.get_list(
+            ctx, 'p-a', limit=100, max_bytes=10)))
+        self.assertEqual(7, len(term_obj.get_list(ctx, 'p-a', limit=100)))
+
+    def test_no_log_line_carries_the_previous_callers_identity(self):
+        from oslo_context import context as oslo_ctx
+
+        self.assertEqual(200, self.raw('GET', '/profiles',
+                                       'member_a').status_code)
+        self.assertEqual('u-member_a', oslo_ctx.get_current().user_id)
+        resp = requests.get(self.api.endpoint + '/slo_terms', timeout=30)
+        self.assertEqual(401, resp.status_code)
+        current = oslo_ctx.get_current()
+        self.assertIsNone(current.user_id)
+        self.assertIsNone(current.project_id)
+        self.assertEqual(resp.headers['X-OpenStack-Request-Id'],
+                         current.request_id)
+
+    def test_a_body_shorter_than_its_length_is_a_400(self):
+        import io
+
+        req = webob.Request.blank('/slo_terms', method='POST', headers={
+            'X-Auth-Token': self.api.tokens['member_a'],
+            'Content-Type': 'application/json'})
+        req.body_file = io.BytesIO(b'{"a":')
+        req.content_length = 1000
+        resp = req.get_response(self.api.app)
+        self.assertEqual(400, resp.status_int, resp.text)
+        self.assertEqual('resq.body.incomplete',
+                         resp.json['errors'][0]['code'])
+
+    def test_who_may_upload_no_profile_is_refused_before_its_body(self):
+        resp = self.raw('PUT', '/profiles/pt-w', 'reader_a',
+                        data='{"profile": [[[not json')
+        self.assertEqual(403, resp.status_code, resp.text)
+        self.assertEqual('resq.policy', resp.json()['errors'][0]['code'])
+
+    def test_a_curve_of_too_many_points_is_refused_by_count(self):
+        doc = test_api.profile_doc('long')
+        doc['throughput']['points'] = [[1 + i / 1000.0, 1.0 + i]
+                                       for i in range(5000)]
+        resp = self.raw('PUT', '/profiles/long', 'member_a',
+                        body={'profile': doc})
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertIn('more than 1024', resp.json()['errors'][0]['detail'])

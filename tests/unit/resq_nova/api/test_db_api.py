@@ -128,3 +128,26 @@ class WriterRetryTest(base.TestCase):
             self.assertEqual([('plans', 1)], conn.execute(sa.select(
                 models.Lock.name, models.Lock.generation)).all())
         self.assertEqual('superseded', plan_obj.get(self.ctx, 'p1')['state'])
+
+
+class SQLiteLockedTest(base.TestCase):
+    """SQLite's lock wait ran out: retried, then a 503, never a 500."""
+
+    def locked(self):
+        import sqlite3
+
+        return sa.exc.OperationalError(
+            'UPDATE slo_terms ...', {},
+            sqlite3.OperationalError('database is locked'))
+
+    def test_the_raw_driver_error_is_busy_and_unavailable(self):
+        self.assertTrue(db_api.unavailable(self.locked()))
+        self.assertTrue(db_api._sqlite_busy(self.locked()))
+
+    def test_other_operational_errors_are_neither(self):
+        import sqlite3
+
+        other = sa.exc.OperationalError(
+            'SELECT', {}, sqlite3.OperationalError('no such table: x'))
+        self.assertFalse(db_api.unavailable(other))
+        self.assertFalse(db_api._sqlite_busy(other))
