@@ -187,7 +187,8 @@ class NoAuth:
         if not token:
             return errors.response(
                 401, 'send X-Auth-Token (noauth2: "admin" or '
-                '"<user>:<project>")', 'resq.unauthenticated')
+                '"<user>:<project>")', 'resq.unauthenticated',
+                req.environ.get(request_id.ENV_REQUEST_ID))
         if token == 'admin':
             user, project, roles = 'admin', 'admin', 'admin,member,reader'
         else:

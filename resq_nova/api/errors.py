@@ -22,7 +22,8 @@ import webob
 
 from resq_nova.api.objects import exception as obj_exc
 
-TITLES = {400: 'Bad Request', 403: 'Forbidden', 404: 'Not Found',
+TITLES = {400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden',
+          404: 'Not Found',
           405: 'Method Not Allowed', 406: 'Not Acceptable',
           409: 'Conflict', 413: 'Request Entity Too Large',
           415: 'Unsupported Media Type', 500: 'Internal Server Error',

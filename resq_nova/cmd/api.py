@@ -14,12 +14,15 @@
 Production runs ``resq_nova.api.wsgi:application`` under uwsgi (devstack
 does). ``resq-api --config-file F [--host H] [--port P]``. A configuration
 it cannot serve with, or an address it cannot listen on, is one line on
-standard error and exit status 2; ``noauth2`` on an address beyond
-loopback is served with a warning.
+standard error and exit status 2; an address beyond loopback is served
+with a warning (a stronger one with ``noauth2``). Each connection has a
+thread of its own and 30 s to send its request, so an idle client holds
+no one else.
 """
 
 import errno
 import ipaddress
+import socketserver
 import sys
 from wsgiref import simple_server
 
@@ -65,6 +68,21 @@ def loopback(host):
         return False
 
 
+# Seconds a connection may take to send its request: a client that opens
+# one and sends nothing holds a thread that long, not the server.
+CLIENT_TIMEOUT_S = 30
+
+
+class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+    """wsgiref, one thread per connection, so no client holds the rest."""
+
+    daemon_threads = True
+
+
+class _Handler(simple_server.WSGIRequestHandler):
+    timeout = CLIENT_TIMEOUT_S
+
+
 def main(argv=None):
     # init_application sets logging up.
     conf = cmdline.parse(argv, 'resq-api', DESCRIPTION,
@@ -76,7 +94,9 @@ def main(argv=None):
     except (db_api.NoConnection, deploy.AuthNotConfigured) as exc:
         cmdline.fail('resq-api', str(exc))
     try:
-        server = simple_server.make_server(conf.host, conf.port, app)
+        server = simple_server.make_server(
+            conf.host, conf.port, app, server_class=_Server,
+            handler_class=_Handler)
     except OSError as exc:
         why = LISTEN_ERRORS.get(exc.errno, 'choose another --host or --port')
         cmdline.fail('resq-api', 'cannot listen on %s port %d: %s; %s' % (
@@ -87,5 +107,10 @@ def main(argv=None):
               'token "admin" is an admin); listen on 127.0.0.1, or use '
               'auth_strategy = keystone' % (conf.host, conf.port),
               file=sys.stderr, flush=True)
+    elif not loopback(conf.host):
+        print('resq-api: WARNING: wsgiref serves a single-node try-out on '
+              '%s; a deployment others reach runs '
+              'resq_nova.api.wsgi:application under uwsgi (see the install '
+              'guide)' % conf.host, file=sys.stderr, flush=True)
     print('resq-api on http://%s:%d/' % (conf.host, conf.port), flush=True)
     server.serve_forever()

@@ -274,6 +274,27 @@ class CommandLineTest(base.TestCase):
         self.assertIn('resq-api: WARNING: [api] auth_strategy = noauth2 on '
                       '0.0.0.0: anyone who can reach port', out)
 
+    def test_an_idle_connection_holds_no_other_client(self):
+        port = http_process.free_port()
+        http_process.serve(
+            self, [os.path.join(BIN, 'resq-api'), '--config-file',
+                   self.conf_path, '--port', str(port)],
+            'http://127.0.0.1:%d/' % port,
+            os.path.join(self.tmp, 'idle.log'), 'resq-api-log',
+            'resq-api did not answer within 120 s')
+        idle = socket.create_connection(('127.0.0.1', port))
+        self.addCleanup(idle.close)
+        idle.sendall(b'GET /profiles HTTP/1.1\r\nHost: x\r\n')
+        # Its headers never end; another client is served meanwhile, and
+        # a noauth2 refusal names its request.
+        resp = requests.get('http://127.0.0.1:%d/profiles' % port,
+                            timeout=20)
+        self.assertEqual(401, resp.status_code)
+        error = resp.json()['errors'][0]
+        self.assertEqual('Unauthorized', error['title'])
+        self.assertEqual(resp.headers['X-OpenStack-Request-Id'],
+                         error['request_id'])
+
     def test_noauth2_on_loopback_does_not_warn_of_the_network(self):
         self.assertNotIn('WARNING: [api] auth_strategy = noauth2 on',
                          self.serve('127.0.0.1'))
