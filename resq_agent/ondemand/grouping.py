@@ -387,6 +387,9 @@ def local_search(costs, groups, caps, steps=None):
             for v in range(s + 1, len(groups)):
                 if steps <= 0:
                     return groups
+                if len(groups[s]) == len(groups[v]) == 1:
+                    # Two NFs alone: swapping them changes nothing.
+                    continue
                 key = (frozenset(groups[s]), frozenset(groups[v]))
                 if key in settled:
                     continue
