@@ -18,6 +18,7 @@ local files only.
 
 import os
 
+from cliff import columns
 from osc_lib.cli import format_columns
 from osc_lib.command import command
 from osc_lib import exceptions
@@ -54,8 +55,22 @@ def load(app, parsed_args, ref):
     return _store(app, parsed_args).get(ref)
 
 
+class CurveColumn(columns.FormattableColumn):
+    """A curve's points in the order given (by ways, by load).
+
+    osc_lib's ``ListColumn`` sorts its items as strings, which puts 10 ways
+    before 2.
+    """
+
+    def human_readable(self):
+        return ', '.join(str(v) for v in self._value or ())
+
+    def machine_readable(self):
+        return list(self._value or ())
+
+
 def describe(prof):
-    """A profile's fields as the CLI shows them. Pure."""
+    """A profile's fields as the CLI shows them, curves in order. Pure."""
     pieces, over = prof.concave_fit()
     return {
         'id': prof.profile_id,
@@ -69,15 +84,15 @@ def describe(prof):
             dict(prof.measurement['points'])),
         'peak_mpps': round(prof.peak_mpps, 6),
         'min_ways': prof.min_ways,
-        'throughput': format_columns.ListColumn(
-            ['%d:%.4g' % (w, t) for w, t in prof.throughput]),
+        'throughput': CurveColumn(
+            ['%d:%.4g' % (w, t) for w, t in sorted(prof.throughput)]),
         'latency_ways': prof.latency_ways,
-        'latency': format_columns.ListColumn(
-            ['%.0f%%:%.4g' % (x * 100, y) for x, y in prof.latency]),
-        'concave_fit': format_columns.ListColumn(
+        'latency': CurveColumn(
+            ['%.0f%%:%.4g' % (x * 100, y) for x, y in sorted(prof.latency)]),
+        'concave_fit': CurveColumn(
             ['ways %g-%g: %.4f*ways%+.4f Mpps' % (p.pivot, p.end, p.slope,
                                                   p.intercept)
-             for p in pieces]),
+             for p in sorted(pieces, key=lambda p: p.pivot)]),
         'fit_above_curve_pct': round(over, 4),
     }
 
