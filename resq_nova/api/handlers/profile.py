@@ -25,10 +25,6 @@ def _scope(ctx):
     return None if ctx.is_admin_view else ctx.project_id
 
 
-def _etag(profile_id, generation):
-    return '"%s-%d"' % (profile_id, generation)
-
-
 def list_profiles(req):
     ctx = handlers.context(req)
     ctx.can('resq:profiles:list')
@@ -50,7 +46,7 @@ def show_profile(req):
     ctx = handlers.context(req)
     ctx.can('resq:profiles:show')
     rec = profile_obj.get(ctx, req.urlvars['profile_id'], _scope(ctx))
-    tag = _etag(rec['id'], rec['generation'])
+    tag = profile_obj.record_etag(rec)
     if util.etag_matches(req, tag):
         return handlers.respond(status=304, headers={'ETag': tag})
     return handlers.respond(rec, headers={'ETag': tag})
@@ -93,8 +89,7 @@ def put_profile(req):
         ctx, profile_id, document, visibility, owner, body.get('generation'),
         scope=_scope(ctx))
     return handlers.respond(rec, status=201 if created else 200,
-                            headers={'ETag': _etag(rec['id'],
-                                                   rec['generation'])})
+                            headers={'ETag': profile_obj.record_etag(rec)})
 
 
 def delete_profile(req):

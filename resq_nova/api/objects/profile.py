@@ -134,6 +134,39 @@ def _replace(ctx, row, profile_id, document, visibility, generation):
     return _record(ctx.session.get(models.Profile, profile_id)), False
 
 
+# The lock row every profile write takes and counts: the list's ETag
+# changes with it, whatever the profiles' own generations (a profile
+# deleted and made again starts over at generation 0).
+LOCK = 'profiles'
+
+
+def _count_write(ctx):
+    """Count a profile write, holding the row until the transaction ends.
+
+    The first statement of the transaction (on MariaDB, the reads after
+    it see what the last writer committed).
+    """
+    done = ctx.session.execute(
+        sa.update(models.Lock).where(models.Lock.name == LOCK)
+        .values(generation=models.Lock.generation + 1))
+    if done.rowcount != 1:
+        # First write (two at once: the second is a duplicate, run again).
+        ctx.session.add(models.Lock(name=LOCK, generation=1))
+        ctx.session.flush()
+
+
+def record_etag(rec):
+    """A profile's ETag: the digest of what it holds and who holds it.
+
+    Not its generation alone, which starts over when a profile is deleted
+    and made again: a client's cached copy of the old one would match.
+    """
+    digest = hashlib.sha256(util.dumps(
+        [rec['id'], rec['generation'], rec['visibility'], rec['project_id'],
+         rec.get('profile'), rec['updated_at']]).encode('utf-8'))
+    return '"%s"' % digest.hexdigest()[:32]
+
+
 @db_api.writer
 def create_or_replace(ctx, profile_id, document, visibility, project_id,
                       generation=None, scope=None):
@@ -154,6 +187,7 @@ def create_or_replace(ctx, profile_id, document, visibility, project_id,
     :raises ProfileNotFound: replacing one the caller does not see.
     :raises ConcurrentUpdate: replacing with a stale generation.
     """
+    _count_write(ctx)
     row = ctx.session.get(models.Profile, profile_id)
     if generation is None:
         return _create(ctx, row, profile_id, document, visibility,
@@ -206,6 +240,9 @@ def etag(ctx, project_id=None):
         sa.select(models.Profile.id, models.Profile.generation),
         project_id).order_by(models.Profile.id)).all()
     digest = hashlib.sha256()
+    writes = ctx.session.execute(sa.select(models.Lock.generation).where(
+        models.Lock.name == LOCK)).scalar_one_or_none()
+    digest.update(('writes:%s;' % writes).encode('utf-8'))
     for pid, gen in rows:
         digest.update(('%s:%d;' % (pid, gen)).encode('utf-8'))
     return digest.hexdigest()[:32]
@@ -214,6 +251,7 @@ def etag(ctx, project_id=None):
 @db_api.writer
 def delete(ctx, profile_id, project_id=None):
     """:raises ProfileInUse: while a term that is not released names it."""
+    _count_write(ctx)
     get(ctx, profile_id, project_id)
     terms = ctx.session.execute(
         sa.select(models.SloTerm.uuid)

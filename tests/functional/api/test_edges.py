@@ -419,3 +419,28 @@ class ThirdRoundTest(test_api.APITestBase):
                         body={'profile': doc})
         self.assertEqual(400, resp.status_code, resp.text)
         self.assertIn('more than 1024', resp.json()['errors'][0]['detail'])
+
+
+class ProfileETagTest(test_api.APITestBase):
+    """A profile deleted and made again never matches a cached ETag."""
+
+    def test_a_remade_profile_and_the_list_change_their_etags(self):
+        self.admin.put_profile(test_api.profile_doc('etag-x1'),
+                               visibility='public')
+        one = self.raw('GET', '/profiles/etag-x1', 'member_a')
+        listed = self.raw('GET', '/profiles', 'member_a')
+        self.admin.delete_profile('etag-x1')
+        doc = test_api.profile_doc('etag-x1')
+        doc['measurement']['note'] = 'measured again'
+        rec = self.admin.put_profile(doc, visibility='public')
+        self.assertEqual(0, rec['generation'])
+        for path, old in (('/profiles/etag-x1', one), ('/profiles', listed)):
+            resp = self.raw('GET', path, 'member_a', headers={
+                'If-None-Match': old.headers['ETag']})
+            self.assertEqual(200, resp.status_code, path)
+            self.assertNotEqual(old.headers['ETag'], resp.headers['ETag'])
+        # Unchanged, the tags hold.
+        for path in ('/profiles/etag-x1', '/profiles'):
+            tag = self.raw('GET', path, 'member_a').headers['ETag']
+            self.assertEqual(304, self.raw('GET', path, 'member_a', headers={
+                'If-None-Match': tag}).status_code, path)
