@@ -38,23 +38,45 @@ reads no resctrl file for the report.
 
 When it is sent: a report whose domains or servers changed (a server
 came, went, or moved to another domain or number of ways) is sent after
-the pass that changed it; otherwise at most every ``[resq_agent]
-host_report_interval`` seconds (the heartbeat: ``updated_at`` then shows
-an agent that stopped), with the latest occupancy and bandwidth.
-Occupancy and bandwidth change at every reading, so a change of them
-alone waits for the heartbeat rather than sending a report every pass;
+the pass that changed it (``PUT /hosts/<name>``, the full report).
+Otherwise, every ``[resq_agent] host_report_interval`` seconds, the agent
+sends a heartbeat (``PUT /hosts/<name>/heartbeat``, microversion 1.2, no
+body): resq-api sets the stored report's ``updated_at`` (which shows an
+agent that stopped) and parses or writes nothing else, so 100,000 agents
+cost it one primary-key UPDATE each a minute. Occupancy and bandwidth
+change at every reading: a change of them alone goes out as a full
+report with the latest readings once the last full report is
+:data:`FULL_EVERY` intervals old, not every pass nor every heartbeat;
 with the interval 0 (changes only) they go out with the next change.
+
+The heartbeats of a fleet are spread: each wait is the interval with
++-:data:`JITTER` at random, the first a random part of it (agents
+restarted together do not report together). A resq-api that has no
+report of the host (404 ``resq.host.not_found``: never sent, or its
+database replaced) gets the full report at once. One older than 1.2
+(406 for the version, 404 for the path) gets full reports, as before
+heartbeats, and is asked again every :data:`FULL_EVERY` intervals.
+
+Back-off: resq-api busy (503, 429 or another 5xx), or not answering
+(connection refused, timed out), makes the agent wait before it sends
+anything again: the interval, doubled after each further failure up to
+:data:`BACKOFF_CAP` intervals, +-:data:`JITTER` at random, and at least
+the ``Retry-After`` the answer gave (itself at most the cap); an answer
+slower than :data:`SLOW_S` counts as a failure for the wait though what
+it carried was stored. The first failure of an outage is a warning, the
+recovery an info line; a change made meanwhile goes out with the first
+send after the wait.
 
 A resq-api older than 1.1 refuses a report with ``instances`` (406 for
 the version, 400 for the field); so does one that finds the servers
 inconsistent with the domains. The agent then sends the report without
 them (microversion 1.0), warns once, and asks 1.1 again once per
-interval (:data:`RETRY_S` when it is 0), saying when it is accepted. An
-unreachable API is logged once per outage; the next pass or heartbeat
-tries again.
+interval (:data:`RETRY_S` when it is 0), saying when it is accepted;
+until resq-api has the servers, every send is a full report.
 """
 
 import math
+import random
 import threading
 import time
 
@@ -71,6 +93,25 @@ RETRY_S = 600
 MEASURED = ('llc_occupancy_bytes', 'mbm_total_bytes_per_s')
 # The largest reading resq-api stores (a signed 64-bit integer).
 MAX_READING = 2 ** 63 - 1
+# Each wait between heartbeats is the interval times 1 +- this, at random.
+JITTER = 0.1
+# Readings alone (occupancy, bandwidth) go out as a full report once the
+# last full report is this many intervals old.
+FULL_EVERY = 10
+# The longest back-off, in intervals.
+BACKOFF_CAP = 10
+# An answer slower than this (seconds) backs off as a 503 does.
+SLOW_S = 5.0
+# What makes the agent back off: resq-api busy or failing.
+BUSY = (429,)
+
+
+def _busy(exc):
+    """Whether ``exc`` says resq-api is away, busy or failing."""
+    if isinstance(exc, resq_client.ResQAPIUnavailable):
+        return True
+    status = exc.status
+    return status is not None and (status >= 500 or status in BUSY)
 
 
 def _usable(inventory, rc):
@@ -190,11 +231,12 @@ class HostReporter:
         called by a due heartbeat before it builds the report; None until
         set: the manager sets its own
         :meth:`~resq_agent.manager.AgentManager.measure`.
+    :param rng: a :class:`random.Random` for the jitter (tests).
     """
 
     def __init__(self, resq, hostname, domains, interval=60,
                  clock=time.monotonic, version=None, usage=None,
-                 measure=None):
+                 measure=None, rng=None):
         self.resq = resq
         self.hostname = hostname
         self.domains = domains
@@ -209,6 +251,13 @@ class HostReporter:
         self._sent_at = None
         self._failing = False
         self._refused_at = None   # when resq-api last refused 1.1
+        self._complete = False    # the last full report had its servers
+        self._full_at = None      # when the last full report was sent
+        self._no_beat_at = None   # when resq-api last refused heartbeats
+        self._failures = 0        # busy or unreachable answers in a row
+        self._not_before = None   # backing off until then
+        self._waited = False      # next_wait gave its first, random wait
+        self._rng = rng or random.Random()
         self._lock = threading.Lock()
 
     def after_apply(self, topology, assignments):
@@ -245,33 +294,121 @@ class HostReporter:
         return build(domains, assignments, self.version, usage)
 
     def _due(self):
+        # The runner's waits are jittered: one a little shorter than the
+        # interval is due too.
         return self._sent_at is None or bool(
-            self.interval and self.clock() - self._sent_at >= self.interval)
+            self.interval and self.clock() - self._sent_at
+            >= self.interval * (1 - JITTER))
+
+    def next_wait(self):
+        """Seconds until the next heartbeat (the service's runner asks).
+
+        The first is a random part of the interval; then the interval
+        +-:data:`JITTER`; while backing off, until the back-off ends.
+        """
+        interval = self.interval
+        if not interval:
+            return interval
+        if not self._waited:
+            self._waited = True
+            return self._rng.uniform(0, interval)
+        if self._not_before is not None:
+            left = self._not_before - self.clock()
+            if left > 0:
+                return left
+        return interval * self._rng.uniform(1 - JITTER, 1 + JITTER)
+
+    def _backing_off(self):
+        return self._not_before is not None and \
+            self.clock() < self._not_before
+
+    def _back_off(self, retry_after=None):
+        """Wait longer after each failure: see the module."""
+        self._failures += 1
+        interval = self.interval or RETRY_S
+        cap = BACKOFF_CAP * interval
+        wait = min(cap, interval * 2 ** (self._failures - 1))
+        wait *= self._rng.uniform(1 - JITTER, 1 + JITTER)
+        if retry_after:
+            wait = max(wait, retry_after)
+        self._not_before = self.clock() + min(cap, wait)
+
+    def _full(self, changed):
+        """Whether the due send is the full report (else a heartbeat)."""
+        if changed or self._sent is None or not self._complete:
+            return True
+        if self._no_beat_at is not None and \
+                self.clock() - self._no_beat_at < self._beat_retry_s():
+            return True
+        return self._latest != self._sent and (
+            self.clock() - self._full_at
+            >= FULL_EVERY * (self.interval or RETRY_S) * (1 - JITTER))
 
     def _send(self):
-        if self._latest is None:
+        if self._latest is None or self._backing_off():
             return False
         changed = placement(self._latest) != placement(self._sent)
         if not changed and not self._due():
             return False
         report = self._latest
+        started = self.clock()
         try:
-            self._put(report)
+            full = self._full(changed)
+            if not full:
+                full = not self._beat()
+            if full:
+                self._put(report)
         except resq_client.ResQAPIError as exc:
+            if _busy(exc):
+                self._back_off(exc.retry_after)
             log = LOG.debug if self._failing else LOG.warning
             log('Cannot report the cache domains of %s to resq-api (%s); '
-                'retrying after the next pass', self.hostname, exc)
+                'retrying %s', self.hostname, exc,
+                'in %.0f s' % (self._not_before - self.clock())
+                if self._backing_off() else 'after the next pass')
             self._failing = True
             return False
         if self._failing:
             LOG.info('Reporting the cache domains of %s to resq-api again',
                      self.hostname)
         self._failing = False
+        if self.clock() - started > SLOW_S:
+            # Stored, but resq-api is struggling: the next waits grow.
+            self._back_off()
+        else:
+            self._failures = 0
+            self._not_before = None
         if changed:
             LOG.info('Reported %d cache domain(s) and %d partitioned '
                      'server(s) of %s to resq-api', len(report['domains']),
                      len(report.get('instances') or ()), self.hostname)
-        self._sent, self._sent_at = report, self.clock()
+        self._sent_at = self.clock()
+        if full:
+            self._sent, self._full_at = report, self._sent_at
+        return True
+
+    def _beat(self):
+        """The heartbeat; False when the full report must go instead."""
+        try:
+            self.resq.heartbeat_host(self.hostname)
+        except resq_client.HostNotReported:
+            LOG.info('resq-api has no report of %s; sending the full '
+                     'report', self.hostname)
+            return False
+        except resq_client.ResQAPIError as exc:
+            if exc.status not in (404, 406):
+                raise
+            if self._no_beat_at is None:
+                LOG.info('resq-api does not take heartbeats of %s (%s): it '
+                         'is older than microversion 1.2; sending the full '
+                         'report instead, and asking again every %d s',
+                         self.hostname, exc, self._beat_retry_s())
+            self._no_beat_at = self.clock()
+            return False
+        if self._no_beat_at is not None:
+            LOG.info('resq-api takes heartbeats of %s again (microversion '
+                     '1.2)', self.hostname)
+        self._no_beat_at = None
         return True
 
     def _put(self, report):
@@ -288,11 +425,17 @@ class HostReporter:
                     LOG.info('resq-api takes the partitioned servers of %s '
                              'again (microversion 1.1)', self.hostname)
                 self._refused_at = None
+                self._complete = True
                 return
         self.resq.report_host(self.hostname, without_instances(report))
+        self._complete = 'instances' not in report
 
     def _retry_s(self):
         return self.interval or RETRY_S
+
+    def _beat_retry_s(self):
+        """How often a resq-api that refused heartbeats is asked again."""
+        return FULL_EVERY * self._retry_s()
 
     def _ask_instances(self):
         """Whether to send the servers (1.1) rather than the domains."""

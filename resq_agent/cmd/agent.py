@@ -116,8 +116,10 @@ def _run_periodic(conf, mgr, svc):
 
         conf.register_mutate_hook(_new_interval)
         if opts.host_report_interval:
+            # The reporter spreads its heartbeats (jitter, a random first
+            # wait) and backs off while resq-api is busy or away.
             svc.run_every('resq-agent-host-report',
-                          lambda: opts.host_report_interval,
+                          mgr.host_report.next_wait,
                           mgr.host_report.heartbeat)
     if opts.nfvnice:
         svc.run_every('resq-agent-nfvnice', lambda: opts.nfvnice_interval,

@@ -40,6 +40,9 @@ SERVICE_TYPE = 'resq'
 GROUP = clients.RESQ_API
 MV_BASE = '1.0'          # every resource of the first release
 MV_HOST_INSTANCES = '1.1'   # host reports list the partitioned servers
+MV_HOST_HEARTBEAT = '1.2'   # PUT /hosts/{hostname}/heartbeat
+# resq-api has no report of the host a heartbeat names.
+HOST_NOT_FOUND = 'resq.host.not_found'
 # What resq-api answers a request at a microversion it does not serve (406)
 # or a body field an older resq-api does not know (400).
 VERSION_REFUSED = (400, 406)
@@ -53,6 +56,16 @@ class ResQAPIError(exception.ResQException):
     def status(self):
         return self.kwargs.get('status')
 
+    @property
+    def code(self):
+        """The ``code`` of resq-api's error document, if it sent one."""
+        return self.kwargs.get('code')
+
+    @property
+    def retry_after(self):
+        """Seconds the answer's ``Retry-After`` asks to wait, or None."""
+        return self.kwargs.get('retry_after')
+
 
 class ResQAPIUnavailable(ResQAPIError):
     msg_fmt = ('resq-api is unreachable or did not answer within '
@@ -62,6 +75,10 @@ class ResQAPIUnavailable(ResQAPIError):
 
 class NotFound(ResQAPIError):
     msg_fmt = 'resq-api %(method)s %(url)s: %(reason)s'
+
+
+class HostNotReported(NotFound):
+    """A heartbeat of a host resq-api has no report of."""
 
 
 class Conflict(ResQAPIError):
@@ -130,7 +147,8 @@ class ResQClient:
         cls = {404: NotFound, 409: Conflict, 403: Forbidden}.get(
             resp.status_code, ResQAPIError)
         raise cls(method=method, url=url, reason=reason,
-                  status=resp.status_code)
+                  status=resp.status_code, code=_code(resp),
+                  retry_after=_retry_after(resp))
 
     def _json(self, method, url, body=None, ok=(200,), microversion=None):
         resp = self._call(method, url, body, ok, microversion=microversion)
@@ -342,6 +360,27 @@ class ResQClient:
         return self._json('PUT', '/hosts/%s' % _q(hostname), report,
                           ok=(200, 201), microversion=version)
 
+    def heartbeat_host(self, hostname):
+        """Tell resq-api the host's last report still holds (1.2).
+
+        ``PUT /hosts/{hostname}/heartbeat`` with no body: resq-api sets
+        the report's ``updated_at`` and nothing else.
+
+        :raises HostNotReported: resq-api has no report of ``hostname``;
+            send the full one (:meth:`report_host`).
+        :raises ResQAPIError: a resq-api older than 1.2 refuses the
+            version (406) or does not know the path (404, another code):
+            send full reports instead.
+        """
+        try:
+            self._call('PUT', '/hosts/%s/heartbeat' % _q(hostname),
+                       ok=(204,), microversion=_later(
+                           self.microversion, MV_HOST_HEARTBEAT))
+        except NotFound as exc:
+            if exc.code != HOST_NOT_FOUND:
+                raise
+            raise HostNotReported(exc.message, **exc.kwargs)
+
     def list_hosts(self, limit=None, microversion=None):
         """Every host an agent reported, by name.
 
@@ -450,6 +489,24 @@ def _next_query(body):
 def _with_query(url, query):
     query = {k: v for k, v in (query or {}).items() if v is not None}
     return '%s?%s' % (url, parse.urlencode(query)) if query else url
+
+
+def _code(resp):
+    """The code of the first error of resq-api's error document."""
+    try:
+        return (resp.json().get('errors') or [{}])[0].get('code')
+    except (ValueError, AttributeError, IndexError):
+        return None
+
+
+def _retry_after(resp):
+    """``Retry-After`` in seconds (a number; an HTTP date is ignored)."""
+    value = resp.headers.get('Retry-After') if resp.headers else None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        return None
+    return seconds if seconds >= 0 else None
 
 
 def _errors(resp):

@@ -53,6 +53,7 @@ ROUTE_DECLARATIONS = {
     '/isolation': {'GET': isolation.list_isolation},
     '/hosts': {'GET': host.list_hosts},
     '/hosts/{hostname}': {'GET': host.show_host, 'PUT': host.put_host},
+    '/hosts/{hostname}/heartbeat': {'PUT': host.heartbeat},
 }
 # Paths answered without a token.
 PUBLIC_PATHS = ('/',)

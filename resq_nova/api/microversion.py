@@ -20,6 +20,9 @@ The history (each new version adds; the oldest stays served):
   bandwidth): ``PUT /hosts/{hostname}`` takes them, ``GET /hosts`` and
   ``GET /hosts/{hostname}`` show them. At 1.0 a report with them is
   refused (400) and the answers do not show them.
+* 1.2 -- ``PUT /hosts/{hostname}/heartbeat``: the agent's report still
+  holds (204, only ``updated_at`` is set; 404 ``resq.host.not_found``
+  when no report is stored). Before 1.2 the path is not served (404).
 
 A handler serves what a later version adds only when
 :func:`at_least` says the request asked for that version.
@@ -31,11 +34,12 @@ from resq_nova.api import errors
 
 SERVICE_TYPE = 'resq'
 HEADER = 'OpenStack-API-Version'
-VERSIONS = ('1.0', '1.1')
+VERSIONS = ('1.0', '1.1', '1.2')
 MIN_VERSION = microversion_parse.Version(1, 0)
 MAX_VERSION = microversion_parse.Version(*map(int, VERSIONS[-1].split('.')))
 # The first version of each addition.
 HOST_INSTANCES = microversion_parse.Version(1, 1)
+HOST_HEARTBEAT = microversion_parse.Version(1, 2)
 
 
 def _range():

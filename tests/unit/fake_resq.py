@@ -50,3 +50,13 @@ class FakeResQ:
         self._maybe_fail(('report_host', hostname))
         self.hosts[hostname] = report
         return dict(report)
+
+    def heartbeat_host(self, hostname):
+        """resq-api 1.2's heartbeat: the host's report must be stored."""
+        self._maybe_fail(('heartbeat_host', hostname))
+        if hostname not in self.hosts:
+            raise resq.HostNotReported(
+                method='PUT', url='/hosts/%s/heartbeat' % hostname,
+                reason='404 no report', status=404,
+                code=resq.HOST_NOT_FOUND)
+        self.beats = getattr(self, 'beats', 0) + 1

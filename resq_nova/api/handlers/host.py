@@ -14,6 +14,13 @@
 From microversion 1.1 a report also lists the servers the agent
 partitions (``instances``); at 1.0 a body with them is refused, as any
 unknown field, and the answers leave them out.
+
+From microversion 1.2 an agent whose report has not changed sends a
+heartbeat instead (``PUT /hosts/{hostname}/heartbeat``, no body): one
+UPDATE of the host's ``updated_at`` by primary key, no document parsed
+or written. Before 1.2 that path is not served (404, as an unknown
+path), so an agent facing an older resq-api sees 406 (for the version)
+or 404 ``resq.no_route`` and sends its full report instead.
 """
 
 import collections
@@ -21,6 +28,7 @@ import collections
 from resq_nova.api import errors
 from resq_nova.api import handlers
 from resq_nova.api import microversion
+from resq_nova.api.objects import exception as obj_exc
 from resq_nova.api.objects import host as host_obj
 from resq_nova.api.schemas import host as schema
 from resq_nova.api import util
@@ -139,3 +147,29 @@ def list_hosts(req):
             ctx, limit=limit, marker=marker), 'hostname', 'host')
     return handlers.respond({'hosts': [_view(req, i) for i in items],
                              'links': links})
+
+
+def heartbeat(req):
+    """``PUT /hosts/{hostname}/heartbeat`` (1.2): 204, nothing read.
+
+    :raises resq_nova.api.errors.NotFound: before 1.2 (``resq.no_route``,
+        as a path an older resq-api does not serve), or no report of the
+        host is stored (``resq.host.not_found``: send the full report).
+    """
+    if not microversion.at_least(req, microversion.HOST_HEARTBEAT):
+        raise errors.NotFound(
+            '%s is served from microversion %s; send OpenStack-API-Version: '
+            'resq %s, or the full report (PUT /hosts/{hostname})'
+            % (req.path_info, microversion.HOST_HEARTBEAT,
+               microversion.HOST_HEARTBEAT), code='resq.no_route')
+    ctx = handlers.context(req)
+    ctx.can('resq:hosts:report')
+    hostname = req.urlvars['hostname']
+    try:
+        host_obj.heartbeat(ctx, hostname)
+    except obj_exc.HostNotFound:
+        raise errors.NotFound(
+            'resq-api has no report of host %s (never sent, or pruned); '
+            'send the full report (PUT /hosts/%s), then heartbeats'
+            % (hostname, hostname), code='resq.host.not_found')
+    return handlers.respond(status=204)

@@ -67,7 +67,7 @@ class VersionsTest(APITestBase):
         resp = requests.get(self.api.endpoint + '/', timeout=30)
         self.assertEqual(200, resp.status_code)
         version = resp.json()['versions'][0]
-        self.assertEqual(('1.0', '1.1', 'CURRENT'),
+        self.assertEqual(('1.0', '1.2', 'CURRENT'),
                          (version['min_version'], version['max_version'],
                           version['status']))
 
@@ -85,7 +85,7 @@ class VersionsTest(APITestBase):
         self.assertEqual(406, resp.status_code)
         error = resp.json()['errors'][0]
         self.assertEqual('resq.microversion.unsupported', error['code'])
-        self.assertIn('it serves 1.0 to 1.1', error['detail'])
+        self.assertIn('it serves 1.0 to 1.2', error['detail'])
         resp = self.raw('GET', '/profiles',
                         headers={'OpenStack-API-Version': 'resq one'})
         self.assertEqual(400, resp.status_code)

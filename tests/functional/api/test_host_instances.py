@@ -164,11 +164,11 @@ class HostInstancesTest(test_api.APITestBase):
     def test_versions_document_and_unserved_versions(self):
         resp = self.raw('GET', '/', headers=V1_1)
         version = resp.json()['versions'][0]
-        self.assertEqual(('v1.0', '1.0', '1.1'), (
+        self.assertEqual(('v1.0', '1.0', '1.2'), (
             version['id'], version['min_version'], version['max_version']))
         error = self.error(self.put(report(), {
-            'OpenStack-API-Version': 'resq 1.2'}), 406)
-        self.assertIn('it serves 1.0 to 1.1', error['detail'])
+            'OpenStack-API-Version': 'resq 1.3'}), 406)
+        self.assertIn('it serves 1.0 to 1.2', error['detail'])
 
 
 # The servers' column (MEDIUMTEXT on MariaDB) on the other backends.
@@ -205,7 +205,8 @@ class ReporterAgainstTheAPITest(test_api.APITestBase):
              i['llc_occupancy_bytes']) for i in self.shown()['instances']])
         self.usage = {self.server: {'llc_occupancy_bytes': 9 << 20,
                                     'mbm_total_bytes_per_s': 2e9}}
-        self.now = 60.0
+        # Readings alone go out with the periodic full report.
+        self.now = 60.0 * hostreport.FULL_EVERY
         self.assertTrue(self.reporter.heartbeat())
         (inst,) = self.shown()['instances']
         self.assertEqual((9 << 20, 2e9), (inst['llc_occupancy_bytes'],

@@ -1,3 +1,5 @@
+import random
+
 from resq_agent import hostreport
 from resq_agent import layout
 from resq_common import cache_domain
@@ -18,6 +20,13 @@ def domains(topology=None):
 
 def assign(uuid, domain, ways, cpus):
     return layout.Assignment(uuid, domain, ways, 0, tuple(cpus))
+
+
+class Middle(random.Random):
+    """No jitter: every draw is the middle of its range."""
+
+    def uniform(self, a, b):
+        return (a + b) / 2.0
 
 
 class BuildTest(base.TestCase):
@@ -46,7 +55,7 @@ class ReporterTest(base.TestCase):
         self.now = 100.0
         self.reporter = hostreport.HostReporter(
             self.api, 'host1', domains, interval=60,
-            clock=lambda: self.now, version='x')
+            clock=lambda: self.now, version='x', rng=Middle())
 
     def sent(self):
         return [c for c in self.api.calls if c[0] == 'report_host']
@@ -59,8 +68,10 @@ class ReporterTest(base.TestCase):
         self.now += 30
         self.assertFalse(self.reporter.heartbeat())
         self.now += 31
+        # Unchanged and due: the heartbeat, not the report.
         self.assertTrue(self.reporter.heartbeat())
-        self.assertEqual(3, len(self.sent()))
+        self.assertEqual(2, len(self.sent()))
+        self.assertEqual(1, self.api.beats)
         self.assertEqual(3, self.api.hosts['host1']['domains'][0][
             'ways_used'])
 
@@ -70,8 +81,15 @@ class ReporterTest(base.TestCase):
             self.assertFalse(self.reporter.after_apply(None, []))
             self.assertFalse(self.reporter.heartbeat())
         self.assertEqual(1, len(logs.output))
+        self.assertIn('retrying in 60 s', logs.output[0])
         self.api.fail = None
-        self.assertTrue(self.reporter.heartbeat())
+        # Backing off: nothing is sent before the wait ends.
+        self.now += 59
+        self.assertFalse(self.reporter.heartbeat())
+        self.now += 1
+        with self.assertLogs('resq_agent.hostreport', 'INFO') as logs:
+            self.assertTrue(self.reporter.heartbeat())
+        self.assertIn('to resq-api again', logs.output[0])
         self.assertIn('host1', self.api.hosts)
 
     def test_nothing_before_the_first_pass(self):
@@ -156,6 +174,14 @@ class OldResQ(fake_resq.FakeResQ):
         self.status = status
         self.old = True
 
+    def heartbeat_host(self, hostname):
+        if self.old:
+            self.calls.append(('heartbeat_host_1.2', hostname))
+            raise resq_client.ResQAPIError(
+                method='PUT', url='/hosts/%s/heartbeat' % hostname,
+                status=406, reason='406 resq-api does not serve version 1.2')
+        return super().heartbeat_host(hostname)
+
     def report_host(self, hostname, report):
         if self.old and 'instances' in report:
             self.calls.append(('report_host_1.1', hostname))
@@ -179,7 +205,7 @@ class ReporterBase(base.TestCase):
         return hostreport.HostReporter(
             api or self.api, 'host1', domains, interval=interval,
             clock=lambda: self.now, version='x',
-            usage=lambda: dict(self.usage))
+            usage=lambda: dict(self.usage), rng=Middle())
 
     def sent(self, api=None):
         return [c for c in (api or self.api).calls
@@ -191,7 +217,7 @@ class ReporterBase(base.TestCase):
 
 
 class ReadingsTest(ReporterBase):
-    """Occupancy and bandwidth wait for the heartbeat; placement does not."""
+    """Occupancy and bandwidth wait; placement does not."""
 
     def test_occupancy_alone_waits_for_the_interval(self):
         a = [assign(UUID_A, 0, 3, [0])]
@@ -199,15 +225,28 @@ class ReadingsTest(ReporterBase):
         self.assertEqual([1 << 20], self.occupancy())
         self.usage = {UUID_A: reading(2 << 20, 20.0)}
         self.assertFalse(self.reporter.after_apply(None, a))
+        start = self.now
         self.now += 30
         self.assertFalse(self.reporter.heartbeat())
         self.assertEqual([1 << 20], self.occupancy())
-        self.now += 30
-        # Due: the heartbeat takes the latest readings.
+        # Due: heartbeats, the readings wait ...
+        full_after = hostreport.FULL_EVERY * 60 * (1 - hostreport.JITTER)
+        beats = 0
+        while self.now + 60 - start < full_after:
+            self.now += 60
+            self.assertTrue(self.reporter.heartbeat())
+            beats += 1
+        self.assertEqual([1 << 20], self.occupancy())
+        self.assertEqual(1, len(self.sent()))
+        self.assertEqual(beats, self.api.beats)
+        # ... until the last full report is FULL_EVERY intervals old (less
+        # the jitter): then the latest readings go out.
+        self.now += 60
         self.usage = {UUID_A: reading(3 << 20, 30.0)}
         self.assertTrue(self.reporter.heartbeat())
         self.assertEqual([3 << 20], self.occupancy())
         self.assertEqual(2, len(self.sent()))
+        self.assertEqual(beats, self.api.beats)
 
     def test_placement_changes_go_at_once_with_the_readings(self):
         self.assertTrue(self.reporter.after_apply(
@@ -322,6 +361,153 @@ class FallbackTest(ReporterBase):
             self.assertFalse(reporter.heartbeat())
         self.assertIn('Cannot report the cache domains', logs.output[0])
         api.fail = None
-        self.now += 1
+        self.now += 60
         self.assertTrue(reporter.heartbeat())
         self.assertIn('instances', api.hosts['host1'])
+
+
+class HeartbeatTest(ReporterBase):
+    """Unchanged reports are heartbeats (1.2); see the module."""
+
+    def setUp(self):
+        super().setUp()
+        self.a = [assign(UUID_A, 0, 3, [0])]
+        self.assertTrue(self.reporter.after_apply(None, self.a))
+
+    def kinds(self, api=None):
+        return [c[0] for c in (api or self.api).calls]
+
+    def test_a_host_resq_api_does_not_know_gets_the_full_report(self):
+        # resq-api's database was replaced: no report of the host.
+        del self.api.hosts['host1']
+        self.now += 60
+        with self.assertLogs('resq_agent.hostreport', 'INFO') as logs:
+            self.assertTrue(self.reporter.heartbeat())
+        self.assertIn('has no report of host1', logs.output[0])
+        self.assertEqual(['report_host', 'heartbeat_host', 'report_host'],
+                         self.kinds())
+        self.assertIn('host1', self.api.hosts)
+        self.now += 60
+        self.assertTrue(self.reporter.heartbeat())
+        self.assertEqual('heartbeat_host', self.kinds()[-1])
+
+    def check_older_resq_api(self, status, code=None):
+        api = fake_resq.FakeResQ()
+        refused = resq_client.NotFound if status == 404 else \
+            resq_client.ResQAPIError
+
+        def old(hostname):
+            api.calls.append(('heartbeat_host', hostname))
+            raise refused(method='PUT', url='/hosts/host1/heartbeat',
+                          reason='%d' % status, status=status, code=code)
+
+        api.heartbeat_host = old
+        reporter = self.make(60, api)
+        self.assertTrue(reporter.after_apply(None, self.a))
+        self.now += 60
+        with self.assertLogs('resq_agent.hostreport', 'INFO') as logs:
+            self.assertTrue(reporter.heartbeat())
+        self.assertIn('older than microversion 1.2', logs.output[0])
+        # Full reports, as before heartbeats, until heartbeats are asked
+        # again FULL_EVERY intervals on.
+        for _ in range(hostreport.FULL_EVERY - 1):
+            self.now += 60
+            self.assertTrue(reporter.heartbeat())
+        self.now += 60
+        self.assertTrue(reporter.heartbeat())
+        self.assertEqual(
+            ['report_host', 'heartbeat_host', 'report_host']
+            + ['report_host'] * (hostreport.FULL_EVERY - 1)
+            + ['heartbeat_host', 'report_host'], self.kinds(api))
+        # Upgraded: heartbeats again, when next asked.
+        del api.heartbeat_host
+        self.now += 60 * hostreport.FULL_EVERY
+        with self.assertLogs('resq_agent.hostreport', 'INFO') as logs:
+            self.assertTrue(reporter.heartbeat())
+        self.assertIn('takes heartbeats of host1 again', logs.output[0])
+        self.assertEqual('heartbeat_host', self.kinds(api)[-1])
+
+    def test_406_from_an_older_resq_api_sends_full_reports(self):
+        self.check_older_resq_api(406, 'resq.microversion.unsupported')
+
+    def test_404_from_an_older_resq_api_sends_full_reports(self):
+        self.check_older_resq_api(404, 'resq.no_route')
+
+    def test_waits_are_jittered_and_the_first_is_random(self):
+        reporter = hostreport.HostReporter(
+            self.api, 'host1', domains, interval=60,
+            clock=lambda: self.now, rng=random.Random(44))
+        first = reporter.next_wait()
+        waits = [reporter.next_wait() for _ in range(200)]
+        self.assertTrue(0 <= first <= 60)
+        self.assertTrue(all(54 <= w <= 66 for w in waits), waits)
+        self.assertGreater(max(waits) - min(waits), 8)
+        # Changes only: the runner idles.
+        reporter.interval = 0
+        self.assertEqual(0, reporter.next_wait())
+
+
+class BackOffTest(ReporterBase):
+    """Busy or away: waits that grow, Retry-After honoured."""
+
+    def busy(self, status=503, retry_after=None):
+        return resq_client.ResQAPIError(
+            method='PUT', url='/hosts/host1', reason='%d busy' % status,
+            status=status, retry_after=retry_after)
+
+    def test_waits_double_up_to_the_cap_warned_once(self):
+        self.api.fail = self.busy()
+        self.reporter.next_wait()      # the first, random wait
+        waits = []
+        with self.assertLogs('resq_agent.hostreport', 'DEBUG') as logs:
+            self.assertFalse(self.reporter.after_apply(None, []))
+            for _ in range(6):
+                waits.append(self.reporter.next_wait())
+                # The runner's heartbeat before the wait ends sends
+                # nothing.
+                self.assertFalse(self.reporter.heartbeat())
+                self.now += waits[-1]
+                self.assertFalse(self.reporter.heartbeat())
+        self.assertEqual([60, 120, 240, 480, 600, 600], waits)
+        self.assertEqual(1, len([o for o in logs.output
+                                 if o.startswith('WARNING')]))
+        self.assertEqual(7, len([c for c in self.api.calls]))
+        # Back: one send, and the normal interval again.
+        self.api.fail = None
+        self.now += 600
+        self.assertTrue(self.reporter.heartbeat())
+        self.assertEqual(60, self.reporter.next_wait())
+
+    def test_retry_after_is_honoured_within_the_cap(self):
+        self.api.fail = self.busy(retry_after=300)
+        self.reporter.next_wait()
+        self.assertFalse(self.reporter.after_apply(None, []))
+        self.assertEqual(300, self.reporter.next_wait())
+        self.now += 299
+        self.assertFalse(self.reporter.heartbeat())
+        self.now += 1
+        self.api.fail = self.busy(429, retry_after=86400)
+        self.assertFalse(self.reporter.heartbeat())
+        self.assertEqual(600, self.reporter.next_wait())
+
+    def test_unreachable_backs_off_and_client_errors_do_not(self):
+        self.api.fail = self.api.down()
+        self.assertFalse(self.reporter.after_apply(None, []))
+        self.assertTrue(self.reporter._backing_off())
+        self.now += 60
+        self.api.fail = resq_client.ResQAPIError(
+            method='PUT', url='/hosts/host1', reason='400 bad', status=400)
+        self.assertFalse(self.reporter.heartbeat())
+        self.assertFalse(self.reporter._backing_off())
+
+    def test_a_slow_answer_backs_off_though_stored(self):
+        def slow(hostname, report):
+            self.now += hostreport.SLOW_S + 1
+            self.api.hosts[hostname] = report
+
+        self.api.report_host = slow
+        self.reporter.next_wait()
+        self.assertTrue(self.reporter.after_apply(None, []))
+        self.assertIn('host1', self.api.hosts)
+        self.assertEqual(60, self.reporter.next_wait())
+        self.assertTrue(self.reporter._backing_off())

@@ -67,7 +67,8 @@ class HostReportUsageTest(test_manager.ManagerTestBase):
             self.assertEqual({A: None}, self.reported())
             # A heartbeat that is not due measures nothing.
             self.assertFalse(self.reporter.heartbeat())
-        self.now += 60
+        # Readings alone go out with the periodic full report.
+        self.now += 60 * hostreport.FULL_EVERY
         self.assertTrue(self.reporter.heartbeat())
         self.assertEqual({A: 3 << 20}, self.reported())
 
@@ -78,7 +79,8 @@ class HostReportUsageTest(test_manager.ManagerTestBase):
         # Nothing scrapes /metrics or sends notifications: the heartbeat
         # takes the reading itself.
         self.put_occupancy(5 << 20)
-        self.now += 60
+        # Readings alone go out with the periodic full report.
+        self.now += 60 * hostreport.FULL_EVERY
         self.assertTrue(self.reporter.heartbeat())
         self.assertEqual({A: 5 << 20}, self.reported())
 
@@ -86,7 +88,8 @@ class HostReportUsageTest(test_manager.ManagerTestBase):
         self.mgr.reconcile()
         self.put_occupancy(3 << 20)
         self.mgr.status()
-        self.now += 60
+        # Readings alone go out with the periodic full report.
+        self.now += 60 * hostreport.FULL_EVERY
         with mock.patch.object(self.mgr, 'status',
                                side_effect=OSError('EIO')):
             self.assertTrue(self.reporter.heartbeat())
