@@ -132,12 +132,12 @@ class Costs:
         return [self.of_mask(key) for key in keys]
 
     def pairs(self):
-        """Every class of two NFs, costed at once (classes of a fixed size
-        per member only: each pair's cost is the one :meth:`of` gives).
+        """Every class of two NFs, costed at once.
 
-        The anchors, the flow's first edges and a search among classes of
-        one or two NFs ask for most of the pairs, one array operation
-        instead of one each.
+        Classes of a fixed size per member only; each pair's cost is
+        exactly the one :meth:`of` gives. The anchors, the flow's first
+        edges and a search among classes of one or two NFs ask for most
+        of the pairs: one array operation instead of one each.
         """
         if self.ways_per_nf is None or len(self.curves) < 2:
             return

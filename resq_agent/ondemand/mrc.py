@@ -103,9 +103,11 @@ class Curve:
 
     @classmethod
     def _tabulated(cls, nbytes, miss, source):
-        """A curve of arrays known to be valid: ``nbytes`` from 0 and
-        increasing, ``miss`` not negative and not increasing (what the
-        constructor checks and makes of any input)."""
+        """A curve of arrays known to be valid.
+
+        ``nbytes`` from 0 and increasing, ``miss`` not negative and not
+        increasing: what the constructor checks and makes of any input.
+        """
         out = cls.__new__(cls)
         out.source = source
         out.nbytes = nbytes
@@ -252,10 +254,10 @@ class Composer:
         return out
 
     def pair_extras(self, first, second, cap_bytes, weights):
-        """:meth:`extra` of each class of two, ``first[r]`` and
-        ``second[r]``, all in one go.
+        """:meth:`extra` of each class of two, all in one go.
 
-        The same arithmetic as :meth:`extra_with` of one member and one
+        Row ``r`` is the class of ``first[r]`` and ``second[r]``. The
+        same arithmetic as :meth:`extra_with` of one member and one
         candidate, row by row, so each cost is exactly the one that or
         :meth:`extra` gives (two members' losses add up in either order).
 
