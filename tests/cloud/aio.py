@@ -801,7 +801,18 @@ def nova_conf(state, accel):
                     'instances_path': state.path('nova', 'instances'),
                     'compute_driver': 'libvirt.LibvirtDriver',
                     'my_ip': '127.0.0.1', 'shutdown_timeout': 0,
-                    'osapi_compute_workers': 1},
+                    'osapi_compute_workers': 1,
+                    # A libvirt domain whose instance Nova deleted
+                    # (a delete while libvirtd restarted, a local delete
+                    # while nova-compute was down) is destroyed by
+                    # nova-compute's periodic task within a minute and
+                    # logged ("... marked as DELETED but still present on
+                    # host"), not after Nova's default half hour; the soak
+                    # counts those lines (reaped_domains). See
+                    # doc/source/admin/troubleshooting.rst.
+                    'running_deleted_instance_action': 'reap',
+                    'running_deleted_instance_poll_interval': 60,
+                    'running_deleted_instance_timeout': 0},
         'api': {'auth_strategy': 'keystone'},
         'wsgi': {'api_paste_config': os.path.join(
             VENV, 'etc', 'nova', 'api-paste.ini')},

@@ -596,6 +596,37 @@ def leaks(inv, skip=()):
     return found
 
 
+#: nova-compute's line when its periodic task
+#: ``_cleanup_running_deleted_instances`` (``[DEFAULT]
+#: running_deleted_instance_action = reap``) destroys a domain whose
+#: instance Nova has deleted.
+REAPED = 'which is marked as DELETED but still present on host'
+_LOG_LINE = re.compile(
+    r'^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(\.\d+)? .*?'
+    r'\[instance: ([0-9a-f-]{36})\] .*?'
+    r"Destroying instance with name label '([^']*)' " + re.escape(REAPED))
+
+
+def reaped_domains(lines, since=None):
+    """Domains nova-compute reaped, from its log lines.
+
+    :param since: seconds since the epoch (local time, as the log's
+        stamps); older lines are left out.
+    :returns: ``[{'at': seconds since the epoch, 'uuid', 'name'}]``.
+    """
+    found = []
+    for line in lines:
+        m = _LOG_LINE.match(line)
+        if not m:
+            continue
+        at = time.mktime(time.strptime(m.group(1), '%Y-%m-%d %H:%M:%S')) \
+            + float(m.group(2) or 0)
+        if since is not None and at < since:
+            continue
+        found.append({'at': at, 'uuid': m.group(3), 'name': m.group(4)})
+    return found
+
+
 def leak_counts(found):
     """``{kind: count}`` of :func:`leaks` (plans: None when unknown)."""
     plans = found.get('plans_applying')
