@@ -156,6 +156,7 @@ class AgentManager:
         self._allocs = {}         # uuid -> (domain, ways) from Placement
         self._stale = {}          # the previous pass's, while it is down
         self._placement_error = None   # this pass's, once it failed
+        self._inventory_error = None   # Placement refused this pass's report
         self._synced = {}         # uuid -> definition checked
         self._layout = layout.Layout([], [], {})
         self._refused = []
@@ -410,10 +411,15 @@ class AgentManager:
 
         Placement is asked outside the state lock, each request bounded by
         ``[placement] timeout``, and not again in the pass once it failed.
+        What failed is in the summary: ``error`` (libvirt could not be
+        read: nothing was done), ``placement_error`` (Placement did not
+        answer), ``inventory_error`` (it refused the inventory report),
+        ``errors`` (writes that failed).
         """
         with self._pass_lock:
             started = time.monotonic()
             self._placement_error = None
+            self._inventory_error = None
             self._rediscover()
             if enforce:
                 self._report_inventory()
@@ -450,6 +456,8 @@ class AgentManager:
                     set(self._misplaced) - set(self._known)))
             if self._placement_error is not None:
                 summary['placement_error'] = self._placement_error
+            if self._inventory_error is not None:
+                summary['inventory_error'] = self._inventory_error
             summary['seconds'] = round(time.monotonic() - started, 3)
             return summary
 
@@ -476,6 +484,7 @@ class AgentManager:
         except placement_client.PlacementError as exc:
             LOG.warning('Cannot report cache inventory to Placement: %s; '
                         'retrying at the next reconcile', exc)
+            self._inventory_error = str(exc)
             return
         self._placement_failed(error)
 

@@ -53,9 +53,35 @@ def _manager(conf, hooks=()):
     return manager.AgentManager.from_conf(conf, post_apply_hooks=hooks)
 
 
+def reconcile_failures(summary):
+    """What failed in a reconcile pass, a line each; none when all went.
+
+    Instances refused a partition (``refused``, each with its reason) are
+    the agent's decision, not a failure.
+    """
+    lines = []
+    if summary.get('error'):
+        lines.append('%s; nothing was changed: check that libvirtd runs and '
+                     '[resq_agent] libvirt_uri' % summary['error'])
+    if summary.get('placement_error'):
+        lines.append('%s; the partitions were enforced from what the agent '
+                     'knew (the last answers, the flavors)'
+                     % summary['placement_error'])
+    if summary.get('inventory_error'):
+        lines.append('the cache inventory was not reported: %s'
+                     % summary['inventory_error'])
+    for error in summary.get('errors') or ():
+        lines.append('enforcement: %s; the next reconcile retries' % error)
+    return lines
+
+
 def _reconcile(conf):
-    _print(_manager(conf).reconcile())
-    return 0
+    summary = _manager(conf).reconcile()
+    _print(summary)
+    failures = reconcile_failures(summary)
+    for line in failures:
+        print('ERROR: %s' % line, file=sys.stderr)
+    return 1 if failures else 0
 
 
 def _status(conf):
@@ -190,7 +216,9 @@ def _add_parsers(subparsers):
                    '(default: [resq_agent] sysfs_root)')
     p.set_defaults(func=_inspect)
     p = subparsers.add_parser('reconcile', help='one full pass: read '
-                              'libvirt and Placement, enforce, exit')
+                              'libvirt and Placement, enforce, print the '
+                              'summary as JSON; exit 1, saying what on '
+                              'standard error, if something failed')
     p.set_defaults(func=_reconcile)
     p = subparsers.add_parser('status', help='print what is enforced and '
                               'measured, as JSON (changes nothing)')

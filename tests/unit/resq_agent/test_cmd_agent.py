@@ -76,8 +76,14 @@ class AgentCommandTest(base.TestCase):
         doms = self.useFixture(libvirt_fixture.NovaDomains())
         doms.add(A, (5, 6), ways=3, packet_bytes=1518)
         rc, out, err = self.run_main('reconcile')
-        self.assertEqual(0, rc, err)
-        self.assertEqual(1, json.loads(out)['instances'])
+        # Enforced from the flavor, but Placement failed: exit 1, saying so.
+        self.assertEqual(1, rc, err)
+        summary = json.loads(out)
+        self.assertEqual(1, summary['instances'])
+        errors = [ln for ln in err.splitlines() if ln.startswith('ERROR')]
+        self.assertEqual(['ERROR: %s; the partitions were enforced from '
+                          'what the agent knew (the last answers, the '
+                          'flavors)' % summary['placement_error']], errors)
         # The first shared class of service holds it.
         self.assertEqual('5,6\n', self.tree.read('resq-cos1', 'cpus_list'))
         rc, out, err = self.run_main('status')
@@ -98,16 +104,74 @@ class AgentCommandTest(base.TestCase):
         doms = self.useFixture(libvirt_fixture.NovaDomains())
         doms.add(A, (5, 6), ways=3)
         rc, out, err = self.run_main('reconcile')
-        self.assertEqual(0, rc, err)
+        self.assertEqual(1, rc, err)
         self.assertTrue(hung.requested.is_set())
         summary = json.loads(out)
         self.assertIn('timed out', summary['placement_error'])
         # Enforced from what is known (here the flavor) meanwhile.
         self.assertEqual(1, summary['instances'])
         self.assertNotIn('Traceback', err)
-        lines = [ln for ln in err.splitlines() if 'Placement' in ln]
+        # One log line, and the command's one ERROR line.
+        lines = [ln for ln in err.splitlines() if 'Placement' in ln
+                 and not ln.startswith('ERROR')]
         self.assertEqual(1, len(lines), err)
         self.assertIn('did not answer within [placement] timeout', lines[0])
+        errors = [ln for ln in err.splitlines() if ln.startswith('ERROR')]
+        self.assertEqual(1, len(errors), err)
+        self.assertIn('did not answer within [placement] timeout',
+                      errors[0])
+
+    def test_reconcile_exit_status_says_what_failed(self):
+        summaries = {
+            'libvirt': {'error': 'libvirt: Failed to connect socket'},
+            'placement': {'instances': 0, 'errors': [], 'refused': [],
+                          'placement_error': 'Placement is unreachable'},
+            'inventory': {'instances': 0, 'errors': [], 'refused': [],
+                          'inventory_error': 'Placement PUT /x failed: 409'},
+            'writes': {'instances': 2, 'refused': [], 'errors': [
+                'write resq-cos1: resctrl at /r is not writable',
+                'monitoring group resq-cos1/resq-a: no RMID left']},
+        }
+        expected = {
+            'libvirt': ['ERROR: libvirt: Failed to connect socket; nothing '
+                        'was changed: check that libvirtd runs and '
+                        '[resq_agent] libvirt_uri'],
+            'placement': ['ERROR: Placement is unreachable; the partitions '
+                          'were enforced from what the agent knew (the last '
+                          'answers, the flavors)'],
+            'inventory': ['ERROR: the cache inventory was not reported: '
+                          'Placement PUT /x failed: 409'],
+            'writes': ['ERROR: enforcement: write resq-cos1: resctrl at /r '
+                       'is not writable; the next reconcile retries',
+                       'ERROR: enforcement: monitoring group resq-cos1/'
+                       'resq-a: no RMID left; the next reconcile retries'],
+        }
+        for kind, summary in summaries.items():
+            self.useFixture(fixtures.MonkeyPatch(
+                'resq_agent.cmd.agent._manager',
+                lambda conf, s=summary: FakeManager(s)))
+            rc, out, err = self.run_main('reconcile')
+            self.assertEqual(1, rc, kind)
+            self.assertEqual(summary, json.loads(out))
+            self.assertEqual(expected[kind], [
+                ln for ln in err.splitlines() if ln.startswith('ERROR')])
+        # Instances refused a partition: the agent's decision, exit 0.
+        refused = {'instances': 0, 'errors': [], 'refused': [
+            {'uuid': A, 'reason': 'it has no pinned CPUs'}]}
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_agent.cmd.agent._manager',
+            lambda conf: FakeManager(refused)))
+        rc, out, err = self.run_main('reconcile')
+        self.assertEqual(0, rc, err)
+        self.assertNotIn('ERROR', err)
+
+
+class FakeManager:
+    def __init__(self, summary):
+        self.summary = summary
+
+    def reconcile(self):
+        return dict(self.summary)
 
 
 class PqosBackendTest(base.TestCase):

@@ -22,6 +22,7 @@ import resq_agent.privsep
 import resq_agent.privsep.resctrl
 from resq_agent import virt
 from resq_common import cbm
+from resq_common.clients import placement as placement_client
 from resq_common import resctrl
 from resq_common import resctrl_writer
 from tests import base
@@ -632,3 +633,23 @@ class TopologyChangesTest(base.TestCase):
         self.assertEqual(
             'domain 0: 20 ways -> no CAT: resctrl is not mounted',
             manager._changes(self.topology(), lost))
+
+
+class InventoryRefusedTest(ManagerTestBase):
+    """Placement refusing the inventory report is in the pass's summary."""
+
+    class Refusing:
+        def report(self, topology):
+            raise placement_client.PlacementError(
+                method='PUT', url='/resource_providers/x/inventories',
+                reason='409 Conflict')
+
+    def test_summary_names_the_refusal(self):
+        mgr = self.make(inventory=self.Refusing())
+        summary = mgr.reconcile()
+        self.assertEqual('Placement PUT /resource_providers/x/inventories '
+                         'failed: 409 Conflict', summary['inventory_error'])
+        self.assertNotIn('placement_error', summary)
+        # The next pass starts clean.
+        mgr.inventory = None
+        self.assertNotIn('inventory_error', mgr.reconcile())
