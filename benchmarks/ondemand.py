@@ -16,11 +16,12 @@ side by side (issues 14 and 44).
   readings follow the allocation: each NF has a hidden miss-ratio curve,
   its occupancy is what its class gives it (up to its working set) and
   its miss bandwidth that curve there, with noise. ``WARMUP`` periods
-  fill the histories (``history_min``: the fewest allocations any NF
-  had), then ``ROUNDS`` periods with violators are timed, for each of
-  ``SEEDS`` seeds: ``decision_ms`` is the median over all of them,
-  ``decision_ms_p99`` and ``decision_ms_max`` the 99th percentile and
-  the worst, ``decision_ms_seed_medians`` each seed's median;
+  fill the histories (``history_median``, ``history_min``: the
+  allocations an NF had, median and fewest), then ``ROUNDS`` periods
+  with violators are timed, for each of ``SEEDS`` seeds:
+  ``decision_ms`` is the median over all of them, ``decision_ms_p99``
+  and ``decision_ms_max`` the 99th percentile and the worst,
+  ``decision_ms_seed_medians`` each seed's median;
   ``decision_cpu_ms`` (``_max``) the same periods' CPU time, which the
   machine's other load (``load_avg_1m``) inflates less than wall time.
 * ``decision_ms_fresh``: the same 64 NFs' first re-plan on a fresh
@@ -161,9 +162,9 @@ def history_times(seed, warmup=WARMUP, rounds=ROUNDS, nfs=NFS):
     """One scheduler as the agent runs it: ``rounds`` timed periods.
 
     :returns: ``(milliseconds per period with violators, CPU
-        milliseconds of each, their states counted, the fewest
-        allocations any NF had in its history when timing began)``; the
-        lulls' periods (nothing to decide) are not counted.
+        milliseconds of each, their states counted, the allocations each
+        NF had in its history when timing began)``; the lulls' periods
+        (nothing to decide) are not counted.
     """
     lease = _lease()
     host = Host(seed, nfs)
@@ -172,7 +173,7 @@ def history_times(seed, warmup=WARMUP, rounds=ROUNDS, nfs=NFS):
     s.update(lease, host.nfs, {}, 0.0)
     for t in range(1, warmup + 1):
         s.update(lease, host.nfs, host.readings(s.plan, t), float(t))
-    fewest = min(len(s.history(n.uuid)) for n in host.nfs)
+    kept = [len(s.history(n.uuid)) for n in host.nfs]
     times, cpu, states = [], [], collections.Counter()
     t = warmup
     while len(times) < rounds:
@@ -188,7 +189,7 @@ def history_times(seed, warmup=WARMUP, rounds=ROUNDS, nfs=NFS):
         times.append(took)
         cpu.append(took_cpu)
         states[d.state] += 1
-    return times, cpu, states, fewest
+    return times, cpu, states, kept
 
 
 def percentile(values, q):
@@ -202,25 +203,25 @@ def with_history(seeds=SEEDS, warmup=WARMUP, rounds=ROUNDS):
     """Every seed's periods, timed.
 
     :returns: ``(all times, all CPU times, per-seed medians, states,
-        fewest history points)``.
+        allocations in each NF's history, all seeds)``.
     """
     pooled, cpu, medians = [], [], []
-    states, fewest = collections.Counter(), None
+    states, kept = collections.Counter(), []
     for seed in seeds:
-        times, took_cpu, st, least = history_times(seed, warmup, rounds)
+        times, took_cpu, st, hist = history_times(seed, warmup, rounds)
         pooled.extend(times)
         cpu.extend(took_cpu)
         medians.append(statistics.median(times))
         states.update(st)
-        fewest = least if fewest is None else min(fewest, least)
-    return pooled, cpu, medians, states, fewest
+        kept.extend(hist)
+    return pooled, cpu, medians, states, kept
 
 
 def main(argv):
     # The first call loads HiGHS; not part of a decision.
     decision_times(runs=1)
     fresh, classes = decision_times()
-    hist, cpu, medians, states, fewest = with_history()
+    hist, cpu, medians, states, kept = with_history()
     platform = nfmodel.Platform(llc_ways=LEASE_WAYS + 2)
     steady = ondemand.run_policy('resq', nfs=NFS, lease_ways=LEASE_WAYS,
                                  classes=CLASSES, periods=30, swing=0.0,
@@ -231,10 +232,11 @@ def main(argv):
     print('Local scheduler, %d on-demand NFs, %d-way lease, %d classes of '
           'service' % (NFS, LEASE_WAYS, CLASSES))
     print('  with history (%d seeds x %d periods with violators after %d '
-          'to fill it, at least %d of the %d allocations kept per NF): '
+          'to fill it, %d (fewest %d) of the %d allocations kept per NF): '
           'median %.2f ms, p99 %.2f ms, max %.2f ms (CPU: median %.2f ms, '
           'max %.2f ms); per-seed medians %s ms; periods %s'
-          % (len(SEEDS), ROUNDS, WARMUP, fewest, scheduler.HISTORY_POINTS,
+          % (len(SEEDS), ROUNDS, WARMUP, statistics.median(kept),
+             min(kept), scheduler.HISTORY_POINTS,
              median, percentile(hist, 99), max(hist),
              statistics.median(cpu), max(cpu),
              ', '.join('%.1f' % m for m in medians),
@@ -259,7 +261,8 @@ def main(argv):
         'rounds_timed': ROUNDS,
         'warmup_rounds': WARMUP,
         'history_points': scheduler.HISTORY_POINTS,
-        'history_min': fewest,
+        'history_min': min(kept),
+        'history_median': statistics.median(kept),
         'lull_every': LULL,
         'decision_ms': round(median, 3),
         'decision_ms_p99': round(percentile(hist, 99), 3),
