@@ -1,6 +1,8 @@
 """The ResQ filter and weigher on Nova's own objects, without services."""
 
 import datetime
+import gc
+import json
 import logging
 from unittest import mock
 import uuid
@@ -12,6 +14,7 @@ from nova.pci import stats as pci_stats
 from nova.scheduler import host_manager
 from nova.tests.unit import fake_pci_device_pools
 from oslotest import base
+import requests
 
 from resq_common import cache_domain
 from resq_nova.nova import scheduler
@@ -84,8 +87,90 @@ class NUMAStateTest(base.BaseTestCase):
         self.assertEqual(2, after.pinned)
         self.assertNotEqual(before.key, after.key)
 
+    def test_the_entry_leaves_with_its_topology(self):
+        numa = topology()
+        key = id(numa)
+        state = scheduler.numa_state(numa)
+        self.assertIs(state, scheduler.numa_states()(key)[1])
+        del numa
+        gc.collect()
+        self.assertIsNone(scheduler.numa_states()(key))
+
+    def test_every_live_topology_stays_read(self):
+        # No cap on the topologies: the map holds what the host states
+        # hold (a cap emptied when full missed every host of a larger
+        # fleet).
+        numas = [topology() for _ in range(50)]
+        states = [scheduler.numa_state(n) for n in numas]
+        with mock.patch.object(scheduler, 'NUMAState',
+                               side_effect=AssertionError('read again')):
+            self.assertEqual(states,
+                             [scheduler.numa_state(n) for n in numas])
+
+    def test_state_ids_are_bounded_and_never_reused(self):
+        self.useFixture(fixtures.MockPatchObject(scheduler,
+                                                 '_STATE_IDS_MAX', 2))
+        self.useFixture(fixtures.MockPatchObject(scheduler, '_STATE_IDS',
+                                                 {}))
+        numas = [topology(pinned=((c,), ())) for c in range(3)]
+        keys = [scheduler.numa_state(n).key for n in numas]
+        self.assertEqual(3, len(set(keys)))
+        self.assertLessEqual(len(scheduler._STATE_IDS), 2)
+        # Seen again after the ids were emptied: a new id, never an old
+        # one of another state.
+        again = scheduler.numa_state(topology(pinned=((0,), ()))).key
+        self.assertNotIn(again, keys)
+
+
+class RequestParsingTest(base.BaseTestCase):
+
+    def test_equal_flavors_are_parsed_once(self):
+        scheduler.resq_request(spec())
+        before = scheduler._parse.cache_info()
+        request, error = scheduler.resq_request(spec())
+        after = scheduler._parse.cache_info()
+        self.assertIsNone(error)
+        self.assertEqual(4, request.ways)
+        self.assertEqual(before.hits + 1, after.hits)
+        self.assertEqual(before.misses, after.misses)
+
+    def test_a_changed_flavor_is_parsed_again(self):
+        request = spec()
+        self.assertEqual(4, scheduler.resq_request(request)[0].ways)
+        request.flavor.extra_specs = dict(
+            request.flavor.extra_specs,
+            **{'resources_LLC:CUSTOM_LLC_WAY': '6'})
+        self.assertEqual(6, scheduler.resq_request(request)[0].ways)
+        request.flavor.vcpus = 4
+        self.assertEqual(4, scheduler.resq_request(request)[0].vcpus)
+        request.flavor.extra_specs = {}
+        self.assertEqual((None, None), scheduler.resq_request(request))
+
 
 class FilterTest(base.BaseTestCase):
+
+    def test_one_numa_fit_per_state_and_request(self):
+        hosts = [host('h%d' % i, topology()) for i in range(3)]
+        fit = mock.Mock(wraps=filters._pinned_cell)
+        with mock.patch.object(filters, '_pinned_cell', fit):
+            self.assertEqual(hosts,
+                             filters.ResQFilter().filter_all(hosts, spec()))
+            self.assertEqual(1, fit.call_count)
+            # A claim replaces a host's topology: its new state gets a
+            # fit of its own, in the same request and in the next.
+            hosts[1].numa_topology = topology(pinned=((0, 1, 2), ()))
+            for hs in hosts:
+                hs.allocation_candidates = [
+                    {'allocations': {}, 'mappings': {
+                        '': [hs.uuid],
+                        '_LLC': [cache_domain.provider_uuid(hs.uuid, d)]}}
+                    for d in (0, 1)]
+            self.assertEqual(hosts,
+                             filters.ResQFilter().filter_all(hosts, spec()))
+            self.assertEqual(3, fit.call_count)
+        self.assertEqual([[cache_domain.provider_uuid(hosts[1].uuid, 1)]],
+                         [c['mappings']['_LLC']
+                          for c in hosts[1].allocation_candidates])
 
     def test_non_resq_request_gets_the_same_list_back(self):
         hosts = [host('h%d' % i, topology()) for i in range(3)]
@@ -215,3 +300,153 @@ class WeigherTest(base.BaseTestCase):
             metadata={'resq_weigher_multiplier': '-2.5'})]
         self.assertEqual(10.0, weigher.weight_multiplier(plain))
         self.assertEqual(-2.5, weigher.weight_multiplier(tuned))
+
+    def test_multiplier_asks_nova_only_for_hosts_in_aggregates(self):
+        weigher = weights.ResQWeigher()
+        plain = host('plain', topology())
+        tuned = host('tuned', topology())
+        tuned.aggregates = [objects.Aggregate(
+            id=1, name='packed', hosts=['tuned'], metadata={})]
+        helper = self.useFixture(fixtures.MockPatchObject(
+            weights.internals, 'weight_multiplier', return_value=3.0)).mock
+        self.assertEqual(10.0, weigher.weight_multiplier(plain))
+        helper.assert_not_called()
+        self.assertEqual(3.0, weigher.weight_multiplier(tuned))
+        helper.assert_called_once_with(tuned, weights.AGGREGATE_KEY, 10.0)
+
+
+def answer(hosts, usage, summaries_last=True):
+    """Placement's allocation candidates answer (1.33) for the hosts.
+
+    A candidate per cache domain; the summaries of the compute nodes and
+    of the domains, with ``usage[rp] = (ways used, ways capacity, classes
+    used, classes capacity)`` (default: empty domains).
+    """
+    requests, summaries = [], {}
+    for hs in hosts:
+        summaries[hs.uuid] = {
+            'resources': {'PCPU': {'capacity': 8, 'used': 0}},
+            'traits': ['COMPUTE_NODE', 'HW_CPU_X86_AVX2'],
+            'parent_provider_uuid': None, 'root_provider_uuid': hs.uuid}
+        for d in (0, 1):
+            rp = cache_domain.provider_uuid(hs.uuid, d)
+            requests.append({
+                'allocations': {rp: {'resources': {'CUSTOM_LLC_WAY': 4,
+                                                   'CUSTOM_LLC_CLOS': 1}}},
+                'mappings': {'_LLC': [rp]}})
+            ways_used, ways_cap, clos_used, clos_cap = usage.get(
+                rp, (0, 16, 0, 7))
+            summaries[rp] = {
+                'resources': {
+                    'CUSTOM_LLC_WAY': {'capacity': ways_cap,
+                                       'used': ways_used},
+                    'CUSTOM_LLC_CLOS': {'capacity': clos_cap,
+                                        'used': clos_used}},
+                'traits': ['CUSTOM_RESQ_L3_%d' % d,
+                           'CUSTOM_RESQ_NUMA_%d' % d],
+                'parent_provider_uuid': hs.uuid,
+                'root_provider_uuid': hs.uuid}
+    if summaries_last:
+        return {'allocation_requests': requests,
+                'provider_summaries': summaries}
+    return {'provider_summaries': summaries,
+            'allocation_requests': requests}
+
+
+def response(body, encoding='utf-8'):
+    """A requests response, as keystoneauth gives the plugins."""
+    resp = requests.Response()
+    resp.status_code = 200
+    resp.headers['Content-Type'] = 'application/json'
+    resp._content = json.dumps(body).encode('utf-8')
+    resp.encoding = encoding
+    return resp
+
+
+class PlacementAnswerTest(base.BaseTestCase):
+    """The weigher's reading of Placement's allocation candidates."""
+
+    class W:
+        def __init__(self, obj):
+            self.obj = obj
+
+    def test_weights_from_the_answer_as_from_the_usage(self):
+        # test_ways_and_classes_of_service_count, through the GET.
+        a = host('a', topology(pinned=((0,), ())))
+        b = host('b', topology(pinned=((0,), ())))
+        rp_a = a.allocation_candidates[0]['mappings']['_LLC'][0]
+        weigher = weights.ResQWeigher()
+        client = mock.Mock()
+        client.get.return_value = response(
+            answer([a, b], {rp_a: (12, 16, 3, 7)}))
+        weigher._placement = client
+        wa, wb = weigher.weigh_objects([self.W(a), self.W(b)], spec())
+        self.assertAlmostEqual((3 / 8 + 16 / 16 + 4 / 7) / 3, wa)
+        self.assertAlmostEqual((3 / 8 + 4 / 16 + 1 / 7) / 3, wb)
+        client.get.assert_called_once()
+
+    def test_only_the_summaries_are_decoded(self):
+        hosts = [host('h%d' % i, topology()) for i in range(3)]
+        body = answer(hosts, {})
+        resp = response(body)
+        with mock.patch.object(resp, 'json',
+                               side_effect=AssertionError('whole body')):
+            self.assertEqual(body['provider_summaries'],
+                             weights.provider_summaries(resp))
+
+    def test_the_whole_body_when_the_summaries_are_not_last(self):
+        hosts = [host('h%d' % i, topology()) for i in range(3)]
+        body = answer(hosts, {}, summaries_last=False)
+        resp = response(body)
+        self.assertEqual(body['provider_summaries'],
+                         weights.provider_summaries(resp))
+
+    def test_the_whole_body_without_a_charset(self):
+        # requests would guess one from the whole body for .text.
+        body = answer([host('h', topology())], {})
+        resp = response(body, encoding=None)
+        self.assertEqual(body['provider_summaries'],
+                         weights.provider_summaries(resp))
+
+    def test_the_key_inside_a_summary_is_not_taken_for_the_answers(self):
+        hs = host('h', topology())
+        body = answer([hs], {})
+        # Not in a real answer; if it were, it would not be decoded as
+        # the answer's summaries.
+        body['provider_summaries'][hs.uuid]['provider_summaries'] = {}
+        resp = response(body)
+        self.assertEqual(body['provider_summaries'],
+                         weights.provider_summaries(resp))
+
+    def test_an_answer_without_summaries_weighs_by_cores(self):
+        client = mock.Mock()
+        client.get.return_value = response({'allocation_requests': []})
+        weigher = weights.ResQWeigher()
+        weigher._placement = client
+        logs = self.useFixture(fixtures.FakeLogger())
+        got = weigher.weigh_objects([self.W(host('a', topology()))], spec())
+        self.assertEqual([2 / 8], got)
+        self.assertIn('weighing by cores only', logs.output)
+
+    def test_usage_is_the_llc_providers_of_the_summaries(self):
+        hosts = [host('h%d' % i, topology()) for i in range(2)]
+        rp = cache_domain.provider_uuid(hosts[0].uuid, 1)
+        summaries = answer(hosts, {rp: (5, 9, 2, 15)})['provider_summaries']
+        usage = weights._Usage(summaries)
+        eager = {}
+        for uuid_, summary in summaries.items():
+            res = summary['resources']
+            if 'CUSTOM_LLC_WAY' in res:
+                eager[uuid_] = (res['CUSTOM_LLC_WAY']['used'],
+                                res['CUSTOM_LLC_WAY']['capacity'],
+                                res['CUSTOM_LLC_CLOS']['used'],
+                                res['CUSTOM_LLC_CLOS']['capacity'])
+        self.assertEqual(eager, dict(usage))
+        self.assertEqual((5, 9, 2, 15), usage.get(rp))
+        self.assertIsNone(usage.get(hosts[0].uuid))    # a compute node
+        self.assertIsNone(usage.get('no-such-provider'))
+        self.assertEqual(4, len(usage))
+        self.assertTrue(usage)
+        compute_nodes = {h.uuid: summaries[h.uuid] for h in hosts}
+        self.assertFalse(weights._Usage(compute_nodes))
+        self.assertFalse(weights._Usage({}))

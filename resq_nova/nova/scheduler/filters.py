@@ -92,6 +92,7 @@ class ResQFilter(filters.BaseHostFilter):
         """
         fits = {}
         numa_state = scheduler.numa_state
+        cached_state = scheduler.numa_states()
         domain_map = cache_domain.domain_map
         provider_uuid = cache_domain.provider_uuid
         host_cells = self.cells.hosts()
@@ -114,7 +115,11 @@ class ResQFilter(filters.BaseHostFilter):
                     cell = _pinned_cell(topology, instance_numa, limits,
                                         pci_requests, pci_stats)
                 else:
-                    key = numa_state(topology).key
+                    entry = cached_state(id(topology))
+                    if entry is not None and entry[0]() is topology:
+                        key = entry[1].key
+                    else:
+                        key = numa_state(topology).key
                     if limits is not None:
                         key = (key, limits.cpu_allocation_ratio,
                                limits.ram_allocation_ratio)

@@ -28,6 +28,8 @@ aggregate's ``resq_weigher_multiplier`` metadata overrides it for its hosts,
 as Nova's own weighers' ``*_weight_multiplier`` keys do.
 """
 
+import collections.abc
+import json
 import time
 
 from nova.scheduler import weights
@@ -56,7 +58,10 @@ class ResQWeigher(weights.BaseHostWeigher):
 
     def weight_multiplier(self, host_state):
         # Nova asks once per host, right after weigh_objects; the option
-        # is read once per request there.
+        # is read once per request there. A host in no aggregate gets the
+        # option, as Nova's helper gives it, without the call.
+        if not host_state.aggregates:
+            return self._multiplier
         return internals.weight_multiplier(host_state, AGGREGATE_KEY,
                                            self._multiplier)
 
@@ -74,6 +79,7 @@ class ResQWeigher(weights.BaseHostWeigher):
         need = max(request.vcpus, 1)
         usage = self._llc_usage(request) if request.ways else {}
         numa_state = scheduler.numa_state
+        cached_state = scheduler.numa_states()
         suffix = request.group_suffix
         memo = {}
         weights_ = []
@@ -82,7 +88,11 @@ class ResQWeigher(weights.BaseHostWeigher):
             topology = hs.numa_topology
             used = total = 0
             if topology is not None:
-                state = numa_state(topology)
+                entry = cached_state(id(topology))
+                if entry is not None and entry[0]() is topology:
+                    state = entry[1]
+                else:
+                    state = numa_state(topology)
                 used, total = state.pinned, state.total
             if not total:
                 # No NUMA topology reported: count vCPUs instead.
@@ -131,23 +141,113 @@ class ResQWeigher(weights.BaseHostWeigher):
             if resp.status_code != 200:
                 raise ValueError('%s %s' % (resp.status_code,
                                             resp.text[:200]))
-            summaries = resp.json()['provider_summaries']
+            summaries = provider_summaries(resp)
         except Exception as exc:
             LOG.warning('ResQWeigher cannot read cache-domain usage from '
                         'Placement (%s); weighing by cores only for %d s',
                         exc, RETRY_AFTER_S)
             self._placement_down_until = time.monotonic() + RETRY_AFTER_S
             return {}
-        usage = {}
-        for rp, summary in summaries.items():
-            res = summary.get('resources') or {}
-            ways = res.get(extra_specs.RC_LLC_WAY)
-            if not ways:
-                continue
-            clos = res.get(extra_specs.RC_LLC_CLOS) or {}
-            usage[rp] = (ways['used'], ways['capacity'], clos.get('used', 0),
-                         clos.get('capacity', 0))
+        return _Usage(summaries)
+
+
+def _domain_usage(summary):
+    """What the weigher reads of a provider summary, or None.
+
+    ``(ways used, ways capacity, classes used, classes capacity)``; None
+    for a provider without LLC ways.
+    """
+    res = summary.get('resources') or {}
+    ways = res.get(extra_specs.RC_LLC_WAY)
+    if not ways:
+        return None
+    clos = res.get(extra_specs.RC_LLC_CLOS) or {}
+    return (ways['used'], ways['capacity'], clos.get('used', 0),
+            clos.get('capacity', 0))
+
+
+class _Usage(collections.abc.Mapping):
+    """The usage of the cache domains in Placement's provider summaries.
+
+    ``{provider uuid: (ways used, ways capacity, classes used, classes
+    capacity)}`` of the providers with LLC ways, read from a summary when
+    it is asked for: a thousand hosts ask for a thousand of the answer's
+    three thousand summaries (compute nodes and cache domains), rather
+    than each being read up front.
+    """
+
+    __slots__ = ('_summaries', '_any')
+
+    def __init__(self, summaries):
+        self._summaries = summaries
+        self._any = None
+
+    def get(self, rp, default=None):
+        summary = self._summaries.get(rp)
+        if summary is None:
+            return default
+        usage = _domain_usage(summary)
+        return default if usage is None else usage
+
+    def __getitem__(self, rp):
+        usage = self.get(rp)
+        if usage is None:
+            raise KeyError(rp)
         return usage
+
+    def __iter__(self):
+        return (rp for rp, s in self._summaries.items()
+                if _domain_usage(s) is not None)
+
+    def __len__(self):
+        return sum(1 for _ in self)
+
+    def __bool__(self):
+        if self._any is None:
+            self._any = any(True for _ in self)
+        return self._any
+
+
+_SUMMARIES_KEY = '"provider_summaries"'
+_DECODER = json.JSONDecoder()
+_WHITESPACE = ' \t\n\r'
+
+
+def provider_summaries(resp):
+    """The ``provider_summaries`` of an allocation candidates answer.
+
+    The weigher reads nothing else of the answer, which is megabytes at a
+    thousand hosts: decode the summaries' object alone, from the last
+    ``"provider_summaries"`` key of the body (no trait, resource class or
+    UUID in the answer can spell it; Placement writes the key after the
+    allocation requests). Fall back to decoding the whole body when that
+    does not give an object that ends the answer, or when the response
+    has no charset (a requests response would guess one from the whole
+    body for its ``text``; Placement's ``application/json`` is UTF-8).
+    """
+    if getattr(resp, 'encoding', '') is None:
+        return resp.json()['provider_summaries']
+    text = getattr(resp, 'text', None)
+    if isinstance(text, str):
+        at = text.rfind(_SUMMARIES_KEY)
+        if at >= 0:
+            at = _skip(text, at + len(_SUMMARIES_KEY))
+            if text.startswith(':', at):
+                try:
+                    value, end = _DECODER.raw_decode(
+                        text, _skip(text, at + 1))
+                except ValueError:
+                    value = None
+                if isinstance(value, dict) and text[end:].strip() == '}':
+                    return value
+    return resp.json()['provider_summaries']
+
+
+def _skip(text, at):
+    """The first index from ``at`` on that is not JSON whitespace."""
+    while at < len(text) and text[at] in _WHITESPACE:
+        at += 1
+    return at
 
 
 def _share(used, need, total):
