@@ -361,6 +361,10 @@ def main(argv):
         print(json.dumps(api_bursts.report(*api_bursts.run()),
                          sort_keys=True))
         return 0
+    if '--fleet' in argv:
+        from benchmarks import api_fleet
+
+        return api_fleet.main(argv)
     if argv[:1] == ['db-down']:
         down, rows = db_down()
         _print_db_down(rows)
