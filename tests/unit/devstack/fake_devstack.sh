@@ -245,6 +245,14 @@ function _fake_write_uwsgi_config {
         _fake_record apache_proxy "$url" "$name"
     fi
 }
+# lib/apache's site files (under the calls file's directory), modules and
+# restarts.
+function apache_site_config_for {
+    mkdir -p "$(dirname "$FAKE_DEVSTACK_CALLS")/apache"
+    echo "$(dirname "$FAKE_DEVSTACK_CALLS")/apache/$1.conf"
+}
+function enable_apache_mod { _fake_record enable_apache_mod "$@"; }
+function restart_apache_server { _fake_record restart_apache_server "$@"; }
 function sleep { _fake_record sleep "$@"; }
 
 function get_python_exec_prefix {

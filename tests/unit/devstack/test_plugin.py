@@ -690,6 +690,16 @@ class PluginTest(base.TestCase):
             os.path.join(ds.conf_dir, 'resq.conf'),
             os.path.join(ds.conf_dir, 'resq-api.conf'))],
             uwsgi['uwsgi']['env'])
+        # Past saturation: a bounded queue, then Apache's 503 with
+        # Retry-After (doc/source/admin/fleet.rst).
+        self.assertEqual((['128'], ['30']), (
+            uwsgi['uwsgi']['listen'], uwsgi['uwsgi']['harakiri']))
+        self.assertEqual(['headers'], ds.calls('enable_apache_mod'))
+        with open(os.path.join(ds.root, 'apache', 'resq-api.conf')) as f:
+            self.assertEqual(
+                '<Location "/resq">\n    Header always setifempty '
+                'Retry-After "10" "expr=%{REQUEST_STATUS} == 503"\n'
+                '</Location>\n', f.read())
         self.assertEqual(['resq'], ds.calls('recreate_database'))
         self.assertEqual(['--config-file %s db sync' % os.path.join(
             ds.conf_dir, 'resq-api.conf')], ds.calls('resq-manage'))
