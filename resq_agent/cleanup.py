@@ -24,6 +24,12 @@ way again, through the agent's own privileged functions.
 
 It refuses while ``resq-agent run`` is running on the host: the agent
 would make its groups again on its next pass.
+
+Each step that fails is one line of :func:`failures` (what failed, what
+would fix it), which the command prints on standard error. When the
+privileged side itself cannot be had (its daemon's socket unreachable, or
+oslo.privsep's helper not starting one), the first call says why and the
+steps after it are not tried.
 """
 
 import os
@@ -32,6 +38,9 @@ from resq_common import resctrl
 
 PROC_ROOT = '/proc'
 COMMAND = 'resq-agent'
+# Where resq-privsep-daemon --context NAME listens by default
+# ([resq_privsep_daemon] socket_dir).
+DAEMON_SOCKET = '/run/resq-privsep/%s.sock'
 
 
 def running_agents(proc_root=None):
@@ -93,6 +102,47 @@ def plan_openflow(bridge):
     return {'bridge': bridge, 'meters': sorted(set(flows) | set(meters))}
 
 
+def openflow_unread(bridge, exc):
+    """What :func:`plan_openflow` could not read: ``bridge`` and why."""
+    doc = _failed({'bridge': bridge}, 'openflow', exc)
+    del doc['outcome']
+    return doc
+
+
+NOT_TRIED = 'not tried: the privileged calls before it could not be made'
+
+
+def _failed(action, context, exc):
+    """``action`` failed with ``exc``; why no call works, if none can."""
+    from resq_common import privsep
+
+    action.update(outcome='failed', error=str(exc))
+    if privsep.unreachable(exc):
+        action['privsep_error'] = privsep_failure(context, exc)
+    return action
+
+
+def privsep_failure(context, exc):
+    """One line: the context's privileged side cannot be had, and the fix.
+
+    :param context: ``resctrl`` or ``openflow``.
+    """
+    from resq_common import privsep
+
+    section = 'resq_privsep_%s' % context
+    if isinstance(exc, privsep.DaemonUnreachable):
+        # Its message names the daemon, its unit and the client user.
+        why = str(exc)
+    else:
+        why = ('its privileged daemon could not be started (%s); start it '
+               'as root (systemctl start resq-privsep-%s) and set '
+               '[%s] daemon_socket = %s in the agent\'s configuration, or '
+               'run "resq-agent cleanup" as root'
+               % (exc, context, section, DAEMON_SOCKET % context))
+    return ' '.join(('the %s context of resq-agent cannot make privileged '
+                     'calls: %s' % (context, why)).split())
+
+
 def execute_openflow(doc):
     """Remove the agent's per-chain flows and meters.
 
@@ -101,14 +151,19 @@ def execute_openflow(doc):
     import resq_agent.privsep.openflow as priv
 
     ok = True
+    down = False
     for meter in doc['meters']:
-        try:
-            priv.remove_chain(meter)
-            outcome = {'meter': meter, 'outcome': 'removed'}
-        except Exception as exc:
-            ok = False
-            outcome = {'meter': meter, 'outcome': 'failed',
-                       'error': str(exc)}
+        if down:
+            outcome = {'meter': meter, 'outcome': 'skipped',
+                       'error': NOT_TRIED}
+        else:
+            try:
+                priv.remove_chain(meter)
+                outcome = {'meter': meter, 'outcome': 'removed'}
+            except Exception as exc:
+                ok = False
+                outcome = _failed({'meter': meter}, 'openflow', exc)
+                down = 'privsep_error' in outcome
         doc.setdefault('actions', []).append(outcome)
     return ok
 
@@ -121,15 +176,20 @@ def execute(doc):
     import resq_agent.privsep.resctrl as priv
 
     ok = True
+    down = False
     actions = []
     for group in doc['groups']:
+        if down:
+            actions.append({'group': group, 'outcome': 'skipped',
+                            'error': NOT_TRIED})
+            continue
         try:
             priv.remove_group(group)
             actions.append({'group': group, 'outcome': 'removed'})
         except Exception as exc:   # each group's own outcome
             ok = False
-            actions.append({'group': group, 'outcome': 'failed',
-                            'error': str(exc)})
+            actions.append(_failed({'group': group}, 'resctrl', exc))
+            down = 'privsep_error' in actions[-1]
     masks = {int(d): int(m, 16)
              for d, m in doc['default_l3_masks'].items()}
     if masks and not ok:
@@ -143,10 +203,43 @@ def execute(doc):
                             'outcome': 'written'})
         except Exception as exc:
             ok = False
-            actions.append({'default_l3_masks': doc['default_l3_masks'],
-                            'outcome': 'failed', 'error': str(exc)})
+            actions.append(_failed(
+                {'default_l3_masks': doc['default_l3_masks']}, 'resctrl',
+                exc))
     doc['actions'] = actions
     return ok
+
+
+def failures(doc):
+    """What failed, a line each: what, and what would fix it.
+
+    A privileged side that cannot be had is one line saying why and how
+    to fix it; the steps after it are skipped, not failed.
+    """
+    lines = []
+    again = 'run "resq-agent cleanup" again once that is fixed'
+    openflow = doc.get('openflow') or {}
+    if openflow.get('privsep_error'):
+        lines.append(openflow['privsep_error'])
+    elif openflow.get('error'):
+        lines.append('the NFVnice flows and meters of bridge %s cannot be '
+                     'read: %s' % (openflow.get('bridge'), openflow['error']))
+    for action in (doc.get('actions') or []) + (openflow.get('actions')
+                                                or []):
+        if action.get('outcome') != 'failed':
+            continue
+        if action.get('privsep_error'):
+            lines.append(action['privsep_error'])
+            continue
+        if 'group' in action:
+            what = 'resctrl group %s was not removed' % action['group']
+        elif 'meter' in action:
+            what = 'meter %s of bridge %s was not removed' % (
+                action['meter'], openflow.get('bridge'))
+        else:
+            what = 'the default group\'s L3 masks were not written'
+        lines.append('%s: %s; %s' % (what, action.get('error'), again))
+    return [' '.join(line.split()) for line in lines]
 
 
 def check_not_running(proc_root=None):

@@ -25,9 +25,11 @@ which root starts, reads root's own file instead: see
 """
 
 import copy
+import logging
 import shlex
 import socket
 import struct
+import threading
 import time
 
 from oslo_config import cfg
@@ -71,6 +73,54 @@ def _connect(sock, path, wait):
 
 class DaemonUnreachable(daemon.FailedToDropPrivileges):
     """The privileged daemon's socket cannot be reached or is not root's."""
+
+
+class HelperFailed(daemon.FailedToDropPrivileges):
+    """oslo.privsep's helper (``helper_command``) did not start a daemon.
+
+    Its message ends with what the helper wrote on its standard error
+    (``sudo: a password is required``, ...), which oslo.privsep only logs.
+    """
+
+
+def unreachable(exc):
+    """Whether ``exc`` says a context's privileged side cannot be had.
+
+    Its daemon's socket cannot be reached (:class:`DaemonUnreachable`), or
+    no daemon could be started (:class:`HelperFailed`, oslo.privsep's
+    ``FailedToDropPrivileges``): every call of the context fails alike.
+    """
+    return isinstance(exc, daemon.FailedToDropPrivileges)
+
+
+# oslo.privsep logs each line the helper writes on its standard error, from
+# a thread reading the pipe, on this logger and with this format.
+HELPER_LOGGER = getattr(daemon.LOG, 'logger', daemon.LOG).name
+HELPER_LINE = 'privsep log: %s'
+# How long a failed start waits for the helper's last lines to be logged.
+HELPER_OUTPUT_WAIT_S = 1.0
+HELPER_LINES_KEPT = 3
+
+
+class _HelperOutput(logging.Handler):
+    """The helper's standard error, as oslo.privsep logs it."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.lines = []
+        self.arrived = threading.Event()
+
+    def emit(self, record):
+        if record.msg != HELPER_LINE or not record.args:
+            return
+        line = ' '.join(str(record.args[0]).split())
+        if line:
+            self.lines.append(line)
+            self.arrived.set()
+
+    def said(self):
+        # Its last words: what made it stop.
+        return '; '.join(self.lines[-HELPER_LINES_KEPT:])
 
 
 class SocketClientChannel(daemon._ClientChannel):
@@ -150,13 +200,42 @@ class PrivContext(priv_context.PrivContext):
         return self.config[self.cfg_section]
 
     def start(self, method=priv_context.Method.ROOTWRAP):
-        """Connect to the root-started daemon, or start one as oslo does."""
+        """Connect to the root-started daemon, or start one as oslo does.
+
+        :raises DaemonUnreachable: ``daemon_socket`` cannot be reached.
+        :raises HelperFailed: ``helper_command`` did not start a daemon;
+            the message says what it wrote on its standard error.
+        """
         path = self.conf.daemon_socket if self.with_daemon else None
         if not path:
-            return super().start(method)
+            if method is not priv_context.Method.ROOTWRAP:
+                return super().start(method)
+            return self._start_helper(method)
         with self.start_lock:
             if self.channel is None:
                 self.channel = SocketClientChannel(path, self)
+
+    def _start_helper(self, method):
+        output = _HelperOutput()
+        logger = logging.getLogger(HELPER_LOGGER)
+        logger.addHandler(output)
+        try:
+            super().start(method)
+        except daemon.FailedToDropPrivileges as exc:
+            # Its lines are logged as the reader thread gets to them,
+            # maybe after the helper exited.
+            if output.arrived.wait(HELPER_OUTPUT_WAIT_S):
+                time.sleep(0.1)
+            said = output.said()
+            raise HelperFailed('%s%s' % (exc, ': %s' % said if said
+                                         else ' and wrote nothing')) from exc
+        except OSError as exc:
+            # The helper's program cannot be run at all.
+            raise HelperFailed('cannot run the privsep helper (%s): %s' % (
+                ' '.join(self.helper_command('SOCKET')[:1]),
+                exc.strerror or exc)) from exc
+        finally:
+            logger.removeHandler(output)
 
     def helper_command(self, sockpath):
         """The daemon's command line: always with the config files.

@@ -191,14 +191,18 @@ def _cleanup(conf):
         doc['openflow'] = cleanup.plan_openflow(
             conf.resq_agent.nfvnice_bridge)
     except Exception as exc:
-        doc['openflow'] = {'bridge': conf.resq_agent.nfvnice_bridge,
-                           'error': str(exc)}
+        doc['openflow'] = cleanup.openflow_unread(
+            conf.resq_agent.nfvnice_bridge, exc)
     ok = 'error' not in (doc['openflow'] or {})
     if not conf.command.dry_run:
         ok = cleanup.execute(doc) and ok
         if doc['openflow'] and 'error' not in doc['openflow']:
             ok = cleanup.execute_openflow(doc['openflow']) and ok
     _print(doc)
+    # What failed, and how to fix it, where a person reads it (the JSON
+    # has each step's error; the log may be a file).
+    for line in cleanup.failures(doc):
+        print('ERROR: %s' % line, file=sys.stderr)
     return 0 if ok else 1
 
 

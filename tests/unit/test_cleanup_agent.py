@@ -9,7 +9,9 @@ import fixtures
 
 from resq_agent import cleanup
 from resq_agent.cmd import agent
+import resq_agent.privsep
 import resq_agent.privsep.resctrl as priv
+from resq_common import privsep
 from resq_common import resctrl
 from tests import base
 from tests.fixtures import resctrl as resctrl_fixture
@@ -43,7 +45,7 @@ class RunningAgentsTest(base.TestCase):
         self.assertIn('systemctl stop resq-agent', str(exc))
 
 
-class AgentCleanupTest(base.TestCase):
+class CleanupTestBase(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -78,6 +80,9 @@ class AgentCleanupTest(base.TestCase):
 
     def groups(self):
         return resctrl.Resctrl(self.root).groups()
+
+
+class AgentCleanupTest(CleanupTestBase):
 
     def test_dry_run_changes_nothing(self):
         before = (self.groups(), self.tree.read('schemata'))
@@ -146,3 +151,88 @@ class AgentCleanupTest(base.TestCase):
         self.assertEqual(
             {0: 0x7f8, 1: 0x7f8},
             resctrl.parse_schemata(self.tree.read('schemata'))['L3'])
+
+    def test_a_failed_removal_is_said_on_stderr(self):
+        def remove(group):
+            raise OSError('Device or resource busy')
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_agent.privsep.resctrl.remove_group', remove))
+        rc, out, err = self.run_main()
+        self.assertEqual(1, rc)
+        self.assertEqual(
+            ['ERROR: resctrl group resq-0a1b was not removed: Device or '
+             'resource busy; run "resq-agent cleanup" again once that is '
+             'fixed',
+             'ERROR: resctrl group resq-cos1 was not removed: Device or '
+             'resource busy; run "resq-agent cleanup" again once that is '
+             'fixed'],
+            [ln for ln in err.splitlines() if ln.startswith('ERROR')])
+
+
+class PrivsepUnavailableTest(CleanupTestBase):
+    """The privileged side cannot be had: why, and the fix, on stderr."""
+
+    def setUp(self):
+        super().setUp()
+        # The calls go to a privileged daemon again (the base set-up made
+        # the agent's groups in-process).
+        resq_agent.privsep.resctrl_pctxt.set_client_mode(True)
+        self.addCleanup(resq_agent.privsep.resctrl_pctxt.stop)
+        self.before = self.groups()
+
+    def check(self, err, rc, out):
+        self.assertEqual(1, rc)
+        lines = err.splitlines()
+        errors = [ln for ln in lines if ln.startswith('ERROR')]
+        self.assertEqual(1, len(errors), err)
+        doc = json.loads(out)
+        outcomes = [a['outcome'] for a in doc['actions']]
+        # The first call failed; nothing else was tried.
+        self.assertEqual(['failed', 'skipped', 'skipped'], outcomes)
+        self.assertEqual(self.before, self.groups())
+        return errors[0]
+
+    def test_the_helper_does_not_start(self):
+        with open(self.conf_file, 'a') as f:
+            f.write('[resq_privsep_resctrl]\nhelper_command = sh -c "echo '
+                    'sudo: a terminal is required to read the password >&2; '
+                    'exit 1" privsep-helper\n')
+        rc, out, err = self.run_main()
+        self.assertEqual(
+            'ERROR: the resctrl context of resq-agent cannot make privileged '
+            'calls: its privileged daemon could not be started (privsep '
+            'helper command exited non-zero (1): sudo: a terminal is '
+            'required to read the password); start it as root (systemctl '
+            'start resq-privsep-resctrl) and set [resq_privsep_resctrl] '
+            'daemon_socket = /run/resq-privsep/resctrl.sock in the agent\'s '
+            'configuration, or run "resq-agent cleanup" as root',
+            self.check(err, rc, out))
+
+    def test_the_helper_cannot_be_run(self):
+        helper = os.path.join(self.tmp, 'no-such-helper')
+        with open(self.conf_file, 'a') as f:
+            f.write('[resq_privsep_resctrl]\nhelper_command = %s\n'
+                    % helper)
+        rc, out, err = self.run_main()
+        self.assertIn('its privileged daemon could not be started (cannot '
+                      'run the privsep helper (%s): No such file or '
+                      'directory); start it as root' % helper,
+                      self.check(err, rc, out))
+
+    def test_the_daemon_is_not_there(self):
+        sock = os.path.join(self.tmp, 'resctrl.sock')
+        with open(self.conf_file, 'a') as f:
+            f.write('[resq_privsep_resctrl]\ndaemon_socket = %s\n' % sock)
+        connect = privsep._connect
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_common.privsep._connect',
+            lambda sock, path, wait: connect(sock, path, 0)))
+        rc, out, err = self.run_main()
+        line = self.check(err, rc, out)
+        self.assertTrue(line.startswith(
+            'ERROR: the resctrl context of resq-agent cannot make privileged '
+            'calls: cannot reach the privileged daemon of '
+            'resq_agent.privsep.resctrl_pctxt at %s (No such file or '
+            'directory)' % sock), line)
+        self.assertIn('systemctl status resq-privsep-resctrl', line)
