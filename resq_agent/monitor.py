@@ -30,6 +30,7 @@ import time
 from resq_common import resctrl
 
 FILES = ('llc_occupancy', 'mbm_total_bytes', 'mbm_local_bytes')
+_CHUNK = 4096
 
 
 def _read_text(path):
@@ -43,10 +44,12 @@ def _read_text(path):
     try:
         chunks = []
         while True:
-            chunk = os.read(fd, 4096)
-            if not chunk:
-                break
+            chunk = os.read(fd, _CHUNK)
             chunks.append(chunk)
+            # A short read of a file (or of a kernfs one) is its end: a
+            # counter takes one read, not a second that finds nothing.
+            if len(chunk) < _CHUNK:
+                break
     finally:
         os.close(fd)
     return b''.join(chunks).decode()

@@ -48,5 +48,12 @@ class MonitorReadTest(base.TestCase):
         with open(path, 'w') as f:
             f.write('x' * 10000 + '\n')
         self.assertEqual('x' * 10000 + '\n', monitor._read_text(path))
+        # Exactly one read's worth, then nothing.
+        with open(path, 'w') as f:
+            f.write('y' * monitor._CHUNK)
+        self.assertEqual('y' * monitor._CHUNK, monitor._read_text(path))
+        with open(path, 'w') as f:
+            pass
+        self.assertEqual('', monitor._read_text(path))
         self.assertRaises(OSError, monitor._read_text,
                           os.path.join(self.root, 'missing'))
