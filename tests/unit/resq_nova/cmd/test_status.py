@@ -283,7 +283,8 @@ class CommandTest(base.TestCase):
         migration.upgrade(migration.revisions()[0])
         rc, checks = self.check()
         self.assertEqual(1, rc)
-        self.assertIn('4 migration(s) pending', checks['Database schema'][1])
+        self.assertIn('%d migration(s) pending' % (
+            len(migration.revisions()) - 1), checks['Database schema'][1])
         # The first schema has no hosts.instances: still read.
         self.add_host('c1', '1.0.0', None)
         self.assertEqual((0, '1 host(s) report, agents 1.0.0, at '
