@@ -508,7 +508,9 @@ def version():
     from pbr import version as pbr_version
 
     try:
-        return pbr_version.VersionInfo(PACKAGE).version_string()
+        # release_string: 1.0.0.dev570 on a development build, where
+        # version_string would say 1.0.0, a release it is not.
+        return pbr_version.VersionInfo(PACKAGE).release_string()
     except Exception:
         # Not installed (a source tree on sys.path): say so, not fail.
         return 'unknown (resq-nova is not installed)'

@@ -367,6 +367,15 @@ def main(argv=None):
         return cmdline.USAGE_ERROR
     try:
         db_api.configure(conf)
+    except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
+        # A URL SQLAlchemy cannot parse, or a driver it cannot load: the
+        # configuration is wrong, whatever the command (db check's 2).
+        print('resq-manage: [database] connection %s cannot be used: %s; '
+              'correct it in %s' % (
+                  _url(conf), str(exc).splitlines()[0], _files(conf)),
+              file=sys.stderr)
+        return cmdline.USAGE_ERROR
+    try:
         return conf.command.func(conf) or 0
     except migration.UnknownTarget as exc:
         print('resq-manage: %s' % exc, file=sys.stderr)

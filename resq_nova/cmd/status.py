@@ -220,8 +220,17 @@ class Checks(upgradecheck.UpgradeCommands):
             if not self.conf.database.connection:
                 self._db_error = str(db_api.no_connection(self.conf))
             else:
-                db_api.configure(self.conf)
-                self._engine = db_api.get_engine()
+                try:
+                    db_api.configure(self.conf)
+                    self._engine = db_api.get_engine()
+                except (sa.exc.SQLAlchemyError, ValueError) as exc:
+                    # A URL that cannot be parsed, a driver that cannot
+                    # be loaded: a Failure to fix, not a check that
+                    # could not run.
+                    self._db_error = ('[database] connection %s cannot be '
+                                      'used: %s; correct it' % (
+                                          manage._url(self.conf),
+                                          str(exc).splitlines()[0]))
         return self._engine
 
     def _check_schema(self):

@@ -273,6 +273,20 @@ class CommandTest(base.TestCase):
         self.assertIn('has no resq-api schema', checks['Database schema'][1])
         self.assertEqual(1, checks['Agent reports'][0])
 
+    def test_an_unparsable_url_is_a_failure_of_both_commands(self):
+        bad = self.write('bad.conf', '[database]\nconnection = '
+                         'mysql+pymysql//root@127.0.0.1/x\n')
+        rc, checks = self.check(bad)
+        self.assertEqual(2, rc)
+        self.assertEqual(2, checks['Database schema'][0])
+        self.assertIn('(unparsable URL) cannot be used',
+                      checks['Database schema'][1])
+        rc, out, err = self.run_main(manage.main, '--config-file', bad,
+                                     'db', 'check')
+        self.assertEqual(2, rc)
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertIn('correct it in %s' % bad, err)
+
     def test_missing_database_file_fails_saying_so(self):
         rc, checks = self.check()
         self.assertEqual(2, rc)
