@@ -155,12 +155,21 @@ ALL_OPTS = [
     cfg.IntOpt('host_report_interval',
                mutable=True,
                default=60, min=0,
-               help='Seconds between reports of this host\'s cache domains '
-                    'to resq-api (PUT /hosts/<hostname>) when nothing '
-                    'changed: a heartbeat, so the report\'s updated_at '
-                    'shows an agent that stopped. A changed report is sent '
-                    'after the enforcement pass that changed it. 0 sends '
-                    'changes only. Needs [resq_api].'),
+               help='Seconds between heartbeats of this host to resq-api '
+                    'when its report did not change (PUT '
+                    '/hosts/<hostname>/heartbeat, no body: the stored '
+                    'report\'s updated_at shows an agent that stopped). '
+                    'Each wait is this +-10% at random, the first a random '
+                    'part of it, so a fleet\'s heartbeats spread. A changed '
+                    'report is sent in full (PUT /hosts/<hostname>) after '
+                    'the enforcement pass that changed it; occupancy and '
+                    'bandwidth alone every 10 intervals. A resq-api older '
+                    'than microversion 1.2 gets the full report instead of '
+                    'each heartbeat. When resq-api answers 503, 429 or '
+                    'another 5xx, or does not answer, the agent waits '
+                    'longer: the interval, doubled at each further failure '
+                    'up to 10 intervals, at least the Retry-After it gave. '
+                    '0 sends changes only. Needs [resq_api].'),
 ]
 
 
