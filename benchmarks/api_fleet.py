@@ -519,10 +519,48 @@ def _cpu_figures(fleet, into):
         into['db_cpu_ms_per_request'] = round(cpu[1], 2)
 
 
+CALIBRATE_RATE = 20
+CALIBRATE_S = 15
+
+
+async def _calibrate(fleet):
+    """CPU ms of one host write, and of one read, each alone.
+
+    Before the readers start: writes at :data:`CALIBRATE_RATE` a second,
+    then as many reads; what resq-api's workers and the database server
+    spent, a request. A figure of the code, not of the machine's load
+    (within what a busy machine's caches cost).
+    """
+    out = {}
+    await fleet.writes(CALIBRATE_RATE, CALIBRATE_S)
+    out['write'] = fleet.last_cpu
+    loop = asyncio.get_running_loop()
+    before = fleet.cpu.sample()
+    start = loop.time()
+    tasks = []
+    for n in range(CALIBRATE_RATE * CALIBRATE_S):
+        due = start + n / CALIBRATE_RATE
+        await asyncio.sleep(max(0, due - loop.time()))
+        path = ('/profiles/fleet-%03d' % (n % PROFILES) if n % 2
+                else '/slo_terms?limit=100')
+        tasks.append(asyncio.ensure_future(fleet.client.timed(
+            'read', due, 'GET', path, token=READER_TOKEN)))
+    outs = await asyncio.gather(*tasks)
+    api, db = CPU.used(before, fleet.cpu.sample())
+    n = max(1, sum(1 for o in outs if o.status))
+    out['read'] = (api * 1000 / n, db * 1000 / n)
+    return out
+
+
 async def _drive(port, duration, step_s, overload_s, steps, cpu=None,
                  heartbeats=True):
     client = Client(port)
     fleet = Fleet(client, cpu=cpu, heartbeats=heartbeats)
+    calibration = await _calibrate(fleet) if cpu else None
+    if calibration:
+        print('  alone: a host write costs resq-api %.2f ms and the database '
+              '%.2f ms of CPU; a read %.2f and %.2f ms' % (
+                  calibration['write'] + calibration['read']), flush=True)
     fleet.start_background()
     table = []
     held = None
@@ -574,6 +612,7 @@ async def _drive(port, duration, step_s, overload_s, steps, cpu=None,
     finally:
         await fleet.stop_background()
     return {'steps': table, 'held': held, 'hold': hold,
+            'calibration': calibration,
             'reads': summarise(reads, duration) if reads else None,
             'cycles': cycles, 'cycle_errors': fleet.cycle_errors,
             'overload': overload}
@@ -618,7 +657,18 @@ def figures(name, result):
     over = result['overload']
     cycles = result['cycles']
     passed = bool(hold.get('passed'))
+    cal = result.get('calibration') or {}
+    write = cal.get('write') or (None, None)
+    read = cal.get('read') or (None, None)
     out = {
+        'write_api_cpu_ms': round(write[0], 2) if write[0] else None,
+        'write_db_cpu_ms': round(write[1], 2) if write[1] else None,
+        'read_api_cpu_ms': round(read[0], 2) if read[0] else None,
+        'read_db_cpu_ms': round(read[1], 2) if read[1] else None,
+        # What two idle cores would serve of host writes alone, resq-api
+        # and its database on them (the load generator elsewhere).
+        'write_capacity_2_cores': round(2000 / (write[0] + write[1]))
+        if write[0] else None,
         'api_cpu_ms_per_request': hold.get('api_cpu_ms_per_request'),
         'db_cpu_ms_per_request': hold.get('db_cpu_ms_per_request'),
         'report_rate_held': hold.get('rate', 0) if passed else max(
@@ -730,7 +780,8 @@ def main(argv):
             'overload_ok_rate', 'overload_503',
             'overload_503_with_retry_after', 'overload_other_errors',
             'overload_max_s', 'api_cpu_ms_per_request',
-            'db_cpu_ms_per_request')
+            'db_cpu_ms_per_request', 'write_api_cpu_ms', 'write_db_cpu_ms',
+            'read_api_cpu_ms', 'read_db_cpu_ms', 'write_capacity_2_cores')
     print('resq-api under uwsgi (%d processes, %d thread), %d hosts, %d%% '
           'full reports, %d readers; load %s before, %s after'
           % (PROCESSES, THREADS, HOSTS, CHANGED * 100, READERS,
