@@ -45,6 +45,7 @@ import re
 
 from resq_common import exception
 from resq_common import jsonutils
+from resq_nova.optimizer import common
 
 HARD_POLICIES = ('affinity', 'anti-affinity')
 RC_RE = re.compile(r'[A-Z0-9_]{1,255}')
@@ -149,6 +150,12 @@ class Snapshot:
     def __post_init__(self):
         self._hosts = {h.name: h for h in self.hosts}
 
+    def __reduce__(self):
+        # (Pickled by columns: a cell goes to a planning process this way,
+        # and 50,000 instances unpickled one object at a time took a
+        # second there, most of it the garbage collector's.)
+        return _unpack, (_pack(self),)
+
     def instance(self, uuid):
         for inst in self.instances:
             if inst.uuid == uuid:
@@ -197,6 +204,59 @@ class Snapshot:
                 group['id'] = g.id
             doc['server_groups'].append(group)
         return doc
+
+
+# The fields _pack makes columns of, in the order of the dataclasses'
+# arguments (a host's domains are its third, and resources are the last of
+# a host and of an instance: _unpack puts them there).
+_HOST_FIELDS = tuple(f.name for f in dataclasses.fields(Host)
+                     if f.name not in ('domains', 'resources'))
+_DOMAIN_FIELDS = tuple(f.name for f in dataclasses.fields(Domain))
+_INST_FIELDS = tuple(f.name for f in dataclasses.fields(Instance)
+                     if f.name != 'resources')
+
+
+def _pack(snap):
+    """``snap`` as columns of plain values (see Snapshot.__reduce__).
+
+    Resources (``{class: amount}``), of which a cloud has few different
+    ones, are a table and an index into it per host and instance.
+    """
+    table, index = [], {}
+
+    def ref(res):
+        key = tuple(sorted(res.items()))
+        got = index.get(key)
+        if got is None:
+            got = index[key] = len(table)
+            table.append(key)
+        return got
+
+    hosts = [[getattr(h, f) for h in snap.hosts] for f in _HOST_FIELDS]
+    hosts.append([ref(h.resources) for h in snap.hosts])
+    hosts.append([tuple(tuple(getattr(d, f) for f in _DOMAIN_FIELDS)
+                        for d in h.domains) for h in snap.hosts])
+    insts = [[getattr(i, f) for i in snap.instances] for f in _INST_FIELDS]
+    insts.append([ref(i.resources) for i in snap.instances])
+    groups = [(g.policy, tuple(g.members), g.id) for g in snap.server_groups]
+    return (hosts, insts, groups, table, snap.source, snap.taken_at)
+
+
+def _unpack(packed):
+    """The snapshot :func:`_pack` made columns of."""
+    hosts, insts, groups, table, source, taken_at = packed
+    with common.no_gc():
+        *fields, res, doms = hosts
+        host_list = [
+            Host(*row[:2], [Domain(*d) for d in domains], *row[2:],
+                 dict(table[r]))
+            for *row, r, domains in zip(*fields, res, doms)]
+        *fields, res = insts
+        inst_list = [Instance(*row, dict(table[r]))
+                     for *row, r in zip(*fields, res)]
+        return Snapshot(host_list, inst_list,
+                        [ServerGroup(p, list(m), i) for p, m, i in groups],
+                        source, taken_at)
 
 
 def _domain_dict(dom):
@@ -310,82 +370,31 @@ class _Reader:
 
 
 def from_dict(doc, source='<memory>'):
-    """Validate a snapshot document; :raises SnapshotError:"""
+    """Validate a snapshot document; :raises SnapshotError:
+
+    Hosts and instances of the usual types take a fast path (a snapshot
+    of 100,000 hosts holds half a million instances); anything else, and
+    every error, goes through the field-by-field reader, so a document
+    gets the same instances and the same error message either way. The
+    cyclic garbage collector waits meanwhile (:func:`common.no_gc`).
+    """
+    with common.no_gc():
+        return _from_dict(doc, source)
+
+
+def _from_dict(doc, source):
     r = _Reader(source)
     r.obj(doc, 'the document', ('hosts', 'instances', 'server_groups'))
     hosts = []
     names = set()
     for n, h in enumerate(r.list(doc['hosts'], 'hosts')):
-        where = 'hosts[%d]' % n
-        r.obj(h, where, ('name', 'clos', 'disabled', 'domains'))
-        name = r.str(h['name'], where + '.name')
-        if name in names:
-            r.fail(where, 'host %s is listed twice' % name)
-        names.add(name)
-        domains = []
-        for m, d in enumerate(r.list(h['domains'], where + '.domains')):
-            dw = '%s.domains[%d]' % (where, m)
-            r.obj(d, dw, ('id', 'cores', 'ways', 'reserved_ways'))
-            dom = Domain(id=r.int(d['id'], dw + '.id'),
-                         cores=r.int(d['cores'], dw + '.cores'),
-                         ways=r.int(d['ways'], dw + '.ways'),
-                         reserved_ways=r.int(d['reserved_ways'],
-                                             dw + '.reserved_ways'),
-                         provider=r.str(d.get('provider'), dw + '.provider',
-                                        allow_none=True),
-                         clos=r.opt_int(d, 'clos', dw),
-                         memory_mb=r.opt_int(d, 'memory_mb', dw),
-                         hugepages_mb=r.opt_int(d, 'hugepages_mb', dw))
-            if any(x.id == dom.id for x in domains):
-                r.fail(dw, 'host %s lists domain %d twice' % (name, dom.id))
-            domains.append(dom)
-        hosts.append(Host(
-            name=name, clos=r.int(h['clos'], where + '.clos'),
-            domains=domains,
-            disabled=r.bool(h['disabled'], where + '.disabled'),
-            down=r.bool(h.get('down', False), where + '.down'),
-            az=r.str(h.get('az'), where + '.az', allow_none=True),
-            other_load=r.int(h.get('other_load', 0), where + '.other_load'),
-            uuid=r.str(h.get('uuid'), where + '.uuid', allow_none=True),
-            cell=r.str(h.get('cell'), where + '.cell', allow_none=True),
-            resources=r.resources(h.get('resources'),
-                                  where + '.resources')))
-    by_name = {h.name: h for h in hosts}
-    instances = []
-    seen = set()
-    for n, i in enumerate(r.list(doc['instances'], 'instances')):
-        where = 'instances[%d]' % n
-        r.obj(i, where, ('uuid', 'host', 'domain', 'cores', 'ways', 'clos',
-                         'migratable'))
-        inst = Instance(
-            uuid=r.str(i['uuid'], where, field='uuid'),
-            host=r.str(i['host'], where, field='host'),
-            domain=r.int(i['domain'], where, field='domain'),
-            cores=r.int(i['cores'], where, 1, field='cores'),
-            ways=r.int(i['ways'], where, 1, field='ways'),
-            clos=r.int(i['clos'], where, field='clos'),
-            migratable=r.bool(i['migratable'], where, field='migratable'),
-            az=r.str(i.get('az'), where, allow_none=True, field='az'),
-            reason=i.get('reason'), name=i.get('name'),
-            memory_mb=r.int(i.get('memory_mb', 0), where,
-                            field='memory_mb'),
-            hugepages=r.bool(i.get('hugepages', False), where,
-                             field='hugepages'),
-            resources=r.resources(i.get('resources'), where,
-                                  field='resources'))
-        if inst.uuid in seen:
-            r.fail(where, 'instance %s is listed twice' % inst.uuid)
-        seen.add(inst.uuid)
-        host = by_name.get(inst.host)
-        if host is None:
-            r.fail(where, 'instance %s is on host %r, which the snapshot '
-                   'does not list; add the host or remove the instance'
-                   % (inst.uuid, inst.host))
-        if host.domain(inst.domain) is None:
-            r.fail(where, 'instance %s is in cache domain %d of %s, which '
-                   'has domains %s' % (inst.uuid, inst.domain, inst.host,
-                                       [d.id for d in host.domains]))
-        instances.append(inst)
+        host = _fast_host(h)
+        if host is None or host.name in names:
+            host = _read_host(r, h, n, names)
+        names.add(host.name)
+        hosts.append(host)
+    instances, summed = _read_instances(
+        r, r.list(doc['instances'], 'instances'), hosts)
     groups = []
     for n, g in enumerate(r.list(doc['server_groups'], 'server_groups')):
         where = 'server_groups[%d]' % n
@@ -402,8 +411,255 @@ def from_dict(doc, source='<memory>'):
                                         allow_none=True)))
     snap = Snapshot(hosts, instances, groups, source,
                     doc.get('taken_at'))
-    check_capacity(snap)
+    if _over_committed(snap, *summed):
+        # (Names the first fault as check_capacity always has.)
+        check_capacity(snap)
     return snap
+
+
+def _read_instances(r, docs, hosts):
+    """``(instances, (use, numa, res, where))`` of the document's list.
+
+    What the instances use is summed as they are read, for
+    :func:`_over_committed`.
+    """
+    # {host: ({domain id: [cores, ways, classes of service]}, [classes])}
+    use = {h.name: ({d.id: [0, 0, 0] for d in h.domains}, [0])
+           for h in hosts}
+    numa = {}           # (host, domain, key) -> MB
+    res = {}            # host -> {resource class: amount}
+    instances = []
+    append = instances.append
+    seen = {}           # uuid -> host
+    rcs = set()
+    new = Instance
+    for n, i in enumerate(docs):
+        # The fast path, inline (half a million of them); the reader
+        # for anything else.
+        if type(i) is dict and i.keys() >= _INST_KEYS:
+            uuid, host, dom, cores, ways, clos, migratable = (
+                i['uuid'], i['host'], i['domain'], i['cores'], i['ways'],
+                i['clos'], i['migratable'])
+            get = i.get
+            az, memory, huge, rsc = (get('az'), get('memory_mb', 0),
+                                     get('hugepages', False),
+                                     get('resources'))
+            if (type(uuid) is str and uuid and type(host) is str and host
+                    and type(dom) is int and dom >= 0
+                    and type(cores) is int and cores >= 1
+                    and type(ways) is int and ways >= 1
+                    and type(clos) is int and clos >= 0
+                    and (migratable is True or migratable is False)
+                    and (az is None or (type(az) is str and az))
+                    and type(memory) is int and memory >= 0
+                    and (huge is False or huge is True)
+                    and (rsc is None or _resources_ok(rsc, rcs))):
+                inst = new(uuid, host, dom, cores, ways, clos, migratable,
+                           az, get('reason'), get('name'), memory, huge,
+                           dict(rsc) if rsc else {})
+            else:
+                inst = _read_instance(r, i, n)
+        else:
+            inst = _read_instance(r, i, n)
+        uuid, host = inst.uuid, inst.host
+        if uuid in seen:
+            r.fail('instances[%d]' % n, 'instance %s is listed twice'
+                   % uuid)
+        seen[uuid] = host
+        here = use.get(host)
+        if here is None:
+            r.fail('instances[%d]' % n, 'instance %s is on host %r, which '
+                   'the snapshot does not list; add the host or remove the '
+                   'instance' % (uuid, host))
+        dom = here[0].get(inst.domain)
+        if dom is None:
+            doms = next(h for h in hosts if h.name == host).domains
+            r.fail('instances[%d]' % n, 'instance %s is in cache domain %d '
+                   'of %s, which has domains %s'
+                   % (uuid, inst.domain, host, [d.id for d in doms]))
+        clos = inst.clos
+        dom[0] += inst.cores
+        dom[1] += inst.ways
+        dom[2] += clos
+        here[1][0] += clos
+        if inst.memory_mb:
+            key = (host, inst.domain,
+                   'hugepages_mb' if inst.hugepages else 'memory_mb')
+            numa[key] = numa.get(key, 0) + inst.memory_mb
+        if inst.resources:
+            held = res.get(host)
+            if held is None:
+                held = res[host] = {}
+            for rc, amount in inst.resources.items():
+                held[rc] = held.get(rc, 0) + amount
+        append(inst)
+    return instances, (use, numa, res, seen)
+
+
+_HOST_KEYS = frozenset(('name', 'clos', 'disabled', 'domains'))
+_HOST_OPTIONAL = frozenset(('down', 'az', 'other_load', 'uuid', 'cell',
+                            'resources'))
+_DOMAIN_KEYS = frozenset(('id', 'cores', 'ways', 'reserved_ways'))
+_INST_KEYS = frozenset(('uuid', 'host', 'domain', 'cores', 'ways', 'clos',
+                        'migratable'))
+
+
+def _opt_str(value):
+    return value is None or (type(value) is str and value != '')
+
+
+def _opt_nat(value):
+    return value is None or (type(value) is int and value >= 0)
+
+
+def _resources_ok(value, rcs):
+    """Whether ``value`` is None or ``{resource class: natural}``."""
+    if value is None:
+        return True
+    if type(value) is not dict:
+        return False
+    for rc, amount in value.items():
+        if type(amount) is not int or amount < 0:
+            return False
+        if rc not in rcs:
+            if type(rc) is not str or not RC_RE.fullmatch(rc):
+                return False
+            rcs.add(rc)
+    return True
+
+
+def _fast_host(h):
+    """The host of document ``h`` when all of it has the usual types."""
+    if type(h) is not dict or not h.keys() >= _HOST_KEYS:
+        return None
+    name, clos, disabled, docs = h['name'], h['clos'], h['disabled'], \
+        h['domains']
+    get = h.get
+    down, other = get('down', False), get('other_load', 0)
+    az, uuid, cell, res = get('az'), get('uuid'), get('cell'), \
+        get('resources')
+    if not (type(name) is str and name and type(clos) is int and clos >= 0
+            and (disabled is True or disabled is False)
+            and (down is True or down is False)
+            and type(other) is int and other >= 0
+            and _opt_str(az) and _opt_str(uuid) and _opt_str(cell)
+            and _resources_ok(res, set()) and type(docs) is list):
+        return None
+    domains = []
+    ids = set()
+    for d in docs:
+        if type(d) is not dict or not d.keys() >= _DOMAIN_KEYS:
+            return None
+        did, cores, ways, reserved = d['id'], d['cores'], d['ways'], \
+            d['reserved_ways']
+        dget = d.get
+        provider, dclos, mem, huge = dget('provider'), dget('clos'), \
+            dget('memory_mb'), dget('hugepages_mb')
+        if not (type(did) is int and did >= 0 and type(cores) is int
+                and cores >= 0 and type(ways) is int and ways >= 0
+                and type(reserved) is int and reserved >= 0
+                and _opt_str(provider) and _opt_nat(dclos)
+                and _opt_nat(mem) and _opt_nat(huge)) or did in ids:
+            return None
+        ids.add(did)
+        domains.append(Domain(did, cores, ways, reserved, provider, dclos,
+                              mem, huge))
+    return Host(name, clos, domains, disabled, down, az, other, uuid, cell,
+                dict(res) if res else {})
+
+
+def _read_host(r, h, n, names):
+    """Host ``n`` of the document, field by field; :raises SnapshotError:"""
+    where = 'hosts[%d]' % n
+    r.obj(h, where, ('name', 'clos', 'disabled', 'domains'))
+    name = r.str(h['name'], where + '.name')
+    if name in names:
+        r.fail(where, 'host %s is listed twice' % name)
+    domains = []
+    for m, d in enumerate(r.list(h['domains'], where + '.domains')):
+        dw = '%s.domains[%d]' % (where, m)
+        r.obj(d, dw, ('id', 'cores', 'ways', 'reserved_ways'))
+        dom = Domain(id=r.int(d['id'], dw + '.id'),
+                     cores=r.int(d['cores'], dw + '.cores'),
+                     ways=r.int(d['ways'], dw + '.ways'),
+                     reserved_ways=r.int(d['reserved_ways'],
+                                         dw + '.reserved_ways'),
+                     provider=r.str(d.get('provider'), dw + '.provider',
+                                    allow_none=True),
+                     clos=r.opt_int(d, 'clos', dw),
+                     memory_mb=r.opt_int(d, 'memory_mb', dw),
+                     hugepages_mb=r.opt_int(d, 'hugepages_mb', dw))
+        if any(x.id == dom.id for x in domains):
+            r.fail(dw, 'host %s lists domain %d twice' % (name, dom.id))
+        domains.append(dom)
+    return Host(
+        name=name, clos=r.int(h['clos'], where + '.clos'),
+        domains=domains,
+        disabled=r.bool(h['disabled'], where + '.disabled'),
+        down=r.bool(h.get('down', False), where + '.down'),
+        az=r.str(h.get('az'), where + '.az', allow_none=True),
+        other_load=r.int(h.get('other_load', 0), where + '.other_load'),
+        uuid=r.str(h.get('uuid'), where + '.uuid', allow_none=True),
+        cell=r.str(h.get('cell'), where + '.cell', allow_none=True),
+        resources=r.resources(h.get('resources'), where + '.resources'))
+
+
+def _read_instance(r, i, n):
+    """Instance ``n`` of the document, field by field."""
+    where = 'instances[%d]' % n
+    r.obj(i, where, ('uuid', 'host', 'domain', 'cores', 'ways', 'clos',
+                     'migratable'))
+    return Instance(
+        uuid=r.str(i['uuid'], where, field='uuid'),
+        host=r.str(i['host'], where, field='host'),
+        domain=r.int(i['domain'], where, field='domain'),
+        cores=r.int(i['cores'], where, 1, field='cores'),
+        ways=r.int(i['ways'], where, 1, field='ways'),
+        clos=r.int(i['clos'], where, field='clos'),
+        migratable=r.bool(i['migratable'], where, field='migratable'),
+        az=r.str(i.get('az'), where, allow_none=True, field='az'),
+        reason=i.get('reason'), name=i.get('name'),
+        memory_mb=r.int(i.get('memory_mb', 0), where,
+                        field='memory_mb'),
+        hugepages=r.bool(i.get('hugepages', False), where,
+                         field='hugepages'),
+        resources=r.resources(i.get('resources'), where,
+                              field='resources'))
+
+
+def _over_committed(snap, use, numa, res, where):
+    """Whether :func:`check_capacity` would refuse ``snap``.
+
+    From the use summed while reading: ``use`` ({host: ({domain:
+    [cores, ways, clos]}, [clos])}), ``numa`` ({(host, domain, key): MB}),
+    ``res`` ({host: {resource class: amount}}) and ``where`` ({uuid:
+    host}).
+    """
+    for h in snap.hosts:
+        doms, clos = use[h.name]
+        if clos[0] > h.clos:
+            return True
+        for d in h.domains:
+            cores, ways, dclos = doms[d.id]
+            if cores > d.cores or ways > d.ways or (
+                    d.clos is not None and dclos > d.clos):
+                return True
+    for (name, dom_id, key), amount in numa.items():
+        cap = getattr(snap.host(name).domain(dom_id), key)
+        if cap is not None and amount > cap:
+            return True
+    for name, used in res.items():
+        caps = snap.host(name).resources
+        if any(rc in caps and amount > caps[rc]
+               for rc, amount in used.items()):
+            return True
+    for g in snap.server_groups:
+        if g.policy != 'anti-affinity':
+            continue
+        hosts = [where[m] for m in g.members if m in where]
+        if len(hosts) != len(set(hosts)):
+            return True
+    return False
 
 
 def usage(snap):
@@ -488,24 +744,37 @@ def cells(snap):
 
     Nova never live-migrates an instance out of its cell, so each cell is
     planned on its own; a server group keeps only its members in the cell
-    (members in other cells are on other hosts anyway).
+    (members in other cells are on other hosts anyway). One pass over the
+    hosts, the instances and the groups' members.
     """
     names = sorted({h.cell for h in snap.hosts},
                    key=lambda c: (c is not None, c or ''))
     if len(names) <= 1:
         return [(names[0] if names else None, snap)]
-    out = []
-    for cell in names:
-        hosts = [h for h in snap.hosts if h.cell == cell]
-        in_cell = {h.name for h in hosts}
-        insts = [i for i in snap.instances if i.host in in_cell]
-        uuids = {i.uuid for i in insts}
-        groups = []
+    with common.no_gc():
+        hosts = {cell: [] for cell in names}
+        cell_of = {}
+        for h in snap.hosts:
+            hosts[h.cell].append(h)
+            cell_of[h.name] = h.cell
+        insts = {cell: [] for cell in names}
+        inst_cell = {}
+        for i in snap.instances:
+            cell = cell_of[i.host]
+            insts[cell].append(i)
+            inst_cell[i.uuid] = cell
+        groups = {cell: [] for cell in names}
         for g in snap.server_groups:
-            members = [m for m in g.members if m in uuids]
-            if members:
-                groups.append(ServerGroup(g.policy, members, g.id))
-        out.append((cell, Snapshot(hosts, insts, groups,
-                                   '%s (cell %s)' % (snap.source, cell),
-                                   snap.taken_at)))
-    return out
+            members = {}
+            for m in g.members:
+                cell = inst_cell.get(m, members)
+                if cell is not members:
+                    members.setdefault(cell, []).append(m)
+            for cell in names:
+                if cell in members:
+                    groups[cell].append(ServerGroup(g.policy, members[cell],
+                                                    g.id))
+        return [(cell, Snapshot(hosts[cell], insts[cell], groups[cell],
+                                '%s (cell %s)' % (snap.source, cell),
+                                snap.taken_at))
+                for cell in names]

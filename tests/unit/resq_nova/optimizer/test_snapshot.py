@@ -1,5 +1,7 @@
+import gc
 import json
 import os
+import pickle
 
 import fixtures
 
@@ -82,3 +84,125 @@ class SnapshotTest(base.TestCase):
         doc = self.doc()
         doc['instances'].append(dict(doc['instances'][0]))
         self.assertIn('instance a is listed twice', self.error(doc))
+
+    def test_the_fast_path_reads_what_the_reader_reads(self):
+        # (Hosts and instances of the usual types skip the field-by-field
+        # reader; the snapshot is the same either way.)
+        doc = self.doc()
+        doc['hosts'][0].update(az='az1', cell='c1', uuid='u1', down=True,
+                               other_load=2, resources={'MEMORY_MB': 8192})
+        doc['hosts'][1]['domains'][0].update(provider='p', clos=4,
+                                             memory_mb=4096,
+                                             hugepages_mb=2048)
+        doc['instances'][0].update(az='az1', reason='pinned', name='vm-a',
+                                   memory_mb=1024, hugepages=True,
+                                   resources={'MEMORY_MB': 1024})
+        doc['instances'][1].update(migratable=False, memory_mb=512)
+        snap = snapshot.from_dict(doc)
+        r = snapshot._Reader('x')
+        hosts = [snapshot._read_host(r, h, n, set())
+                 for n, h in enumerate(doc['hosts'])]
+        insts = [snapshot._read_instance(r, i, n)
+                 for n, i in enumerate(doc['instances'])]
+        self.assertEqual(hosts, snap.hosts)
+        self.assertEqual(insts, snap.instances)
+        # Copies: the snapshot holds none of the document's dicts.
+        self.assertIsNot(doc['instances'][0]['resources'],
+                         snap.instances[0].resources)
+        self.assertIsNot(doc['hosts'][0]['resources'],
+                         snap.hosts[0].resources)
+
+    def test_what_the_fast_path_refuses_the_reader_names(self):
+        for where, field, value, msg in (
+                ('instances', 'cores', True,
+                 'instances[0].cores: must be an integer, got True'),
+                ('instances', 'ways', 0,
+                 'instances[0].ways: must be at least 1, got 0'),
+                ('instances', 'az', '',
+                 'instances[0].az: must be a non-empty string'),
+                ('instances', 'resources', {'memory': 1},
+                 "'memory' is not a resource class name"),
+                ('instances', 'resources', {'MEMORY_MB': -1},
+                 'instances[0].resources.MEMORY_MB: must be at least 0'),
+                ('instances', 'hugepages', 1,
+                 'instances[0].hugepages: must be true or false'),
+                ('hosts', 'clos', 2.5,
+                 'hosts[0].clos: must be an integer, got 2.5'),
+                ('hosts', 'disabled', 'no',
+                 "hosts[0].disabled: must be true or false, got 'no'"),
+                ('hosts', 'cell', 7,
+                 'hosts[0].cell: must be a non-empty string, got 7')):
+            doc = self.doc()
+            doc[where][0][field] = value
+            self.assertIn(msg, self.error(doc), (where, field))
+        doc = self.doc()
+        doc['hosts'][1]['domains'].append(dict(doc['hosts'][1]['domains'][0]))
+        self.assertIn('hosts[1].domains[2]: host h2 lists domain 0 twice',
+                      self.error(doc))
+        doc = self.doc()
+        doc['hosts'].append(dict(doc['hosts'][0]))
+        self.assertIn('hosts[2]: host h1 is listed twice', self.error(doc))
+        doc = self.doc()
+        doc['instances'][0] = ['a']
+        self.assertIn('instances[0]: must be an object, got list',
+                      self.error(doc))
+
+    def test_the_collector_is_back_on_after_reading(self):
+        self.assertTrue(gc.isenabled())
+        snapshot.from_dict(self.doc())
+        self.assertTrue(gc.isenabled())
+        doc = self.doc()
+        doc['instances'][0]['host'] = 'h9'
+        self.error(doc)
+        self.assertTrue(gc.isenabled())
+        gc.disable()
+        try:
+            snapshot.from_dict(self.doc())
+            self.assertFalse(gc.isenabled())
+        finally:
+            gc.enable()
+
+    def test_cells_split_in_one_pass_as_before(self):
+        doc = obase.snapshot(
+            [obase.host('h1', cell='c2'), obase.host('h2', cell='c1'),
+             obase.host('h3', cell='c2'), obase.host('h4')],
+            [obase.inst('a', 'h1'), obase.inst('b', 'h2'),
+             obase.inst('c', 'h3'), obase.inst('d', 'h4')],
+            [{'policy': 'anti-affinity', 'members': ['a', 'b', 'c', 'x'],
+              'id': 'g'},
+             {'policy': 'affinity', 'members': ['d']}])
+        got = snapshot.cells(snapshot.from_dict(doc, 's'))
+        self.assertEqual([None, 'c1', 'c2'], [c for c, _ in got])
+        self.assertEqual([['h4'], ['h2'], ['h1', 'h3']],
+                         [[h.name for h in sub.hosts] for _, sub in got])
+        self.assertEqual([['d'], ['b'], ['a', 'c']],
+                         [[i.uuid for i in sub.instances] for _, sub in got])
+        self.assertEqual(
+            [[('affinity', ['d'], None)], [('anti-affinity', ['b'], 'g')],
+             [('anti-affinity', ['a', 'c'], 'g')]],
+            [[(g.policy, g.members, g.id) for g in sub.server_groups]
+             for _, sub in got])
+        self.assertEqual('s (cell c2)', got[2][1].source)
+
+    def test_pickled_by_columns_it_comes_back_the_same(self):
+        doc = self.doc()
+        doc['taken_at'] = '2026-11-29T10:00:00Z'
+        doc['hosts'][0].update(az='az1', cell='c1', uuid='u1', down=True,
+                               other_load=2, resources={'MEMORY_MB': 8192})
+        doc['hosts'][1]['domains'][0].update(provider='p', clos=4,
+                                             memory_mb=4096,
+                                             hugepages_mb=2048)
+        doc['instances'][0].update(az='az1', reason='pinned', name='vm-a',
+                                   memory_mb=1024, hugepages=True,
+                                   resources={'MEMORY_MB': 1024,
+                                              'DISK_GB': 10})
+        doc['server_groups'][0]['id'] = 'g1'
+        snap = snapshot.from_dict(doc, 'snap.json')
+        again = pickle.loads(pickle.dumps(snap))
+        self.assertEqual(snap, again)
+        self.assertEqual(('snap.json', '2026-11-29T10:00:00Z'),
+                         (again.source, again.taken_at))
+        self.assertIs(again.host('h2'), again.hosts[1])
+        # (Each its own resources, as read.)
+        self.assertIsNot(again.hosts[1].resources,
+                         again.instances[1].resources)
