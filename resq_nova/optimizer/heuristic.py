@@ -21,8 +21,11 @@ destinations that accept instances, pinned availability zones, one member
 of an anti-affinity group per host, and fixed instances stay.
 """
 
+import bisect
 import collections
+import functools
 import heapq
+import itertools
 
 
 # Hosts are drained in the order of their movable load (ways) plus this
@@ -79,7 +82,7 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
             room.take(inst, key, -1, home=name)
         room.keep.add(name)
         for key in room.keys_of[name]:
-            if room.hosts[name].accepts:
+            if name in room.accepting:
                 room.buckets[room.free[key][1]][key] = None
     return targets, drained
 
@@ -89,29 +92,37 @@ class _Room:
 
     def __init__(self, snap):
         self.hosts = {h.name: h for h in snap.hosts}
+        # (Whether a host accepts instances does not change while a plan
+        # is made.)
+        self.accepting = {h.name for h in snap.hosts if h.accepts}
         free = self.free = {}
-        for h in snap.hosts:
-            for d in h.domains:
-                free[h.name, d.id] = [d.cores, d.ways,
-                                      d.clos if d.clos is not None
-                                      else h.clos]
-        self.clos = {h.name: h.clos for h in snap.hosts}
         # Memory of each NUMA cell and resources of each node (only those
         # that are limited).
-        self.numa = {(h.name, d.id): dict(d.numa_caps()) for h in snap.hosts
-                     for d in h.domains}
-        self.res = {h.name: dict(h.resources) for h in snap.hosts}
-        self.keys_of = {h.name: [(h.name, d.id) for d in h.domains]
-                        for h in snap.hosts}
-        self.on_host = collections.defaultdict(list)
+        numa = self.numa = {}
+        keys_of = self.keys_of = {}
+        for h in snap.hosts:
+            keys = keys_of[h.name] = []
+            for d in h.domains:
+                key = (h.name, d.id)
+                keys.append(key)
+                free[key] = [d.cores, d.ways,
+                             d.clos if d.clos is not None else h.clos]
+                numa[key] = d.numa_caps()
+        clos = self.clos = {h.name: h.clos for h in snap.hosts}
+        res = self.res = {h.name: dict(h.resources) for h in snap.hosts}
+        on_host = self.on_host = collections.defaultdict(list)
         for inst in snap.instances:
-            free[inst.host, inst.domain][0] -= inst.cores
-            free[inst.host, inst.domain][1] -= inst.ways
-            free[inst.host, inst.domain][2] -= inst.clos
-            self.clos[inst.host] -= inst.clos
-            _take(self.numa[inst.host, inst.domain], inst.numa_need())
-            _take(self.res[inst.host], inst.resources)
-            self.on_host[inst.host].append(inst)
+            use = free[inst.host, inst.domain]
+            use[0] -= inst.cores
+            use[1] -= inst.ways
+            use[2] -= inst.clos
+            clos[inst.host] -= inst.clos
+            # (numa_need() is empty without memory_mb.)
+            if inst.memory_mb:
+                _take(numa[inst.host, inst.domain], inst.numa_need())
+            if inst.resources:
+                _take(res[inst.host], inst.resources)
+            on_host[inst.host].append(inst)
         self.mates = collections.defaultdict(set)
         for g in snap.server_groups:
             if g.policy == 'anti-affinity':
@@ -124,51 +135,62 @@ class _Room:
         # same order on every run without sorting on every placement).
         self.buckets = collections.defaultdict(dict)
         for key, (_, ways, _) in sorted(free.items()):
-            if key[0] in self.keep and self.hosts[key[0]].accepts:
+            if key[0] in self.keep and key[0] in self.accepting:
                 self.buckets[ways][key] = None
         self.max_ways = max((d.ways for h in snap.hosts for d in h.domains),
                             default=0)
         # Best fit, but a domain left with fewer ways than the smallest
         # instance has is room lost: such fits come last.
         self.smallest = min((i.ways for i in snap.instances), default=1)
+        self._levels = {}
         # Domains whose room changed, for an index kept over the room.
         self.watch = None
 
     def rebucket(self, key, old_ways):
         self.buckets[old_ways].pop(key, None)
-        if key[0] in self.keep and self.hosts[key[0]].accepts:
+        if key[0] in self.keep and key[0] in self.accepting:
             self.buckets[self.free[key][1]][key] = None
 
     def levels(self, need):
-        tight = range(need + 1, need + self.smallest)
-        return ([need]
-                + [w for w in range(need + self.smallest, self.max_ways + 1)]
+        got = self._levels.get(need)
+        if got is None:
+            tight = range(need + 1, need + self.smallest)
+            got = self._levels[need] = (
+                [need]
+                + [w for w in range(need + self.smallest,
+                                    self.max_ways + 1)]
                 + [w for w in tight if w <= self.max_ways])
+        return got
 
     def place(self, inst, exclude):
         """The domain (best fit) ``inst`` goes to, not on ``exclude``."""
+        buckets, fits = self.buckets, self.fits
         for ways in self.levels(inst.ways):
-            for key in self.buckets.get(ways, ()):
-                if key[0] != exclude and self.fits(inst, key):
+            for key in buckets.get(ways, ()):
+                if key[0] != exclude and fits(inst, key):
                     return key
         return None
 
     def fits(self, inst, key):
         """Whether ``inst`` fits in domain ``key`` as things are now."""
         free, name = self.free[key], key[0]
-        if not self.hosts[name].accepts:
+        if name not in self.accepting:
             return False
         if free[1] < inst.ways or free[0] < inst.cores:
             return False
-        if min(self.clos[name], free[2]) < inst.clos:
+        if free[2] < inst.clos or self.clos[name] < inst.clos:
             return False
         if inst.az and self.hosts[name].az != inst.az:
             return False
-        if not (_room(self.numa[key], inst.numa_need())
-                and _room(self.res[name], inst.resources)):
+        if inst.memory_mb and not _room(self.numa[key], inst.numa_need()):
             return False
-        return not any(self.where.get(u) == name
-                       for u in self.mates[inst.uuid])
+        if inst.resources and not _room(self.res[name], inst.resources):
+            return False
+        mates = self.mates.get(inst.uuid)
+        if mates:
+            where = self.where
+            return not any(where.get(u) == name for u in mates)
+        return True
 
     def take(self, inst, key, sign=1, home=None):
         """Put ``inst`` in ``key`` (``sign`` -1: back on ``home``)."""
@@ -178,8 +200,10 @@ class _Room:
         free[1] -= sign * inst.ways
         free[2] -= sign * inst.clos
         self.clos[key[0]] -= sign * inst.clos
-        _take(self.numa[key], inst.numa_need(), sign)
-        _take(self.res[key[0]], inst.resources, sign)
+        if inst.memory_mb:
+            _take(self.numa[key], inst.numa_need(), sign)
+        if inst.resources:
+            _take(self.res[key[0]], inst.resources, sign)
         self.where[inst.uuid] = key[0] if sign > 0 else home
         self.rebucket(key, old)
         if self.watch is not None:
@@ -296,6 +320,11 @@ EVICT_LOOK = 16 * LOOK_AT
 # of the ways each domain can offer instead of a scan by free ways (the
 # scan's cost grows with domains times instances to place).
 INDEX_DOMAINS = 2048
+# Domains the index offers for an instance, at most: it offers those left
+# with the least room first, so more only cost time (in a cell of 10,000
+# hosts of four shapes, 16 rather than 64 closed as many hosts or more
+# with as few moves or fewer, in two thirds of the time).
+INDEX_LOOK_AT = 16
 
 
 def repack(snap, fixed, keep, deadline, clock=None):
@@ -394,7 +423,7 @@ def _evict_for(room, inst, at, evicted, order, most, tries=8):
             break
         small = at[key]
         if (not small or key[0] not in room.keep
-                or not room.hosts[key[0]].accepts):
+                or key[0] not in room.accepting):
             continue
         free = room.free[key]
         short_w, short_c = inst.ways - free[1], inst.cores - free[0]
@@ -440,7 +469,8 @@ def complete(snap, fixed, keep, deadline, clock=None):
     many as the bound's solution closes (``keep``), those holding the
     fewest instances. A host one of whose instances finds no place stays
     open after all, and what left it comes back; only when an evicted
-    instance finds no place either are fewer hosts tried, by bisection.
+    instance finds no place either are fewer hosts tried, by bisection,
+    until ``deadline`` (the first pass always finishes).
 
     :returns: ``(targets, drained)``, or ``None`` when no host closes.
     """
@@ -460,7 +490,10 @@ def complete(snap, fixed, keep, deadline, clock=None):
     def past():
         return clock() > deadline
 
-    best = _complete_once(snap, fixed, close, past) if close else None
+    # (The first pass, at the bound's hosts, is the plan of a large cell:
+    # it always finishes, however late; only the retries with fewer hosts
+    # stop at the deadline.)
+    best = _complete_once(snap, fixed, close) if close else None
     lo, hi = 0, len(close) - 1
     while best is None and lo < hi and not past():
         mid = (lo + hi + 1) // 2
@@ -513,11 +546,11 @@ def _complete_once(snap, fixed, close, past=lambda: False):
             heapq.heappush(queue, (-s.ways, -s.cores, s.uuid, s))
         if key is not None:
             fill.put(inst, key)
-    items = collections.defaultdict(list)       # (cores, ways) -> [inst]
-    for inst in sorted(pending, key=lambda i: (i.az is None, i.uuid)):
+    items = collections.defaultdict(_Kind)      # (cores, ways) -> _Kind
+    for inst in sorted(pending, key=lambda i: i.uuid):
         items[inst.cores, inst.ways].append(inst)
     holes = sorted((key for key in room.free if key[0] in room.keep
-                    and room.hosts[key[0]].accepts),
+                    and key[0] in room.accepting),
                    key=lambda k: (-room.free[k][1], -room.free[k][0], k))
     for key in holes:
         if not any(items.values()):
@@ -552,10 +585,14 @@ class _Fill:
         self.room, self.origin, self.closing = room, origin, closing
         self.targets = {}
         self.reopened = set()
+        # Origin host -> uuids put elsewhere (some may be in targets no
+        # more), for reopen.
+        self.left = collections.defaultdict(set)
 
     def put(self, inst, key):
         self.room.take(inst, key)
         self.targets[inst.uuid] = key
+        self.left[self.origin[inst.uuid][0]].add(inst.uuid)
 
     def stuck(self, inst):
         """``inst`` found no place: its host stays open, if it may.
@@ -576,8 +613,9 @@ class _Fill:
         self.reopened.add(home)
         room = self.room
         room.keep.add(home)
-        for uuid, key in sorted(self.targets.items()):
-            if self.origin[uuid][0] != home:
+        for uuid in sorted(self.left.pop(home, ())):
+            key = self.targets.get(uuid)
+            if key is None:
                 continue
             back = room.inst_of[uuid]
             room.take(back, key, -1, home=home)
@@ -617,15 +655,9 @@ class _Smalls:
         for key in sorted(room.watch):
             for at in self.offers.pop(key, ()):
                 self.index[at[0]][at[1]][at[2]].pop(key, None)
-            subsets = self.subsets.get(key)
-            if subsets is None:
-                subsets = self.subsets[key] = _subsets(self.at.get(key, ()))
             free = room.free[key][1]
-            least = {}          # ways offered -> smallest largest evicted
-            for w, _, _, most, _ in subsets:
-                least[free + w] = min(least.get(free + w, most), most)
-            offers = self.offers[key] = sorted(
-                (ways, free, most) for ways, most in least.items())
+            offers = self.offers[key] = [
+                (free + w, free, most) for w, most in self._of(key)[2]]
             for ways, _, most in offers:
                 self.index[ways][free][most][key] = None
         room.watch.clear()
@@ -654,9 +686,17 @@ class _Smalls:
                         got = self._out_for(inst, key, home)
                         if got is not None:
                             found.append(got)
-                            if len(found) >= LOOK_AT:
+                            if len(found) >= INDEX_LOOK_AT:
                                 return found
         return found
+
+    def _of(self, key):
+        """:func:`_subset_table` of domain ``key``'s small instances."""
+        got = self.subsets.get(key)
+        if got is None:
+            got = self.subsets[key] = _subset_table(tuple(
+                (s.ways, s.cores) for s in self.at.get(key, ())))
+        return got
 
     def _out_for(self, inst, key, home):
         """``(rank, evicted)`` for ``inst`` in ``key``, or ``None``."""
@@ -664,14 +704,14 @@ class _Smalls:
         if key[0] == home or (inst.az
                               and room.hosts[key[0]].az != inst.az):
             return None
-        subsets = self.subsets.get(key)
-        if subsets is None:
-            subsets = self.subsets[key] = _subsets(self.at.get(key, ()))
+        subsets, ws, _ = self._of(key)
         free = room.free[key]
         ways, cores = inst.ways - free[1], inst.cores - free[0]
-        for w, n, c, most, out in subsets:
-            if w >= ways and c >= cores and most < inst.ways:
-                return (w - ways, n, most, key), out
+        for at in range(bisect.bisect_left(ws, ways), len(subsets)):
+            w, n, c, most, picked = subsets[at]
+            if c >= cores and most < inst.ways:
+                smalls = self.at[key]
+                return (w - ways, n, most, key), [smalls[i] for i in picked]
         return None
 
     def evict(self, key, out):
@@ -728,26 +768,35 @@ class _Smalls:
         return None
 
 
-def _subsets(smalls):
-    """The subsets of up to four of ``smalls``, fewest ways first.
+@functools.lru_cache(maxsize=4096)
+def _subset_table(sizes):
+    """The subsets of up to four of the small instances of ``sizes``.
 
-    ``[(ways, count, cores, largest ways, [instances])]``, then by the
-    fewest instances.
+    ``sizes``: ``(ways, cores)`` of each, in their order. ``(subsets,
+    ways of each, [(ways, smallest largest)])``: ``subsets`` are ``(ways,
+    count, cores, largest ways, (positions))``, fewest ways first, then
+    fewest instances, smallest largest, fewest cores; then, per ways a
+    subset frees, the smallest largest instance one evicts, by ways.
+    Domains holding the same small shapes share it (there are few such
+    lists: small instances have few shapes).
     """
     out = []
-    stack = [((), 0, 0, 0, 0)]
-    while stack:
-        picked, w, c, most, start = stack.pop()
-        if picked:
-            out.append((w, len(picked), c, most, picked))
-        if len(picked) == 4:
-            continue
-        for i in range(start, len(smalls)):
-            s = smalls[i]
-            stack.append((picked + (s,), w + s.ways, c + s.cores,
-                          max(most, s.ways), i + 1))
-    out.sort(key=lambda x: (x[0], x[1], x[3], x[2]))
-    return [(w, n, c, most, list(p)) for w, n, c, most, p in out]
+    for n in range(1, min(len(sizes), 4) + 1):
+        for picked in itertools.combinations(range(len(sizes)), n):
+            w = c = most = 0
+            for i in picked:
+                sw, sc = sizes[i]
+                w += sw
+                c += sc
+                if sw > most:
+                    most = sw
+            out.append((w, n, most, c, picked))
+    out.sort(key=lambda x: x[:4])
+    subsets = [(w, n, c, most, p) for w, n, most, c, p in out]
+    least = {}
+    for w, _, _, most, _ in subsets:
+        least[w] = min(least.get(w, most), most)
+    return subsets, [x[0] for x in subsets], sorted(least.items())
 
 
 # Subsets tried per hole, at most (the search stops at the first one that
@@ -828,22 +877,62 @@ def _best_fill(cores_free, ways_free, slots, items):
     return best[0], list(zip(kinds, best[1]))
 
 
+class _Kind:
+    """The items of one shape: those pinned to a zone, by zone, and the rest.
+
+    A hole is offered the items pinned to its host's zone first, then the
+    others, each in the order they came; it never looks at those pinned
+    elsewhere.
+    """
+
+    __slots__ = ('zones', 'rest')
+
+    def __init__(self):
+        self.zones = {}
+        self.rest = []
+
+    def append(self, inst):
+        (self.zones.setdefault(inst.az, []) if inst.az
+         else self.rest).append(inst)
+
+    def __len__(self):
+        return len(self.rest) + sum(len(z) for z in self.zones.values())
+
+    def __iter__(self):
+        for zone in self.zones.values():
+            yield from zone
+        yield from self.rest
+
+    def lists(self, zone):
+        """The lists of the items a host of ``zone`` may take."""
+        mine = self.zones.get(zone) if zone else None
+        return (mine, self.rest) if mine else (self.rest,)
+
+
 def _assign(room, key, plan, items, fill):
     """Put ``plan``'s items in ``key`` where they fit; whether any went."""
     placed = False
+    zone = room.hosts[key[0]].az
     for kind, m in plan:
-        insts = items[kind]
-        for inst in list(insts):
-            if m <= 0:
-                break
-            home = fill.origin[inst.uuid][0]
-            if home in fill.reopened:
-                insts.remove(inst)      # stays home
-            elif home != key[0] and room.fits(inst, key):
-                fill.put(inst, key)
-                insts.remove(inst)
-                m -= 1
-                placed = True
+        if m <= 0:
+            continue
+        for insts in items[kind].lists(zone):
+            # The items looked at that stay in the list, then the rest
+            # (no copy of the list, no search for what leaves it).
+            kept, n = [], 0
+            while n < len(insts) and m > 0:
+                inst = insts[n]
+                n += 1
+                home = fill.origin[inst.uuid][0]
+                if home in fill.reopened:
+                    continue            # stays home
+                if home != key[0] and room.fits(inst, key):
+                    fill.put(inst, key)
+                    m -= 1
+                    placed = True
+                else:
+                    kept.append(inst)
+            insts[:n] = kept
     return placed
 
 
@@ -927,10 +1016,8 @@ class _Undo:
             self.out[inst.uuid]
         if not self.is_open(home[0]) or home[0] == cur[0]:
             return 0
-        room.take(inst, cur, -1, home=None)
-        fits = room.fits(inst, home)
-        room.take(inst, cur)
-        if fits:
+        # (Its room on cur, another host, does not count at home.)
+        if room.fits(inst, home):
             self._go(inst, cur, home)
             return 1
         for other in sorted(self.inside[home]):
@@ -942,6 +1029,10 @@ class _Undo:
     def _swap(self, inst, cur, home, mover):
         """``mover`` leaves ``home`` for ``inst``: its own or a best fit."""
         room = self.room
+        free = room.free[home]
+        if (free[0] + mover.cores < inst.cores
+                or free[1] + mover.ways < inst.ways):
+            return False        # (not even with mover gone)
         room.take(inst, cur, -1, home=None)
         room.take(mover, home, -1, home=None)
         ok = room.fits(inst, home)

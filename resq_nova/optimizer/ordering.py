@@ -46,9 +46,11 @@ class Ledger:
         """
         self.snap = snap
         self.dom = collections.defaultdict(lambda: [0, 0, 0])
-        self.host_clos = collections.Counter()
-        self.numa = collections.defaultdict(collections.Counter)
-        self.res = collections.defaultdict(collections.Counter)
+        # (Plain dicts of counts: a ledger is made for every host
+        # needed_only asks about, and Counters are slow to make.)
+        self.host_clos = collections.defaultdict(int)
+        self.numa = collections.defaultdict(dict)
+        self.res = collections.defaultdict(dict)
         self.where = {}
         self.mates = mates_of(snap) if mates is None else mates
         for inst in snap.instances if instances is None else instances:
@@ -61,10 +63,15 @@ class Ledger:
         use[1] += sign * inst.ways
         use[2] += sign * inst.clos
         self.host_clos[host] += sign * inst.clos
-        for key, amount in inst.numa_need().items():
-            self.numa[host, dom][key] += sign * amount
-        for rc, amount in inst.resources.items():
-            self.res[host][rc] += sign * amount
+        # (numa_need() is empty without memory_mb.)
+        if inst.memory_mb:
+            numa = self.numa[host, dom]
+            for key, amount in inst.numa_need().items():
+                numa[key] = numa.get(key, 0) + sign * amount
+        if inst.resources:
+            res = self.res[host]
+            for rc, amount in inst.resources.items():
+                res[rc] = res.get(rc, 0) + sign * amount
 
     def blocker(self, inst, host, dom_id):
         """Why ``inst`` cannot start moving to ``host``/``dom_id`` now.
@@ -92,23 +99,32 @@ class Ledger:
                     % (dom_id, host))
         if self.host_clos[host] + inst.clos > h.clos:
             return 'host %s has no class of service free' % host
-        caps = dom.numa_caps()
-        for key, amount in inst.numa_need().items():
-            if key in caps and self.numa[host, dom_id][key] + amount \
-                    > caps[key]:
-                return ('the NUMA cell of domain %d of %s has %d MB of %s '
-                        'free, it needs %d' % (
-                            dom_id, host, caps[key]
-                            - self.numa[host, dom_id][key], key, amount))
-        for rc, amount in sorted(inst.resources.items()):
-            cap = h.resources.get(rc)
-            if cap is not None and self.res[host][rc] + amount > cap:
-                return ('host %s has %d %s free, it needs %d'
-                        % (host, cap - self.res[host][rc], rc, amount))
+        if inst.memory_mb:
+            why = self._numa_blocker(inst, host, dom, dom_id)
+            if why:
+                return why
+        if inst.resources:
+            held = self.res.get(host, {})
+            for rc, amount in sorted(inst.resources.items()):
+                cap = h.resources.get(rc)
+                if cap is not None and held.get(rc, 0) + amount > cap:
+                    return ('host %s has %d %s free, it needs %d'
+                            % (host, cap - held.get(rc, 0), rc, amount))
         for u in self.mates.get(inst.uuid, ()):
             if host in self.where.get(u, ()):
                 return ('%s, of its anti-affinity group, is on %s'
                         % (u, host))
+        return None
+
+    def _numa_blocker(self, inst, host, dom, dom_id):
+        caps = dom.numa_caps()
+        held = self.numa.get((host, dom_id), {})
+        for key, amount in inst.numa_need().items():
+            if key in caps and held.get(key, 0) + amount > caps[key]:
+                return ('the NUMA cell of domain %d of %s has %d MB of %s '
+                        'free, it needs %d' % (
+                            dom_id, host, caps[key] - held.get(key, 0),
+                            key, amount))
         return None
 
     def start(self, inst, src, dst, dst_dom):
