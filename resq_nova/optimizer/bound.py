@@ -36,6 +36,7 @@ These bounds pool instead, as the evaluation's pattern MILP pools servers:
 """
 
 import collections
+import functools
 import math
 import time
 
@@ -130,7 +131,8 @@ def pools(snap, fixed):
     return by_pool, forced, demand, stay
 
 
-def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
+def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None, cache=None,
+                      milp=True):
     """Proven fewest hosts any plan of ``snap`` uses (see the module doc).
 
     The LP relaxation of the pooled model first (fast at any size, and
@@ -138,15 +140,20 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
     Gilmore-Gomory relaxation), then the MILP in the time left; the bound
     is the better of the two, so a MILP stopped by the time limit still
     leaves the LP's bound rather than whatever its search had proven.
+    Without ``milp``, the LP relaxation alone (its solution rounded up
+    fills ``keep``). ``cache``, a dict, keeps the pooled model's parts for
+    another bound of the same snapshot (this one with the MILP, or
+    :func:`moves_lower_bound`).
 
     :returns: ``(bound, status)``.
     """
     started = time.monotonic()
-    by_pool, forced, demand, stay = pools(snap, fixed)
+    pooled = _pooled(snap, fixed, cache)
+    by_pool, forced, demand, stay = pooled[:4]
     if not demand:
         return len(forced), 'nothing movable'
     highspy = _highspy()
-    built = _build(snap, fixed, highspy, (by_pool, forced, demand, stay))
+    built = _build(snap, fixed, highspy, pooled)
     if built is None:
         return len(snap.hosts_in_use()), 'an instance shape fits nowhere'
     h, opened = built
@@ -157,6 +164,11 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
         LOG.warning('Aggregated plan bound found no solution; using the '
                     'forced-open hosts as the bound')
         return len(forced), 'infeasible (a bug: the placement is a solution)'
+    if not milp:
+        if keep is not None and lp_x is not None:
+            keep.update(_kept(None, highspy, opened, by_pool, lp_x, None))
+        return (len(forced) + math.ceil((lp_value or 0.0) - 1e-6),
+                'LP relaxation bound' if lp_value is not None else lp_status)
     h.setOptionValue('solve_relaxation', False)
     h.setOptionValue('time_limit', float(max(
         time_limit - (time.monotonic() - started), 0.5)))
@@ -180,16 +192,30 @@ def hosts_lower_bound(snap, fixed, time_limit=10.0, keep=None):
     return bound, status
 
 
+def _pooled(snap, fixed, cache=None):
+    """:func:`pools` and :func:`_forced_pool` of ``snap``, kept in ``cache``.
+
+    ``(pools, forced, demand, stay, forced pool)``.
+    """
+    if cache is not None and 'pooled' in cache:
+        return cache['pooled']
+    by_pool, forced, demand, stay = pools(snap, fixed)
+    got = (by_pool, forced, demand, stay,
+           _forced_pool(snap, fixed, forced) if demand else None)
+    if cache is not None:
+        cache['pooled'] = got
+    return got
+
+
 def _build(snap, fixed, highspy, pooled):
     """``(highs, {pool shape: open hosts var})``: the pooled model.
 
     The objective counts the open hosts. ``None`` when an instance shape
-    fits nowhere.
+    fits nowhere. ``pooled``: :func:`_pooled`'s.
     """
-    by_pool, forced, demand, stay = pooled
+    by_pool, forced, demand, stay, fp = pooled
     h = highs.new_highs(highspy)
     integer = highspy.HighsVarType.kInteger
-    fp = _forced_pool(snap, fixed, forced)
     cols, opened = _columns(h, integer, snap, by_pool, forced, demand, stay,
                             fp)
     for k, n in demand.items():
@@ -206,8 +232,13 @@ def _kept(h, highspy, opened, by_pool, lp_x, value):
 
     The MILP's solution when it has one within 1% (and a host) of the
     bound ``value``; else the LP relaxation's, rounded up (a MILP stopped
-    early may hold a poor solution, such as every host open).
+    early may hold a poor solution, such as every host open); ``h`` None:
+    the LP relaxation's.
     """
+    if h is None:
+        return {tuple(by_pool[shape]): min(math.ceil(lp_x[var.index] - 1e-6),
+                                           len(by_pool[shape]))
+                for shape, var in opened.items()}
     info = h.getInfo()
     close_enough = (info.objective_function_value
                     <= value * 1.01 + 1.0 + 1e-6)
@@ -254,11 +285,12 @@ def _forced_pool(snap, fixed, forced):
     """The forced-open hosts, pooled: their free capacity summed.
 
     :returns: ``(free, domains, left per domain, stays)``: what cannot
-        move takes its room, per domain too; movable instances there
-        count in the forced pool if they stay.
+        move takes its room, per domain too (``domains``: each kind of
+        domain once); movable instances there count in the forced pool if
+        they stay.
     """
     forced_free = collections.Counter()
-    forced_doms = []
+    forced_doms = set()
     host_of = {x.name: x for x in snap.hosts}
     for name in forced:
         host = host_of[name]
@@ -266,7 +298,7 @@ def _forced_pool(snap, fixed, forced):
             continue
         caps = _host_caps(_host_shape(host))
         forced_free.update(caps)
-        forced_doms.extend((d.cores, d.ways, d.clos, d.memory_mb,
+        forced_doms.update((d.cores, d.ways, d.clos, d.memory_mb,
                             d.hugepages_mb) for d in host.domains)
     taken = collections.defaultdict(collections.Counter)
     for inst in snap.instances:
@@ -293,7 +325,8 @@ def _forced_pool(snap, fixed, forced):
     forced_stays = collections.Counter(
         _inst_shape(i) for i in snap.instances if i.uuid not in fixed
         and i.host in forced and not host_of[i.host].accepts)
-    return forced_free, forced_doms, forced_left, forced_stays
+    return forced_free, sorted(forced_doms, key=repr), forced_left, \
+        forced_stays
 
 
 def _columns(h, integer, snap, by_pool, forced, demand, stay, fp):
@@ -377,8 +410,15 @@ def patterns(kinds, dom, limit=MAX_PATTERNS):
 
     ``kinds`` are ``(cores, ways, clos, numa pairs)``; a pattern is a tuple
     of counts. ``None`` past ``limit`` patterns (the caller then keeps the
-    summed rows only).
+    summed rows only). Remembered: the pools of a cloud, and the hosts and
+    moves bounds of one plan, ask for the same ones.
     """
+    got = _patterns(tuple(kinds), dom, limit)
+    return None if got is None else list(got)
+
+
+@functools.lru_cache(maxsize=1024)
+def _patterns(kinds, dom, limit):
     cores_cap, ways_cap, clos_cap, mem, huge = dom
     caps = {'memory_mb': mem, 'hugepages_mb': huge}
     out = []
@@ -422,7 +462,7 @@ def patterns(kinds, dom, limit=MAX_PATTERNS):
     start = (cores_cap, ways_cap, clos_cap if clos_cap is not None else 0,
              {k: v for k, v in caps.items() if v is not None})
     walk(0, start)
-    return out if len(out) <= limit else None
+    return tuple(out) if len(out) <= limit else None
 
 
 def _pattern_rows(h, integer, y, doms, here):
@@ -469,7 +509,7 @@ def _pattern_rows(h, integer, y, doms, here):
 
 
 def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0,
-                      lagrange_seconds=0.0, upper=None):
+                      lagrange_seconds=0.0, upper=None, cache=None):
     """Fewest live migrations any plan leaving ``hosts_after`` in use needs.
 
     ``None`` when no plan with that many hosts can exist (more hosts would
@@ -477,7 +517,7 @@ def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0,
     model's bound (:func:`pooled_moves_bound`, in about that time); with
     ``lagrange_seconds``, the Lagrangian one
     (:func:`lagrangian_moves_bound`, ``upper`` the moves of a known plan);
-    the largest of them.
+    the largest of them. ``cache``: as :func:`hosts_lower_bound`'s.
     """
     in_use = snap.hosts_in_use()
     close = len(in_use) - hosts_after
@@ -491,14 +531,15 @@ def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0,
     least = sum(closable[:close])
     if pooled_seconds > 0:
         least = max(least, pooled_moves_bound(snap, fixed, hosts_after,
-                                              pooled_seconds))
+                                              pooled_seconds, cache))
     if lagrange_seconds > 0:
         least = max(least, lagrangian_moves_bound(
             snap, fixed, hosts_after, lagrange_seconds, upper))
     return least
 
 
-def pooled_moves_bound(snap, fixed, hosts_after, time_limit=5.0):
+def pooled_moves_bound(snap, fixed, hosts_after, time_limit=5.0,
+                       cache=None):
     """Fewest moves by the pooled model: the hosts closed per pool.
 
     A plan with ``hosts_after`` hosts in use keeps ``y`` hosts of each
@@ -512,12 +553,13 @@ def pooled_moves_bound(snap, fixed, hosts_after, time_limit=5.0):
     say (nothing movable, no solver answer in the time).
     """
     started = time.monotonic()
-    by_pool, forced, demand, stay = pools(snap, fixed)
+    pooled = _pooled(snap, fixed, cache)
+    by_pool, forced, demand = pooled[:3]
     open_max = hosts_after - len(forced)
     if not demand or open_max < 0:
         return 0
     highspy = _highspy()
-    built = _build(snap, fixed, highspy, (by_pool, forced, demand, stay))
+    built = _build(snap, fixed, highspy, pooled)
     if built is None:
         return 0
     h, opened = built
@@ -558,11 +600,14 @@ def pooled_moves_bound(snap, fixed, hosts_after, time_limit=5.0):
     return max(int(math.ceil(value - 1e-6)), 0)
 
 
-# Subgradient steps of the Lagrangian moves bound, at most.
+# Subgradient steps of the Lagrangian moves bound, at most; and without a
+# better value, after which it stops.
 LAGRANGE_STEPS = 300
-# Instances of a domain up to which the Lagrangian bound weighs every
-# subset of them that could stay.
-KEEP_SUBSETS_MAX = 10
+LAGRANGE_PATIENCE = 40
+# Sub-multisets of a domain's movable instances (by shape) up to which the
+# Lagrangian bound weighs every one that could stay; past it, the domain's
+# gain is bounded from above (a weaker, still valid, relaxation).
+KEEP_SUBSETS_MAX = 1024
 
 
 def lagrangian_moves_bound(snap, fixed, hosts_after, time_limit=2.0,
@@ -581,10 +626,17 @@ def lagrangian_moves_bound(snap, fixed, hosts_after, time_limit=2.0,
     prices the relaxation's optimum is a lower bound on the moves of
     every plan with at most ``hosts_after`` hosts in use (classes of
     service, memory, zones and anti-affinity are left out, which only
-    weakens it); subgradient steps (Held and Karp; Fisher, *The Lagrangian
-    relaxation method for solving integer programming problems*,
-    Management Science 27(1), 1981) raise it, for up to ``time_limit``
-    seconds. ``upper``, the moves of a known plan, sets the step length.
+    weakens it): weak duality, whatever the prices, so the bound is the
+    best value the relaxation took at any prices tried, each worked out
+    on the whole snapshot (:class:`_Lagrange`). The prices start at the
+    best of a few (none; and each shape priced by its ways, its cores,
+    or the larger of the two, in units of the smallest shape's: what an
+    instance that leaves frees, counted in small instances); subgradient
+    steps (Held and Karp; Fisher, *The Lagrangian relaxation method for
+    solving integer programming problems*, Management Science 27(1),
+    1981) raise it, for up to ``time_limit`` seconds, until
+    :data:`LAGRANGE_PATIENCE` steps bring nothing. ``upper``, the moves of
+    a known plan, sets the step length.
 
     :returns: the bound (an integer), 0 when it has nothing to say.
     """
@@ -592,18 +644,26 @@ def lagrangian_moves_bound(snap, fixed, hosts_after, time_limit=2.0,
     lag = _Lagrange(snap, fixed, hosts_after)
     if lag.kinds is None:
         return 0
-    best, theta, stall = 0.0, 1.0, 0
-    prices = [0.0] * len(lag.kinds)
-    for _ in range(LAGRANGE_STEPS):
-        value, grad = lag.solve(prices)
+    prices, (value, grad) = None, (None, None)
+    for start in _price_starts(lag.kinds):
+        if prices is not None and time.monotonic() - started > time_limit:
+            break
+        got = lag.solve(start)
+        if prices is None or got[0] > value:
+            prices, (value, grad) = start, got
+    best, theta, stall, since = 0.0, 1.0, 0, 0
+    for n in range(LAGRANGE_STEPS):
+        if n:
+            value, grad = lag.solve(prices)
         if value > best + 1e-9:
-            best, stall = value, 0
+            best, stall, since = value, 0, 0
         else:
             stall += 1
+            since += 1
             if stall >= 10:
                 theta, stall = theta / 2.0, 0
         norm = sum(g * g for g in grad)
-        if (not norm or theta < 1e-3
+        if (not norm or theta < 1e-3 or since >= LAGRANGE_PATIENCE
                 or time.monotonic() - started > time_limit
                 or (upper is not None and best > upper - 1.0 + 1e-9)):
             break
@@ -615,12 +675,27 @@ def lagrangian_moves_bound(snap, fixed, hosts_after, time_limit=2.0,
     return max(int(math.ceil(best - 1e-6)), 0)
 
 
-class _Lagrange:
-    """The relaxation of :func:`lagrangian_moves_bound`, by domain.
+def _price_starts(kinds):
+    """Prices the subgradient may start from (see the caller)."""
+    least_c = min(c for c, _ in kinds)
+    least_w = min(w for _, w in kinds)
+    return [[0.0] * len(kinds),
+            [w / least_w - 1.0 for _, w in kinds],
+            [c / least_c - 1.0 for c, _ in kinds],
+            [max(c / least_c, w / least_w) - 1.0 for c, w in kinds]]
 
-    Every subset a domain may keep is a row (its cores, ways and count of
-    each shape); rows are grouped by domain and domains by host, so one
-    step is a few array operations.
+
+class _Lagrange:
+    """The relaxation of :func:`lagrangian_moves_bound`, by kind of domain.
+
+    Domains with the same room for movable instances (cores and ways
+    less what cannot move), the same movable instances (a count per
+    shape) and whether they accept arrivals are one kind: they have the
+    same best choice at any prices. Every sub-multiset of a kind's
+    instances that may stay is a row (its cores, ways and count of each
+    shape), rows grouped by kind; so one step is a few array operations
+    on the kinds (about 1,300 in a cell of 10,000 hosts of four shapes,
+    where its domains number 17,500) and one over the hosts.
     """
 
     def __init__(self, snap, fixed, hosts_after):
@@ -629,6 +704,7 @@ class _Lagrange:
         if self.kinds is None:
             return
         kpos = {k: n for n, k in enumerate(self.kinds)}
+        n_k = len(self.kinds)
         forced = snap.forced_open(fixed)
         self.slots = hosts_after - len(forced)
         on = collections.defaultdict(list)
@@ -636,78 +712,95 @@ class _Lagrange:
             on[inst.host, inst.domain].append(inst)
         self.max_cores = max(d.cores for h in snap.hosts for d in h.domains)
         self.max_ways = max(d.ways for h in snap.hosts for d in h.domains)
-        n_k = len(self.kinds)
-        rows, row_dom, doms, dom_host, host_rows = [], [], [], [], []
-        self.loose = []         # (domain, counts): too many to enumerate
+        types, dom_type, dom_host, host_rows = {}, [], [], []
         for hi, h in enumerate(snap.hosts):
             counts = [0] * n_k
             for d in h.domains:
-                here = on[h.name, d.id]
-                stay = [i for i in here if i.uuid in fixed]
-                free = [i for i in here if i.uuid not in fixed]
-                for i in free:
-                    counts[kpos[i.cores, i.ways]] += 1
-                di = len(doms)
-                doms.append((d.cores - sum(i.cores for i in stay),
-                             d.ways - sum(i.ways for i in stay),
-                             h.accepts))
+                cores, ways, have = d.cores, d.ways, [0] * n_k
+                for i in on.get((h.name, d.id), ()):
+                    if i.uuid in fixed:
+                        cores -= i.cores
+                        ways -= i.ways
+                    else:
+                        have[kpos[i.cores, i.ways]] += 1
+                        counts[kpos[i.cores, i.ways]] += 1
+                dom_type.append(types.setdefault(
+                    (cores, ways, h.accepts, tuple(have)), len(types)))
                 dom_host.append(hi)
-                subsets, exact = _keep_subsets(free, kpos)
-                if not exact:
-                    self.loose.append((di, subsets[0]))
-                    subsets = [(0, 0, [])]
-                for c, w, kinds in subsets:
-                    row = [0] * n_k
-                    for k in kinds:
-                        row[k] += 1
-                    rows.append((c, w, row))
-                    row_dom.append(di)
             host_rows.append(counts)
         self.forced = numpy.array([h.name in forced for h in snap.hosts])
         self.host_counts = numpy.array(host_rows, dtype=float).reshape(
             len(snap.hosts), n_k)
-        self.dom_cap = numpy.array([(c, w) for c, w, _ in doms], dtype=int)
-        self.accepts = numpy.array([a for _, _, a in doms])
+        self.dom_type = numpy.array(dom_type, dtype=int)
         self.dom_host = numpy.array(dom_host, dtype=int)
-        self.row_cw = numpy.array([(c, w) for c, w, _ in rows], dtype=int)
-        self.row_counts = numpy.array([r for _, _, r in rows],
-                                      dtype=float).reshape(len(rows), n_k)
-        self.row_dom = numpy.array(row_dom, dtype=int)
-        # Each domain's first row is the whole set (or the empty one for
-        # a loose domain): its instances.
-        self.first = numpy.searchsorted(self.row_dom, numpy.arange(len(doms)))
-        self.all_counts = self.row_counts[self.first].copy()
-        for di, (_, _, kinds) in self.loose:
-            for k in kinds:
-                self.all_counts[di, k] += 1
-        room = self.dom_cap[self.row_dom] - self.row_cw
+        self._rows(list(types), n_k)
+
+    def _rows(self, types, n_k):
+        """The rows of each kind of domain ``types`` lists."""
+        shape = numpy.array(self.kinds, dtype=int).reshape(n_k, 2)
+        rows, row_type, first, loose = [], [], [], []
+        for t, (_, _, _, have) in enumerate(types):
+            first.append(sum(len(r) for r in rows))
+            if math.prod(n + 1 for n in have) > KEEP_SUBSETS_MAX:
+                # Too many to weigh: the empty one only, and the kind's
+                # gain bounded from above instead (solve).
+                loose.append(t)
+                got = numpy.zeros((1, n_k), dtype=int)
+            else:
+                got = numpy.indices([n + 1 for n in have]).reshape(
+                    n_k, -1).T
+            rows.append(got)
+            row_type.append(numpy.full(len(got), t))
+        counts = numpy.concatenate(rows)
+        self.row_counts = counts.astype(float)
+        self.row_type = numpy.concatenate(row_type)
+        self.first = numpy.array(first, dtype=int)
+        cap = numpy.array([(c, w) for c, w, _, _ in types],
+                          dtype=int).reshape(len(types), 2)
+        self.type_cap = cap
+        self.type_accepts = numpy.array([a for _, _, a, _ in types])
+        self.all_counts = numpy.array([have for _, _, _, have in types],
+                                      dtype=float).reshape(len(types), n_k)
+        self.loose = numpy.array(loose, dtype=int)
+        room = cap[self.row_type] - counts @ shape
         self.fits = (room >= 0).all(axis=1)
         self.room = numpy.maximum(room, 0)
+        self.row_accepts = self.type_accepts[self.row_type]
 
     def fill(self, prices):
-        """The best arrivals per room: values and counts per shape."""
+        """The best arrivals per room: values and counts per shape.
+
+        ``value[c, w]``: the most the paying shapes (price above 0) that
+        fit together in ``c`` cores and ``w`` ways are worth, one row of
+        cores at a time (every shape takes a core: row ``c`` only looks at
+        rows below it, and a running maximum along the ways carries the
+        room left unused).
+        """
         n_k = len(self.kinds)
-        value = numpy.zeros((self.max_cores + 1, self.max_ways + 1))
-        count = numpy.zeros((self.max_cores + 1, self.max_ways + 1, n_k))
+        n_c, n_w = self.max_cores + 1, self.max_ways + 1
+        value = numpy.zeros((n_c, n_w))
+        count = numpy.zeros((n_c, n_w, n_k))
         paying = [(k, c, w, p) for k, ((c, w), p)
-                  in enumerate(zip(self.kinds, prices)) if p > 0]
-        for c in range(self.max_cores + 1):
-            for w in range(self.max_ways + 1):
-                best, src, add = 0.0, None, None
-                if c and value[c - 1, w] > best:
-                    best, src = value[c - 1, w], (c - 1, w)
-                if w and value[c, w - 1] > best:
-                    best, src = value[c, w - 1], (c, w - 1)
-                for k, kc, kw, p in paying:
-                    if kc <= c and kw <= w:
-                        v = value[c - kc, w - kw] + p
-                        if v > best + 1e-12:
-                            best, src, add = v, (c - kc, w - kw), k
-                if src is not None:
-                    value[c, w] = best
-                    count[c, w] = count[src]
-                    if add is not None:
-                        count[c, w, add] += 1
+                  in enumerate(zip(self.kinds, prices)) if p > 0 and w < n_w]
+        cols = numpy.arange(n_w)
+        for c in range(n_c):
+            if c:
+                cand, cnt = value[c - 1].copy(), count[c - 1].copy()
+            else:
+                cand, cnt = numpy.zeros(n_w), numpy.zeros((n_w, n_k))
+            for k, kc, kw, p in paying:
+                if kc > c:
+                    continue
+                v = value[c - kc, :n_w - kw] + p
+                better = numpy.flatnonzero(v > cand[kw:] + 1e-12)
+                if len(better):
+                    cand[better + kw] = v[better]
+                    cnt[better + kw] = count[c - kc, better]
+                    cnt[better + kw, k] += 1
+            value[c] = numpy.maximum.accumulate(cand)
+            # Where each running maximum was reached.
+            count[c] = cnt[numpy.maximum.accumulate(
+                numpy.where(cand == value[c], cols, 0))]
         return value, count
 
     def solve(self, prices):
@@ -716,23 +809,23 @@ class _Lagrange:
         value, count = self.fill(prices)
         pay = 1.0 + price
         arrive = value[self.room[:, 0], self.room[:, 1]]
-        gain = self.row_counts @ pay + numpy.where(
-            self.accepts[self.row_dom], arrive, 0.0)
+        gain = self.row_counts @ pay + numpy.where(self.row_accepts, arrive,
+                                                   0.0)
         gain = numpy.where(self.fits, gain, -numpy.inf)
         best = numpy.maximum.reduceat(gain, self.first)
-        # The first row of each domain reaching its best.
-        hit = gain >= best[self.row_dom] - 1e-12
-        idx = numpy.flatnonzero(hit)
-        pick = idx[numpy.unique(self.row_dom[idx], return_index=True)[1]]
-        kept_dom = self.all_counts @ pay - best
-        for di, (_, _, kinds) in self.loose:
-            # (Above any subset's gain: keep what pays, arrivals in the
-            # whole room.)
-            kept_dom[di] = sum(min(1.0 + price[k], 0.0) for k in kinds)
-            if self.accepts[di]:
-                kept_dom[di] -= value[self.dom_cap[di, 0],
-                                      self.dom_cap[di, 1]]
-        kept = numpy.bincount(self.dom_host, kept_dom,
+        # The first row of each kind reaching its best.
+        hit = numpy.flatnonzero(gain >= best[self.row_type] - 1e-12)
+        pick = hit[numpy.unique(self.row_type[hit], return_index=True)[1]]
+        kept_type = self.all_counts @ pay - best
+        if len(self.loose):
+            # (Above any sub-multiset's gain: keep what pays, arrivals in
+            # the whole room.)
+            lo = self.loose
+            kept_type[lo] = self.all_counts[lo] @ numpy.minimum(pay, 0.0)
+            cap = self.type_cap[lo]
+            kept_type[lo] -= numpy.where(self.type_accepts[lo],
+                                         value[cap[:, 0], cap[:, 1]], 0.0)
+        kept = numpy.bincount(self.dom_host, kept_type[self.dom_type],
                               minlength=len(self.forced))
         closed = self.host_counts @ pay
         delta = kept - closed
@@ -743,30 +836,10 @@ class _Lagrange:
             stays[order[:self.slots]] = True
         total = closed.sum() + delta[stays].sum()
         grad = self.host_counts[~stays].sum(axis=0)
-        dom_stays = stays[self.dom_host]
-        grad += (self.all_counts[dom_stays]
-                 - self.row_counts[pick][dom_stays]).sum(axis=0)
-        took = dom_stays & self.accepts
-        rooms = self.room[pick][took]
-        grad -= count[rooms[:, 0], rooms[:, 1]].sum(axis=0)
+        n_stay = numpy.bincount(self.dom_type[stays[self.dom_host]],
+                                minlength=len(self.first)).astype(float)
+        grad += n_stay @ (self.all_counts - self.row_counts[pick])
+        rooms = self.room[pick]
+        grad -= (n_stay * self.type_accepts) @ count[rooms[:, 0],
+                                                     rooms[:, 1]]
         return float(total), grad.tolist()
-
-
-def _keep_subsets(free, kpos):
-    """``[(cores, ways, kinds)]`` of each subset of ``free``, all first.
-
-    Past :data:`KEEP_SUBSETS_MAX` instances only the whole set, and the
-    caller bounds that domain's gain from above instead (still a valid
-    relaxation, only a weaker one).
-    """
-    n = len(free)
-    if n > KEEP_SUBSETS_MAX:
-        return [(sum(i.cores for i in free), sum(i.ways for i in free),
-                 [kpos[i.cores, i.ways] for i in free])], False
-    subsets = []
-    for mask in range((1 << n) - 1, -1, -1):
-        picked = [free[i] for i in range(n) if mask >> i & 1]
-        subsets.append((sum(i.cores for i in picked),
-                        sum(i.ways for i in picked),
-                        [kpos[i.cores, i.ways] for i in picked]))
-    return subsets, True

@@ -76,9 +76,15 @@ COMPLETE_MAX_HOSTS = 12000
 NEIGHBOURHOOD_MAX_HOSTS = 5000
 # Hosts in use in a cell up to which the moves bound is also the
 # Lagrangian one (bound.lagrangian_moves_bound: it sees that large
-# instances do not fit in small holes; about a second for a cell of 500
-# hosts). Larger cells keep the pooled bound alone, for the time.
-LAGRANGE_MAX_HOSTS = 5000
+# instances do not fit in small holes; its cost grows with the kinds of
+# cache domain and the hosts, under a second for a cell of 10,000 hosts of
+# four shapes). Larger cells keep the pooled bound alone.
+LAGRANGE_MAX_HOSTS = COMPLETE_MAX_HOSTS
+# Hosts in use in a cell past which it is large: its pooled host bound is
+# the LP relaxation first (a tenth of a second at 10,000 hosts, where the
+# MILP takes seconds to prove no more), the MILP only when that does not
+# prove the heuristic's plan within mip_gap.
+LARGE_CELL_HOSTS = 5000
 NEIGHBOURHOOD_SHARE = 0.75
 NOT_PROPOSED = 'not-proposed'
 # Snapshots with at least this many instances in more than one cell have
@@ -266,18 +272,10 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
     if not movable:
         return common.unchanged(snap, hosts_before, fixed, started,
                                 'nothing movable')
-    keep = {}
-    agg, agg_status = bound.hosts_lower_bound(snap, fixed,
-                                              min(0.15 * time_limit, 10.0),
-                                              keep=keep)
     full = movable <= full_model_max
-    share = first_share * 0.5 if full else 0.9
-    # Without the MILP to follow, the restarts may use most of the time.
-    good_enough = (math.floor(agg / (1.0 - mip_gap) + 1e-9)
-                   if mip_gap < 1.0 else None)
-    h_targets, drained, passes = _heuristics(
-        snap, fixed, started, share * time_limit, agg, keep, good_enough,
-        restart_share=0.6 if full else 0.9)
+    agg, agg_status, h_targets, drained, passes, pooled = _first_plan(
+        snap, fixed, started, time_limit, mip_gap, first_share, full,
+        hosts_before)
     # Up to COMPLETE_MAX_HOSTS (the cells the bound guides), moves are
     # undone at the same hosts and the moves bound is the pooled one's;
     # past it both would cost the larger cells more than they gain.
@@ -290,7 +288,7 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
         snap, fixed, h_hosts,
         pooled_seconds=min(0.05 * time_limit, 2.0) if small else 0,
         lagrange_seconds=_lagrange_seconds(hosts_before, time_limit),
-        upper=len(h_targets)) or 0
+        upper=len(h_targets), cache=pooled) or 0
     hint = common.Hint(agg, h_targets, passes)
     met = (common.gap_pct(h_hosts, lower) <= mip_gap * 100.0 + 1e-9
            and len(h_targets) <= moves_lb * (1.0 + moves_gap) + 1e-9)
@@ -310,21 +308,62 @@ def solve(snap, time_limit=20.0, mip_gap=0.01, first_share=0.6,
         LOG.info('Plan: %d -> %d hosts (pooled bound %d), %d moves (bound '
                  '%d): %s', hosts_before, h_hosts, lower, len(h_targets),
                  moves_lb, status)
-        if h_hosts >= hosts_before:
-            result = common.unchanged(snap, hosts_before, fixed, started,
-                                      status)
-            result.lower_bound = lower
-            result.gap_pct = common.gap_pct(hosts_before, lower)
-            return result
-        return common.Result(
-            hosts_before=hosts_before, hosts_after=h_hosts,
-            lower_bound=lower, gap_pct=common.gap_pct(h_hosts, lower),
-            targets=h_targets,
-            moves_lower_bound=min(moves_lb, len(h_targets)),
-            status=status, build_s=0.0,
-            solve_s=time.monotonic() - started, fixed=fixed)
+        return _heuristic_result(snap, fixed, started, hosts_before,
+                                 h_hosts, lower, h_targets, moves_lb,
+                                 status)
     return _milp(snap, fixed, hint, time_limit, mip_gap, first_share,
                  moves_gap, started)
+
+
+def _first_plan(snap, fixed, started, time_limit, mip_gap, first_share,
+                full, hosts_before):
+    """The cheap part of :func:`solve`: the pooled bound, the heuristics.
+
+    :returns: ``(bound, its status, targets, drained, passes, cache)``;
+        ``cache`` the pooled model's parts, for the moves bound.
+    """
+    keep, pooled = {}, {}
+    # A large cell's pooled bound is its LP relaxation first: its MILP
+    # runs only when that bound does not prove the heuristic's plan
+    # within mip_gap (below).
+    large = hosts_before > LARGE_CELL_HOSTS
+    bound_seconds = min(0.15 * time_limit, 10.0)
+    agg, agg_status = bound.hosts_lower_bound(
+        snap, fixed, bound_seconds, keep=keep, cache=pooled,
+        milp=not large)
+    share = first_share * 0.5 if full else 0.9
+    # Without the MILP to follow, the restarts may use most of the time.
+    good_enough = (math.floor(agg / (1.0 - mip_gap) + 1e-9)
+                   if mip_gap < 1.0 else None)
+    h_targets, drained, passes = _heuristics(
+        snap, fixed, started, share * time_limit, agg, keep, good_enough,
+        restart_share=0.6 if full else 0.9)
+    after = hosts_before - len(drained)
+    if large and common.gap_pct(after, min(agg, after)) \
+            > mip_gap * 100.0 + 1e-9:
+        more, more_status = bound.hosts_lower_bound(
+            snap, fixed, bound_seconds, cache=pooled)
+        if more > agg:
+            agg, agg_status = more, more_status
+    return agg, agg_status, h_targets, drained, passes, pooled
+
+
+def _heuristic_result(snap, fixed, started, hosts_before, h_hosts, lower,
+                      h_targets, moves_lb, status):
+    """:func:`solve`'s result when the heuristic's plan is the plan."""
+    if h_hosts >= hosts_before:
+        result = common.unchanged(snap, hosts_before, fixed, started,
+                                  status)
+        result.lower_bound = lower
+        result.gap_pct = common.gap_pct(hosts_before, lower)
+        return result
+    return common.Result(
+        hosts_before=hosts_before, hosts_after=h_hosts,
+        lower_bound=lower, gap_pct=common.gap_pct(h_hosts, lower),
+        targets=h_targets,
+        moves_lower_bound=min(moves_lb, len(h_targets)),
+        status=status, build_s=0.0,
+        solve_s=time.monotonic() - started, fixed=fixed)
 
 
 def _lagrange_seconds(hosts_before, time_limit):

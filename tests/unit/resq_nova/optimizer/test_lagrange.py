@@ -77,7 +77,99 @@ def fragmented(rng):
     return snapshot.from_dict(obase.snapshot(hosts, insts))
 
 
+def twins(rng):
+    """Hosts in identical pairs: domains of one kind, shapes repeated."""
+    hosts, insts = [], []
+    for n in range(2):
+        shapes = [rng.choice(((1, 2), (1, 3), (1, 4)))
+                  for _ in range(rng.randint(1, 2))]
+        if sum(w for _, w in shapes) > 8:
+            shapes = shapes[:1]
+        for twin in 'ab':
+            name = 'h%d%s' % (n, twin)
+            hosts.append(obase.host(name, domains=((4, 8),), clos=4))
+            for k, (cores, ways) in enumerate(shapes):
+                insts.append(obase.inst('%s-%d' % (name, k), name, 0, cores,
+                                        ways))
+    return snapshot.from_dict(obase.snapshot(hosts, insts))
+
+
 class LagrangeTest(base.TestCase):
+
+    def clouds(self, count, seed):
+        """Small clouds of the three kinds above, with their fixed."""
+        rng = random.Random(seed)
+        for n in range(count):
+            s = (fragmented(rng), test_scale.BoundTest.random_cloud(None, rng),
+                 twins(rng))[n % 3]
+            if s.instances:
+                yield s, common.fixed_instances(s)
+
+    def test_at_any_prices_it_never_exceeds_brute_force(self):
+        # Weak duality: the relaxation's optimum is a lower bound at any
+        # prices, not only at those the steps find; so prices found any
+        # way (a start, a step, another cloud) give a valid bound, worked
+        # out on the whole snapshot.
+        rng = random.Random(11)
+        checked = 0
+        for s, fixed in self.clouds(27, 3):
+            for hosts_after in range(1, len(s.hosts_in_use()) + 1):
+                least = fewest_moves(s, hosts_after)
+                if least is None:
+                    continue
+                lag = bound._Lagrange(s, fixed, hosts_after)
+                if lag.kinds is None:
+                    continue
+                prices = bound._price_starts(lag.kinds) + [
+                    [rng.uniform(-1.5, 4.0) for _ in lag.kinds]
+                    for _ in range(5)]
+                for p in prices:
+                    value, grad = lag.solve(p)
+                    self.assertLessEqual(value, least + 1e-6,
+                                         (hosts_after, p, s.to_dict()))
+                    self.assertEqual(len(lag.kinds), len(grad))
+                    checked += 1
+        self.assertGreater(checked, 150)
+
+    def test_domains_of_one_kind_are_weighed_once(self):
+        s = snapshot.from_dict(obase.snapshot(
+            [obase.host('h%d' % n, domains=((4, 8), (4, 8)), clos=8)
+             for n in range(6)],
+            [obase.inst('i%d%d' % (n, k), 'h%d' % n, k % 2, 1, 2)
+             for n in range(6) for k in range(3)]))
+        lag = bound._Lagrange(s, {}, 3)
+        # Twelve domains: six hold two 2-way instances, six hold one
+        # (two kinds), whose sub-multisets are rows: 3 and 2.
+        self.assertEqual(2, len(lag.first))
+        self.assertEqual(5, len(lag.row_type))
+        self.assertEqual(12, len(lag.dom_type))
+        # (The nine instances of the three hosts that close: the fewest.)
+        self.assertEqual(9, bound.lagrangian_moves_bound(s, {}, 3, 5.0))
+
+    def test_kinds_too_many_to_weigh_stay_below_the_optimum(self):
+        # Past KEEP_SUBSETS_MAX sub-multisets a kind's gain is bounded
+        # from above instead: weaker, still a lower bound on the moves.
+        checked = 0
+        for s, fixed in self.clouds(12, 4):
+            for hosts_after in range(1, len(s.hosts_in_use()) + 1):
+                least = fewest_moves(s, hosts_after)
+                if least is None:
+                    continue
+                exact = bound.lagrangian_moves_bound(s, fixed, hosts_after,
+                                                     5.0)
+                with mock.patch.object(bound, 'KEEP_SUBSETS_MAX', 1):
+                    loose = bound.lagrangian_moves_bound(s, fixed,
+                                                         hosts_after, 5.0)
+                self.assertLessEqual(loose, least)
+                self.assertLessEqual(exact, least)
+                checked += 1
+        self.assertGreater(checked, 10)
+
+    def test_prices_start_from_the_smallest_shape(self):
+        self.assertEqual(
+            [[0.0, 0.0, 0.0], [0.0, 1.0, 3.0], [0.0, 0.0, 1.0],
+             [0.0, 1.0, 3.0]],
+            bound._price_starts([(1, 2), (1, 4), (2, 8)]))
 
     def test_never_exceeds_brute_force(self):
         rng = random.Random(5)
