@@ -9,10 +9,11 @@ side by side (issues 14 and 44).
   readings, not the prior). In each period a third of the NFs violate
   with small footprints and high miss rates, more than the 15 classes of
   service a real CPU leaves, so each re-plan runs the max-min procedure,
-  the grouping (from the last period's, as the agent's does), the masks
-  and their checks; every ``LULL``-th period all meet their targets (the
-  count of re-plans in a row starts again, the plans keep moving and the
-  histories fill; those periods decide nothing and are not counted). The
+  the grouping (from the flow and the last period's classes, as the
+  agent's does), the masks and their checks; every ``LULL``-th period
+  all meet their targets (the count of re-plans in a row starts again,
+  the plans keep moving and the histories fill; those periods decide
+  nothing and are not counted). The
   readings follow the allocation: each NF has a hidden miss-ratio curve,
   its occupancy is what its class gives it (up to its working set) and
   its miss bandwidth that curve there, with noise. ``WARMUP`` periods

@@ -41,14 +41,14 @@ al., seed 003 §5) groups buffers into cache colours:
   moves or swaps per NF: a bound in steps, not in seconds, so the answer
   does not depend on the machine's speed or load.
 * **Between rounds** (the agent re-plans every period): given the last
-  period's grouping (``start``), the search starts from it instead of
-  from the flow, when it still covers at least half of the NFs in no
+  period's grouping (``start``), the search also starts from it, beside
+  the flow's rounds, when it still covers at least half of the NFs in no
   more classes than there are: NFs that left are dropped, new ones go
   to a free class or where they add least, and classes are split while
-  there are fewer than ``k``. The same NFs with the same curves give the
-  same grouping again; an NF whose curve changed is moved or swapped where
-  it now costs least. Otherwise (the first re-plan, other NFs) the flow
-  runs as above.
+  there are fewer than ``k``. The cheapest result wins and the last
+  grouping's on a tie: a re-plan is never worse than one from scratch,
+  the same NFs with the same curves give the same grouping again, and an
+  NF whose curve changed is moved where it now costs least.
 """
 
 import math
@@ -240,8 +240,8 @@ def group(nfs, readings, k, ways_per_nf=None, way_bytes=DEFAULT_WAY_BYTES,
     :param budgets: most NFs per class, one per class (colour budgets);
         None: balanced, ``ceil(len(nfs) / k)`` each.
     :param start: the last grouping, uuids per class (any NFs): the
-        local search starts from it instead of from the flow when it
-        still fits (:func:`carry`; module doc); balanced budgets only.
+        local search also starts from it, first, when it still fits
+        (:func:`carry`; module doc); balanced budgets only.
     :returns: a list of lists of NFs, one per class (budget order).
     :raises ValueError: when ``k`` < 1 and there are NFs, on budgets that
         cannot take the NFs, or on a priority that is not positive.
@@ -264,12 +264,18 @@ def group(nfs, readings, k, ways_per_nf=None, way_bytes=DEFAULT_WAY_BYTES,
     begin = None
     if start is not None and budgets is None:
         begin = carry(costs, [n.uuid for n in nfs], start, caps)
+    # The local search from every round of the flow: each is a start.
+    starts = flow_rounds(costs, caps)
     if begin is not None:
-        groups = local_search(costs, begin, caps)
-    else:
-        # The local search from every round of the flow: each is a start.
-        groups = min((local_search(costs, g, caps)
-                      for g in flow_rounds(costs, caps)), key=costs.total)
+        # And from the last grouping, first: the cheapest wins, that one
+        # on a tie. From the last alone the search can stay in a local
+        # optimum well above the flow's (twice its cost in a fifth of the
+        # re-plans of bench ondemand); beside it, a re-plan is never
+        # worse than one from scratch and keeps its classes when they
+        # are as good.
+        starts.insert(0, begin)
+    groups = min((local_search(costs, g, caps) for g in starts),
+                 key=costs.total)
     return [[nfs[i] for i in g] for g in groups]
 
 

@@ -282,12 +282,25 @@ class IncrementalGroupingTest(base.TestCase):
                               ways_per_nf=1, way_bytes=MB, curves=curves,
                               start=start)
 
-    def test_same_input_twice_gives_the_same_grouping_without_the_flow(self):
+    def test_same_input_twice_gives_the_same_grouping(self):
         first = self.group(self.curves)
-        with mock.patch.object(grouping, 'flow_rounds',
-                               side_effect=AssertionError('flow ran')):
-            again = self.group(self.curves, start=names(first))
-        self.assertEqual(sorted(names(first)), sorted(names(again)))
+        again = self.group(self.curves, start=names(first))
+        self.assertEqual(names(first), names(again))
+
+    def test_the_last_grouping_wins_a_tie_with_the_flow(self):
+        # As good as the flow's answer, in another order: it is kept.
+        first = names(self.group(self.curves))
+        start = [list(reversed(g)) for g in reversed(first)]
+        again = names(self.group(self.curves, start=start))
+        self.assertEqual([sorted(g) for g in reversed(first)], again)
+
+    def test_never_worse_than_from_scratch(self):
+        curves = six_curves()
+        fresh = self.group(curves)
+        for start in pairings(sorted(curves)):
+            got = self.group(curves, start=start)
+            self.assertLessEqual(exact(curves, got),
+                                 exact(curves, fresh) * (1 + 1e-12))
 
     def test_a_changed_nf_regroups(self):
         first = self.group(self.curves)
@@ -295,9 +308,7 @@ class IncrementalGroupingTest(base.TestCase):
         # n5 turns into a stream: whoever shares with it loses.
         changed = dict(self.curves, n5=mrc.Curve([0.0, 64 * MB],
                                                  [3e9, 3e9]))
-        with mock.patch.object(grouping, 'flow_rounds',
-                               side_effect=AssertionError('flow ran')):
-            warm = self.group(changed, start=names(first))
+        warm = self.group(changed, start=names(first))
         fresh = self.group(changed)
         self.assertNotIn(['n1', 'n5'], names(warm))
         self.assertEqual(sorted(names(fresh)), sorted(names(warm)))
@@ -308,14 +319,19 @@ class IncrementalGroupingTest(base.TestCase):
         curves = dict(self.curves, n6=mrc.power_law(5e8, 2 * MB, 2.0))
         del curves['n0']
         nfs = [nf(u) for u in sorted(curves)]
-        with mock.patch.object(grouping, 'flow_rounds',
-                               side_effect=AssertionError('flow ran')):
+        with mock.patch.object(grouping, 'local_search',
+                               wraps=grouping.local_search) as search:
             got = names(self.group(curves, start=first, nfs=nfs))
+        # The last grouping, n0 out and n6 in, is the first start.
+        begin = [sorted(nfs[i].uuid for i in g)
+                 for g in search.call_args_list[0].args[1]]
+        self.assertEqual(sorted(u for g in first for u in g if u != 'n0')
+                         + ['n6'], sorted(u for g in begin for u in g))
         self.assertEqual(sorted(curves), sorted(u for g in got for u in g))
         self.assertEqual(3, len(got))
         self.assertTrue(all(len(g) == 2 for g in got))
 
-    def test_a_start_that_does_not_fit_runs_the_flow(self):
+    def test_a_start_that_does_not_fit_is_left_out(self):
         costs = grouping.Costs([self.curves[n.uuid] for n in self.nfs],
                                [1.0] * 6, 1, MB, None)
         uuids = [n.uuid for n in self.nfs]
@@ -339,16 +355,15 @@ class IncrementalGroupingTest(base.TestCase):
                                                    ['n2', 'n3']], caps)
         self.assertEqual(3, len(split))
         self.assertEqual([0, 1, 2, 3], sorted(i for g in split for i in g))
-        with mock.patch.object(grouping, 'flow_rounds',
-                               wraps=grouping.flow_rounds) as flow:
-            self.group(self.curves, start=[['n0', 'n1']])
-        self.assertEqual(1, flow.call_count)
+        # Such a start leaves the flow's answer alone.
+        self.assertEqual(names(self.group(self.curves)),
+                         names(self.group(self.curves,
+                                          start=[['n0', 'n1']])))
 
-    def test_explicit_budgets_always_run_the_flow(self):
+    def test_explicit_budgets_take_no_start(self):
         first = names(self.group(self.curves))
-        with mock.patch.object(grouping, 'flow_rounds',
-                               wraps=grouping.flow_rounds) as flow:
+        with mock.patch.object(grouping, 'carry') as carry:
             grouping.group(self.nfs, readings_for(self.curves), 3,
                            ways_per_nf=1, way_bytes=MB, curves=self.curves,
                            budgets=[2, 2, 2], start=first)
-        self.assertEqual(1, flow.call_count)
+        carry.assert_not_called()
