@@ -509,7 +509,8 @@ def _pattern_rows(h, integer, y, doms, here):
 
 
 def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0,
-                      lagrange_seconds=0.0, upper=None, cache=None):
+                      lagrange_seconds=0.0, upper=None, cache=None,
+                      enough=None):
     """Fewest live migrations any plan leaving ``hosts_after`` in use needs.
 
     ``None`` when no plan with that many hosts can exist (more hosts would
@@ -517,7 +518,9 @@ def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0,
     model's bound (:func:`pooled_moves_bound`, in about that time); with
     ``lagrange_seconds``, the Lagrangian one
     (:func:`lagrangian_moves_bound`, ``upper`` the moves of a known plan);
-    the largest of them. ``cache``: as :func:`hosts_lower_bound`'s.
+    the largest of them. With ``enough``, the Lagrangian one goes first
+    and the pooled one only when it is below ``enough`` (the caller needs
+    no more). ``cache``: as :func:`hosts_lower_bound`'s.
     """
     in_use = snap.hosts_in_use()
     close = len(in_use) - hosts_after
@@ -529,6 +532,12 @@ def moves_lower_bound(snap, fixed, hosts_after, pooled_seconds=0.0,
     if len(closable) < close:
         return None
     least = sum(closable[:close])
+    if lagrange_seconds > 0 and enough is not None:
+        least = max(least, lagrangian_moves_bound(
+            snap, fixed, hosts_after, lagrange_seconds, upper))
+        lagrange_seconds = 0
+        if least >= enough:
+            return least
     if pooled_seconds > 0:
         least = max(least, pooled_moves_bound(snap, fixed, hosts_after,
                                               pooled_seconds, cache))
@@ -644,10 +653,10 @@ def lagrangian_moves_bound(snap, fixed, hosts_after, time_limit=2.0,
     lag = _Lagrange(snap, fixed, hosts_after)
     if lag.kinds is None:
         return 0
+    # (The starts are weighed whatever the time: four steps' worth, and
+    # on a busy machine often the whole bound.)
     prices, (value, grad) = None, (None, None)
     for start in _price_starts(lag.kinds):
-        if prices is not None and time.monotonic() - started > time_limit:
-            break
         got = lag.solve(start)
         if prices is None or got[0] > value:
             prices, (value, grad) = start, got

@@ -90,47 +90,63 @@ def drain(snap, fixed, rng=None, noise=0.0, only=None):
 class _Room:
     """The room left in every domain and host while hosts drain."""
 
-    def __init__(self, snap):
+    def __init__(self, snap, at=None):
+        """The room as ``snap`` has it.
+
+        ``at``: ``{uuid: (host, domain)}`` of instances that are there
+        instead.
+        """
         self.hosts = {h.name: h for h in snap.hosts}
         # (Whether a host accepts instances does not change while a plan
         # is made.)
         self.accepting = {h.name for h in snap.hosts if h.accepts}
         free = self.free = {}
-        # Memory of each NUMA cell and resources of each node (only those
-        # that are limited).
+        # Memory of the NUMA cells that limit it and resources of each
+        # node (only those that are limited).
         numa = self.numa = {}
         keys_of = self.keys_of = {}
         for h in snap.hosts:
-            keys = keys_of[h.name] = []
+            name, clos = h.name, h.clos
+            keys = keys_of[name] = []
             for d in h.domains:
-                key = (h.name, d.id)
+                key = (name, d.id)
                 keys.append(key)
                 free[key] = [d.cores, d.ways,
-                             d.clos if d.clos is not None else h.clos]
-                numa[key] = d.numa_caps()
+                             clos if d.clos is None else d.clos]
+                if d.memory_mb is not None or d.hugepages_mb is not None:
+                    numa[key] = d.numa_caps()
         clos = self.clos = {h.name: h.clos for h in snap.hosts}
         res = self.res = {h.name: dict(h.resources) for h in snap.hosts}
         on_host = self.on_host = collections.defaultdict(list)
+        self.where = where = {}
         for inst in snap.instances:
-            use = free[inst.host, inst.domain]
+            key = (inst.host, inst.domain)
+            if at:
+                key = at.get(inst.uuid, key)
+            use = free[key]
             use[0] -= inst.cores
             use[1] -= inst.ways
             use[2] -= inst.clos
-            clos[inst.host] -= inst.clos
+            clos[key[0]] -= inst.clos
             # (numa_need() is empty without memory_mb.)
-            if inst.memory_mb:
-                _take(numa[inst.host, inst.domain], inst.numa_need())
+            if inst.memory_mb and key in numa:
+                _take(numa[key], inst.numa_need())
             if inst.resources:
-                _take(res[inst.host], inst.resources)
-            on_host[inst.host].append(inst)
+                held = res[key[0]]
+                for rc, amount in inst.resources.items():
+                    if rc in held:
+                        held[rc] -= amount
+            on_host[key[0]].append(inst)
+            where[inst.uuid] = key[0]
         self.mates = collections.defaultdict(set)
         for g in snap.server_groups:
             if g.policy == 'anti-affinity':
                 for u in g.members:
                     self.mates[u].update(x for x in g.members if x != u)
-        self.where = {i.uuid: i.host for i in snap.instances}
         self.inst_of = {i.uuid: i for i in snap.instances}
-        self.keep = set(snap.hosts_in_use())
+        self.keep = set(snap.hosts_in_use()) if not at else (
+            set(where.values()) | {h.name for h in snap.hosts
+                                   if h.other_load})
         # Domains by free ways, for best fit (insertion-ordered dicts: the
         # same order on every run without sorting on every placement).
         self.buckets = collections.defaultdict(dict)
@@ -182,7 +198,8 @@ class _Room:
             return False
         if inst.az and self.hosts[name].az != inst.az:
             return False
-        if inst.memory_mb and not _room(self.numa[key], inst.numa_need()):
+        if (inst.memory_mb and key in self.numa
+                and not _room(self.numa[key], inst.numa_need())):
             return False
         if inst.resources and not _room(self.res[name], inst.resources):
             return False
@@ -190,6 +207,41 @@ class _Room:
         if mates:
             where = self.where
             return not any(where.get(u) == name for u in mates)
+        return True
+
+    def fits_without(self, inst, key, out):
+        """Whether ``inst`` would fit in domain ``key`` were ``out`` gone.
+
+        ``out`` is in ``key``; ``inst`` is on another host. As
+        :meth:`fits` after taking ``out`` out, without doing it.
+        """
+        free, name = self.free[key], key[0]
+        if name not in self.accepting:
+            return False
+        if (free[1] + out.ways < inst.ways or free[0] + out.cores < inst.cores
+                or free[2] + out.clos < inst.clos
+                or self.clos[name] + out.clos < inst.clos):
+            return False
+        if inst.az and self.hosts[name].az != inst.az:
+            return False
+        if inst.memory_mb and key in self.numa:
+            back = out.numa_need()
+            caps = self.numa[key]
+            if not all(amount <= caps[k] + back.get(k, 0)
+                       for k, amount in inst.numa_need().items()
+                       if k in caps):
+                return False
+        if inst.resources:
+            held = self.res[name]
+            if not all(amount <= held[rc] + out.resources.get(rc, 0)
+                       for rc, amount in inst.resources.items()
+                       if rc in held):
+                return False
+        mates = self.mates.get(inst.uuid)
+        if mates:
+            where = self.where
+            return not any(where.get(u) == name for u in mates
+                           if u != out.uuid)
         return True
 
     def take(self, inst, key, sign=1, home=None):
@@ -200,7 +252,7 @@ class _Room:
         free[1] -= sign * inst.ways
         free[2] -= sign * inst.clos
         self.clos[key[0]] -= sign * inst.clos
-        if inst.memory_mb:
+        if inst.memory_mb and key in self.numa:
             _take(self.numa[key], inst.numa_need(), sign)
         if inst.resources:
             _take(self.res[key[0]], inst.resources, sign)
@@ -950,11 +1002,7 @@ def undo_moves(snap, fixed, targets, rounds=3):
     :returns: new targets (``{uuid: (host, domain)}``).
     """
     origin = {i.uuid: (i.host, i.domain) for i in snap.instances}
-    room = _Room(snap)
-    for uuid, key in targets.items():
-        inst = room.inst_of[uuid]
-        room.take(inst, origin[uuid], -1, home=key[0])
-        room.take(inst, key)
+    room = _Room(snap, at=targets)
     state = _Undo(snap, room, origin, dict(targets))
     for _ in range(rounds):
         done = 0
@@ -1029,10 +1077,8 @@ class _Undo:
     def _swap(self, inst, cur, home, mover):
         """``mover`` leaves ``home`` for ``inst``: its own or a best fit."""
         room = self.room
-        free = room.free[home]
-        if (free[0] + mover.cores < inst.cores
-                or free[1] + mover.ways < inst.ways):
-            return False        # (not even with mover gone)
+        if not room.fits_without(inst, home, mover):
+            return False
         room.take(inst, cur, -1, home=None)
         room.take(mover, home, -1, home=None)
         ok = room.fits(inst, home)
