@@ -452,8 +452,9 @@ class RunCommandTest(base.TestCase):
         self.flags('resq_agent', dma_sizing=False, host_report_interval=7)
         report = mock.Mock()
         name, interval, func = self._run(report).run_every.call_args[0]
-        self.assertEqual(('resq-agent-host-report', 7, report.heartbeat),
-                         (name, interval(), func))
+        # The reporter's own (jittered) wait: it keeps the interval.
+        self.assertEqual(('resq-agent-host-report', report.next_wait,
+                          report.heartbeat), (name, interval, func))
 
 
 class ProfileCostsTest(base.TestCase):

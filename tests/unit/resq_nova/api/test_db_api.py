@@ -10,7 +10,6 @@ from unittest import mock
 import fixtures
 from oslo_db import exception as db_exc
 import sqlalchemy as sa
-from sqlalchemy import orm
 
 from resq_nova.api import context
 from resq_nova.api.db import api as db_api
@@ -78,26 +77,28 @@ class WriterRetryTest(base.TestCase):
         self.assertEqual('done', write(self.ctx))
 
     def test_lost_insert_runs_once_more_and_answers_from_its_check(self):
-        # Another request inserted the host after this one's check found
-        # none: the first check answers None although the row is there.
+        # Another request inserted the host after this one's UPDATE found
+        # no row: the INSERT is a duplicate, and the transaction runs again.
         with db_api.get_engine().begin() as conn:
             conn.execute(sa.insert(models.Host).values(
                 hostname='cn1', report='{"domains": [1]}',
                 updated_at=plan_obj.util.now()))
-        real_get = orm.Session.get
-        checks = []
+        real_execute = sa.engine.Connection.execute
+        updates = []
 
-        def get(session, *args, **kwargs):
-            checks.append(args)
-            if len(checks) == 1:
-                return None
-            return real_get(session, *args, **kwargs)
+        def execute(conn, statement, *args, **kwargs):
+            result = real_execute(conn, statement, *args, **kwargs)
+            if statement is host_obj._UPDATE:
+                updates.append(result.rowcount)
+                if len(updates) == 1:
+                    return mock.Mock(rowcount=0)
+            return result
 
-        with mock.patch.object(orm.Session, 'get', get):
+        with mock.patch.object(sa.engine.Connection, 'execute', execute):
             rec, was_created = host_obj.report(self.ctx, 'cn1',
                                                {'domains': []})
-        # The second attempt found the row and replaced its report.
-        self.assertEqual(2, len(checks))
+        # The second attempt's UPDATE found the row and replaced its report.
+        self.assertEqual(2, len(updates))
         self.assertFalse(was_created)
         self.assertEqual([], rec['domains'])
         self.assertEqual([], host_obj.get(self.ctx, 'cn1')['domains'])
