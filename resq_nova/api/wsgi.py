@@ -118,9 +118,18 @@ class _Application:
             with self._lock:
                 if self._app is None:
                     self._app = self._init()
-        except (db_api.NoConnection, deploy.AuthNotConfigured) as exc:
+        except (db_api.NoConnection, deploy.AuthNotConfigured,
+                cfg.Error) as exc:
             print('resq-api: %s' % exc, file=sys.stderr, flush=True)
+            # uwsgi prints the import's failure through sys.excepthook,
+            # which oslo.log made a CRITICAL record with the traceback:
+            # the line above has said all there is.
+            sys.excepthook = _said
             raise
+
+
+def _said(*exc_info):
+    """An excepthook for a failure already told in one line."""
 
 
 application = _Application()

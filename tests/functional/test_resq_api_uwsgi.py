@@ -123,6 +123,9 @@ class UwsgiTest(base.TestCase):
         self.assertIn('resq-api: [api] auth_strategy = keystone needs '
                       '[keystone_authtoken] auth_type and auth_url, which '
                       'the configuration (', proc.stderr)
+        # That line, not oslo.log's CRITICAL record of each worker.
+        self.assertNotIn('Traceback', proc.stderr)
+        self.assertNotIn('Unhandled error', proc.stderr)
 
     def test_workers_share_the_database(self):
         _set(self.api_conf, 'api', auth_strategy='noauth2')
