@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 bash tools/bootstrap.sh || exit 1
 log=$(mktemp)
-python3 -m tox -e py3,functional,pep8,watcher,nova-previous,host,cloud -- "$@" 2>&1 | tee "$log"
+python3 -m tox -e py3,functional,pep8,dist,watcher,nova-previous,host,cloud -- "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 passed=$(awk '/^ - Passed: /{s+=$3} END{print s+0}' "$log")
 failed=$(awk '/^ - Failed: /{s+=$3} END{print s+0}' "$log")
