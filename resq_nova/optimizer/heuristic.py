@@ -34,15 +34,16 @@ import itertools
 CAPACITY_WEIGHT = 1.0
 
 
-def drain(snap, fixed, rng=None, noise=0.0, only=None):
+def drain(snap, fixed, rng=None, noise=0.0, only=None, base=None):
     """``({uuid: (host, domain)}, {drained host names})``.
 
     :param rng: with ``noise``, a :class:`random.Random` that perturbs the
         order hosts are tried in by up to ``noise`` ways, for restarts.
     :param only: drain exactly these hosts (into the others); ``None``
         when one of them cannot be drained.
+    :param base: :func:`prepare` of ``snap``, to start from.
     """
-    room = _Room(snap)
+    room = _start_room(snap, base)
     capacity = {h.name: sum(d.ways for d in h.domains) for h in snap.hosts}
     targets = {}
     drained = set()
@@ -96,6 +97,7 @@ class _Room:
         ``at``: ``{uuid: (host, domain)}`` of instances that are there
         instead.
         """
+        self.snap = snap
         self.hosts = {h.name: h for h in snap.hosts}
         # (Whether a host accepts instances does not change while a plan
         # is made.)
@@ -161,6 +163,25 @@ class _Room:
         self._levels = {}
         # Domains whose room changed, for an index kept over the room.
         self.watch = None
+
+    def copy(self):
+        """A room as this one is, to change apart from it."""
+        new = object.__new__(_Room)
+        new.__dict__.update(self.__dict__)
+        new.free = {k: v[:] for k, v in self.free.items()}
+        new.numa = {k: dict(v) for k, v in self.numa.items()}
+        new.clos = dict(self.clos)
+        new.res = {k: dict(v) for k, v in self.res.items()}
+        new.on_host = collections.defaultdict(
+            list, ((k, v[:]) for k, v in self.on_host.items()))
+        new.where = dict(self.where)
+        new.mates = collections.defaultdict(
+            set, ((k, set(v)) for k, v in self.mates.items()))
+        new.keep = set(self.keep)
+        new.buckets = collections.defaultdict(
+            dict, ((k, dict(v)) for k, v in self.buckets.items()))
+        new.watch = None
+        return new
 
     def rebucket(self, key, old_ways):
         self.buckets[old_ways].pop(key, None)
@@ -265,6 +286,24 @@ class _Room:
         return sum(i.ways for i in self.on_host[name])
 
 
+def prepare(snap):
+    """The room of ``snap`` as it is, for the heuristics to start from.
+
+    Each of :func:`drain`, :func:`complete`, :func:`repack` and
+    :func:`best_of` given it (``base``) starts from a copy instead of
+    working the room out again (half a second in a cell of 10,000 hosts);
+    ``snap`` must not change meanwhile.
+    """
+    return _Room(snap)
+
+
+def _start_room(snap, base):
+    """A room of ``snap`` to change: a copy of ``base`` when it is one."""
+    if base is not None and base.snap is snap:
+        return base.copy()
+    return _Room(snap)
+
+
 def _take(free, need, sign=1):
     for key, amount in need.items():
         if key in free:
@@ -277,7 +316,7 @@ def _room(free, need):
 
 
 def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
-            patience=100, restart_share=0.6, good_enough=None):
+            patience=100, restart_share=0.6, good_enough=None, base=None):
     """Drain with restarts, then again from the best; the best plan found.
 
     The first pass is the plain order; later passes perturb it, for up to
@@ -303,7 +342,7 @@ def best_of(snap, fixed, deadline, lower=0, seed=0, clock=None,
     passes = 0
     while True:
         noise = 0.0 if passes == 0 else rng.choice((1.0, 2.0, 4.0, 8.0))
-        targets, drained = drain(snap, fixed, rng, noise)
+        targets, drained = drain(snap, fixed, rng, noise, base=base)
         passes += 1
         value = (in_use - len(drained), len(targets))
         if best is None or value < best[0]:
@@ -379,7 +418,7 @@ INDEX_DOMAINS = 2048
 INDEX_LOOK_AT = 16
 
 
-def repack(snap, fixed, keep, deadline, clock=None):
+def repack(snap, fixed, keep, deadline, clock=None, base=None):
     """Close the hosts the pooled bound's solution closes; the best plan.
 
     ``keep`` is :func:`bound.hosts_lower_bound`'s ``{(host names): hosts
@@ -412,7 +451,7 @@ def repack(snap, fixed, keep, deadline, clock=None):
     lo, hi = 0, len(close)
     while lo < hi and clock() < deadline:
         mid = (lo + hi + 1) // 2
-        got = _repack_once(snap, fixed, close[:mid])
+        got = _repack_once(snap, fixed, close[:mid], base)
         if got is None:
             hi = mid - 1
         else:
@@ -420,9 +459,9 @@ def repack(snap, fixed, keep, deadline, clock=None):
     return best
 
 
-def _repack_once(snap, fixed, close):
+def _repack_once(snap, fixed, close, base=None):
     """Drain exactly ``close`` with evictions; ``None`` if one is stuck."""
-    room = _Room(snap)
+    room = _start_room(snap, base)
     room.keep.difference_update(close)
     for key in (k for n in close for k in room.keys_of[n]):
         room.buckets[room.free[key][1]].pop(key, None)
@@ -505,7 +544,7 @@ def _evict_for(room, inst, at, evicted, order, most, tries=8):
     return None
 
 
-def complete(snap, fixed, keep, deadline, clock=None):
+def complete(snap, fixed, keep, deadline, clock=None, base=None):
     """Close the hosts the bound closes by filling the kept domains' holes.
 
     Bin completion, after the minimum bin slack heuristic of Gupta and Ho
@@ -545,11 +584,11 @@ def complete(snap, fixed, keep, deadline, clock=None):
     # (The first pass, at the bound's hosts, is the plan of a large cell:
     # it always finishes, however late; only the retries with fewer hosts
     # stop at the deadline.)
-    best = _complete_once(snap, fixed, close) if close else None
+    best = _complete_once(snap, fixed, close, base=base) if close else None
     lo, hi = 0, len(close) - 1
     while best is None and lo < hi and not past():
         mid = (lo + hi + 1) // 2
-        got = _complete_once(snap, fixed, close[:mid], past)
+        got = _complete_once(snap, fixed, close[:mid], past, base)
         if got is None:
             hi = mid - 1
         else:
@@ -557,7 +596,7 @@ def complete(snap, fixed, keep, deadline, clock=None):
     return best if best and best[1] else None
 
 
-def _complete_once(snap, fixed, close, past=lambda: False):
+def _complete_once(snap, fixed, close, past=lambda: False, base=None):
     """``(targets, drained)`` of closing ``close``, or ``None``.
 
     The large instances first, each to the best-fitting hole or to a kept
@@ -569,7 +608,7 @@ def _complete_once(snap, fixed, close, past=lambda: False):
     when an instance evicted from a kept host finds no place, or once
     ``past()`` says the time is up.
     """
-    room = _Room(snap)
+    room = _start_room(snap, base)
     room.keep.difference_update(close)
     for key in (k for n in close for k in room.keys_of[n]):
         room.buckets[room.free[key][1]].pop(key, None)

@@ -422,24 +422,28 @@ def _heuristics(snap, fixed, started, seconds, lower, keep, good_enough,
     """
     in_use = len(snap.hosts_in_use())
     enough = max(lower, good_enough or 0)
-    targets, drained = heuristic.drain(snap, fixed)
+    # (The room of snap worked out once, for all of them.)
+    base = heuristic.prepare(snap)
+    targets, drained = heuristic.drain(snap, fixed, base=base)
     best = (targets, drained, 1)
     if in_use - len(drained) <= enough:
         return best
     if keep and in_use <= COMPLETE_MAX_HOSTS:
-        got = heuristic.complete(snap, fixed, keep, started + 0.8 * seconds)
+        got = heuristic.complete(snap, fixed, keep, started + 0.8 * seconds,
+                                 base=base)
         if got is not None and _fewer(got, best):
             best = (got[0], got[1], 2)
             if in_use - len(got[1]) <= enough:
                 return best
-        got = heuristic.repack(snap, fixed, keep, started + 0.6 * seconds)
+        got = heuristic.repack(snap, fixed, keep, started + 0.6 * seconds,
+                               base=base)
         if got is not None and _fewer(got, best):
             best = (got[0], got[1], best[2] + 1)
             if in_use - len(got[1]) <= enough:
                 return best
     targets, drained, passes = heuristic.best_of(
         snap, fixed, started + seconds, lower, restart_share=restart_share,
-        good_enough=good_enough)
+        good_enough=good_enough, base=base)
     if _fewer((targets, drained), best):
         return targets, drained, passes + best[2]
     return best[0], best[1], best[2] + passes

@@ -41,6 +41,7 @@ group's ``id``. A capacity that is absent is not limited.
 
 import collections
 import dataclasses
+import operator
 import re
 
 from resq_common import exception
@@ -232,11 +233,15 @@ def _pack(snap):
             table.append(key)
         return got
 
-    hosts = [[getattr(h, f) for h in snap.hosts] for f in _HOST_FIELDS]
+    def columns(objs, fields):
+        return [list(c) for c in zip(*map(operator.attrgetter(*fields),
+                                          objs))] or [[] for _ in fields]
+
+    dom = operator.attrgetter(*_DOMAIN_FIELDS)
+    hosts = columns(snap.hosts, _HOST_FIELDS)
     hosts.append([ref(h.resources) for h in snap.hosts])
-    hosts.append([tuple(tuple(getattr(d, f) for f in _DOMAIN_FIELDS)
-                        for d in h.domains) for h in snap.hosts])
-    insts = [[getattr(i, f) for i in snap.instances] for f in _INST_FIELDS]
+    hosts.append([tuple(map(dom, h.domains)) for h in snap.hosts])
+    insts = columns(snap.instances, _INST_FIELDS)
     insts.append([ref(i.resources) for i in snap.instances])
     groups = [(g.policy, tuple(g.members), g.id) for g in snap.server_groups]
     return (hosts, insts, groups, table, snap.source, snap.taken_at)
