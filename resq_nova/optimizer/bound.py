@@ -748,8 +748,9 @@ class _Lagrange:
         """The rows of each kind of domain ``types`` lists."""
         shape = numpy.array(self.kinds, dtype=int).reshape(n_k, 2)
         rows, row_type, first, loose = [], [], [], []
+        at = 0
         for t, (_, _, _, have) in enumerate(types):
-            first.append(sum(len(r) for r in rows))
+            first.append(at)
             if math.prod(n + 1 for n in have) > KEEP_SUBSETS_MAX:
                 # Too many to weigh: the empty one only, and the kind's
                 # gain bounded from above instead (solve).
@@ -760,6 +761,7 @@ class _Lagrange:
                     n_k, -1).T
             rows.append(got)
             row_type.append(numpy.full(len(got), t))
+            at += len(got)
         counts = numpy.concatenate(rows)
         self.row_counts = counts.astype(float)
         self.row_type = numpy.concatenate(row_type)

@@ -51,11 +51,27 @@ class Ledger:
         self.host_clos = collections.defaultdict(int)
         self.numa = collections.defaultdict(dict)
         self.res = collections.defaultdict(dict)
-        self.where = {}
+        # uuid -> the hosts holding it (two while it moves).
+        self.where = where = {}
         self.mates = mates_of(snap) if mates is None else mates
+        dom, host_clos, res = self.dom, self.host_clos, self.res
         for inst in snap.instances if instances is None else instances:
-            self.add(inst, inst.host, inst.domain)
-            self.where[inst.uuid] = {inst.host}
+            # (add, inline: a ledger counts every instance of a cell.)
+            host = inst.host
+            use = dom[host, inst.domain]
+            use[0] += inst.cores
+            use[1] += inst.ways
+            use[2] += inst.clos
+            host_clos[host] += inst.clos
+            if inst.memory_mb:
+                numa = self.numa[host, inst.domain]
+                for key, amount in inst.numa_need().items():
+                    numa[key] = numa.get(key, 0) + amount
+            if inst.resources:
+                held = res[host]
+                for rc, amount in inst.resources.items():
+                    held[rc] = held.get(rc, 0) + amount
+            where[inst.uuid] = (host,)
 
     def add(self, inst, host, dom, sign=1):
         use = self.dom[host, dom]
@@ -130,15 +146,15 @@ class Ledger:
     def start(self, inst, src, dst, dst_dom):
         """Both ends hold the instance while it moves."""
         self.add(inst, dst, dst_dom)
-        self.where[inst.uuid] = {src, dst}
+        self.where[inst.uuid] = (src, dst)
 
     def finish(self, inst, src, src_dom, dst):
         self.add(inst, src, src_dom, -1)
-        self.where[inst.uuid] = {dst}
+        self.where[inst.uuid] = (dst,)
 
     def abort(self, inst, src, dst, dst_dom):
         self.add(inst, dst, dst_dom, -1)
-        self.where[inst.uuid] = {src}
+        self.where[inst.uuid] = (src,)
 
 
 def order(snap, targets, detour=False):
