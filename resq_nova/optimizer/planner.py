@@ -344,9 +344,15 @@ def _first_plan(snap, fixed, started, time_limit, mip_gap, first_share,
     # Without the MILP to follow, the restarts may use most of the time.
     good_enough = (math.floor(agg / (1.0 - mip_gap) + 1e-9)
                    if mip_gap < 1.0 else None)
+    # (In a large cell of several host shapes the completion is the one
+    # that gets close: the drain leaves holes too small for the large
+    # instances, and runs only when the completion falls short.)
     h_targets, drained, passes = _heuristics(
         snap, fixed, started, share * time_limit, agg, keep, good_enough,
-        restart_share=0.6 if full else 0.9)
+        restart_share=0.6 if full else 0.9,
+        complete_first=large and len(
+            {tuple((d.cores, d.ways) for d in h.domains)
+             for h in snap.hosts}) > 1)
     after = hosts_before - len(drained)
     if large and common.gap_pct(after, min(agg, after)) \
             > mip_gap * 100.0 + 1e-9:
@@ -408,7 +414,7 @@ def _neighbourhoods(snap, fixed, targets, deadline):
 
 
 def _heuristics(snap, fixed, started, seconds, lower, keep, good_enough,
-                restart_share):
+                restart_share, complete_first=False):
     """``(targets, drained, passes)``: the best plan of the heuristics.
 
     One plain drain (:func:`heuristic.drain`, emptiest hosts first); when
@@ -418,35 +424,41 @@ def _heuristics(snap, fixed, started, seconds, lower, keep, good_enough,
     :data:`COMPLETE_MAX_HOSTS` hosts in use) and the
     repack (:func:`heuristic.repack`, up to 60%); then, still not within
     ``good_enough``, the drain with restarts (:func:`heuristic.best_of`)
-    in the rest. Fewer hosts win, then fewer moves.
+    in the rest. Fewer hosts win, then fewer moves. With
+    ``complete_first``, the completion goes before the plain drain, which
+    runs only when the completion is not within ``good_enough``.
     """
     in_use = len(snap.hosts_in_use())
     enough = max(lower, good_enough or 0)
+    guided = bool(keep) and in_use <= COMPLETE_MAX_HOSTS
     # (The room of snap worked out once, for all of them.)
     base = heuristic.prepare(snap)
-    targets, drained = heuristic.drain(snap, fixed, base=base)
-    best = (targets, drained, 1)
-    if in_use - len(drained) <= enough:
-        return best
-    if keep and in_use <= COMPLETE_MAX_HOSTS:
-        got = heuristic.complete(snap, fixed, keep, started + 0.8 * seconds,
-                                 base=base)
-        if got is not None and _fewer(got, best):
-            best = (got[0], got[1], 2)
+    stages = [
+        lambda: heuristic.drain(snap, fixed, base=base),
+        lambda: (heuristic.complete(snap, fixed, keep,
+                                    started + 0.8 * seconds, base=base)
+                 if guided else None),
+        lambda: (heuristic.repack(snap, fixed, keep, started + 0.6 * seconds,
+                                  base=base)
+                 if guided else None)]
+    if complete_first:
+        stages[:2] = stages[1::-1]
+    best, passes = None, 0
+    for stage in stages:
+        got = stage()
+        if got is None:
+            continue
+        passes += 1
+        if best is None or _fewer(got, best):
+            best = got
             if in_use - len(got[1]) <= enough:
-                return best
-        got = heuristic.repack(snap, fixed, keep, started + 0.6 * seconds,
-                               base=base)
-        if got is not None and _fewer(got, best):
-            best = (got[0], got[1], best[2] + 1)
-            if in_use - len(got[1]) <= enough:
-                return best
-    targets, drained, passes = heuristic.best_of(
+                return best[0], best[1], passes
+    targets, drained, more = heuristic.best_of(
         snap, fixed, started + seconds, lower, restart_share=restart_share,
         good_enough=good_enough, base=base)
     if _fewer((targets, drained), best):
-        return targets, drained, passes + best[2]
-    return best[0], best[1], best[2] + passes
+        return targets, drained, passes + more
+    return best[0], best[1], passes + more
 
 
 def _fewer(plan, than):
