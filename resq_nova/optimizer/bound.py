@@ -59,10 +59,18 @@ def _host_shape(host):
             host.az, host.accepts)
 
 
-def _inst_shape(inst):
-    return (inst.cores, inst.ways, inst.clos, inst.az,
-            tuple(sorted(inst.numa_need().items())),
-            tuple(sorted(inst.resources.items())))
+def _inst_shape(inst, memo=None):
+    """The instance's shape; ``memo``, a dict, remembers them by fields."""
+    if memo is None:
+        return (inst.cores, inst.ways, inst.clos, inst.az,
+                tuple(sorted(inst.numa_need().items())),
+                tuple(sorted(inst.resources.items())))
+    key = (inst.cores, inst.ways, inst.clos, inst.az, inst.memory_mb,
+           inst.hugepages, tuple(inst.resources.items()))
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _inst_shape(inst)
+    return got
 
 
 def _per_domain(kshape, dom):
@@ -120,10 +128,11 @@ def pools(snap, fixed):
     demand = collections.Counter()
     stay = collections.defaultdict(collections.Counter)
     host_of = {h.name: h for h in snap.hosts}
+    memo = {}
     for inst in snap.instances:
         if inst.uuid in fixed:
             continue
-        k = _inst_shape(inst)
+        k = _inst_shape(inst, memo)
         demand[k] += 1
         h = host_of[inst.host]
         if inst.host not in forced and not h.accepts:
@@ -289,41 +298,58 @@ def _forced_pool(snap, fixed, forced):
         domain once); movable instances there count in the forced pool if
         they stay.
     """
+    # (Plain dicts and remembered shapes: a cell of 10,000 hosts has
+    # thousands of forced-open hosts.)
     forced_free = collections.Counter()
     forced_doms = set()
     host_of = {x.name: x for x in snap.hosts}
+    caps_of = {}
     for name in forced:
         host = host_of[name]
         if not host.accepts:
             continue
-        caps = _host_caps(_host_shape(host))
-        forced_free.update(caps)
+        shape = _host_shape(host)
+        caps = caps_of.get(shape)
+        if caps is None:
+            caps = caps_of[shape] = _host_caps(shape)
+        for dim, cap in caps.items():
+            forced_free[dim] += cap
         forced_doms.update((d.cores, d.ways, d.clos, d.memory_mb,
                             d.hugepages_mb) for d in host.domains)
-    taken = collections.defaultdict(collections.Counter)
+    taken = {}
+    memo, dims_of = {}, {}
     for inst in snap.instances:
         if (inst.uuid in fixed and inst.host in forced
                 and host_of[inst.host].accepts):
-            forced_free.subtract(_dims(_inst_shape(inst)))
-            use = taken[inst.host, inst.domain]
-            use.update({'cores': inst.cores, 'ways': inst.ways,
-                        'clos': inst.clos})
-            use.update(inst.numa_need())
+            k = _inst_shape(inst, memo)
+            dims = dims_of.get(k)
+            if dims is None:
+                dims = dims_of[k] = _dims(k)
+            for dim, amount in dims.items():
+                forced_free[dim] -= amount
+            use = taken.setdefault((inst.host, inst.domain), {})
+            for key, amount in (('cores', inst.cores), ('ways', inst.ways),
+                                ('clos', inst.clos),
+                                *inst.numa_need().items()):
+                use[key] = use.get(key, 0) + amount
     forced_left = collections.Counter()
     for name in forced:
         host = host_of[name]
         if not host.accepts:
             continue
         for d in host.domains:
-            use = taken[name, d.id]
-            forced_left[(d.cores - use['cores'], d.ways - use['ways'],
-                         None if d.clos is None else d.clos - use['clos'],
+            use = taken.get((name, d.id), {})
+            forced_left[(d.cores - use.get('cores', 0),
+                         d.ways - use.get('ways', 0),
+                         None if d.clos is None
+                         else d.clos - use.get('clos', 0),
                          None if d.memory_mb is None
-                         else d.memory_mb - use['memory_mb'],
+                         else d.memory_mb - use.get('memory_mb', 0),
                          None if d.hugepages_mb is None
-                         else d.hugepages_mb - use['hugepages_mb'])] += 1
+                         else d.hugepages_mb - use.get('hugepages_mb', 0))] \
+                += 1
     forced_stays = collections.Counter(
-        _inst_shape(i) for i in snap.instances if i.uuid not in fixed
+        _inst_shape(i, memo) for i in snap.instances if i.uuid not in fixed
         and i.host in forced and not host_of[i.host].accepts)
     return forced_free, sorted(forced_doms, key=repr), forced_left, \
         forced_stays
