@@ -560,6 +560,16 @@ class PluginTest(base.TestCase):
         agent = parse_ini(os.path.join(self.ds.conf_dir, 'resq-agent.conf'))
         self.assertEqual(['0'], agent['resq_agent']['ondemand_ways'])
 
+    def test_host_report_interval_only_when_set(self):
+        ds = self.useFixture(Devstack(RESQ_HOST_REPORT_INTERVAL='5'))
+        ds.run(POST_CONFIG)
+        agent = parse_ini(os.path.join(ds.conf_dir, 'resq-agent.conf'))
+        self.assertEqual(['5'], agent['resq_agent']['host_report_interval'])
+        # Unset: the option keeps its default (the sample's comment).
+        self.ds.run(POST_CONFIG)
+        agent = parse_ini(os.path.join(self.ds.conf_dir, 'resq-agent.conf'))
+        self.assertNotIn('host_report_interval', agent['resq_agent'])
+
     def _plan(self, ds=None):
         """The plan resq-admit prints for the default example term."""
         ds = ds or self.ds
