@@ -135,7 +135,10 @@ class ResQAPI:
             req.environ['resq.version'] = version
             req.environ['resq.context'] = context.RequestContext.from_environ(
                 req.environ, config=self.conf)
-            resp = func(req)
+            # The request's database waits, all together, have [api]
+            # database_read_timeout (db_api's docstring).
+            with db_api.request_budget():
+                resp = func(req)
         except (errors.APIError, obj_exc.ObjectError,
                 db_exc.DBDuplicateEntry) as exc:
             resp = errors.to_response(exc, rid)

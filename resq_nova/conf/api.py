@@ -65,18 +65,25 @@ ALL_OPTS = [
                     'name in [database] connection wins.'),
     cfg.IntOpt('database_read_timeout',
                default=10, min=1, max=3600,
-               help='Seconds resq-api waits for its database to answer '
-                    'before it answers 503 with Retry-After: on MySQL '
-                    'each read and write of a connection (the handshake '
-                    'of a server that accepts but does not answer '
-                    'included: read_timeout, write_timeout), on '
-                    'PostgreSQL each statement (statement_timeout, lock '
-                    'waits included). Raise it if requests that wait for '
-                    'busy rows answer 503. resq-manage does not use it. '
-                    'With [database] pool_timeout (how long a request '
-                    'waits for a pooled connection) and '
-                    'database_connect_timeout it bounds how long a '
-                    'request waits for a database that is away.'),
+               help='Seconds a request to resq-api may wait for its '
+                    'database, all its waits together, before it answers '
+                    '503 with Retry-After: connecting, the handshake, each '
+                    'statement, and a reconnection in the same request '
+                    'share them (a server that accepts connections but '
+                    'answers nothing is answered 503 after about this '
+                    'long, not twice it). resq-api bounds each wait on '
+                    'the client: on MySQL (PyMySQL) the socket timeouts '
+                    '(read_timeout and write_timeout, lowered to what the '
+                    'request has left), on PostgreSQL (psycopg2) a wait '
+                    'callback of its own, as libpq has no read timeout; '
+                    'PostgreSQL also ends a statement that runs longer on '
+                    'the server (statement_timeout, lock waits included). '
+                    'The wait for a pooled connection is [database] '
+                    'pool_timeout\'s, not this. Raise it if requests that '
+                    'wait for busy rows answer 503. A read_timeout '
+                    '(MySQL) or statement_timeout (PostgreSQL options) of '
+                    '[database] connection wins. resq-manage does not use '
+                    'it.'),
 ]
 
 
