@@ -215,11 +215,6 @@ def _run(conf):
         # make_service); a wrong or taken address stops us here, at once.
         from resq_common import metrics
         metrics.check_listen(conf.resq_optimizer.metrics_listen)
-    # oslo.service's threading backend, chosen before anything imports
-    # oslo.messaging (which would select the eventlet one).
-    from oslo_service import backend
-
-    backend.init_backend(backend.BackendType.THREADING)
     from resq_nova.optimizer import service
 
     opt = _optimizer(conf)
@@ -288,8 +283,26 @@ def parse_config(argv):
                          logs_to_stderr=True)
 
 
+def _threading_backend():
+    """oslo.service's threading backend, for every subcommand.
+
+    Chosen before anything imports oslo.messaging or oslo.service's
+    looping calls, which would load (and log loading) the eventlet one:
+    ``run`` serves on threads, and the one-shot commands (``plan``,
+    ``apply``, ...) need no event loop at all.
+    """
+    from oslo_service import backend
+
+    try:
+        backend.init_backend(backend.BackendType.THREADING)
+    except backend.exceptions.BackendAlreadySelected:
+        # A process that imported us after choosing (tests): theirs.
+        pass
+
+
 def main(argv=None):
     conf = parse_config(argv)
+    _threading_backend()
     try:
         return conf.command.func(conf)
     except exception.ResQException as exc:

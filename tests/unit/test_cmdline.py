@@ -192,6 +192,11 @@ class NormalRunTest(ScriptTestCase):
         self.assertIn('hosts in use: 2 -> 1', proc.stdout)
         self.assertIn('stored:       no', proc.stdout)
         self.assertNotIn(BANNER, proc.stderr)
+        # oslo.service's threading backend, not eventlet's, for a
+        # one-shot command as for the service.
+        output = proc.stdout + proc.stderr
+        self.assertNotIn("Backend 'eventlet'", output)
+        self.assertNotIn('Loading backend: eventlet', output)
         self.assertEqual(before, sorted(os.listdir(self.tmp)))
         self.assertEqual([], os.listdir(self.home))
 
