@@ -26,8 +26,11 @@ def iso(value):
 
 
 def dumps(doc):
+    # Text as sent (ensure_ascii off): an escaped character is 6 or 12
+    # bytes of the column where UTF-8 takes at most 4. Every backend's
+    # connection carries UTF-8 (MySQL's utf8mb4 always, db.api).
     return json.dumps(doc, sort_keys=True, separators=(',', ':'),
-                      allow_nan=False)
+                      allow_nan=False, ensure_ascii=False)
 
 
 def loads(text):

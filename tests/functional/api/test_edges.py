@@ -156,6 +156,26 @@ class MySQLCharsetTest(test_api.APITestBase):
         self.assertEqual(200, resp.status_int, resp.text)
         self.assertEqual(name, resp.json['name'])
 
+    def test_documents_keep_their_text_as_sent(self):
+        # A flavor name in a term's JSON list: stored as its UTF-8 bytes
+        # (4 for the emoji), not as \ud83d\udd25 escapes (12).
+        resp = self.call('PUT', '/profiles/fw-1', {
+            'profile': test_api.profile_doc(), 'visibility': 'public'})
+        self.assertEqual(201, resp.status_int, resp.text)
+        flavor = 'resq.fw-\U0001F525-\u00e9'
+        resp = self.call('POST', '/slo_terms', {
+            'name': 't', 'profile_id': 'fw-1', 'slo': 'reserved',
+            'throughput_mpps': 2.0, 'flavors': [flavor], 'servers': []})
+        self.assertEqual(201, resp.status_int, resp.text)
+        uuid = resp.json['uuid']
+        with db_api.get_engine().connect() as conn:
+            stored = conn.exec_driver_sql(
+                'SELECT flavors FROM slo_terms WHERE uuid = %s',
+                (uuid,)).scalar()
+        self.assertEqual('["%s"]' % flavor, stored)
+        resp = self.call('GET', '/slo_terms/%s' % uuid)
+        self.assertEqual([flavor], resp.json['flavors'])
+
     def test_a_term_of_as_many_servers_as_allowed_is_kept_whole(self):
         # Over 64 KiB of JSON each: MariaDB's TEXT refused it (a 500).
         import uuid as uuid_mod
