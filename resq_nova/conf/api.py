@@ -57,6 +57,21 @@ ALL_OPTS = [
                     'continues from there. Bounds the memory a list of '
                     'large documents (terms listing thousands of servers, '
                     'detailed profiles) takes to answer.'),
+    cfg.IntOpt('max_terms_per_project',
+               default=1000, min=-1,
+               help='How many SLO terms one project may hold (every '
+                    'status); one more is refused with 403 '
+                    '(resq.over_limit) naming the project and this option. '
+                    '-1: no limit. Terms an admin records for a project '
+                    'count against it too. A term is a row of resq-api\'s '
+                    'database: the limit bounds what one tenant can make '
+                    'it store.'),
+    cfg.IntOpt('max_profiles_per_project',
+               default=1000, min=-1,
+               help='How many private profiles one project may hold; one '
+                    'more is refused with 403 (resq.over_limit). Public '
+                    'profiles (an admin\'s) count against no project. '
+                    '-1: no limit.'),
     cfg.IntOpt('database_connect_timeout',
                default=5, min=1, max=300,
                help='Seconds resq-api waits to connect to its database '

@@ -87,7 +87,8 @@ def put_profile(req):
                                    % profile_id, code='resq.policy')
     rec, created = profile_obj.create_or_replace(
         ctx, profile_id, document, visibility, owner, body.get('generation'),
-        scope=_scope(ctx))
+        scope=_scope(ctx),
+        limit=handlers.conf(req).api.max_profiles_per_project)
     return handlers.respond(rec, status=201 if created else 200,
                             headers={'ETag': profile_obj.record_etag(rec)})
 

@@ -99,7 +99,9 @@ def create_term(req):
                                            {'project_id': ctx.project_id}):
         status = term_obj.ADMITTED
     values = dict(body, project_id=project, status=status)
-    return handlers.respond(term_obj.create(ctx, values), status=201)
+    return handlers.respond(term_obj.create(
+        ctx, values, limit=handlers.conf(req).api.max_terms_per_project),
+        status=201)
 
 
 def update_term(req):

@@ -69,6 +69,15 @@ class AdmissionOnly(ObjectError):
                'it and record a new one)')
 
 
+class OverLimit(ObjectError):
+    """A project already holds as many of a kind as it may (Nova's 403)."""
+    status = 403
+    code = 'resq.over_limit'
+    msg_fmt = ('project %(project)s already has %(count)d %(what)s, its '
+               'limit ([api] %(option)s = %(limit)d); delete some, or ask '
+               'the operator to raise the limit')
+
+
 class Conflict(ObjectError):
     status = 409
     code = 'resq.conflict'

@@ -74,7 +74,8 @@ def _check_publish(row, visibility):
             generation=row.generation)
 
 
-def _create(ctx, row, profile_id, document, visibility, project_id, scope):
+def _create(ctx, row, profile_id, document, visibility, project_id, scope,
+            limit=None):
     text = util.dumps(document)
     if row is not None:
         if not _can_see(row, scope):
@@ -87,6 +88,8 @@ def _create(ctx, row, profile_id, document, visibility, project_id, scope):
         raise exception.AlreadyExists(
             what='profile %s (generation %d); send its generation to '
                  'replace it' % (profile_id, row.generation))
+    util.check_limit(ctx, models.Profile, project_id, limit,
+                     'private profiles', 'max_profiles_per_project')
     row = _new_row(profile_id, document, text, visibility, project_id)
     ctx.session.add(row)
     ctx.session.flush()
@@ -169,7 +172,7 @@ def record_etag(rec):
 
 @db_api.writer
 def create_or_replace(ctx, profile_id, document, visibility, project_id,
-                      generation=None, scope=None):
+                      generation=None, scope=None, limit=None):
     """Create (``generation`` None) or replace the profile.
 
     Replacing with the same document and visibility changes nothing (the
@@ -186,12 +189,14 @@ def create_or_replace(ctx, profile_id, document, visibility, project_id,
     :raises ProfileIdTaken: creating one the caller does not see.
     :raises ProfileNotFound: replacing one the caller does not see.
     :raises ConcurrentUpdate: replacing with a stale generation.
+    :raises OverLimit: creating one more private profile of a project
+        that holds ``limit`` (None or -1: any number).
     """
     _count_write(ctx)
     row = ctx.session.get(models.Profile, profile_id)
     if generation is None:
         return _create(ctx, row, profile_id, document, visibility,
-                       project_id, scope)
+                       project_id, scope, limit)
     if row is None or not _can_see(row, scope):
         raise exception.ProfileNotFound(id=profile_id)
     return _replace(ctx, row, profile_id, document, visibility, generation)

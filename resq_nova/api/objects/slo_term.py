@@ -61,8 +61,14 @@ def _row(ctx, uuid, project_id):
 
 
 @db_api.writer
-def create(ctx, values):
-    """A new term; ``values`` holds every column but the bookkeeping."""
+def create(ctx, values, limit=None):
+    """A new term; ``values`` holds every column but the bookkeeping.
+
+    :param limit: how many terms its project may hold (None or -1: any).
+    :raises OverLimit: the project already holds ``limit``.
+    """
+    util.check_limit(ctx, models.SloTerm, values['project_id'], limit,
+                     'SLO terms', 'max_terms_per_project')
     now = util.now()
     row = models.SloTerm(
         uuid=values.get('uuid') or str(uuid_mod.uuid4()),

@@ -14,6 +14,10 @@
 import datetime
 import json
 
+import sqlalchemy as sa
+
+from resq_nova.api.objects import exception
+
 
 def now():
     # Naive UTC, as the DateTime columns store it on every backend.
@@ -59,3 +63,22 @@ def within_bytes(ctx, query, key, size, max_bytes):
         keep.append(value)
         used += length
     return query.where(key.in_(keep))
+
+
+def check_limit(ctx, model, project_id, limit, what, option, *where):
+    """Refuse a new row of ``project_id`` that holds ``limit`` already.
+
+    Counted in the writer's transaction, as Nova counts its quotas:
+    creates of one project at the same instant may each pass before the
+    others commit, so a burst can go a little past ``limit``.
+
+    :raises OverLimit: naming the project, the count and ``option``.
+    """
+    if limit is None or limit < 0 or project_id is None:
+        return
+    count = ctx.session.execute(
+        sa.select(sa.func.count()).select_from(model).where(
+            model.project_id == project_id, *where)).scalar()
+    if count >= limit:
+        raise exception.OverLimit(project=project_id, count=count,
+                                  what=what, option=option, limit=limit)

@@ -464,3 +464,51 @@ class ProfileETagTest(test_api.APITestBase):
             tag = self.raw('GET', path, 'member_a').headers['ETag']
             self.assertEqual(304, self.raw('GET', path, 'member_a', headers={
                 'If-None-Match': tag}).status_code, path)
+
+
+class LimitsTest(test_api.APITestBase):
+    """A project cannot make resq-api store without bound."""
+
+    def setUp(self):
+        super().setUp()
+        self.admin.put_profile(test_api.profile_doc('pub'),
+                               visibility='public')
+
+    def test_terms_per_project(self):
+        self.api.conf.set_override('max_terms_per_project', 2, 'api')
+        for i in range(2):
+            self.term(self.member_a, 'pub', name='t%d' % i)
+        resp = self.raw('POST', '/slo_terms', 'member_a', body={
+            'name': 't2', 'profile_id': 'pub', 'slo': 'reserved',
+            'throughput_mpps': 2.0, 'flavors': ['resq-fw-1'],
+            'servers': []})
+        self.assertEqual(403, resp.status_code, resp.text)
+        error = resp.json()['errors'][0]
+        self.assertEqual('resq.over_limit', error['code'])
+        self.assertIn('p-a', error['detail'])
+        self.assertIn('max_terms_per_project = 2', error['detail'])
+        # Another project has its own count; a delete frees a place.
+        self.term(self.member_b, 'pub', name='b0')
+        uuid = self.member_a.list_terms()[0]['uuid']
+        self.member_a.delete_term(uuid)
+        self.term(self.member_a, 'pub', name='t3')
+        # -1: no limit.
+        self.api.conf.set_override('max_terms_per_project', -1, 'api')
+        self.term(self.member_a, 'pub', name='t4')
+        self.assertEqual(3, len(self.member_a.list_terms()))
+
+    def test_private_profiles_per_project(self):
+        self.api.conf.set_override('max_profiles_per_project', 1, 'api')
+        self.member_a.put_profile(test_api.profile_doc('a-1'))
+        resp = self.raw('PUT', '/profiles/a-2', 'member_a', body={
+            'profile': test_api.profile_doc('a-2')})
+        self.assertEqual(403, resp.status_code, resp.text)
+        self.assertEqual('resq.over_limit',
+                         resp.json()['errors'][0]['code'])
+        # Replacing the one it has is no new profile; public ones count
+        # against nobody.
+        got = self.member_a.get_profile_record('a-1')
+        self.member_a.put_profile(test_api.profile_doc('a-1'),
+                                  generation=got['generation'])
+        self.admin.put_profile(test_api.profile_doc('pub-2'),
+                               visibility='public')
