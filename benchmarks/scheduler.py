@@ -2,8 +2,9 @@
 
 Nova's real filter and weigher handlers run over host states shaped like
 two-socket NFV hosts (2 NUMA cells of 8 dedicated cores, one cache domain
-provider each, one Placement allocation candidate per domain), for a
-reserved ResQ request, in four configurations:
+provider each, one Placement allocation candidates answer with a
+candidate per domain), for a reserved ResQ request, in four
+configurations:
 
 ``nova``
     the baseline: Nova's default filters (``ComputeFilter``,
@@ -12,10 +13,16 @@ reserved ResQ request, in four configurations:
     all of Nova's weighers (``nova.scheduler.weights.all_weighers``);
 ``resq``
     the same plus ``ResQFilter`` and ``ResQWeigher``, as nova-scheduler
-    runs them;
-``resq-parsed``
-    ``resq`` with the weigher's Placement answer handed over already
-    parsed: how much of ``resq`` is decoding that answer;
+    runs them: the weigher reads the cache domains' usage from the
+    provider summaries of Nova's own allocation candidates answer for the
+    request, which nova-scheduler's manager got before filtering (through
+    the report client's ``get_allocation_candidates``, hooked as the
+    weigher hooks it in nova-scheduler);
+``resq-own-get``
+    ``resq`` when Nova's answer is not at hand (the weigher's fallback:
+    a Nova whose report client the hook does not recognise, a rebuild,
+    the later instances of a multi-create): the weigher's own ``GET
+    /allocation_candidates`` per request, whose answer it decodes;
 ``null``
     ``nova`` plus a filter and a weigher that do nothing: what any plugin
     pair costs in Nova's handlers (the weigher handler logs, normalises
@@ -23,12 +30,18 @@ reserved ResQ request, in four configurations:
 
 The plugins read Placement as they do in nova-scheduler, through clients
 that answer from memory: the filter's cell map (``CUSTOM_RESQ_NUMA_<n>``
-traits; refreshed once a minute, so read once here) and the weigher's one
-``GET /allocation_candidates`` per request for the cache domains' usage,
-whose JSON body (every host's compute node provider, with its traits, and
-cache domain providers, as the agent publishes them: about 3 KB a host)
-the weigher decodes in each pass. The network round trip and
-Placement's own work are not in the figures.
+traits; refreshed once a minute, so read once here) and the allocation
+candidates answer (every host's compute node provider, with its traits,
+and cache domain providers, as the agent publishes them: about 3 KB a
+host of JSON). In ``resq``, before each pass and outside the measured
+time, Nova's report client gets that answer for the request, as
+nova-scheduler's manager asks for it before filtering: decoding its JSON
+is Nova's cost, which Nova pays with or without ResQ, not the plugins'
+(the answer is handed to the report client already parsed, to spare the
+run the time). In ``resq-own-get`` the weigher asks for it itself in each
+pass and decodes its provider summaries, inside the measured time. The
+network round trip and Placement's own work are not in the figures (the
+fallback's second request has them on top in a cloud).
 
 Each round runs every configuration once, over the same host states, in
 an order that rotates from round to round (ABCD, BCDA, ...), so load from
@@ -62,7 +75,9 @@ import time
 import uuid
 
 from nova import config as nova_config
+from nova import context as nova_context
 from nova import objects
+from nova.scheduler.client import report
 from nova.scheduler import filters as nova_filters
 from nova.scheduler import host_manager
 from nova.scheduler import weights as nova_weights
@@ -82,12 +97,12 @@ SPECS = {'hw:cpu_policy': 'dedicated', 'resq:slo': 'reserved',
 DEFAULT_FILTERS = ('ComputeFilter', 'ComputeCapabilitiesFilter',
                    'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
                    'ServerGroupAffinityFilter')
-CONFIGS = ('nova', 'resq', 'resq-parsed', 'null')
+CONFIGS = ('nova', 'resq', 'resq-own-get', 'null')
 LABELS = {'nova': 'nova: default filters + all weighers',
           'resq': 'resq: nova + ResQFilter + ResQWeigher',
-          'resq-parsed': 'resq-parsed: resq, Placement answer pre-parsed',
+          'resq-own-get': 'resq-own-get: resq, weigher GETs and decodes',
           'null': 'null: nova + a do-nothing filter and weigher'}
-KEYS = {'nova': 'default', 'resq': 'resq', 'resq-parsed': 'resq_parsed',
+KEYS = {'nova': 'default', 'resq': 'resq', 'resq-own-get': 'resq_own_get',
         'null': 'null'}
 # The traits of a compute node's provider in Placement's answer: what the
 # libvirt driver reports for a Xeon host (CPU flags, image types, ...).
@@ -207,7 +222,7 @@ class _Response:
 
 
 class _Parsed:
-    """A response whose body is already parsed (the ``resq-parsed`` run)."""
+    """A response whose body is already parsed (Nova's own answer)."""
 
     status_code = 200
     text = None
@@ -226,12 +241,10 @@ class _Placement:
     ``n`` on every host), and one ``GET /allocation_candidates`` for the
     weigher, as Placement 1.33 answers it: a request per cache domain and
     the summaries of every provider in the candidates' trees (compute
-    nodes and cache domains), with varied usage. With ``parsed`` the
-    answer comes already decoded, as if JSON were free.
+    nodes and cache domains), with varied usage.
     """
 
-    def __init__(self, hosts, parsed=False):
-        self.parsed = parsed
+    def __init__(self, hosts):
         self.answers = {}
         prefix = cache_domain.TRAIT_NUMA_PREFIX
         self.answers['/traits?name=startswith:%s' % prefix] = {
@@ -277,10 +290,52 @@ class _Placement:
 
     def get(self, url, version=None, **kwargs):
         if url.startswith('/allocation_candidates?'):
-            if self.parsed:
-                return _Parsed(self.answer)
             return _Response(self.candidates)
         return _Response(json.dumps(self.answers[url]))
+
+
+class _Counted:
+    """A Placement client that counts the weigher's own GETs."""
+
+    def __init__(self, placement):
+        self.placement = placement
+        self.candidates_gets = 0
+
+    def get(self, url, version=None, **kwargs):
+        if url.startswith('/allocation_candidates?'):
+            self.candidates_gets += 1
+        return self.placement.get(url, version=version, **kwargs)
+
+
+class _Resources:
+    """The ResourceRequest Nova's manager passes the report client."""
+
+    def to_querystring(self):
+        return ('resources=PCPU:2,MEMORY_MB:1024,DISK_GB:10'
+                '&resources_LLC=%s:4,%s:1' % (extra_specs.RC_LLC_WAY,
+                                              extra_specs.RC_LLC_CLOS))
+
+
+class _NovaAsks:
+    """nova-scheduler's manager asking Placement before it filters.
+
+    Calls Nova's ``SchedulerReportClient.get_allocation_candidates``
+    (with the weigher's hook), on a client whose ``get`` answers from
+    memory already parsed, in a new request context that the request
+    spec carries, as select_destinations gets it over RPC.
+    """
+
+    def __init__(self, placement):
+        self.client = object.__new__(report.SchedulerReportClient)
+        answer = placement.answer
+        self.client.get = lambda url, **kwargs: _Parsed(answer)
+
+    def __call__(self, spec):
+        ctx = nova_context.RequestContext('user', 'project', is_admin=False)
+        spec._context = ctx
+        res = report.SchedulerReportClient.get_allocation_candidates(
+            self.client, ctx, _Resources())
+        assert res[1] is not None
 
 
 class _NullFilter(nova_filters.BaseHostFilter):
@@ -339,11 +394,11 @@ class _Probe:
         setattr(obj, method, wrapper)
 
 
-def configurations(placement, parsed, clock):
-    """``{name: (filters, weighers, probe)}`` of :data:`CONFIGS`.
+def configurations(placement, clock):
+    """``{name: (filters, weighers, probe, before the pass)}`` of CONFIGS.
 
-    :param placement: the :class:`_Placement` of the ``resq`` run.
-    :param parsed: the :class:`_Placement` of the ``resq-parsed`` run.
+    :param placement: the :class:`_Placement` of the plugins' reads and
+        of Nova's answer.
     :param clock: the clock of the :class:`_Probe` of the added plugins
         (None for ``nova``).
     """
@@ -355,29 +410,33 @@ def configurations(placement, parsed, clock):
                 .get_matching_classes(['nova.scheduler.weights.'
                                        'all_weighers'])]
 
-    def added(filter_obj, weigher_obj):
+    def added(filter_obj, weigher_obj, before=None):
         return (default_filters + [filter_obj], weighers + [weigher_obj],
-                _Probe(clock, filter_obj, weigher_obj))
+                _Probe(clock, filter_obj, weigher_obj), before)
 
-    def resq(client):
+    def resq(before):
         resq_filter = resq_filters.ResQFilter()
-        resq_filter.cells._client_factory = lambda: client
+        resq_filter.cells._client_factory = lambda: placement
         resq_weigher = resq_weights.ResQWeigher()
-        resq_weigher._placement = client
-        return added(resq_filter, resq_weigher)
+        resq_weigher._placement = _Counted(placement)
+        assert resq_weigher._nova_answers, 'Nova\'s answer is not read'
+        return added(resq_filter, resq_weigher, before)
 
     return {
-        'nova': (default_filters, weighers, None),
-        'resq': resq(placement),
-        'resq-parsed': resq(parsed),
+        'nova': (default_filters, weighers, None, None),
+        # Nova's manager asks Placement; the weigher reads that answer.
+        'resq': resq(_NovaAsks(placement)),
+        # Nothing of Nova's at hand: the weigher asks Placement itself.
+        'resq-own-get': resq(None),
         'null': added(_NullFilter(), _NullWeigher()),
     }
 
 
-def one_pass(filter_objs, weigher_objs, probe, hosts, spec, clock):
+def one_pass(filter_objs, weigher_objs, probe, before, hosts, spec, clock):
     """One scheduling pass.
 
-    Outside the measured time: the allocation candidates are laid anew
+    Outside the measured time: ``before(spec)`` if given (Nova asking
+    Placement for the request), the allocation candidates are laid anew
     (the ResQ filter prunes them, as Nova's scheduler lays them for each
     request), each host's service is seen up now (ComputeFilter takes a
     service last seen more than ``service_down_time``, 60 s, ago for
@@ -386,6 +445,8 @@ def one_pass(filter_objs, weigher_objs, probe, hosts, spec, clock):
     :returns: ``(seconds on clock, seconds of it the added plugins took
         (None without a probe), hosts passed, weighed hosts)``.
     """
+    if before is not None:
+        before(spec)
     now = datetime.datetime.now(datetime.timezone.utc)
     for hs in hosts:
         hs.allocation_candidates = _candidates(hs)
@@ -430,8 +491,7 @@ def measure(count, rounds, clock, configs=CONFIGS):
     """
     hosts = _hosts(count)
     spec = _spec()
-    setups = configurations(_Placement(hosts),
-                            _Placement(hosts, parsed=True), clock)
+    setups = configurations(_Placement(hosts), clock)
     runs = {c: {'times': [], 'added': []} for c in configs}
     # One pass of each, unmeasured: imports, the cell map's first read,
     # the NUMA states of the host states (kept while their topology
@@ -447,6 +507,10 @@ def measure(count, rounds, clock, configs=CONFIGS):
             runs[c]['added'].append(added)
             runs[c]['passed'] = n
             runs[c]['best'] = [w.obj.host for w in weighed[:5]]
+    if 'resq' in configs:
+        # The weigher read Nova's answer in every resq pass.
+        gets = setups['resq'][1][-1]._placement.candidates_gets
+        assert gets == 0, 'resq\'s weigher asked Placement %d times' % gets
     return runs
 
 
@@ -463,7 +527,7 @@ def ratios(runs, config):
     return between, within
 
 
-NAMES = {'resq': 'overhead_ratio', 'resq-parsed': 'overhead_ratio_parsed',
+NAMES = {'resq': 'overhead_ratio', 'resq-own-get': 'overhead_ratio_own_get',
          'null': 'null_ratio'}
 
 
@@ -573,10 +637,11 @@ def main(argv):
     met = True
     for count in args.hosts:
         runs = measure(count, args.rounds, CLOCKS[args.clock], configs)
-        if 'resq-parsed' in runs and (
-                runs['resq']['best'] != runs['resq-parsed']['best']):
-            print('resq and resq-parsed chose different hosts: %s, %s'
-                  % (runs['resq']['best'], runs['resq-parsed']['best']))
+        # Nova's answer and the weigher's own GET weigh alike.
+        if 'resq-own-get' in runs and (
+                runs['resq']['best'] != runs['resq-own-get']['best']):
+            print('resq and resq-own-get chose different hosts: %s, %s'
+                  % (runs['resq']['best'], runs['resq-own-get']['best']))
             return 1
         suffix = _suffix(count)
         fig = figures(runs, suffix)

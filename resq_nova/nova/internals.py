@@ -31,14 +31,28 @@ checks all of it against the installed Nova, in the ``functional`` (current
 release) and ``nova-previous`` (previous release) tox environments, and
 names the Nova symbol that changed; see ``doc/source/install/support.rst``.
 
+One wrapper changes Nova rather than calling it:
+:func:`keep_allocation_candidates` wraps the scheduler report client's
+``get_allocation_candidates`` so that the weigher reads the provider
+summaries of the answer Nova got for the request it weighs, instead of
+asking Placement a second time (:func:`nova_provider_summaries`).
+
 This module imports Nova: import it only where Nova is installed (inside
 nova-api and nova-scheduler).
 """
+
+import collections
+import functools
+import inspect
+import threading
 
 from nova import exception
 from nova.scheduler.client import report
 from nova.scheduler import utils
 from nova.virt import hardware
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
 
 # The Nova modules, and their names, that are public plugin interfaces; any
 # other ``nova`` import outside this module fails the unit test named above.
@@ -131,3 +145,136 @@ def validation_error(message):
     Nova 21 (Ussuri)) raise it.
     """
     return exception.ValidationError(message)
+
+
+# The parameters of SchedulerReportClient.get_allocation_candidates that
+# the hook wraps (through Nova's safe_connect, which keeps the signature).
+ALLOCATION_CANDIDATES_PARAMETERS = ('self', 'context', 'resources')
+# Marks the wrapper, so that installing it twice wraps once.
+_HOOK_MARK = '_resq_keeps_answer'
+# This thread's (or, under eventlet, green thread's) last answer:
+# ``.answer`` is ``(context, [provider summaries, ...])``.
+_ANSWERS = threading.local()
+# Whether the hook could not be installed has been logged (once).
+_HOOK_WARNED = []
+
+_Answer = collections.namedtuple('_Answer', 'context summaries')
+
+
+def keep_allocation_candidates():
+    """Keep Nova's allocation candidates answers for the weigher; idempotent.
+
+    Wraps ``nova.scheduler.client.report.SchedulerReportClient.
+    get_allocation_candidates(self, context, resources)``, which returns
+    ``(allocation_requests, provider_summaries, allocation_request_version)``
+    or ``(None, None, None)`` (and None through ``safe_connect`` when
+    Placement cannot be reached), as in Nova 33 (2026.1) and Nova 34
+    (2026.2), the releases checked; ``nova.scheduler.manager.
+    SchedulerManager.select_destinations`` calls it (twice for dedicated
+    CPUs, with PCPU then VCPU, unless ``[workarounds]
+    disable_fallback_pcpu_query``), then filters and weighs, in the thread
+    that runs the request. The wrapper keeps the provider summaries of the
+    answer in a ``threading.local`` (green-thread local under eventlet),
+    with the request context Nova passed: :func:`nova_provider_summaries`
+    hands them to that request's weigher. A thread holds one answer at
+    most, until its weigher reads it or the thread's next request
+    replaces it.
+
+    :returns: True when the hook is in place; False, with one warning,
+        when Nova has no such method or its parameters are not
+        :data:`ALLOCATION_CANDIDATES_PARAMETERS` (the weigher then asks
+        Placement itself).
+    """
+    return _install(report.SchedulerReportClient)
+
+
+def _install(cls):
+    """Wrap ``cls.get_allocation_candidates``; see the function above.
+
+    ``cls`` is ``nova.scheduler.client.report.SchedulerReportClient`` in
+    nova-scheduler (Nova 33 (2026.1) and 34 (2026.2) checked), a
+    stand-in in the tests.
+    """
+    original = getattr(cls, 'get_allocation_candidates', None)
+    if getattr(original, _HOOK_MARK, False):
+        return True
+    try:
+        params = tuple(inspect.signature(original).parameters)
+    except (TypeError, ValueError):
+        params = None
+    if params != ALLOCATION_CANDIDATES_PARAMETERS:
+        if not _HOOK_WARNED:
+            _HOOK_WARNED.append(True)
+            LOG.warning(
+                'ResQWeigher cannot read Nova\'s allocation candidates: '
+                '%s.get_allocation_candidates is %s, not a method of '
+                '(%s); it asks Placement for them a second time per '
+                'request', cls.__name__,
+                'missing' if original is None else
+                'a method of (%s)' % ', '.join(params or ('?',)),
+                ', '.join(ALLOCATION_CANDIDATES_PARAMETERS))
+        return False
+
+    @functools.wraps(original)
+    def get_allocation_candidates(self, context, resources):
+        answer = getattr(_ANSWERS, 'answer', None)
+        if answer is not None and answer.context is not context:
+            # Another request's, never read: not this one's.
+            answer = _ANSWERS.answer = None
+        result = original(self, context, resources)
+        summaries = None
+        if isinstance(result, tuple) and len(result) == 3:
+            summaries = result[1]
+        if isinstance(summaries, dict):
+            if answer is None:
+                _ANSWERS.answer = _Answer(context, [summaries])
+            else:
+                # The same request's second query (select_destinations
+                # asks again with VCPU for PCPU and merges the summaries).
+                answer.summaries.append(summaries)
+        return result
+
+    setattr(get_allocation_candidates, _HOOK_MARK, True)
+    cls.get_allocation_candidates = get_allocation_candidates
+    return True
+
+
+def nova_provider_summaries(spec_obj):
+    """The provider summaries Nova got for this request, once, or None.
+
+    What the hook of :func:`keep_allocation_candidates` kept in this
+    thread, if Nova asked Placement with the context ``spec_obj`` carries:
+    oslo.versionedobjects keeps the context an object was built or
+    deserialised with in ``_context``, oslo.messaging's dispatcher
+    deserialises the RequestSpec of
+    ``nova.scheduler.manager.SchedulerManager.select_destinations`` with
+    the context it passes the method, and the method passes that context
+    on to Placement (Nova 33 (2026.1) and 34 (2026.2) checked:
+    ``tests/functional/test_nova_scheduler.py``).
+
+    The answer is forgotten once read, whoever asks: an instance after
+    the first of a multi-create is weighed after Nova claimed the first
+    in Placement, which Nova's answer does not show, and a rebuild (no
+    Placement query) or a later request in the same thread is another
+    context. So the answer read is always the one Nova got for this
+    request, before any claim of it, or None.
+
+    :returns: Nova's summaries, ``{provider uuid: {'resources': {rc:
+        {'capacity', 'used'}}, 'traits', ...}}``, merged as
+        ``select_destinations`` merges its two answers for dedicated CPUs
+        (the second one's over the first's), or None.
+    """
+    answer = getattr(_ANSWERS, 'answer', None)
+    if answer is None:
+        return None
+    _ANSWERS.answer = None
+    if answer.context is None or (
+            answer.context is not getattr(spec_obj, '_context', None)):
+        return None
+    summaries = answer.summaries
+    if len(summaries) == 1:
+        return summaries[0]
+    merged = {}
+    for one in summaries:
+        merged.update(one)
+    return merged

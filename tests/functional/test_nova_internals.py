@@ -17,6 +17,7 @@ import uuid
 
 from nova.api.validation.extra_specs import base as es_base
 from nova.api.validation.extra_specs import validators as es_validators
+from nova import context
 from nova import exception
 from nova import objects
 from nova.scheduler.client import report
@@ -144,6 +145,44 @@ class WrappedInternalsTest(SignatureMixin, base.BaseTestCase):
             report.SchedulerReportClient.get, ('self', '/url'),
             {'version': '1.33'}, defaults={'global_request_id': None})
 
+    def test_get_allocation_candidates(self):
+        # keep_allocation_candidates wraps it; nova_provider_summaries
+        # matches its answer to the RequestSpec's context.
+        symbol = ('nova.scheduler.client.report.SchedulerReportClient.'
+                  'get_allocation_candidates')
+        method = report.SchedulerReportClient.get_allocation_candidates
+        self.assertCallBinds(symbol, method, ('self', 'ctx', 'resources'),
+                             {})
+        self.assertTrue(internals.keep_allocation_candidates(),
+                        '%s: the weigher cannot wrap it%s'
+                        % (symbol, HOW_TO_FIX))
+
+        class Resources:
+            def to_querystring(self):
+                return 'resources=VCPU:1'
+
+        class Response:
+            status_code = 200
+
+            def json(self):
+                return {'allocation_requests': ['req'],
+                        'provider_summaries': {'rp': {}}}
+
+        client = object.__new__(report.SchedulerReportClient)
+        client.get = lambda url, **kwargs: Response()
+        ctx = context.RequestContext('user', 'project', is_admin=False)
+        result = report.SchedulerReportClient.get_allocation_candidates(
+            client, ctx, Resources())
+        self.assertEqual((['req'], {'rp': {}}), result[:2],
+                         '%s no longer answers (allocation_requests, '
+                         'provider_summaries, version)%s'
+                         % (symbol, HOW_TO_FIX))
+        spec = objects.RequestSpec(context=ctx)
+        self.assertIs(ctx, getattr(spec, '_context', None),
+                      'nova.objects.RequestSpec no longer keeps its context '
+                      'in _context%s' % HOW_TO_FIX)
+        self.assertEqual({'rp': {}}, internals.nova_provider_summaries(spec))
+
     def test_validation_error(self):
         symbol = 'nova.exception.ValidationError'
         exc = internals.validation_error('Validation failed; bad.')
@@ -244,7 +283,8 @@ class CoverageTest(SignatureMixin, base.BaseTestCase):
                     if inspect.isfunction(obj) and not name.startswith('_')
                     and obj.__module__ == internals.__name__}
         checked = {'numa_fit', 'request_is_rebuild', 'weight_multiplier',
-                   'placement_client', 'validation_error'}
+                   'placement_client', 'validation_error',
+                   'keep_allocation_candidates', 'nova_provider_summaries'}
         self.assertEqual(set(), wrappers - checked,
                          'add a test of each new wrapper of '
                          'resq_nova.nova.internals to WrappedInternalsTest')

@@ -8,6 +8,7 @@ a deployer enables them, and the cache-domain providers are created by
 resq-nova's Placement client, as the agent does.
 """
 
+import contextlib
 import sys
 
 import fixtures
@@ -342,9 +343,77 @@ class SchedulingTest(ResQNovaTestBase):
         self._create_server(flavor_id=small, networks='none', host='host2')
         self.assertEqual((6, 1), (self.llc_usage(rps1[0]),
                                   self.llc_usage(rps2[0])))
-        # Cores tie; the fuller cache domain wins (first fit).
-        server = self._create_server(flavor_id=small, networks='none')
+        # Cores tie; the fuller cache domain wins (first fit), from the
+        # usage in Nova's own allocation candidates: the weigher asks
+        # Placement nothing.
+        with self.placement_requests() as seen:
+            server = self._create_server(flavor_id=small, networks='none')
         self.assertEqual('host1', self.host_of(server))
+        self.assertGreater(seen['nova'], 0)
+        self.assertEqual(seen['nova'], seen['gets'])
+        self.assertEqual(1, len(seen['answers']))
+        self.assertIsNotNone(seen['answers'][0])
+
+    def test_weigher_asks_placement_when_novas_answer_is_missing(self):
+        # The fallback: without Nova's answer (a Nova the hook does not
+        # recognise), the weigher's own GET decides as Nova's answer did.
+        rps1 = self.start_resq_compute('host1')
+        rps2 = self.start_resq_compute('host2')
+        big = self.resq_flavor(ways=6, name='big')
+        small = self.resq_flavor(ways=1, name='small')
+        self._create_server(flavor_id=big, networks='none', host='host1')
+        self._create_server(flavor_id=small, networks='none', host='host2')
+        self.assertEqual((6, 1), (self.llc_usage(rps1[0]),
+                                  self.llc_usage(rps2[0])))
+        self.useFixture(fixtures.MockPatch(
+            'resq_nova.nova.internals.nova_provider_summaries',
+            return_value=None))
+        with self.placement_requests() as seen:
+            server = self._create_server(flavor_id=small, networks='none')
+        self.assertEqual('host1', self.host_of(server))
+        self.assertEqual(seen['nova'] + 1, seen['gets'])
+
+    @contextlib.contextmanager
+    def placement_requests(self):
+        """Count nova-scheduler's ``GET /allocation_candidates``.
+
+        ``gets``: every such GET of the report client; ``nova``: those of
+        Nova's own ``get_allocation_candidates``; ``answers``: what the
+        weigher got of Nova's answer, per ResQ request weighed.
+        """
+        from nova.scheduler.client import report
+
+        from resq_nova.nova import internals
+
+        seen = {'gets': 0, 'nova': 0, 'answers': []}
+        get = report.SchedulerReportClient.get
+        candidates = report.SchedulerReportClient.get_allocation_candidates
+        take = internals.nova_provider_summaries
+
+        def counting_get(client, url, *args, **kwargs):
+            if url.startswith('/allocation_candidates'):
+                seen['gets'] += 1
+            return get(client, url, *args, **kwargs)
+
+        def counting_candidates(client, *args, **kwargs):
+            seen['nova'] += 1
+            return candidates(client, *args, **kwargs)
+
+        def taking(spec_obj):
+            summaries = take(spec_obj)
+            if spec_obj.flavor.extra_specs.get('resq:slo'):
+                seen['answers'].append(summaries)
+            return summaries
+
+        with fixtures.MonkeyPatch(
+                'nova.scheduler.client.report.SchedulerReportClient.get',
+                counting_get), fixtures.MonkeyPatch(
+                'nova.scheduler.client.report.SchedulerReportClient.'
+                'get_allocation_candidates', counting_candidates), \
+                fixtures.MonkeyPatch(
+                    'resq_nova.nova.internals.nova_provider_summaries',
+                    taking):
+            yield seen
 
     def test_two_sockets_ways_and_cores_in_one_domain(self):
         rps = self.start_resq_compute('host1', sockets=2)

@@ -4,19 +4,23 @@ import datetime
 import gc
 import json
 import logging
+import threading
 from unittest import mock
 import uuid
 
 import fixtures
 
+from nova import context as nova_context
 from nova import objects
 from nova.pci import stats as pci_stats
+from nova.scheduler.client import report
 from nova.scheduler import host_manager
 from nova.tests.unit import fake_pci_device_pools
 from oslotest import base
 import requests
 
 from resq_common import cache_domain
+from resq_nova.nova import internals
 from resq_nova.nova import scheduler
 from resq_nova.nova.scheduler import filters
 from resq_nova.nova.scheduler import weights
@@ -450,3 +454,211 @@ class PlacementAnswerTest(base.BaseTestCase):
         compute_nodes = {h.uuid: summaries[h.uuid] for h in hosts}
         self.assertFalse(weights._Usage(compute_nodes))
         self.assertFalse(weights._Usage({}))
+
+
+class _ReportClient:
+    """Nova's report client as the hook sees it: the method, its answer."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.calls = 0
+
+    def get_allocation_candidates(self, context, resources):
+        self.calls += 1
+        return self.answers.pop(0)
+
+
+def context():
+    """A request's context, as nova-scheduler's RPC server builds one."""
+    return nova_context.RequestContext('user', 'project', is_admin=False)
+
+
+def request_in(ctx, **extra):
+    """spec() as select_destinations gets it, with the request's context."""
+    spec_obj = spec(**extra)
+    spec_obj._context = ctx
+    return spec_obj
+
+
+class NovaAnswerTest(base.BaseTestCase):
+    """The weigher reads Nova's own allocation candidates (issue 44)."""
+
+    class W:
+        def __init__(self, obj):
+            self.obj = obj
+
+    def setUp(self):
+        super().setUp()
+        # A fresh report client class per test, hooked as Nova's is.
+        self.cls = type('ReportClient', (_ReportClient,), {})
+        self.assertTrue(internals._install(self.cls))
+        vars(internals._ANSWERS).clear()
+        self.addCleanup(vars(internals._ANSWERS).clear)
+        self.ctx = context()
+
+    def answer(self, hosts, usage=None):
+        body = answer(hosts, usage or {})
+        return body['allocation_requests'], body['provider_summaries'], '1.x'
+
+    def test_the_installed_novas_method_is_hooked_once(self):
+        # What the weigher installs in nova-scheduler, on this Nova.
+        weights.ResQWeigher()
+        self.assertTrue(weights.ResQWeigher()._nova_answers)
+        method = report.SchedulerReportClient.get_allocation_candidates
+        self.assertTrue(getattr(method, internals._HOOK_MARK))
+        self.assertFalse(getattr(method.__wrapped__, internals._HOOK_MARK,
+                                 False))
+        self.assertTrue(internals.keep_allocation_candidates())
+        self.assertIs(method,
+                      report.SchedulerReportClient.get_allocation_candidates)
+
+    def test_the_answer_goes_to_its_request_once(self):
+        hosts = [host('a', topology())]
+        result = self.answer(hosts)
+        client = self.cls(result)
+        self.assertIs(result,
+                      client.get_allocation_candidates(self.ctx, None))
+        self.assertIs(result[1],
+                      internals.nova_provider_summaries(
+                          request_in(self.ctx)))
+        # Forgotten once read: a multi-create's next instance is weighed
+        # after Nova's claim of the first.
+        self.assertIsNone(internals.nova_provider_summaries(
+            request_in(self.ctx)))
+
+    def test_another_requests_answer_is_not_read(self):
+        client = self.cls(self.answer([host('a', topology())]))
+        client.get_allocation_candidates(self.ctx, None)
+        # A rebuild asks Placement nothing; a spec built without a
+        # context (no RPC) has None.
+        other = context()
+        self.assertIsNone(internals.nova_provider_summaries(
+            request_in(other)))
+        # ... and the unread answer is gone, not left for later.
+        self.assertIsNone(internals.nova_provider_summaries(
+            request_in(self.ctx)))
+        client = self.cls(self.answer([host('a', topology())]))
+        client.get_allocation_candidates(self.ctx, None)
+        self.assertIsNone(internals.nova_provider_summaries(spec()))
+
+    def test_a_new_request_replaces_an_unread_answer(self):
+        first, second = (self.answer([host('a', topology())]),
+                         self.answer([host('b', topology())]))
+        client = self.cls(first, second)
+        client.get_allocation_candidates(self.ctx, None)
+        other = context()
+        client.get_allocation_candidates(other, None)
+        self.assertIs(second[1], internals.nova_provider_summaries(
+            request_in(other)))
+
+    def test_a_failed_query_leaves_no_answer(self):
+        client = self.cls(self.answer([host('a', topology())]), None,
+                          (None, None, None))
+        client.get_allocation_candidates(self.ctx, None)
+        for ctx in (context(), context()):
+            # None: safe_connect's when Placement cannot be reached.
+            client.get_allocation_candidates(ctx, None)
+            self.assertIsNone(internals.nova_provider_summaries(
+                request_in(ctx)))
+
+    def test_the_same_requests_second_query_is_merged(self):
+        # select_destinations asks again with VCPU for PCPU and merges the
+        # summaries, the second answer's over the first's.
+        a, b = host('a', topology()), host('b', topology())
+        first, second = self.answer([a]), self.answer([b])
+        rp = cache_domain.provider_uuid(a.uuid, 0)
+        second[1][rp] = {'resources': {}}
+        client = self.cls(first, second)
+        client.get_allocation_candidates(self.ctx, None)
+        client.get_allocation_candidates(self.ctx, None)
+        merged = dict(first[1])
+        merged.update(second[1])
+        self.assertEqual(merged, internals.nova_provider_summaries(
+            request_in(self.ctx)))
+
+    def test_each_thread_reads_its_own_answer(self):
+        hosts = [host('a', topology())]
+        mine = self.answer(hosts)
+        self.cls(mine).get_allocation_candidates(self.ctx, None)
+        got = {}
+
+        def other_thread():
+            ctx = context()
+            got['before'] = internals.nova_provider_summaries(
+                request_in(self.ctx))
+            theirs = self.answer(hosts)
+            self.cls(theirs).get_allocation_candidates(ctx, None)
+            got['theirs'] = theirs[1]
+            got['read'] = internals.nova_provider_summaries(request_in(ctx))
+
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        self.assertIsNone(got['before'])
+        self.assertIs(got['theirs'], got['read'])
+        self.assertIs(mine[1], internals.nova_provider_summaries(
+            request_in(self.ctx)))
+
+    def test_an_unknown_method_is_left_alone_with_one_warning(self):
+        self.useFixture(fixtures.MockPatchObject(internals, '_HOOK_WARNED',
+                                                 []))
+        logs = self.useFixture(fixtures.FakeLogger())
+
+        class Future:
+            def get_allocation_candidates(self, context, resources, limit):
+                pass
+
+        class Gone:
+            pass
+
+        original = Future.get_allocation_candidates
+        self.assertFalse(internals._install(Future))
+        self.assertFalse(internals._install(Gone))
+        self.assertIs(original, Future.get_allocation_candidates)
+        self.assertEqual(1, logs.output.count('cannot read Nova'))
+        self.assertIn('(self, context, resources, limit)', logs.output)
+
+    def test_weighs_from_novas_answer_without_a_get(self):
+        # PlacementAnswerTest.test_weights_from_the_answer_as_from_the_usage
+        # with Nova's answer: the same weights, nothing asked.
+        a = host('a', topology(pinned=((0,), ())))
+        b = host('b', topology(pinned=((0,), ())))
+        rp_a = a.allocation_candidates[0]['mappings']['_LLC'][0]
+        weigher = weights.ResQWeigher()
+        client = mock.Mock()
+        client.get.return_value = response(
+            answer([a, b], {rp_a: (12, 16, 3, 7)}))
+        weigher._placement = client
+        self.cls(self.answer([a, b], {rp_a: (12, 16, 3, 7)})) \
+            .get_allocation_candidates(self.ctx, None)
+        request = request_in(self.ctx)
+        wa, wb = weigher.weigh_objects([self.W(a), self.W(b)], request)
+        self.assertAlmostEqual((3 / 8 + 16 / 16 + 4 / 7) / 3, wa)
+        self.assertAlmostEqual((3 / 8 + 4 / 16 + 1 / 7) / 3, wb)
+        client.get.assert_not_called()
+        # The next instance of a multi-create: Placement, as before.
+        self.assertEqual([wa, wb], weigher.weigh_objects(
+            [self.W(a), self.W(b)], request))
+        client.get.assert_called_once()
+
+    def test_non_resq_requests_drop_the_answer(self):
+        weigher = weights.ResQWeigher()
+        self.cls(self.answer([host('a', topology())])) \
+            .get_allocation_candidates(self.ctx, None)
+        request = request_in(self.ctx)
+        request.flavor.extra_specs = {}
+        self.assertEqual([0.0], weigher.weigh_objects(
+            [self.W(host('a', topology()))], request))
+        self.assertIsNone(getattr(internals._ANSWERS, 'answer', None))
+
+    def test_without_the_hook_the_weigher_asks_placement(self):
+        self.useFixture(fixtures.MockPatchObject(
+            internals, 'keep_allocation_candidates', return_value=False))
+        a = host('a', topology())
+        weigher = weights.ResQWeigher()
+        client = mock.Mock()
+        client.get.return_value = response(answer([a], {}))
+        weigher._placement = client
+        self.cls(self.answer([a])).get_allocation_candidates(self.ctx, None)
+        weigher.weigh_objects([self.W(a)], request_in(self.ctx))
+        client.get.assert_called_once()

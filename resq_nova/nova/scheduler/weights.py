@@ -17,11 +17,22 @@ servers stays small (ResQ's first-fit decreasing packing; admission boots
 the largest instances first). Fullness is the mean of three shares, each
 after the placement: the host's dedicated cores (pCPUs) pinned, and, in
 the cache domain the scheduler would claim (the host's first allocation
-candidate), the LLC ways and the classes of service used. Placement's usage
-of the cache domains comes from one ``GET /allocation_candidates`` per
-request through nova-scheduler's own Placement client; when it cannot be
-asked, cores alone decide. Other requests get the same weight everywhere,
-which Nova's normalisation turns into no effect at all.
+candidate), the LLC ways and the classes of service used. Other requests
+get the same weight everywhere, which Nova's normalisation turns into no
+effect at all.
+
+Placement's usage of the cache domains is read from the provider
+summaries of the allocation candidates nova-scheduler itself got from
+Placement for the request (the answer the hosts' candidates come from):
+the weigher makes no request and decodes no JSON of its own
+(:func:`resq_nova.nova.internals.keep_allocation_candidates`, installed
+when the weigher is built). Where Nova's answer is not at hand (a Nova
+whose report client the hook does not recognise, which the log says
+once; a rebuild; an instance after the first of a multi-create, weighed
+after Nova claimed the first in Placement), the weigher asks Placement
+itself, one ``GET /allocation_candidates`` through nova-scheduler's own
+Placement client, and decodes the answer's summaries; when Placement
+cannot be asked, cores alone decide.
 
 ``[resq] weigher_multiplier`` scales it against Nova's weighers; a host
 aggregate's ``resq_weigher_multiplier`` metadata overrides it for its hosts,
@@ -55,6 +66,8 @@ class ResQWeigher(weights.BaseHostWeigher):
         self._multiplier = self.conf.resq.weigher_multiplier
         self._placement = None
         self._placement_down_until = 0.0
+        # Whether Nova's own answer for the request can be read.
+        self._nova_answers = internals.keep_allocation_candidates()
 
     def weight_multiplier(self, host_state):
         # Nova asks once per host, right after weigh_objects; the option
@@ -73,11 +86,18 @@ class ResQWeigher(weights.BaseHostWeigher):
         per-host function calls are what a weigher costs.
         """
         self._multiplier = self.conf.resq.weigher_multiplier
+        # Taken whatever the request, so that no answer outlives it.
+        summaries = None
+        if self._nova_answers:
+            summaries = internals.nova_provider_summaries(weight_properties)
         request, _ = scheduler.resq_request(weight_properties)
         if request is None:
             return [0.0] * len(weighed_obj_list)
         need = max(request.vcpus, 1)
-        usage = self._llc_usage(request) if request.ways else {}
+        usage = {}
+        if request.ways:
+            usage = (_Usage(summaries) if summaries is not None
+                     else self._llc_usage(request))
         numa_state = scheduler.numa_state
         cached_state = scheduler.numa_states()
         suffix = request.group_suffix
@@ -125,6 +145,9 @@ class ResQWeigher(weights.BaseHostWeigher):
 
     def _llc_usage(self, request):
         """Placement's usage of the cache domains that could serve it.
+
+        Asked of Placement, when Nova's answer for the request is not at
+        hand.
 
         :returns: ``{provider uuid: (ways used, ways capacity, classes
             used, classes capacity)}``, or ``{}`` when Placement cannot be
