@@ -55,7 +55,7 @@ class RequestLog:
             values = dict(headers)
             LOG.info(FORMAT, {
                 'address': environ.get('REMOTE_ADDR', '-'),
-                'method': environ.get('REQUEST_METHOD', '-'),
+                'method': _method(environ),
                 'uri': _uri(environ),
                 'status': status.split(None, 1)[0],
                 'length': values.get('Content-Length', '-'),
@@ -65,6 +65,26 @@ class RequestLog:
             return start_response(status, headers, exc_info)
 
         return self.app(environ, logging_start_response)
+
+
+# An HTTP method is a token (RFC 9110): letters, digits and a few marks.
+_TOKEN = frozenset('!#$%&\'*+-.^_`|~0123456789'
+                   'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz')
+
+
+def _method(environ):
+    """The request's method as logged: a token as it is, else escaped.
+
+    uwsgi's http-socket ends the method at a space only, so a client can
+    send quotes, tabs or terminal escapes there: each character that is no
+    token character is written as ``\\xNN``, so the line cannot be forged.
+    """
+    method = environ.get('REQUEST_METHOD') or '-'
+    if all(ch in _TOKEN for ch in method):
+        return method
+    return ''.join(ch if ch in _TOKEN else '\\x%02x' % ord(ch)
+                   if ord(ch) < 256 else '\\u%04x' % ord(ch)
+                   for ch in method[:64])
 
 
 # What stays as it is in a logged path; the rest is percent-encoded.

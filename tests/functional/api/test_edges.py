@@ -512,3 +512,78 @@ class LimitsTest(test_api.APITestBase):
                                   generation=got['generation'])
         self.admin.put_profile(test_api.profile_doc('pub-2'),
                                visibility='public')
+
+
+class FourthRoundTest(test_api.APITestBase):
+    """The attacker's fourth round (issue 43)."""
+
+    TERM = '0b4c5d7e-8a1f-4e2b-9c3d-5f6a7b8c9d0e'
+
+    def test_unsortable_server_lists_cost_one_pass(self):
+        # Mixed types made jsonschema compare every pair (and quote the
+        # whole list): 20,000 items held a worker for minutes.
+        import time
+
+        body = {'generation': 0, 'servers': ['x'] + list(range(20000))}
+        started = time.monotonic()
+        resp = self.raw('PATCH', '/slo_terms/%s' % self.TERM, 'member_a',
+                        body=body)
+        took = time.monotonic() - started
+        self.assertEqual(400, resp.status_code, resp.text)
+        # Generous: the quadratic check took minutes here.
+        self.assertLess(took, 20, took)
+        self.assertLess(len(resp.content), 4096)
+
+    def test_a_repeated_server_is_named_by_position(self):
+        self.admin.put_profile(test_api.profile_doc('pub'),
+                               visibility='public')
+        server = '6f1c1b52-1f3e-4f0c-9a57-3c1b7a0f2d11'
+        resp = self.raw('POST', '/slo_terms', 'member_a', body={
+            'name': 't', 'profile_id': 'pub', 'slo': 'reserved',
+            'throughput_mpps': 2.0, 'flavors': ['resq-fw-1'],
+            'servers': [server, server]})
+        self.assertEqual(400, resp.status_code, resp.text)
+        detail = resp.json()['errors'][0]['detail']
+        self.assertIn('servers', detail)
+        self.assertIn('item 1 repeats an earlier item', detail)
+
+    def test_a_padded_document_is_refused_by_its_count_of_values(self):
+        # Extra fields of a profile carried 340,000 empty arrays in 1 MiB:
+        # each listing decoded and encoded them all again.
+        doc = test_api.profile_doc('padded')
+        doc['nf']['junk'] = [[] for _ in range(200000)]
+        resp = self.raw('PUT', '/profiles/padded', 'member_a',
+                        body={'profile': doc})
+        self.assertEqual(400, resp.status_code, resp.text)
+        self.assertEqual('resq.body.too_many_values',
+                         resp.json()['errors'][0]['code'])
+        # The same size of plain text is no padding.
+        doc['nf']['junk'] = 'x' * 600000
+        resp = self.raw('PUT', '/profiles/padded', 'member_a',
+                        body={'profile': doc})
+        self.assertEqual(201, resp.status_code, resp.text)
+
+    def test_a_negative_content_length_is_a_400(self):
+        import io
+
+        req = webob.Request.blank('/profiles/zz', method='PUT', headers={
+            'X-Auth-Token': self.api.tokens['member_a'],
+            'Content-Type': 'application/json'})
+        req.body_file = io.BytesIO(b'{}')
+        req.environ['CONTENT_LENGTH'] = '-5'
+        resp = req.get_response(self.api.app)
+        self.assertEqual(400, resp.status_int, resp.text)
+        self.assertIn('Content-Length is -5',
+                      resp.json['errors'][0]['detail'])
+
+    def test_a_method_of_no_token_characters_forges_no_field(self):
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='resq_nova.api.requestlog', level='INFO'))
+        req = webob.Request.blank('/', method='DELETE\t/profiles/p"\t'
+                                  'status:\t204\x1b[2J')
+        req.get_response(self.api.app)
+        [line] = logs.output.splitlines()
+        self.assertIn('"DELETE\\x09\\x2fprofiles\\x2fp\\x22\\x09status'
+                      '\\x3a\\x09204\\x1b\\x5b2J /"', line)
+        self.assertNotIn('\t', line)
+        self.assertNotIn('\x1b', line)
