@@ -179,6 +179,23 @@ class Optimizer:
                     path = self._save(plan)
                     self._notify(notifier_mod.FAILED, plan)
                 raise
+            except Exception as exc:
+                # Nova or Placement away while collecting the cloud's
+                # state, say: this process knows it stopped, so the record
+                # says so at once rather than "applying" until its lease
+                # runs out (and "interrupted" after).
+                if isinstance(plan, dict) and plan.get('status') not in (
+                        execute.APPLIED, execute.PLAN_FAILED,
+                        execute.CANCELLED, execute.REFUSED):
+                    moved = any(a.get('outcome') != execute.NOT_RUN
+                                for a in plan.get('actions') or ())
+                    plan['status'] = (execute.PLAN_FAILED if moved
+                                      else execute.REFUSED)
+                    plan['result'] = '%s: %s' % (
+                        'stopped' if moved else 'not started', exc)
+                    path = self._save(plan)
+                    self._notify(notifier_mod.FAILED, plan)
+                raise
             if self.opts.disable_freed_hosts and plan['status'] == \
                     execute.APPLIED:
                 plan['disabled_hosts'] = self.disable_freed(plan)

@@ -90,6 +90,27 @@ class ServiceStoreTest(test_optimizer.OptimizerTestBase):
         # Each server moved once.
         self.assertEqual(2, len(self.migrations))
 
+    def test_nova_away_before_any_move_leaves_the_plan_refused(self):
+        from resq_common.clients import compute as compute_mod
+
+        plan, _ = self.optimizer.plan()
+
+        def away(*args, **kwargs):
+            raise compute_mod.ComputeUnavailable(reason='connection refused')
+
+        self.useFixture(fixtures.MockPatchObject(
+            self.optimizer.compute, 'list_compute_services',
+            side_effect=away))
+        self.assertRaises(compute_mod.ComputeUnavailable,
+                          self.optimizer.apply, plan['id'])
+        rec = self.admin.get_plan(plan['id'])
+        # Not "applying" under a lease nobody renews: ended (resq-api's
+        # "failed", as for a refused plan), and why.
+        self.assertEqual('failed', rec['state'], rec)
+        self.assertIn('not started', rec['result'])
+        self.assertIn('connection refused', rec['result'])
+        self.assertEqual([], self.migrations)
+
     def test_cancel_stops_before_the_next_move(self):
         plan, _ = self.optimizer.plan()
 
