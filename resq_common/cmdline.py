@@ -369,6 +369,15 @@ def _config_error(exc, files=()):
     :param files: the configuration files read, for a required option.
     """
     if isinstance(exc, cfg.ConfigFilesNotFoundError):
+        named = os.environ.get('RESQ_API_CONFIG', '').split(',')
+        if any(f in named for f in exc.config_files):
+            # resq-api's variable (its systemd unit, uwsgi) named it.
+            return ('cannot read the configuration file %s: no such file; '
+                    'it is named by $RESQ_API_CONFIG (%s): correct the '
+                    'variable (in the unit or environment that sets it) '
+                    'or create the file'
+                    % (', '.join(exc.config_files),
+                       os.environ['RESQ_API_CONFIG']))
         return ('cannot read the configuration file %s: no such file; give '
                 'an existing file with --config-file'
                 % ', '.join(exc.config_files))

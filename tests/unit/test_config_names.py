@@ -290,6 +290,22 @@ class DefaultSearchTest(base.TestCase):
             rc = manage.main(list(args))
         return rc, out.getvalue(), err.getvalue()
 
+    def test_a_missing_file_the_variable_names_says_so(self):
+        missing = os.path.join(self.home, 'gone', 'resq-api.conf')
+        self.useFixture(fixtures.EnvironmentVariable('RESQ_API_CONFIG',
+                                                     missing))
+        from resq_nova.cmd import manage
+
+        stderr = io.StringIO()
+        with contextlib.redirect_stderr(stderr):
+            exc = self.assertRaises(SystemExit, manage.main,
+                                    ['db', 'version'])
+        self.assertEqual(cmdline.USAGE_ERROR, exc.code)
+        err = stderr.getvalue()
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertIn('it is named by $RESQ_API_CONFIG (%s): correct the '
+                      'variable' % missing, err)
+
     def test_resq_api_application(self):
         shared = self.write('resq.conf', '')
         own = self.write('resq-api.conf', '[api]\nauth_strategy = noauth2\n')
