@@ -28,11 +28,28 @@ def init(conf):
 
 
 def get_enforcer():
-    """For oslopolicy-checker and the sample generator."""
+    """The enforcer of oslo.policy's tools (``--namespace resq-api``).
+
+    oslopolicy-validator, -checker, -list-redundant and -policy-generator
+    load it; the validator then opens ``cfg.CONF.oslo_policy.policy_file``
+    itself, so the enforcer is on oslo.config's global ``CONF``, with
+    resq-api's files: those the tool's ``--config-file`` named, else
+    ``$RESQ_API_CONFIG``'s, else ``resq.conf`` and ``resq-api.conf`` of
+    the default search, as resq-api reads them
+    (:func:`resq_nova.conf.api.config_files`).
+    """
     from oslo_config import cfg
 
-    conf = cfg.ConfigOpts()
-    conf([], project='resq')
+    from resq_nova.conf import api as api_conf
+
+    conf = cfg.CONF
+    try:
+        named = list(conf.config_file or ())
+    except cfg.Error:
+        named = []
+    if not named:
+        conf([], project='resq', prog=api_conf.PROG,
+             default_config_files=api_conf.config_files())
     return init(conf)
 
 
