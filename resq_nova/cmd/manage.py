@@ -97,6 +97,21 @@ def _missing_sqlite(conf):
     return None if os.path.exists(path) else path
 
 
+def _hint(conf):
+    """What to check when the database cannot be used."""
+    try:
+        url = sqlalchemy.engine.make_url(conf.database.connection)
+    except Exception:
+        url = None
+    if url is not None and url.get_backend_name() == 'sqlite' and \
+            url.database and not url.database.startswith('file:'):
+        folder = os.path.dirname(os.path.abspath(url.database))
+        return ('check [database] connection, and that directory %s exists '
+                'and this user (uid %d) may write in it'
+                % (folder, os.getuid()))
+    return 'check [database] connection and that the server is running'
+
+
 def _refuse_missing_sqlite(conf):
     path = _missing_sqlite(conf)
     if path:
@@ -188,7 +203,7 @@ def check(conf):
     except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError) as exc:
         return (FAILURE, 'database %s cannot be reached: %s' % (
             url, str(exc).splitlines()[0]),
-            'check [database] connection and that the server is running')
+            _hint(conf))
     state, pending = migration.compare(current)
     if state == migration.AT_HEAD:
         return (SUCCESS, 'database %s at revision %s, this package\'s '
@@ -390,7 +405,7 @@ def main(argv=None):
             _url(conf), ' '.join(str(exc).split())), file=sys.stderr)
         return 1
     except (db_exc.DBError, sqlalchemy.exc.SQLAlchemyError, OSError) as exc:
-        print('resq-manage: the database %s cannot be used: %s; check '
-              '[database] connection and that the server is running'
-              % (_url(conf), str(exc).splitlines()[0]), file=sys.stderr)
+        print('resq-manage: the database %s cannot be used: %s; %s'
+              % (_url(conf), str(exc).splitlines()[0], _hint(conf)),
+              file=sys.stderr)
         return 1

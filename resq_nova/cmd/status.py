@@ -217,8 +217,14 @@ class Checks(upgradecheck.UpgradeCommands):
     def _database(self):
         """The engine, or None with ``_db_error`` saying why."""
         if self._engine is None and self._db_error is None:
+            missing = (manage._missing_sqlite(self.conf)
+                       if self.conf.database.connection else None)
             if not self.conf.database.connection:
                 self._db_error = str(db_api.no_connection(self.conf))
+            elif missing:
+                # Connecting would create it: a check creates nothing.
+                self._db_error = ('the database %s has no file %s' % (
+                    manage._url(self.conf), missing))
             else:
                 try:
                     db_api.configure(self.conf)

@@ -292,6 +292,21 @@ class CommandTest(base.TestCase):
         self.assertEqual(2, rc)
         self.assertEqual(2, checks['Database schema'][0])
         self.assertIn('no file', checks['Database schema'][1])
+        # The agents' check did not connect (which creates the file).
+        self.assertIn('no file', checks['Agent reports'][1])
+        path = self.db.url.split('sqlite:///', 1)[1]
+        self.assertFalse(os.path.exists(path))
+
+    def test_a_database_in_a_missing_directory_says_which(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'gone', 'resq.sqlite')
+        conf = self.write('resq-api.conf', '[database]\nconnection = '
+                          'sqlite:///%s\n' % path)
+        rc, out, err = self.run_main(manage.main, '--config-file', conf,
+                                     'db', 'sync')
+        self.assertEqual(1, rc)
+        self.assertIn('that directory %s exists and this user'
+                      % os.path.dirname(path), err)
 
     def test_behind_then_at_head_with_agents(self):
         migration.upgrade(migration.revisions()[0])
