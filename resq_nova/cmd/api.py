@@ -93,6 +93,10 @@ def main(argv=None):
         app = wsgi.init_application(conf)
     except (db_api.NoConnection, deploy.AuthNotConfigured) as exc:
         cmdline.fail('resq-api', str(exc))
+    except OSError as exc:
+        # Its logging.setup: a log file it cannot open, as every command.
+        cmdline.fail('resq-api', 'cannot log to %s: %s; check [DEFAULT] '
+                     'log_file and log_dir' % (exc.filename, exc.strerror))
     try:
         server = simple_server.make_server(
             conf.host, conf.port, app, server_class=_Server,

@@ -229,6 +229,19 @@ class LoggingOptionsTest(ScriptTestCase):
                          'directory; check [DEFAULT] log_file and log_dir\n'
                          % bad, proc.stderr)
 
+    def test_resq_api_log_file_it_cannot_open_is_one_line(self):
+        conf = os.path.join(self.tmp, 'api.conf')
+        with open(conf, 'w') as f:
+            f.write('[api]\nauth_strategy = noauth2\n[database]\n'
+                    'connection = sqlite:///%s/api.sqlite\n' % self.tmp)
+        bad = os.path.join(self.tmp, 'nodir', 'api.log')
+        proc = self.script('resq-api', '--config-file', conf, '--log-file',
+                           bad, '--port', '1')
+        self.assertEqual(2, proc.returncode, proc.stderr)
+        self.assertEqual('resq-api: cannot log to %s: No such file or '
+                         'directory; check [DEFAULT] log_file and log_dir\n'
+                         % bad, proc.stderr)
+
 
 class InProcessTestCase(base.TestCase):
 
