@@ -95,6 +95,11 @@ class AlreadyExists(Conflict):
     msg_fmt = '%(what)s already exists'
 
 
+class ProfileExists(AlreadyExists):
+    msg_fmt = ('profile %(id)s already exists (generation %(generation)d); '
+               '%(todo)s')
+
+
 class ProfileInUse(Conflict):
     code = 'resq.profile.in_use'
     msg_fmt = ('profile %(id)s is used by SLO terms %(terms)s; release them '

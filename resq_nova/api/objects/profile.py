@@ -85,9 +85,14 @@ def _create(ctx, row, profile_id, document, visibility, project_id, scope,
         if (row.document, row.visibility, row.project_id) == (
                 text, visibility, project_id):
             return _record(row), False
-        raise exception.AlreadyExists(
-            what='profile %s (generation %d); send its generation to '
-                 'replace it' % (profile_id, row.generation))
+        if scope is not None and row.project_id != scope:
+            # A public profile (an admin's): the caller cannot replace it.
+            todo = ('it is public, and only an admin replaces it: upload '
+                    'yours under another id')
+        else:
+            todo = 'send its generation to replace it'
+        raise exception.ProfileExists(id=profile_id,
+                                      generation=row.generation, todo=todo)
     util.check_limit(ctx, models.Profile, project_id, limit,
                      'private profiles', 'max_profiles_per_project')
     row = _new_row(profile_id, document, text, visibility, project_id)

@@ -587,3 +587,17 @@ class FourthRoundTest(test_api.APITestBase):
                       '\\x3a\\x09204\\x1b\\x5b2J /"', line)
         self.assertNotIn('\t', line)
         self.assertNotIn('\x1b', line)
+
+
+class PublicIdTakenTest(test_api.APITestBase):
+
+    def test_a_member_uploading_a_public_id_is_told_to_choose_another(self):
+        self.admin.put_profile(test_api.profile_doc('pub'),
+                               visibility='public')
+        resp = self.raw('PUT', '/profiles/pub', 'member_a',
+                        body={'profile': test_api.profile_doc('pub')})
+        self.assertEqual(409, resp.status_code, resp.text)
+        detail = resp.json()['errors'][0]['detail']
+        self.assertEqual('profile pub already exists (generation 0); it is '
+                         'public, and only an admin replaces it: upload '
+                         'yours under another id', detail)
