@@ -45,6 +45,7 @@ import sqlalchemy.exc
 from resq_common.clients import compute as compute_mod
 from resq_common.clients import placement as placement_mod
 from resq_common import cmdline
+from resq_common.conf import clients as clients_conf
 from resq_common import exception
 from resq_nova.api.db import api as db_api
 from resq_nova.api.db import migration
@@ -272,6 +273,11 @@ def _cleanup(conf):
         placement = cleanup.Placement.from_conf(conf)
         compute = cleanup.Compute.from_conf(conf)
         plan = cleanup.make_plan(placement, compute)
+    except clients_conf.MissingCredentials as exc:
+        # A configuration it cannot run with, as every command: 2.
+        print('resq-manage: cannot make the clean-up plan: %s' % exc,
+              file=sys.stderr)
+        return cmdline.USAGE_ERROR
     except exception.ResQException as exc:
         print('resq-manage: cannot make the clean-up plan: %s' % exc,
               file=sys.stderr)

@@ -351,6 +351,18 @@ class ManageCleanupTest(base.TestCase):
         self.assertEqual([], self.pl.calls)
         self.assertEqual([], self.co.deleted)
 
+    def test_no_credentials_is_a_configuration_it_cannot_run_with(self):
+        from resq_common.conf import clients as clients_conf
+
+        cleanup.Placement.from_conf.side_effect = \
+            clients_conf.MissingCredentials(group='placement',
+                                            service='placement',
+                                            reason='auth_type is not set')
+        rc, out, err = self.run_main('--dry-run')
+        self.assertEqual(2, rc, err)
+        self.assertIn('[placement]', err)
+        self.assertEqual(1, len(err.splitlines()), err)
+
     def test_asks_before_flavors_and_no_keeps_them(self):
         rc, out, err = self.run_main(stdin='n\n')
         self.assertEqual(manage.DECLINED, rc, err)
