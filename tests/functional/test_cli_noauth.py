@@ -108,6 +108,28 @@ class NoKeystoneTest(base.TestCase):
         status, out, err = self.openstack('resq', 'slo', 'list',
                                           '-f', 'json')
         self.assertEqual((0, [], []), (status, err, json.loads(out)))
+        # The page's term through the API (its curl), then the CLI.
+        import requests
+
+        resp = requests.post(self.url + '/slo_terms', headers={
+            'X-Auth-Token': 'admin', 'Content-Type': 'application/json'},
+            data=json.dumps({
+                'name': 'lpm-try', 'profile_id': 'lpm-try',
+                'slo': 'reserved', 'throughput_mpps': 4.0,
+                'latency_p95_us': 21.0, 'packet_bytes': 64,
+                'flavors': [], 'servers': []}), timeout=30)
+        self.assertEqual(201, resp.status_code, resp.text)
+        status, out, err = self.openstack('resq', 'slo', 'show', 'lpm-try',
+                                          '-f', 'json')
+        self.assertEqual((0, []), (status, err), out)
+        self.assertEqual('lpm-try', json.loads(out)['name'])
+        for verb in ('release', 'delete'):
+            status, out, err = self.openstack('resq', 'slo', verb,
+                                              'lpm-try')
+            self.assertEqual((0, []), (status, err), (verb, out))
+        status, out, err = self.openstack('resq', 'slo', 'list',
+                                          '-f', 'json')
+        self.assertEqual((0, [], []), (status, err, json.loads(out)))
 
     def test_the_token_names_the_caller(self):
         # A private profile of project "admin" ...
