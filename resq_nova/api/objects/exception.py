@@ -78,6 +78,14 @@ class OverLimit(ObjectError):
                'the operator to raise the limit')
 
 
+class NotOwner(ObjectError):
+    """A replacement of a profile another project (or nobody) owns."""
+    status = 403
+    code = 'resq.policy'
+    msg_fmt = ('profile %(id)s is not your project\'s; only its owner or an '
+               'admin replaces it')
+
+
 class Conflict(ObjectError):
     status = 409
     code = 'resq.conflict'

@@ -204,6 +204,10 @@ def create_or_replace(ctx, profile_id, document, visibility, project_id,
                        project_id, scope, limit)
     if row is None or not _can_see(row, scope):
         raise exception.ProfileNotFound(id=profile_id)
+    if scope is not None and row.project_id != scope:
+        # Checked here, on the row this transaction writes, not only by
+        # the handler before it (a public profile is everyone's to see).
+        raise exception.NotOwner(id=profile_id)
     return _replace(ctx, row, profile_id, document, visibility, generation)
 
 

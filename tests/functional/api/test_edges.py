@@ -601,3 +601,29 @@ class PublicIdTakenTest(test_api.APITestBase):
         self.assertEqual('profile pub already exists (generation 0); it is '
                          'public, and only an admin replaces it: upload '
                          'yours under another id', detail)
+
+
+class ProfileOwnerInWriterTest(test_api.APITestBase):
+
+    def test_the_writer_refuses_a_public_profile_to_a_project(self):
+        from resq_nova.api import context as ctx_mod
+        from resq_nova.api.objects import exception as obj_exc
+        from resq_nova.api.objects import profile as profile_obj
+
+        pub = self.admin.put_profile(test_api.profile_doc('pub'),
+                                     visibility='public')
+        ctx = ctx_mod.RequestContext(project_id='p-a', user_id='u-a',
+                                     roles=['member'])
+        doc = test_api.profile_doc('pub')
+        doc['nf']['note'] = 'changed'
+        # Whatever a handler checked before, the row written decides.
+        exc = self.assertRaises(
+            obj_exc.NotOwner, profile_obj.create_or_replace, ctx, 'pub',
+            doc, 'public', None, pub['generation'], scope='p-a')
+        self.assertEqual(403, exc.status)
+        self.assertEqual(pub['generation'],
+                         self.admin.get_profile_record('pub')['generation'])
+        # Its owner (an admin: no scope) still replaces it.
+        rec, _ = profile_obj.create_or_replace(
+            ctx, 'pub', doc, 'public', None, pub['generation'], scope=None)
+        self.assertEqual(pub['generation'] + 1, rec['generation'])
