@@ -175,6 +175,8 @@ class MySQLCharsetTest(test_api.APITestBase):
         self.assertEqual('["%s"]' % flavor, stored)
         resp = self.call('GET', '/slo_terms/%s' % uuid)
         self.assertEqual([flavor], resp.json['flavors'])
+        # The answer carries the text as sent too (UTF-8, not escapes).
+        self.assertIn(('"%s"' % flavor).encode('utf-8'), resp.body)
 
     def test_a_term_of_as_many_servers_as_allowed_is_kept_whole(self):
         # Over 64 KiB of JSON each: MariaDB's TEXT refused it (a 500).
