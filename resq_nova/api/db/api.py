@@ -78,6 +78,7 @@ may run as long as it needs.
 
 import collections
 import copy
+import hashlib
 import math
 import os
 import re
@@ -560,6 +561,9 @@ def configure(conf=None, connection=None, connect_timeout=None,
     if kwargs['connection'].startswith('sqlite'):
         # No pool to wait for (SQLAlchemy refuses pool_timeout there).
         kwargs.pop('pool_timeout', None)
+    global _etag_key
+    _etag_key = hashlib.sha256(
+        b'resq-api etag key\0' + kwargs['connection'].encode('utf-8')).digest()
     manager = enginefacade.transaction_context()
     manager.configure(**kwargs)
     if _reset is not None:
@@ -575,6 +579,20 @@ def configure(conf=None, connection=None, connect_timeout=None,
                       url.get_driver_name() == 'psycopg2')
     _reset = context_manager.patch_factory(manager)
     return manager
+
+
+_etag_key = b''
+
+
+def etag_key():
+    """A key every worker of this resq-api shares and clients do not know.
+
+    Derived from ``[database] connection`` (its password included), which
+    every worker reads the same: tags keyed with it (the profile list's)
+    cannot be worked back to what they count. Empty before
+    :func:`configure`.
+    """
+    return _etag_key
 
 
 def no_connection(conf):

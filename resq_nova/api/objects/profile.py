@@ -12,6 +12,7 @@
 """Profiles: NF profile documents, public or of one project."""
 
 import hashlib
+import hmac
 
 import sqlalchemy as sa
 
@@ -253,7 +254,9 @@ def etag(ctx, project_id=None):
     rows = ctx.session.execute(_visible(
         sa.select(models.Profile.id, models.Profile.generation),
         project_id).order_by(models.Profile.id)).all()
-    digest = hashlib.sha256()
+    # Keyed: the count of every project's writes is in it, and a plain
+    # digest let a project work that count back from the tag.
+    digest = hmac.new(db_api.etag_key(), digestmod=hashlib.sha256)
     writes = ctx.session.execute(sa.select(models.Lock.generation).where(
         models.Lock.name == LOCK)).scalar_one_or_none()
     digest.update(('writes:%s;' % writes).encode('utf-8'))

@@ -467,6 +467,19 @@ class ProfileETagTest(test_api.APITestBase):
             self.assertEqual(304, self.raw('GET', path, 'member_a', headers={
                 'If-None-Match': tag}).status_code, path)
 
+    def test_the_list_tag_gives_away_no_other_projects_writes(self):
+        # Project b's view holds nothing; project a writes. Unkeyed, the
+        # tag of b's empty list was sha256("writes:N;"): b read N.
+        import hashlib
+
+        for i in range(3):
+            self.member_a.put_profile(test_api.profile_doc('a-%d' % i))
+        tag = self.raw('GET', '/profiles', 'member_b').headers['ETag']
+        guesses = {'"%s"' % hashlib.sha256(
+            ('writes:%s;' % n).encode()).hexdigest()[:32]
+            for n in list(range(1000)) + [None]}
+        self.assertNotIn(tag, guesses)
+
 
 class LimitsTest(test_api.APITestBase):
     """A project cannot make resq-api store without bound."""
