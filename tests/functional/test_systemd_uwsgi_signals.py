@@ -42,10 +42,16 @@ class UwsgiSignalsTest(base.TestCase):
         self.dir = self.useFixture(fixtures.TempDir()).path
         with open(INI) as f:
             text = f.read()
-        # The unit's RuntimeDirectory (/run/resq-api) is a temporary one.
+        # The socket is the web server's alone (uwsgi's protocol lets a
+        # peer have it load a file): 660, given to its group.
+        self.assertIn('\nchmod-socket = 660\n', text)
+        self.assertIn('\nchown-socket = resq:www-data\n', text)
+        # The unit's RuntimeDirectory (/run/resq-api) is a temporary one;
+        # this machine has no user resq to give the socket to.
         self.ini = os.path.join(self.dir, 'resq-api-uwsgi.ini')
         with open(self.ini, 'w') as f:
-            f.write(text.replace('/run/resq-api/', self.dir + '/'))
+            f.write(text.replace('/run/resq-api/', self.dir + '/').replace(
+                'chown-socket = resq:www-data\n', ''))
         self.log = os.path.join(self.dir, 'uwsgi.log')
 
     def _wait_for(self, what, count, proc, timeout=120):
