@@ -26,6 +26,7 @@ which root starts, reads root's own file instead: see
 
 import copy
 import logging
+import os
 import shlex
 import socket
 import struct
@@ -36,6 +37,7 @@ from oslo_config import cfg
 from oslo_privsep import daemon
 from oslo_privsep import priv_context
 
+LOG = logging.getLogger(__name__)
 DAEMON_SOCKET_OPT = cfg.StrOpt(
     'daemon_socket',
     help='The Unix socket of this context\'s privileged daemon '
@@ -154,7 +156,32 @@ class SocketClientChannel(daemon._ClientChannel):
         except BaseException:
             sock.close()
             raise
-        super().__init__(sock, context)
+        try:
+            super().__init__(sock, context)
+        except daemon.FailedToDropPrivileges as exc:
+            raise DaemonUnreachable(
+                'the privileged daemon on %s closed the connection before '
+                'answering (%s): is this user (uid %d) its '
+                '[resq_privsep_daemon] client_user? Its log names the uid '
+                'it refused' % (path, exc, os.getuid())) from exc
+
+    def _reader_main(self, reader):
+        # oslo.privsep fails the waiting calls at EOF only. A daemon that
+        # refuses us (we are not its client_user) closes with our hello
+        # unread, which is a reset, not an EOF: the reader thread died of
+        # it and the hello waited for ever (the agent hung at start). A
+        # reset now fails them as an EOF does.
+        try:
+            super()._reader_main(reader)
+        except Exception as exc:
+            LOG.debug('privsep read channel ended: %s', exc)
+            failure = OSError('the privileged daemon closed the connection '
+                              '(%s): is this user its [resq_privsep_daemon] '
+                              'client_user?' % exc)
+            with self.lock:
+                for mbox in self.outstanding_msgs.values():
+                    mbox.set_exception(failure)
+                self.running = False
 
 
 def list_opts(*sections, with_daemon=False):

@@ -285,6 +285,45 @@ class ClientTest(base.TestCase):
             os.waitpid(pid, 0)
 
 
+class RefusingDaemonTest(base.TestCase):
+    """A daemon (root's) that closes at once: an error, never a hang."""
+
+    def test_a_reset_before_the_answer_fails_the_start(self):
+        _root_only(self)
+        path = os.path.join(self.tmp, 'resctrl.sock')
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(path)
+        server.listen(1)
+        self.addCleanup(server.close)
+
+        def refuse():
+            conn, _ = server.accept()
+            # The client's hello arrives and is never read: closing then
+            # resets the connection (what resq-privsep-daemon does to a
+            # user that is not its client_user).
+            time.sleep(0.3)
+            conn.close()
+
+        threading.Thread(target=refuse, daemon=True).start()
+        outcome = {}
+
+        def start():
+            try:
+                common_privsep.SocketClientChannel(path,
+                                                   privsep.resctrl_pctxt)
+                outcome['result'] = 'started'
+            except Exception as exc:
+                outcome['result'] = exc
+
+        client = threading.Thread(target=start, daemon=True)
+        client.start()
+        client.join(30)
+        self.assertFalse(client.is_alive(), 'the client hung')
+        self.assertIsInstance(outcome['result'],
+                              common_privsep.DaemonUnreachable)
+        self.assertIn('client_user', str(outcome['result']))
+
+
 class FakeTreeAncestorsTest(base.TestCase):
 
     def setUp(self):
