@@ -332,17 +332,25 @@ class SchedulingTest(ResQNovaTestBase):
         self.assertIn('No valid host', server['fault']['message'])
         self.assertEqual(0, self.llc_usage(rps[0]))
 
-    def test_weigher_packs_by_ways_when_cores_tie(self):
+    def _cores_tie_host1_fuller(self):
+        """Cores tie (one pinned on each host); host1's domain is fuller.
+
+        host1's domain holds 6 ways, host2's 1.
+
+        :returns: the flavor of one way.
+        """
         rps1 = self.start_resq_compute('host1')
         rps2 = self.start_resq_compute('host2')
-        # One pinned core on each host; host1's domain holds 6 ways,
-        # host2's 1.
         big = self.resq_flavor(ways=6, name='big')
         small = self.resq_flavor(ways=1, name='small')
         self._create_server(flavor_id=big, networks='none', host='host1')
         self._create_server(flavor_id=small, networks='none', host='host2')
         self.assertEqual((6, 1), (self.llc_usage(rps1[0]),
                                   self.llc_usage(rps2[0])))
+        return small
+
+    def test_weigher_packs_by_ways_when_cores_tie(self):
+        small = self._cores_tie_host1_fuller()
         # Cores tie; the fuller cache domain wins (first fit), from the
         # usage in Nova's own allocation candidates: the weigher asks
         # Placement nothing.
@@ -357,14 +365,7 @@ class SchedulingTest(ResQNovaTestBase):
     def test_weigher_asks_placement_when_novas_answer_is_missing(self):
         # The fallback: without Nova's answer (a Nova the hook does not
         # recognise), the weigher's own GET decides as Nova's answer did.
-        rps1 = self.start_resq_compute('host1')
-        rps2 = self.start_resq_compute('host2')
-        big = self.resq_flavor(ways=6, name='big')
-        small = self.resq_flavor(ways=1, name='small')
-        self._create_server(flavor_id=big, networks='none', host='host1')
-        self._create_server(flavor_id=small, networks='none', host='host2')
-        self.assertEqual((6, 1), (self.llc_usage(rps1[0]),
-                                  self.llc_usage(rps2[0])))
+        small = self._cores_tie_host1_fuller()
         self.useFixture(fixtures.MockPatch(
             'resq_nova.nova.internals.nova_provider_summaries',
             return_value=None))

@@ -370,9 +370,8 @@ def response(body, encoding='utf-8'):
 class PlacementAnswerTest(base.BaseTestCase):
     """The weigher's reading of Placement's allocation candidates."""
 
-    class W:
-        def __init__(self, obj):
-            self.obj = obj
+    # The weigher's own wrapper of a host state, as Nova's handler gives.
+    W = weights._Weighed
 
     def test_weights_from_the_answer_as_from_the_usage(self):
         # test_ways_and_classes_of_service_count, through the GET.
@@ -483,9 +482,8 @@ def request_in(ctx, **extra):
 class NovaAnswerTest(base.BaseTestCase):
     """The weigher reads Nova's own allocation candidates (issue 44)."""
 
-    class W:
-        def __init__(self, obj):
-            self.obj = obj
+    # The weigher's own wrapper of a host state, as Nova's handler gives.
+    W = weights._Weighed
 
     def setUp(self):
         super().setUp()
