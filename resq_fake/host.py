@@ -350,17 +350,40 @@ def up(paths, args):
     return accel, cpus, layout
 
 
-def enter_argv(paths):
+def enter_argv(paths, holders=()):
     """The command prefix that runs a program in the host's namespaces.
 
     Inside, ``/sys/fs/resctrl`` and the CPU cache sysfs are the host's,
     and the host name is its own: nova-compute and resq-agent run there
-    with the kernel's default paths.
+    with the kernel's default paths. libvirtd made the namespaces; when it
+    has died they live on in ``holders`` (pids of processes started in
+    them, such as nova-compute's) and in the guests, and are entered
+    through one of those.
     """
-    pid = alive(paths.pid)
+    pid = alive(paths.pid) or inside_pid(paths, holders)
     if not pid:
-        raise HostError('host %s is not up (no libvirtd)' % paths.state)
+        raise HostError('host %s is not up (no libvirtd, and no guest or '
+                        'other process of it runs)' % paths.state)
     return ['nsenter', '--target', str(pid), '--mount', '--uts', '--']
+
+
+def inside_pid(paths, holders=()):
+    """A live process in the host's namespaces other than libvirtd, or None.
+
+    One of ``holders`` or a guest whose mount namespace is not the
+    caller's (each host has its own).
+    """
+    try:
+        ours = os.readlink('/proc/self/ns/mnt')
+    except OSError:
+        return None
+    for pid in [p for p in holders if p] + qemu_pids(paths):
+        try:
+            if os.readlink('/proc/%d/ns/mnt' % pid) != ours:
+                return pid
+        except OSError:
+            continue
+    return None
 
 
 def qemu_pids(paths):

@@ -982,7 +982,8 @@ def shell(state, node, script, what):
                   'repo': REPO, 'script': script})
     env = node_env(state, node)
     stack_dirs(state, node)
-    argv = fake_host.enter_argv(state.host(node)) + as_stack(
+    argv = fake_host.enter_argv(
+        state.host(node), node_pids(state, node).values()) + as_stack(
         ['bash', '-c', script])
     with open(state.log('devstack-%s' % node), 'a') as log:
         log.write('=== %s\n' % what)
@@ -1409,29 +1410,126 @@ def _node_machine_paths(state, node):
             os.path.dirname(where['privsep_conf']), where['privsep_run']]
 
 
+def _pid_files(run_dir):
+    return [os.path.join(run_dir, name)
+            for name in sorted(os.listdir(run_dir))
+            if name.endswith('.pid')] if os.path.isdir(run_dir) else []
+
+
+def node_pids(state, node):
+    """``{pid file: pid}`` of what devstack runs on ``node``, alive."""
+    found = {}
+    for pid_file in _pid_files(state.path('run', node)):
+        pid = fake_host.alive(pid_file)
+        if pid:
+            found[pid_file] = pid
+    return found
+
+
+def _ancestors():
+    pids, pid = {os.getpid()}, os.getpid()
+    while pid > 1:
+        try:
+            with open('/proc/%d/stat' % pid) as f:
+                pid = int(f.read().rsplit(')', 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+        pids.add(pid)
+    return pids
+
+
+def leftovers(root):
+    """``{pid: command line}`` of processes naming ``root``, not ours.
+
+    Whatever the cloud started names its state directory: the services'
+    and agents' configuration files, the privileged daemons' files, the
+    shared instances path's FUSE process. The caller and its ancestors
+    are left out.
+    """
+    root = os.path.abspath(root).encode() + b'/'
+    mine = _ancestors()
+    found = {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit() or int(entry) in mine:
+            continue
+        try:
+            with open('/proc/%s/cmdline' % entry, 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        if any(a.startswith(root) or (b'=' + root) in a for a in argv):
+            found[int(entry)] = b' '.join(argv).decode(
+                'utf-8', 'replace').strip()[:200]
+    return found
+
+
+def _sweep(state):
+    """Stop what ``down`` left of the cloud, saying what it was."""
+    found = leftovers(state.root)
+    if not found:
+        return {}
+    for pid, cmd in sorted(found.items()):
+        say('still running after the cloud went down: pid %d: %s; '
+            'stopping it' % (pid, cmd))
+        _signal_group(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(map(_running, found)):
+        time.sleep(0.1)
+    for pid in found:
+        if _running(pid):
+            _signal_group(pid, signal.SIGKILL)
+    return found
+
+
+def _running(pid):
+    """Whether ``pid`` runs (a zombie waiting for its parent does not)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (OSError, IndexError):
+        return False
+
+
 def down(state, purge=False):
+    """Stop the cloud; with ``purge`` remove its databases and files.
+
+    Each host's plugin ``unstack`` runs in its namespaces, entered
+    through libvirtd or, when libvirtd has died, through a process still
+    in them (nova-compute, the agent, a guest); a host whose namespaces
+    are gone, or whose unstack failed, has its processes stopped from
+    their pid files. What still names the state directory afterwards is
+    stopped and named.
+    """
     say('taking cloud %s in %s down%s' % (
         NAME, state.root, ' and purging it' if purge else ''))
     for node in HOSTS:
-        if fake_host.alive(state.host(node).pid):
-            devstack(state, node, 'unstack')
-            if purge:
-                devstack(state, node, 'clean')
-        elif purge:
+        paths = state.host(node)
+        inside = fake_host.alive(paths.pid) or fake_host.inside_pid(
+            paths, node_pids(state, node).values())
+        if inside:
+            try:
+                devstack(state, node, 'unstack')
+                if purge:
+                    devstack(state, node, 'clean')
+                continue
+            except CloudError as exc:
+                say('%s; stopping its processes from their pid files'
+                    % exc)
+        if purge:
             # The plugin's clean needs its host up; do its part here.
             for path in _node_machine_paths(state, node):
                 if os.path.isdir(path) and not os.path.islink(path):
                     shutil.rmtree(path, ignore_errors=True)
                 elif os.path.lexists(path):
                     os.unlink(path)
-    run_dir = state.path('run')
-    pid_files = [os.path.join(run_dir, name)
-                 for name in sorted(os.listdir(run_dir))
-                 if name.endswith('.pid')] if os.path.isdir(run_dir) else []
+    pid_files = _pid_files(state.path('run'))
+    for node in HOSTS:
+        pid_files += _pid_files(state.path('run', node))
     _stop_all(pid_files + [state.path('apache', 'httpd.pid')])
     for node in HOSTS:
         fake_host.down(state.host(node))
     shared_instances_down(state)
+    _sweep(state)
     say('services, guests and hosts stopped')
     if purge:
         drop_databases()

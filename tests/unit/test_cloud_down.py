@@ -1,6 +1,10 @@
 """``aio down --purge`` undoes the machine changes of ``up``."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import fixtures
 
@@ -281,3 +285,114 @@ class NeighbourTest(base.TestCase):
         import shutil
         shutil.rmtree(self.dir)
         self.assertEqual([], n.problems())
+
+
+class DeadLibvirtdTest(base.TestCase):
+    """A host whose libvirtd died is still taken down in full."""
+
+    def setUp(self):
+        super().setUp()
+        self.state = aio.State(os.path.join(self.tmp, 'state'))
+        os.makedirs(self.state.root)
+        for name in ('shared_instances_down', 'drop_databases'):
+            self.useFixture(fixtures.MonkeyPatch(
+                'tests.cloud.aio.%s' % name, lambda *a, **k: None))
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_fake.host.down', lambda paths: None))
+        self.ran = []
+
+    def _process(self, *where):
+        """A process naming the state directory, not this test's child.
+
+        Started by a shell that exits at once, so that it is no zombie of
+        ours once stopped; returns its pid when its command line shows.
+        """
+        run = self.state.path('run', *where)
+        os.makedirs(run, exist_ok=True)
+        conf = self.state.path('etc', 'resq', 'resq.conf')
+        out = subprocess.run(
+            ['sh', '-c', '"$0" -c "import time; time.sleep(60)" "$1" '
+             '</dev/null >/dev/null 2>&1 & echo $!', sys.executable, conf],
+            capture_output=True, text=True, check=True).stdout
+        pid = int(out)
+        self.addCleanup(self._kill, pid)
+        for _ in range(100):
+            with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                if conf.encode() in f.read():
+                    break
+            time.sleep(0.05)
+        return pid, run
+
+    @staticmethod
+    def _kill(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def _gone(self, pid):
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and aio._running(pid):
+            time.sleep(0.05)
+        return not aio._running(pid)
+
+    def test_the_agent_of_a_host_without_libvirtd_is_stopped(self):
+        # libvirtd is dead and no process of the host is in another mount
+        # namespace: unstack cannot run; the pid file still stops it.
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio.devstack',
+            lambda *a: self.fail('unstack with no way into the host')))
+        node = aio.HOSTS[-1]
+        pid, run = self._process(node)
+        with open(os.path.join(run, 'resq-agent.pid'), 'w') as f:
+            f.write('%d\n' % pid)
+        aio.down(self.state)
+        self.assertTrue(self._gone(pid))
+        self.assertFalse(os.path.exists(os.path.join(run, 'resq-agent.pid')))
+
+    def test_unstack_enters_through_a_process_of_the_host(self):
+        node = aio.HOSTS[0]
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_fake.host.inside_pid',
+            lambda paths, holders: 4242 if paths.state == self.state.host(
+                node).state else None))
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio.devstack',
+            lambda state, n, *phase: self.ran.append((n,) + phase)))
+        aio.down(self.state)
+        self.assertEqual([(node, 'unstack')], self.ran)
+
+    def test_a_failed_unstack_falls_back_to_the_pid_files(self):
+        node = aio.HOSTS[0]
+        self.useFixture(fixtures.MonkeyPatch(
+            'resq_fake.host.inside_pid', lambda paths, holders: 4242))
+
+        def fail(state, n, *phase):
+            raise aio.CloudError('devstack: unstack failed on %s' % n)
+        self.useFixture(fixtures.MonkeyPatch('tests.cloud.aio.devstack',
+                                             fail))
+        pid, run = self._process(node)
+        with open(os.path.join(run, 'nova-compute.pid'), 'w') as f:
+            f.write('%d\n' % pid)
+        aio.down(self.state)
+        self.assertTrue(self._gone(pid))
+
+    def test_what_names_the_state_directory_is_swept_and_named(self):
+        # No pid file names it (a privileged daemon the agent started).
+        self.useFixture(fixtures.MonkeyPatch(
+            'tests.cloud.aio.devstack', lambda *a: None))
+        pid, _ = self._process()
+        said = []
+        self.useFixture(fixtures.MonkeyPatch('tests.cloud.aio.say',
+                                             said.append))
+        self.assertIn(pid, aio.leftovers(self.state.root))
+        aio.down(self.state)
+        self.assertTrue(self._gone(pid))
+        self.assertTrue(any('pid %d' % pid in s for s in said), said)
+        self.assertEqual({}, aio.leftovers(self.state.root))
+
+    def test_the_caller_is_not_a_leftover(self):
+        # This test process's own command line does not name the root,
+        # but its ancestors' might: none of them is ever swept.
+        self.assertNotIn(os.getpid(), aio.leftovers('/'))
+        self.assertNotIn(os.getppid(), aio.leftovers('/'))
