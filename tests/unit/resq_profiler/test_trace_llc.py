@@ -42,14 +42,23 @@ def _trace(packets, insns=10):
 
 class SimulatorTestBase(base.TestCase):
 
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # A private cache (one build a class) keeps the tests off the
+        # user's.
+        cls.cache = tempfile.mkdtemp(prefix='resq-trace-test-')
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.cache, ignore_errors=True)
+        super().tearDownClass()
+
     def setUp(self):
         super().setUp()
         why = build.missing_compiler()
         if why:
             self.skipTest('the simulator is C: %s' % why)
-        # A private cache keeps the tests off the user's.
-        self.cache = tempfile.mkdtemp(prefix='resq-trace-test-')
-        self.addCleanup(shutil.rmtree, self.cache, ignore_errors=True)
 
     def llc(self, geometry, members=1):
         return llc.LLC(geometry, members=members, directory=self.cache)
