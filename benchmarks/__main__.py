@@ -35,6 +35,7 @@ BENCHMARKS = {
     'prediction': 'benchmarks.prediction',
     'ondemand': 'benchmarks.ondemand',
     'seeds': 'benchmarks.seeds',
+    'trace': 'benchmarks.trace',
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

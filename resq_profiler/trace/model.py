@@ -258,20 +258,29 @@ def member_names(members):
     return out
 
 
+def _seeds(members, seed):
+    seen, out = {}, []
+    for m in members:
+        name = get(m).name
+        out.append(seed + seen.get(name, 0))
+        seen[name] = seen.get(name, 0) + 1
+    return out
+
+
 def shared(members, ways, seed=0, packets=DEFAULT_PACKETS, cache_dir=None,
            platform=None, policy='lru'):
     """The members of a mix sharing one class of ways ``0 .. ways-1``.
 
-    Member ``i`` runs its own trace, drawn with ``seed + i`` (its own
-    table and flows), on its own core. Returns ``{member: counts}`` as
-    :func:`solo` does.
+    Each member runs on its own core. The first instance of an NF runs
+    its trace of ``seed``, a second one ``seed + 1`` (its own table and
+    flows), and so on. Returns ``{member: counts}`` as :func:`solo`
+    does.
     """
     ways = _check_ways(ways, platform)
     if not members:
         raise ValueError('a mix needs at least one member')
     keys = member_names(members)
-    out = _simulate([get(m).name for m in members],
-                    [seed + i for i in range(len(members))],
+    out = _simulate([get(m).name for m in members], _seeds(members, seed),
                     [llc.way_mask(0, ways)] * len(members), packets,
                     cache_dir, platform, policy)
     return dict(zip(keys, out))
@@ -286,8 +295,9 @@ def shared_slowdown(members, ways, seed=0, packets=DEFAULT_PACKETS,
     """
     mix = shared(members, ways, seed, packets, cache_dir, platform, policy)
     out = {}
+    seeds = _seeds(members, seed)
     for i, (key, doc) in enumerate(mix.items()):
-        alone = solo(members[i], ways, packets, seed + i, cache_dir,
+        alone = solo(members[i], ways, packets, seeds[i], cache_dir,
                      platform, policy)
         out[key] = doc['cycles_per_packet'] / alone['cycles_per_packet']
     return out
