@@ -187,6 +187,14 @@ def main(argv):
         'instructions_per_packet': insns,
         'occupancy_mb': occupancy,
         'relative_throughput_one_way': relative,
+        # The catalog's figures for the same NFs (ResQ Table 1 and this
+        # project's calibration), for the docs to set beside.
+        'catalog': {n: {
+            'relative_throughput_one_way':
+                catalog.get(n).relative_throughput_one_way,
+            'l3_refs_per_packet': catalog.get(n).l3_refs_per_packet,
+            'working_set_mb': catalog.get(n).working_set_mb,
+            'sensitivity': catalog.get(n).sensitivity} for n in args.nfs},
         'random_misses_per_packet': policy,
         'shared_slowdown': mixes,
         'cycle_model': dict(zip(('cpi', 't_l2', 't_llc', 't_mem'),

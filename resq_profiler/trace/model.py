@@ -33,14 +33,16 @@ the second pass finds the lines the first left, as a steady state would).
              + LLC misses * T_MEM
 
 The instructions are the NF's own (the tracer counts them); CPI is the
-cost of an instruction whose data is in L1 (0.5: IPC 2, about the IPC
-ResQ Table 1 reports for the NFs that rarely miss, 1.5-3.3). The
+cost of an instruction whose data is in L1, a stated choice of 0.5 (IPC
+2; ResQ Table 1's IPCs, memory stalls included, range 0.59-3.31 with a
+median of 1.61). The
 latencies are unloaded ones measured on a Broadwell-EP Xeon (E5-2699 v4,
 the same die as ResQ's E5-2695 v4) with LMBench: L2 12-15 cycles, L3
-38-51 cycles, DRAM about 95 ns (AnandTech, "Intel Skylake-EP vs AMD EPYC
-7000", memory subsystem latency, 2017); T_MEM is 95 ns at the platform's
-clock. Every miss is paid in full: no memory-level parallelism, no
-prefetching, no queueing at the memory controller.
+38-51 cycles, DRAM about 95 ns (AnandTech, "Sizing Up Servers: Intel's
+Skylake-SP Xeon versus AMD's EPYC 7000", 2017, memory subsystem latency);
+T_MEM is 95 ns at the platform's clock. Every miss is paid in full: no
+memory-level parallelism, no prefetching, no queueing at the memory
+controller.
 """
 
 import dataclasses
