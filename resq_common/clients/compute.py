@@ -365,6 +365,15 @@ class ComputeClient:
                                                  m.get('id') or 0),
                       reverse=True)
 
+    def list_migrations(self):
+        """Every migration Nova lists (those of servers that exist).
+
+        All types and statuses, all pages (2.59+: with ``uuid``).
+        """
+        return self._pages('/os-migrations', 'migrations',
+                           microversion=OPTIMIZER_MICROVERSION,
+                           marker_key='uuid')
+
     def instance_actions(self, server_id):
         """The server's instance actions (``action``, ``request_id``, ...)."""
         return self._call('GET', '/servers/%s/os-instance-actions'
@@ -392,6 +401,15 @@ class ComputeClient:
     def get_server(self, server_id, microversion=MICROVERSION):
         return self._call('GET', '/servers/%s' % server_id,
                           microversion=microversion)['server']
+
+    def find_server(self, server_id):
+        """The server, or None when Nova has none of that id (404)."""
+        try:
+            return self.get_server(server_id)
+        except ComputeError as exc:
+            if exc.status_code == 404:
+                return None
+            raise
 
     def wait_for_server(self, server_id, timeout):
         """Poll until the server is ACTIVE or ERROR, or ``timeout`` passes.

@@ -34,6 +34,7 @@ MV_NESTED = '1.14'                 # parent_provider_uuid, in_tree
 MV_ALLOCATIONS = '1.28'            # consumer generation in allocations
 MV_ERROR_CODES = '1.23'            # 409s say placement.concurrent_update
 MV_CANDIDATES = '1.34'             # suffixed groups (1.33), mappings (1.34)
+MV_CONSUMER_TYPE = '1.38'          # consumer_type (INSTANCE, MIGRATION)
 GENERATION_RETRIES = 5
 CONFLICT_CODE = 'placement.concurrent_update'
 # Placement's 400 for a resource class it does not know.
@@ -207,6 +208,40 @@ class PlacementClient:
                           MV_ALLOCATIONS)
         return {rp: alloc['resources']
                 for rp, alloc in body.get('allocations', {}).items()}
+
+    def get_consumer(self, consumer_uuid):
+        """A consumer's allocations with its type, or None if it holds none.
+
+        :returns: ``{'allocations': {provider: {class: amount}},
+            'consumer_type': 'INSTANCE' | 'MIGRATION' | ..., 'project_id',
+            'user_id', 'consumer_generation'}``.
+        """
+        body = self._call('GET', '/allocations/%s' % consumer_uuid,
+                          MV_CONSUMER_TYPE)
+        if not body.get('allocations'):
+            return None
+        return dict(body, allocations={
+            rp: alloc['resources']
+            for rp, alloc in body['allocations'].items()})
+
+    def delete_allocations(self, consumer_uuid, generation):
+        """Remove every allocation of a consumer, if it did not change.
+
+        One ``PUT /allocations/{consumer}`` with no allocation and the
+        consumer generation read before, so a consumer someone changed
+        since is left alone.
+
+        :raises Conflict: the consumer changed (or was made) meanwhile.
+        """
+        body = self._call('GET', '/allocations/%s' % consumer_uuid,
+                          MV_ALLOCATIONS)
+        if not body.get('allocations'):
+            return
+        self._call('PUT', '/allocations/%s' % consumer_uuid,
+                   MV_ALLOCATIONS, {
+                       'allocations': {}, 'project_id': body['project_id'],
+                       'user_id': body['user_id'],
+                       'consumer_generation': generation}, ok=(204,))
 
     def move_resources(self, consumer_uuid, from_rp, to_rp, classes,
                        retries=3):

@@ -198,6 +198,28 @@ def _repair(conf):
     return 0 if all(r['outcome'] == repair.DONE for r in results) else 2
 
 
+def _audit(conf):
+    from resq_nova.optimizer import orphans
+
+    dry = conf.command.dry_run
+    results = _optimizer(conf).audit(
+        release=False if dry else None,
+        why_not='--dry-run' if dry else None)
+    if not results:
+        print('nothing to release: every consumer holding LLC ways is a '
+              'server Nova lists')
+    for r in results:
+        held = '; '.join('%s on %s' % (', '.join(
+            '%s=%s' % kv for kv in sorted(res.items())), rp)
+            for rp, res in sorted(r['held'].items()))
+        outcome = r['outcome']
+        if dry and outcome == orphans.KEPT and 'migration' not in r:
+            outcome = 'would be released'
+        print('%s: %s (%s): %s' % (r['consumer'], outcome, r['detail'],
+                                   held), flush=True)
+    return 2 if any(r['outcome'] == orphans.FAILED for r in results) else 0
+
+
 def _enable_freed(conf):
     results = _optimizer(conf).enable_freed(
         count=conf.command.count, why='asked on the command line')
@@ -266,6 +288,14 @@ def _add_parsers(subparsers):
     p.add_argument('--count', type=positive, default=None, metavar='N',
                    help='enable at most this many (default: all)')
     p.set_defaults(func=_enable_freed)
+    p = subparsers.add_parser(
+        'audit', help='release the Placement allocations of migrations '
+        'whose server was deleted and that still hold LLC ways (what Nova '
+        'leaves after a move it gave up on); migrations Nova lists are '
+        'only shown')
+    p.add_argument('--dry-run', action='store_true',
+                   help='show what would be released, release nothing')
+    p.set_defaults(func=_audit)
     p = subparsers.add_parser('run', help='run the optimizer service')
     p.set_defaults(func=_run)
 

@@ -227,6 +227,27 @@ ALL_OPTS = [
                      'default: each round only logs how many such servers '
                      'there are, and an operator moves them with '
                      '"resq-optimizer repair". Independent of apply.'),
+    cfg.BoolOpt('release_orphaned_migrations',
+                mutable=True,
+                default=True,
+                help='Whether the optimizer\'s migration audit deletes the '
+                     'Placement allocations of migrations whose server was '
+                     'deleted (Nova\'s migration list no longer names '
+                     'them) and that still hold LLC ways: what Nova leaves '
+                     'when it gave up on a move ("too late to rollback", '
+                     'e.g. the source\'s libvirtd lost during a live '
+                     'migration), which only "nova-manage placement audit '
+                     '--delete" frees otherwise. Off: each audit logs them '
+                     'and frees nothing. Migrations Nova still lists are '
+                     'never touched.'),
+    cfg.IntOpt('audit_interval',
+               default=300, min=0,
+               help='Seconds between two migration audits of "resq-optimizer '
+                    'run" (see release_orphaned_migrations), on a timer of '
+                    'their own beside the planning rounds. Each reads every '
+                    'cache domain\'s allocations from Placement and Nova\'s '
+                    'migration list. 0: no audit in the service '
+                    '("resq-optimizer audit" still runs one).'),
     cfg.Opt('repair_window',
             mutable=True,
             type=WindowType(),

@@ -45,7 +45,15 @@ class OptimizerCollector:
                                 'migrations of applied or failed plans '
                                 'that completed.')
         moves.add_metric([], figures.get('moves_done', 0))
-        yield from (plans, freed, moves)
+        orphans = metrics.counter(
+            'resq_optimizer_migration_allocations', 'Migration consumers '
+            'holding LLC ways that audits found: released (their server '
+            'was deleted), kept (Nova lists the migration, or release is '
+            'off) or failed (Placement refused the release).', ['outcome'])
+        for outcome in ('released', 'kept', 'failed'):
+            orphans.add_metric([outcome],
+                               figures.get('migrations_' + outcome, 0))
+        yield from (plans, freed, moves, orphans)
         yield from self._last_round()
         yield from metrics.dependency_families()
 

@@ -37,6 +37,7 @@ from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
 from resq_nova.optimizer import notifier as notifier_mod
 from resq_nova.optimizer import planner
+from resq_nova.optimizer import orphans as orphans_mod
 from resq_nova.optimizer import repair as repair_mod
 from resq_nova.optimizer import snapshot as snap_mod
 from resq_nova.optimizer import store as store_mod
@@ -497,6 +498,37 @@ class Optimizer:
                             '%s on %s' % (r.get('server_uuid'), r.get('host'))
                             for r in waiting)))
 
+    def audit(self, release=None, why_not=None):
+        """Release the allocations of deleted servers' migrations.
+
+        See :mod:`resq_nova.optimizer.orphans`. ``release`` overrides
+        ``[resq_optimizer] release_orphaned_migrations`` (the command's
+        ``--dry-run``), ``why_not`` the reason then logged.
+
+        :returns: one record per migration consumer holding LLC ways.
+        """
+        if release is None:
+            release = self.opts.release_orphaned_migrations
+        kw = {'why_not': why_not} if why_not else {}
+        results = orphans_mod.Auditor(self.placement, self.compute,
+                                      release=release, **kw).run()
+        for r in results:
+            self.figures['migrations_' + r['outcome']] += 1
+        return results
+
+    def audit_tick(self):
+        """The service's audit, every ``audit_interval`` s; never raises."""
+        if self.stopping.is_set():
+            return None
+        try:
+            return self.audit()
+        except exception.ResQException as exc:
+            LOG.error('Migration allocation audit failed: %s; retrying in '
+                      '[resq_optimizer] audit_interval', exc)
+        except Exception:
+            LOG.exception('Migration allocation audit failed unexpectedly')
+        return None
+
     def tick(self):
         """One round of the service: recover, repair, plan; apply if set.
 
@@ -599,6 +631,9 @@ RPC_STOP_TIMEOUT = 5
 def make_service(conf, optimizer):
     """An oslo.service service running ``optimizer.tick`` periodically.
 
+    And ``optimizer.audit_tick`` every ``[resq_optimizer] audit_interval``
+    seconds (none when 0).
+
     It serves the optimizer's Prometheus metrics from the process that
     runs the rounds (oslo.service's worker), and the agents' on-demand
     escalations on ``[resq_optimizer] rpc_topic``
@@ -622,6 +657,12 @@ def make_service(conf, optimizer):
             self.metrics_server = serve_metrics(conf, optimizer)
             self.tg.add_timer(conf.resq_optimizer.interval, optimizer.tick,
                               initial_delay=0)
+            if conf.resq_optimizer.audit_interval and \
+                    optimizer.placement is not None:
+                self.tg.add_timer(conf.resq_optimizer.audit_interval,
+                                  optimizer.audit_tick,
+                                  initial_delay=conf.resq_optimizer
+                                  .audit_interval)
             if optimizer.placement is not None:
                 import oslo_messaging
 

@@ -1464,8 +1464,16 @@ def leftovers(root):
 
 
 def _sweep(state):
-    """Stop what ``down`` left of the cloud, saying what it was."""
+    """Stop what ``down`` left of the cloud, saying what it was.
+
+    What is on its way out (the shared instances path's FUSE process
+    after its unmount) is given a few seconds first.
+    """
+    deadline = time.monotonic() + 5
     found = leftovers(state.root)
+    while found and time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = leftovers(state.root)
     if not found:
         return {}
     for pid, cmd in sorted(found.items()):
