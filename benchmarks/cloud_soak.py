@@ -174,6 +174,12 @@ def host_rss(rss, hosts, fuse=None):
     return per
 
 
+def errored_servers(inv):
+    """``{uuid: host}`` of the servers Nova shows in ERROR."""
+    return {sid: s.get('host') for sid, s in sorted(inv['servers'].items())
+            if s.get('status') == 'ERROR'}
+
+
 def summarize(faults_done, checks, actions, extra):
     """The figures of a soak (the JSON line's object)."""
     def worst(key, records):
@@ -198,6 +204,8 @@ def summarize(faults_done, checks, actions, extra):
         [r.get('unpartitioned') or 0 for r in checks]
         + [r.get('final_unpartitioned') or 0 for r in checks] + [0])
     figures['partitioned_twice_max'] = worst('doubles', checks)
+    # Not a target: Nova's doing, reported beside the targets.
+    figures['servers_in_error_max'] = worst('in_error', checks)
     # The faults' effect: servers a killed agent left unpartitioned until
     # it was started again (0 everywhere would mean the fault bit nothing).
     figures['unpartitioned_before_repair_max'] = worst(
@@ -904,16 +912,23 @@ class Soak:
         problems = []
         deadline = time.monotonic() + limit_s
         result = {'final_unpartitioned': None, 'doubles': None,
-                  'leaks': {}, 'leak_detail': {}}
+                  'leaks': {}, 'leak_detail': {}, 'in_error': None}
         while True:
             inv = self._inventory(problems)
             if inv is not None:
-                busy = set(skip) | self.in_flight()
+                # Servers Nova put in ERROR (a move it gave up on: the
+                # guest may be on either host, or both) are Nova's to
+                # settle: counted and named, their partitions and what
+                # they hold judged once the soak has deleted them.
+                errored = errored_servers(inv)
+                busy = set(skip) | self.in_flight() | set(errored)
                 parts = fm.partition_problems(inv, skip=busy)
                 doubles = fm.double_partitions(inv, skip=busy)
                 found = fm.leaks(inv, skip=busy)
                 counts = fm.leak_counts(found)
                 result.update(
+                    in_error=len(errored),
+                    in_error_detail=dict(list(errored.items())[:5]),
                     final_unpartitioned=len(parts), doubles=len(doubles),
                     leaks=counts,
                     leak_detail={k: v[:5] for k, v in found.items()

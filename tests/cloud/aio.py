@@ -805,13 +805,13 @@ def nova_conf(state, accel):
                     # A libvirt domain whose instance Nova deleted
                     # (a delete while libvirtd restarted, a local delete
                     # while nova-compute was down) is destroyed by
-                    # nova-compute's periodic task within a minute and
+                    # nova-compute's periodic task within 20 s and
                     # logged ("... marked as DELETED but still present on
                     # host"), not after Nova's default half hour; the soak
                     # counts those lines (reaped_domains). See
                     # doc/source/admin/troubleshooting.rst.
                     'running_deleted_instance_action': 'reap',
-                    'running_deleted_instance_poll_interval': 60,
+                    'running_deleted_instance_poll_interval': 20,
                     'running_deleted_instance_timeout': 0},
         'api': {'auth_strategy': 'keystone'},
         'wsgi': {'api_paste_config': os.path.join(
@@ -930,6 +930,9 @@ def node_env(state, node):
         # Occupancy alone reaches the host report within 10 heartbeats:
         # 50 s here, not the default's 10 minutes (test_agent waits).
         'RESQ_HOST_REPORT_INTERVAL': '5',
+        # A deleted server's abandoned migration releases its ways within
+        # 20 s (the soak's checks wait 60 s for leaks to go).
+        'RESQ_OPTIMIZER_AUDIT_INTERVAL': '20',
         'FAKE_DEVSTACK_CALLS': state.path('logs', node, 'devstack.calls'),
         'FAKE_DEVSTACK_BIN': BIN,
         'AIO_RUN_DIR': state.path('run', node),

@@ -279,6 +279,59 @@ class LeaksTest(base.TestCase):
         self.assertIsNone(self.counts(inv)['plans_applying'])
 
 
+class ErrorServerTest(base.TestCase):
+    """A server Nova put in ERROR mid-migration is counted, not judged."""
+
+    def soak(self, inv):
+        soak = cloud_soak.Soak(None, None, type('O', (), {'seed': 1})())
+        soak._inventory = lambda problems: inv
+        soak._refresh = lambda inv: None
+        return soak
+
+    def abandoned(self):
+        # S1 in ERROR on aio-1 (Nova's host); its guest also on aio-2,
+        # paused, partitioned by the server's allocation there; the
+        # migration's allocation on aio-1.
+        inv = inventory()
+        llc2 = cache_domain.provider_uuid(NODE2, 0)
+        inv['servers'][S1]['status'] = 'ERROR'
+        inv['allocations'][MIG] = inv['allocations'].pop(S1)
+        inv['allocations'][S1] = {NODE2: {'PCPU': 1},
+                                  llc2: {'CUSTOM_LLC_WAY': 3}}
+        inv['hosts']['aio-2']['groups']['resq-cos1'] = {
+            'l3': {0: 0x7}, 'cpus': [1], 'mons': {'resq-' + S1: [1]}}
+        inv['hosts']['aio-2']['domains'][S1] = {'active': False,
+                                                 'pinned': [1]}
+        return inv
+
+    def test_counted_and_named_not_judged(self):
+        inv = self.abandoned()
+        self.assertTrue(faults.double_partitions(inv))
+        result = self.soak(inv).settle_check(0)
+        self.assertEqual((1, {S1: 'aio-1'}),
+                         (result['in_error'], result['in_error_detail']))
+        self.assertEqual(0, result['doubles'])
+        self.assertEqual(0, result['final_unpartitioned'])
+        self.assertEqual(0, result['leaks']['groups'])
+        self.assertEqual(0, result['leaks']['domains'])
+
+    def test_once_deleted_what_it_left_is_a_leak(self):
+        inv = self.abandoned()
+        del inv['servers'][S1]
+        result = self.soak(inv).settle_check(0)
+        self.assertEqual(0, result['in_error'])
+        self.assertGreater(result['leaks']['groups'], 0)
+        self.assertGreater(result['leaks']['domains'], 0)
+        self.assertGreater(result['leaks']['allocations'], 0)
+
+    def test_summarized_beside_the_targets(self):
+        checks = [{'in_error': 2, 'doubles': 0}, {'in_error': None}]
+        figures = cloud_soak.summarize([], checks, {
+            a: {'ok': 0, 'failed': 0, 'seconds': []}
+            for a in cloud_soak.ACTIONS}, {})
+        self.assertEqual(2, figures['servers_in_error_max'])
+
+
 class Proc:
 
     def __init__(self, returncode=0, stdout='', stderr=''):

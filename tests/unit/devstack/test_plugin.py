@@ -570,6 +570,16 @@ class PluginTest(base.TestCase):
         agent = parse_ini(os.path.join(self.ds.conf_dir, 'resq-agent.conf'))
         self.assertNotIn('host_report_interval', agent['resq_agent'])
 
+    def test_optimizer_audit_interval_only_when_set(self):
+        ds = self.useFixture(Devstack(RESQ_OPTIMIZER_AUDIT_INTERVAL='20'))
+        ds.run(POST_CONFIG)
+        opt = parse_ini(os.path.join(ds.conf_dir, 'resq-optimizer.conf'))
+        self.assertEqual(['20'], opt['resq_optimizer']['audit_interval'])
+        self.ds.run(POST_CONFIG)
+        opt = parse_ini(os.path.join(self.ds.conf_dir,
+                                     'resq-optimizer.conf'))
+        self.assertNotIn('audit_interval', opt['resq_optimizer'])
+
     def _plan(self, ds=None):
         """The plan resq-admit prints for the default example term."""
         ds = ds or self.ds
