@@ -36,8 +36,8 @@ from resq_nova.optimizer import actions as actions_mod
 from resq_nova.optimizer import collect
 from resq_nova.optimizer import execute
 from resq_nova.optimizer import notifier as notifier_mod
-from resq_nova.optimizer import planner
 from resq_nova.optimizer import orphans as orphans_mod
+from resq_nova.optimizer import planner
 from resq_nova.optimizer import repair as repair_mod
 from resq_nova.optimizer import snapshot as snap_mod
 from resq_nova.optimizer import store as store_mod

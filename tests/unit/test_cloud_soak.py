@@ -300,8 +300,8 @@ class ErrorServerTest(base.TestCase):
                                   llc2: {'CUSTOM_LLC_WAY': 3}}
         inv['hosts']['aio-2']['groups']['resq-cos1'] = {
             'l3': {0: 0x7}, 'cpus': [1], 'mons': {'resq-' + S1: [1]}}
-        inv['hosts']['aio-2']['domains'][S1] = {'active': False,
-                                                 'pinned': [1]}
+        inv['hosts']['aio-2']['domains'][S1] = {
+            'active': False, 'pinned': [1]}
         return inv
 
     def test_counted_and_named_not_judged(self):
