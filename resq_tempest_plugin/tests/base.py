@@ -301,6 +301,21 @@ class PartitionChecks:
         self.wait_for(check, 'server %s holds nothing in Placement'
                       % server_id)
 
+    def migration_uuids(self, server_id):
+        """The uuids of the server's migrations (Placement consumers)."""
+        return [m['uuid'] for m in self.migrations_client.list_migrations(
+            instance_uuid=server_id)['migrations']]
+
+    def wait_for_nothing_held(self, server_id, consumers=()):
+        """Wait until nothing anywhere is the server's.
+
+        No group of any host names it, and neither it nor any of
+        ``consumers`` (its migrations) holds anything in Placement.
+        """
+        self.wait_for_release(server_id)
+        for consumer in (server_id,) + tuple(consumers):
+            self.wait_for_no_allocation(consumer)
+
 
 class ResQScenarioTest(PartitionChecks, test.BaseTestCase):
     """Admin clients, the compute hosts, and helpers to admit terms."""
@@ -353,6 +368,7 @@ class ResQScenarioTest(PartitionChecks, test.BaseTestCase):
         cls.services_client = admin.services_client
         cls.hypervisor_client = admin.hypervisor_client
         cls.placement_client = admin.placement_client
+        cls.migrations_client = admin.migrations_client
         cls.providers_client = admin.resource_providers_client
         params = config.service_client_config()
         params.update(build_interval=CONF.compute.build_interval,

@@ -15,7 +15,8 @@ Stopped, the guest holds its ways in Placement but no resctrl group (a
 group partitions running CPUs); started or rebooted, it is partitioned
 again; resized to another ResQ flavor, it is partitioned with the new
 ways where it runs and released where it ran; shelved and offloaded it
-holds nothing; deleted, nothing is left behind.
+holds nothing; deleted (after a resize too, confirmed or not), nothing is
+left behind, its migrations' allocations included.
 """
 
 from tempest.common import compute
@@ -82,6 +83,31 @@ class LifecycleTest(base.ResQScenarioTest):
                                     if h != after['host']])
         self.assertEqual({after['provider']: ways},
                          self.llc_allocations(sid))
+        # Deleted after the resize: nothing of it or of its resize's
+        # migration is left anywhere.
+        migrations = self.migration_uuids(sid)
+        self.assertTrue(migrations)
+        self.delete_server(sid)
+        self.wait_for_nothing_held(sid, migrations)
+
+    @decorators.attr(type='slow')
+    @decorators.idempotent_id('0f6c2b8e-5d1a-4c3e-9b7f-2a4d6e8c1b39')
+    def test_delete_while_resize_awaits_confirmation(self):
+        # Nova confirms the resize as part of the delete: the source's
+        # allocation (the migration's) and the destination's both go, and
+        # no host keeps a group.
+        if not CONF.compute_feature_enabled.resize:
+            raise self.skipException('[compute-feature-enabled] resize is '
+                                     'False')
+        server, facts = self.admitted_server()
+        sid = server['id']
+        flavor, ways = self.resq_flavor(exclude_ways={facts['ways']})
+        self.servers_client.resize_server(sid, flavor['id'])
+        self._wait(sid, 'VERIFY_RESIZE')
+        migrations = self.migration_uuids(sid)
+        self.assertTrue(migrations)
+        self.delete_server(sid)
+        self.wait_for_nothing_held(sid, migrations)
 
     @decorators.attr(type='slow')
     @decorators.idempotent_id('5d393230-92fe-4bc1-9d66-1a80655b3205')
