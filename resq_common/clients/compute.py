@@ -260,14 +260,21 @@ class ComputeClient:
 
     # -- what the optimizer reads and does ----------------------------------
     def _pages(self, url, key, microversion=MICROVERSION, limit=1000,
-               marker_key='id', offset=False):
+               marker_key='id', offset=False, until_empty=False,
+               max_items=None):
         """Every item of a paginated list.
 
         Pages by ``limit`` and ``marker`` (the last item's ``marker_key``),
         or by ``limit`` and ``offset``. Nova caps ``limit`` at its ``[api]
         max_limit`` without saying so, so a page is the last only when it
         is empty or shorter than the first one: a list that fits in one
-        page costs one more (empty) request, and none is cut short.
+        page costs one more (empty) request, and none is cut short. With
+        ``until_empty`` only an empty page ends the list (Nova drops
+        duplicates of cross-cell migrations from a page after applying
+        the limit, so a short page is not the last); a marker seen twice
+        ends it with an error, and so do more than ``max_items`` items.
+
+        :raises ComputeError: the list cannot be read whole.
         """
         items = []
         marker = None
@@ -281,10 +288,16 @@ class ComputeClient:
                 page += '&marker=%s' % parse.quote(str(marker), safe='')
             batch = self._call('GET', page, microversion=microversion)[key]
             items.extend(batch)
+            if max_items is not None and len(items) > max_items:
+                raise ComputeError('%s lists more than %d items; not read '
+                                   'whole' % (url, max_items))
             if first is None:
                 first = len(batch)
-            if not batch or len(batch) < first:
+            if not batch or (len(batch) < first and not until_empty):
                 return items
+            if until_empty and batch[-1][marker_key] == marker:
+                raise ComputeError('%s repeats its page after marker %s'
+                                   % (url, marker))
             marker = batch[-1][marker_key]
 
     def list_all_servers(self):
@@ -365,14 +378,43 @@ class ComputeClient:
                                                  m.get('id') or 0),
                       reverse=True)
 
-    def list_migrations(self):
+    def list_migrations(self, max_items=None):
         """Every migration Nova lists (those of servers that exist).
 
-        All types and statuses, all pages (2.59+: with ``uuid``).
+        All types and statuses, all pages (2.59+: with ``uuid``), up to an
+        empty page. Nova leaves out the migrations of a cell it cannot
+        reach without saying so: see :meth:`down_cell_services`.
+
+        :raises ComputeError: more than ``max_items``, or a page repeated.
         """
         return self._pages('/os-migrations', 'migrations',
                            microversion=OPTIMIZER_MICROVERSION,
-                           marker_key='uuid')
+                           marker_key='uuid', until_empty=True,
+                           max_items=max_items)
+
+    def down_cell_services(self):
+        """The services of cells Nova cannot reach (status UNKNOWN, 2.69+).
+
+        While any is, Nova's lists leave that cell's records out.
+        """
+        return [s for s in self._call(
+            'GET', '/os-services', microversion=OPTIMIZER_MICROVERSION)[
+                'services'] if s.get('status') == 'UNKNOWN']
+
+    def is_admin(self):
+        """Whether the token carries the admin role; None: no Keystone.
+
+        Nova answers ``GET /servers/{id}`` of another project's server
+        with 404 unless the caller is admin.
+        """
+        try:
+            session = self._adapter.session
+            access = self._adapter.auth.get_access(session) \
+                if self._adapter.auth is not None \
+                else session.auth.get_access(session)
+        except (AttributeError, ks_exc.MissingAuthPlugin):
+            return None
+        return 'admin' in [r.lower() for r in access.role_names]
 
     def instance_actions(self, server_id):
         """The server's instance actions (``action``, ``request_id``, ...)."""

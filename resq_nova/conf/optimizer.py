@@ -231,15 +231,18 @@ ALL_OPTS = [
                 mutable=True,
                 default=True,
                 help='Whether the optimizer\'s migration audit deletes the '
-                     'Placement allocations of migrations whose server was '
-                     'deleted (Nova\'s migration list no longer names '
-                     'them) and that still hold LLC ways: what Nova leaves '
+                     'Placement allocations of consumers holding LLC ways '
+                     'that Nova lists neither as a server nor as a '
+                     'migration, in two audits in a row (the migrations '
+                     'of deleted servers): what Nova leaves '
                      'when it gave up on a move ("too late to rollback", '
                      'e.g. the source\'s libvirtd lost during a live '
                      'migration), which only "nova-manage placement audit '
                      '--delete" frees otherwise. Off: each audit logs them '
                      'and frees nothing. Migrations Nova still lists are '
-                     'never touched.'),
+                     'never touched, and nothing is released while a cell '
+                     'is down or when the [nova] credentials lack the '
+                     'admin role.'),
     cfg.IntOpt('audit_interval',
                default=300, min=0,
                help='Seconds between two migration audits of "resq-optimizer '

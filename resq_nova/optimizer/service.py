@@ -78,6 +78,9 @@ class Optimizer:
         # Set when the service is told to stop (SIGTERM): no round, repair
         # or plan application starts after it.
         self.stopping = threading.Event()
+        # Consumers the migration audit found orphaned, kept between its
+        # passes: {consumer: (generation, first seen)}.
+        self.audit_seen = {}
 
     def reload_conf(self):
         """Read again the mutable options kept as parsed values.
@@ -498,20 +501,26 @@ class Optimizer:
                             '%s on %s' % (r.get('server_uuid'), r.get('host'))
                             for r in waiting)))
 
-    def audit(self, release=None, why_not=None):
+    def audit(self, release=None, why_not=None, min_age=0.0):
         """Release the allocations of deleted servers' migrations.
 
         See :mod:`resq_nova.optimizer.orphans`. ``release`` overrides
         ``[resq_optimizer] release_orphaned_migrations`` (the command's
-        ``--dry-run``), ``why_not`` the reason then logged.
+        ``--dry-run``), ``why_not`` the reason then logged. A consumer is
+        released once judged orphaned ``min_age`` seconds before (the
+        service: ``audit_interval``; an operator's one-shot audit: 0).
 
-        :returns: one record per migration consumer holding LLC ways.
+        :returns: one record per consumer holding LLC ways that is no
+            server.
         """
         if release is None:
             release = self.opts.release_orphaned_migrations
         kw = {'why_not': why_not} if why_not else {}
-        results = orphans_mod.Auditor(self.placement, self.compute,
-                                      release=release, **kw).run()
+        results = orphans_mod.Auditor(
+            self.placement, self.compute, release=release,
+            seen=self.audit_seen, min_age=min_age,
+            max_migrations=orphans_mod.MAX_MIGRATIONS,
+            stopping=self.stopping.is_set, **kw).run()
         for r in results:
             self.figures['migrations_' + r['outcome']] += 1
         return results
@@ -521,7 +530,7 @@ class Optimizer:
         if self.stopping.is_set():
             return None
         try:
-            return self.audit()
+            return self.audit(min_age=self.opts.audit_interval / 2.0)
         except exception.ResQException as exc:
             LOG.error('Migration allocation audit failed: %s; retrying in '
                       '[resq_optimizer] audit_interval', exc)

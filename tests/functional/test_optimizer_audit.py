@@ -12,6 +12,7 @@ still lists.
 import time
 
 import fixtures
+from nova.tests import fixtures as nova_fixtures
 from nova.tests.fixtures import libvirt as fakelibvirt
 
 from resq_nova.optimizer import orphans
@@ -147,6 +148,17 @@ class MigrationAuditTest(test_optimizer.OptimizerTestBase):
         self.assertEqual(orphans.FAILED, failed['outcome'])
         self.assertEqual(3, self.usage('host1'))
 
+    def test_the_service_releases_only_what_two_audits_found(self):
+        server, migration = self.abandon(self.boot('host1', ways=3))
+        self._delete_server(server)
+        (first,) = self.optimizer.audit(min_age=3600)
+        self.assertEqual(orphans.KEPT, first['outcome'])
+        self.assertIn('released if still so in', first['detail'])
+        self.assertEqual(3, self.usage('host1'))
+        (second,) = self.optimizer.audit(min_age=0)
+        self.assertEqual(orphans.RELEASED, second['outcome'])
+        self.assertEqual(0, self.usage('host1'))
+
     def test_the_service_audits_on_its_own_timer(self):
         server, migration = self.abandon(self.boot('host1', ways=3))
         self._delete_server(server)
@@ -160,3 +172,39 @@ class MigrationAuditTest(test_optimizer.OptimizerTestBase):
                 break
             time.sleep(0.1)
         self.assertEqual(0, self.usage('host1'))
+
+
+class DownCellAuditTest(test_optimizer.OptimizerTestBase):
+    """While a cell is down Nova's lists leave it out: nothing released."""
+
+    NUMBER_OF_CELLS = 2
+
+    def setUp(self):
+        super().setUp()
+        self.rps = {}
+        for host, cell in (('host1', 'cell1'), ('host2', 'cell1'),
+                           ('host3', 'cell2')):
+            self.rps[host] = self.start_resq_compute(host,
+                                                     cell_name=cell)[0]
+
+    def test_a_migration_under_way_in_a_down_cell_is_kept(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'nova.tests.fixtures.libvirt.Domain.abortJob',
+            test_optimizer_edges._abort_job))
+        a = self.boot('host1', ways=3, name='a')
+        self.hang_migration_of.add(a['id'])
+        self.compute.live_migrate(a['id'], 'host2')
+        self._wait_for_migration_status(a, ['running'])
+        (migration,) = self.compute.live_migrations(a['id'])
+        self.addCleanup(self._wait_for_migration_status, a, ['cancelled'])
+        self.addCleanup(self.compute.abort_live_migration, a['id'],
+                        migration['id'])
+        with nova_fixtures.DownCellFixture(
+                down_cell_mappings=[self.cell_mappings['cell1']]):
+            # Nova's list leaves the migration out, without an error.
+            self.assertEqual([], self.compute.list_migrations())
+            (kept,) = self.optimizer.audit()
+        self.assertEqual((migration['uuid'], orphans.KEPT),
+                         (kept['consumer'], kept['outcome']))
+        self.assertIn('Nova cannot reach the cell', kept['detail'])
+        self.assertEqual(3, self.llc_usage(self.rps['host1']))
