@@ -244,13 +244,16 @@ ALL_OPTS = [
                      'is down or when the [nova] credentials lack the '
                      'admin role.'),
     cfg.IntOpt('audit_interval',
-               default=300, min=0,
+               default=3600, min=0,
                help='Seconds between two migration audits of "resq-optimizer '
                     'run" (see release_orphaned_migrations), on a timer of '
-                    'their own beside the planning rounds. Each reads every '
-                    'cache domain\'s allocations from Placement and Nova\'s '
-                    'migration list. 0: no audit in the service '
-                    '("resq-optimizer audit" still runs one).'),
+                    'their own beside the planning rounds; a consumer is '
+                    'released at the second audit in a row that finds it '
+                    'orphaned. Each audit reads every cache domain\'s '
+                    'allocations from Placement (one request per cache '
+                    'domain), Nova\'s migration list and its server list. '
+                    '0: no audit in the service ("resq-optimizer audit" '
+                    'still runs one).'),
     cfg.Opt('repair_window',
             mutable=True,
             type=WindowType(),

@@ -149,11 +149,17 @@ class Auditor:
         blind = self.blind()
         listed = {m.get('uuid'): m for m in self.compute.list_migrations(
             max_items=self.max_migrations)}
+        # One list of every project's servers spares a request per server
+        # holding ways; the others are asked about one by one (a soft-
+        # deleted server, say, is not in the list but is still Nova's).
+        servers = {s['id'] for s in self.compute.list_all_servers()}
         results = []
         orphaned = set()
         for consumer in sorted(held):
             if self.stopping():
                 break
+            if consumer in servers:
+                continue
             migration = listed.get(consumer)
             info = self.placement.get_consumer(consumer)
             if info is None:

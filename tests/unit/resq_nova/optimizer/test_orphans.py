@@ -13,6 +13,8 @@ ROOT = '11111111-1111-4111-8111-111111111111'
 LLC = cache_domain.provider_uuid(ROOT, 0)
 C1 = 'cccccccc-0000-4000-8000-000000000001'
 C2 = 'cccccccc-0000-4000-8000-000000000002'
+# A server Nova's list leaves out but GET /servers/{id} shows.
+HIDDEN = 'cccccccc-0000-4000-8000-00000000000f'
 
 
 class Placement:
@@ -46,6 +48,9 @@ class Compute:
     def list_migrations(self, max_items=None):
         return self.migrations
 
+    def list_all_servers(self):
+        return [{'id': u} for u in sorted(self.servers) if u != HIDDEN]
+
     def find_server(self, uuid):
         return {'id': uuid} if uuid in self.servers else None
 
@@ -67,6 +72,11 @@ class AuditTest(base.TestCase):
         self.assertEqual([(C1, orphans.RELEASED)],
                          [(r['consumer'], r['outcome']) for r in results])
         self.assertEqual([(C1, 4)], p.deleted)
+
+    def test_a_server_only_get_shows_is_kept(self):
+        p = Placement({HIDDEN: 1})
+        self.assertEqual([], self.audit(p, Compute(servers=[HIDDEN])))
+        self.assertEqual([], p.deleted)
 
     def test_a_down_cell_releases_nothing(self):
         p = Placement({C1: 4})
