@@ -14,6 +14,7 @@
 Small runs: a few thousand flows, small tables, a few hundred packets.
 """
 
+import os
 import shutil
 import tempfile
 
@@ -89,6 +90,11 @@ class HarnessTest(base.TestCase):
         # anew): the same records, bit for bit.
         fresh = tempfile.mkdtemp(prefix='resq-trace-harness-')
         self.addCleanup(shutil.rmtree, fresh, ignore_errors=True)
+        # The same builds (they are keyed by their sources), not the trace.
+        shutil.copy2(build.harness(self.cache), fresh)
+        vglib = build.tool(self.cache)
+        shutil.copytree(vglib, os.path.join(fresh, os.path.basename(vglib)),
+                        symlinks=True)
         again = llc.records(model.trace(
             'MazuNAT', packets=PACKETS, seed=0, flows=FLOWS,
             cache_dir=fresh, size=SIZES['MazuNAT']))
