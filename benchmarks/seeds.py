@@ -1,14 +1,17 @@
 """Each comparison paper's headline beside this project's figure (issue 31).
 
-SLOMO inside classes of service (its error against the testbed at 2, 4,
-8 and 20 shared ways, and on I/O-heavy mixes), NFVnice's chains
+SLOMO inside classes of service (its error against the testbed at 2 to
+20 shared ways, and on I/O-heavy mixes, over :data:`SLOMO_SEEDS` seeds:
+each seed trains every catalog NF afresh, its training draws, noise and
+test mixes its own; issue 45), NFVnice's chains
 (throughput with rate-cost shares and backpressure against the default
 scheduler, for control loops of 0.1 to 10 ms), NetContainer's grouping
 (violations of the min-cost flow on miss-ratio curves against
 round-robin, per scenario) and Durner et al.'s scheduler on its own
 objective (the drop of the highest CPU utilisation over 200 runs).
 
-Targets (issue 31): SLOMO's mean absolute error <= 5% at every class size;
+Targets (issue 31): SLOMO's mean absolute error <= 5% at every class size
+(issue 45: on every seed, so judged on the worst seed);
 fewer violations than round-robin on every grouping scenario; NFVnice's
 gain measured at the period the agent sustains and no loss on other
 chains. For NFVnice the benchmark first measures the agent's pass on a
@@ -20,12 +23,88 @@ paper's 3-NF chain (:func:`resq_nova.evaluation.chains.paper_3nf_table`).
 """
 
 import json
+import time
 
 from resq_nova.evaluation import chains
 from resq_nova.evaluation import durner
 from resq_nova.evaluation import grouping
 from resq_nova.evaluation import papers
 from resq_profiler.slomo import accuracy
+
+# Seeds SLOMO's class error is measured over (issue 45: at least 10), and
+# the truths it is judged against (the trace-driven one to come).
+SLOMO_SEEDS = accuracy.SEEDS
+SLOMO_TRUTHS = ('testbed',)
+
+
+def _slomo(seeds=SLOMO_SEEDS, draws=None):
+    """SLOMO's class error over ``seeds`` seeds, per truth, and its time.
+
+    :param draws: training draws per model (default: the training's).
+    """
+    start = time.monotonic()
+    kw = {} if draws is None else {'draws': draws}
+    out = {'testbed': accuracy.over_seeds(
+        seeds, progress=lambda msg: print('    ' + msg, flush=True), **kw)}
+    return out, time.monotonic() - start
+
+
+def _slomo_table(by_truth):
+    """The readable table: per truth and class size, mean and worst."""
+    lines = []
+    for truth_name, doc in by_truth.items():
+        lines.append('SLOMO against the %s: %d seeds, %d training draws of '
+                     '%d contention runs per NF, %d test mixes per seed'
+                     % (truth_name, doc['seeds'], doc['draws'], doc['runs'],
+                        doc['mixes']))
+        lines.append('  %-10s %-9s %-20s %s' % (
+            'ways', 'mean', 'worst seed', 'worst instance (any seed)'))
+        for ways, spread in doc['ways'].items():
+            lines.append('  %-10s %-9s %-20s %s' % (
+                ways, '%.2f%%' % spread['mean'], '%.2f%% (seed %d)' % (
+                    spread['worst_seed'], spread['worst_seed_id']),
+                '%.1f%%' % doc['max_abs_pct'][ways]))
+        if 'io' in doc:
+            spread = doc['io']
+            lines.append('  %-10s %-9s %-20s' % (
+                'I/O-heavy', '%.2f%%' % spread['mean'], '%.2f%% (seed %d)'
+                % (spread['worst_seed'], spread['worst_seed_id'])))
+    return lines
+
+
+SPREAD = ('mean', 'worst_seed', 'worst_seed_id')
+
+
+def _one_draw_figures(by_truth):
+    """The same over models of one training draw (as before draws)."""
+    return {t: {'draws': d['draws'],
+                'class_error_pct': {w: {k: s[k] for k in SPREAD}
+                                    for w, s in d['ways'].items()},
+                'io_error_pct': {k: d['io'][k] for k in SPREAD}}
+            for t, d in by_truth.items()}
+
+
+def _slomo_figures(by_truth):
+    """The JSON line's SLOMO keys, per truth."""
+    spread = SPREAD
+    testbed = by_truth['testbed']
+    return {
+        'seeds': testbed['seeds'],
+        'slomo_class_error_pct': {
+            t: {w: {k: s[k] for k in spread} for w, s in d['ways'].items()}
+            for t, d in by_truth.items()},
+        'slomo_io_error_seeds_pct': {
+            t: {k: d['io'][k] for k in spread}
+            for t, d in by_truth.items() if 'io' in d},
+        'slomo_training': {t: {'draws': d['draws'], 'runs': d['runs'],
+                               'mixes': d['mixes'],
+                               'noise_pct': d['noise_pct']}
+                           for t, d in by_truth.items()},
+        # The testbed's, as before seeds: the worst instance of any seed
+        # and the I/O-heavy mixes' mean over seeds.
+        'slomo_class_max_error_pct': dict(testbed['max_abs_pct']),
+        'slomo_io_error_pct': testbed['io']['mean'],
+    }
 
 
 def _nfvnice():
@@ -41,8 +120,14 @@ def _nfvnice():
 
 
 def main(argv):
-    print('... SLOMO inside classes', flush=True)
-    slomo = accuracy.doc_figures(accuracy.class_error())
+    print('... SLOMO inside classes, over %d seeds' % SLOMO_SEEDS,
+          flush=True)
+    slomo, slomo_s = _slomo()
+    slomo_keys = _slomo_figures(slomo)
+    print('... SLOMO inside classes, over %d seeds, models of one training '
+          'draw (as before draws)' % SLOMO_SEEDS, flush=True)
+    one_draw, _ = _slomo(draws=1)
+    slomo_keys['slomo_one_draw'] = _one_draw_figures(one_draw)
     print('... NFVnice: the agent\'s period on a real switch, the chains '
           'at that period', flush=True)
     fast, gains, paper3 = _nfvnice()
@@ -54,10 +139,12 @@ def main(argv):
     print('%-28s %-42s %s' % ('paper', 'its headline', 'here'))
     print('%-28s %-42s %s' % (
         papers.SLOMO[0], 'error 2-5x below prior work',
-        'MAE by shared ways: %s; I/O-heavy %.2f%%' % (
-            ', '.join('%s: %.2f%%' % kv
-                      for kv in slomo['class_error_pct'].items()),
-            slomo['io_error_pct'])))
+        'MAE by shared ways, worst of %d seeds: %s; I/O-heavy %.2f%%' % (
+            slomo_keys['seeds'], ', '.join(
+                '%s: %.2f%%' % (w, s['worst_seed']) for w, s in
+                slomo_keys['slomo_class_error_pct']['testbed'].items()),
+            slomo_keys['slomo_io_error_seeds_pct']['testbed'][
+                'worst_seed'])))
     print('%-28s %-42s %s' % (
         papers.NFVNICE[0], 'shares + backpressure raise throughput',
         'agent period %d ms (pass p95 %.1f ms); backpressure gain there: '
@@ -89,11 +176,13 @@ def main(argv):
         'mean %.1f, max %.1f points over %d runs' % (
             dur['gain_pts']['mean'], dur['gain_pts']['max'],
             dur['config']['seeds'])))
+    print()
+    for line in _slomo_table(slomo) + _slomo_table(one_draw):
+        print(line)
+    print('(SLOMO took %.0f s)' % slomo_s)
     figures = {
         'benchmark': 'seeds',
-        'slomo_class_error_pct': slomo['class_error_pct'],
-        'slomo_class_max_error_pct': slomo['class_max_error_pct'],
-        'slomo_io_error_pct': slomo['io_error_pct'],
+        'slomo_s': round(slomo_s, 1),
         'nfvnice_period_ms': fast['period_ms'],
         'nfvnice_pass_ms_p95': fast['pass_ms_p95'],
         # Per scenario: throughput with backpressure over without (both
@@ -109,5 +198,6 @@ def main(argv):
         'durner_max_util_gain_pts': {'mean': dur['gain_pts']['mean'],
                                      'max': dur['gain_pts']['max']},
     }
+    figures.update(slomo_keys)
     print(json.dumps(figures, sort_keys=True))
     return 0

@@ -156,7 +156,7 @@ def run(sets=120, runs=training.DEFAULT_RUNS, with_colocations=False,
             driver = slomo_pred.driver(name)
             tuned[name] = document.Model(training.train(
                 driver, 'bench-%s' % name, runs=runs, seed=seed,
-                extra=rows.get(name, ())))
+                extra=rows.get(name, ()), draws=slomo_pred.draws))
 
         def predict(name, comps):
             return tuned[name].predict_mpps([tuned[c].contentiousness

@@ -41,16 +41,22 @@ class Predictor:
     :param packet_bytes: packet size of the traffic.
     :param seed: seed of the noise and of the training plan.
     :param runs: contention runs per NF.
+    :param draws: training draws per NF (see
+        :func:`resq_profiler.slomo.training.train`). One, the model the
+        evaluation's and the prediction benchmark's recorded figures were
+        made with; ``training.DEFAULT_DRAWS`` is what ``resq-profiler
+        slomo-train`` trains.
     """
 
     def __init__(self, noise_pct=0.0, packet_bytes=64, seed=0,
-                 runs=training.DEFAULT_RUNS):
+                 runs=training.DEFAULT_RUNS, draws=1):
         self.traffic = nfmodel.Traffic(packet_bytes)
         self.platform = nfmodel.Platform()
         self.all_ways = frozenset(range(self.platform.llc_ways))
         self.noise_pct = noise_pct
         self.seed = seed
         self.runs = runs
+        self.draws = draws
         self.conf = cfg.ConfigOpts()
         prof_conf.register_opts(self.conf)
         self.conf([], project='resq', default_config_files=[],
@@ -70,7 +76,8 @@ class Predictor:
             driver = self.driver(spec.name)
             try:
                 doc = training.train(driver, 'eval-%s' % spec.name,
-                                     runs=self.runs, seed=self.seed)
+                                     runs=self.runs, seed=self.seed,
+                                     draws=self.draws)
             finally:
                 self.measurements += driver.calls
                 driver.close()

@@ -123,6 +123,11 @@ def _add_parsers(subparsers):
                    help='contention runs against synthetic competitors')
     p.add_argument('--seed', type=cmdline.integer(), default=0, metavar='S',
                    help='seed of the synthetic competitors')
+    p.add_argument('--draws', type=_POSITIVE, default=None, metavar='D',
+                   help='training draws, each with its own synthetic '
+                        'competitors, runs and fit; the model is their mean '
+                        '(D x R contention runs in all; by default '
+                        'resq_profiler.slomo.training.DEFAULT_DRAWS)')
     p.set_defaults(func=cmd_slomo_train)
 
     p = subparsers.add_parser(
@@ -358,10 +363,12 @@ def cmd_slomo_train(conf):
                 reason='profile %s was measured on %s, this driver measures '
                 '%s; train where the profile was measured'
                 % (prof.profile_id, prof.platform, driver.platform()))
-        print('Training the SLOMO model of %s (%s driver, %d contention '
-              'runs)' % (prof.profile_id, name, args.runs), flush=True)
+        draws = args.draws or training.DEFAULT_DRAWS
+        print('Training the SLOMO model of %s (%s driver, %d draws of %d '
+              'contention runs)' % (prof.profile_id, name, draws, args.runs),
+              flush=True)
         doc = training.train(driver, prof.profile_id, runs=args.runs,
-                             seed=args.seed,
+                             seed=args.seed, draws=draws,
                              progress=lambda msg: print('  ' + msg,
                                                         flush=True))
     finally:

@@ -30,6 +30,10 @@ testbed gives it there:
 ``class_error`` also reports what the same models predict when asked about
 the whole LLC instead of the class (``whole_llc_bias_pct``): the error of
 a predictor that ignores the class's size.
+
+:func:`over_seeds` repeats :func:`class_error` over seeds (each seed its
+training draws, measurement noise and test mixes) and reports each class
+size's mean and worst seed: a target is judged on the worst seed.
 """
 
 import random
@@ -46,6 +50,9 @@ from resq_profiler.slomo import training
 from resq_profiler import truth
 
 WAYS = (2, 4, 8, 20)
+# Class sizes and seeds of over_seeds() (tox -e bench -- seeds).
+SEED_WAYS = (2, 4, 8, 12, 16, 20)
+SEEDS = 10
 MIXES = 30
 MIX_SIZES = (2, 5)
 # I/O-heavy competitors: large packets, DPDK's default rings (unsized).
@@ -84,13 +91,15 @@ def _conf(noise_pct, seed):
 class Models:
     """SLOMO models of catalog NFs trained on the testbed, on first use."""
 
-    def __init__(self, noise_pct=0.5, seed=0, runs=training.DEFAULT_RUNS):
+    def __init__(self, noise_pct=0.5, seed=0, runs=training.DEFAULT_RUNS,
+                 draws=training.DEFAULT_DRAWS):
         if noise_pct < 0:
             raise ValueError('measurement noise must not be negative, got '
                              '%r%%' % noise_pct)
         self.conf = _conf(noise_pct, seed)
         self.seed = seed
         self.runs = runs
+        self.draws = draws
         self._models = {}
         self._io = {}
 
@@ -101,7 +110,7 @@ class Models:
                                   nfmodel.Traffic())
             self._models[name] = document.Model(training.train(
                 driver, 'accuracy-%s' % name.lower(), runs=self.runs,
-                seed=self.seed))
+                seed=self.seed, draws=self.draws))
         return self._models[name]
 
     def io_contentiousness(self, name):
@@ -164,7 +173,8 @@ def _check_ways(ways):
 
 
 def class_error(ways=WAYS, mixes=None, seed=0, noise_pct=0.5,
-                runs=training.DEFAULT_RUNS, io=True, models=None):
+                runs=training.DEFAULT_RUNS, io=True, models=None,
+                draws=training.DEFAULT_DRAWS):
     """SLOMO's error inside classes of ``ways`` ways against the testbed.
 
     :param ways: class sizes to measure at.
@@ -172,9 +182,11 @@ def class_error(ways=WAYS, mixes=None, seed=0, noise_pct=0.5,
         :func:`mixes` of ``seed``.
     :param seed: seed of the mixes, the training plan and the noise.
     :param noise_pct: measurement noise of every profiling run.
-    :param runs: contention runs per NF model.
+    :param runs: contention runs per NF model and training draw.
     :param io: also measure the I/O-heavy mixes (:func:`io_mixes`).
-    :param models: a :class:`Models` to reuse (its noise and seed win).
+    :param models: a :class:`Models` to reuse (its noise, seed, runs and
+        draws win).
+    :param draws: training draws per NF model (their mean is the model).
     :returns: ``{"ways": {"<N>": summary}, "class_error_pct": {"<N>": mean
         absolute error %}, "io": summary, "io_error_pct": ...}``; each
         summary has ``mean_abs_pct``, ``bias_pct``, ``max_abs_pct``,
@@ -188,9 +200,10 @@ def class_error(ways=WAYS, mixes=None, seed=0, noise_pct=0.5,
     mixes = [tuple(catalog.get(n).name for n in mix) for mix in mixes]
     if not mixes or any(not mix for mix in mixes):
         raise ValueError('every mix needs at least one NF')
-    models = models or Models(noise_pct, seed, runs)
+    models = models or Models(noise_pct, seed, runs, draws)
     doc = {'ways': {}, 'class_error_pct': {}, 'mixes': len(mixes),
-           'runs': models.runs, 'noise_pct': noise_pct, 'seed': seed}
+           'runs': models.runs, 'draws': models.draws,
+           'noise_pct': noise_pct, 'seed': seed}
     for w in ways:
         rows = [(mix, name, err, whole) for mix in mixes
                 for name, err, whole in _errors(models, mix, (), w)]
@@ -230,4 +243,61 @@ def doc_figures(doc):
         out['io_error_pct'] = doc['io']['mean_abs_pct']
         out['io_max_error_pct'] = doc['io']['max_abs_pct']
         out['io_whole_llc_bias_pct'] = doc['io']['whole_llc_bias_pct']
+    return out
+
+
+def _spread(values):
+    """The mean and worst seed of ``{seed: value}``.
+
+    :returns: ``{"mean", "worst_seed", "worst_seed_id", "by_seed"}``.
+    """
+    worst = max(values, key=lambda k: (values[k], -k))
+    return {'mean': round(statistics.fmean(values.values()), 3),
+            'worst_seed': values[worst], 'worst_seed_id': worst,
+            'by_seed': [values[k] for k in sorted(values)]}
+
+
+def over_seeds(seeds=SEEDS, ways=SEED_WAYS, noise_pct=0.5,
+               runs=training.DEFAULT_RUNS, draws=training.DEFAULT_DRAWS,
+               io=True, progress=None, mix_count=MIXES):
+    """:func:`class_error` of seeds 0 to ``seeds`` - 1: mean and worst.
+
+    Each seed trains every catalog NF afresh (its training draws and
+    measurement noise) and draws its own test mixes (:func:`mixes`), so
+    the spread is that of the whole procedure.
+
+    :param mix_count: test mixes per seed (and I/O-heavy mixes).
+
+    :returns: ``{"seeds", "runs", "draws", "noise_pct", "mixes", "ways":
+        {"<N>": spread}, "max_abs_pct": {"<N>": worst instance of any
+        seed}, "io": spread}``; a spread is ``{"mean", "worst_seed",
+        "worst_seed_id", "by_seed"}`` of the seeds' mean absolute errors
+        (%); the I/O-heavy mixes are only in ``io``.
+    :raises ValueError: for fewer than one seed, or bad class sizes.
+    """
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError('give at least one seed, got %r' % (seeds,))
+    ways = _check_ways(ways)
+    by_ways = {str(w): {} for w in ways}
+    worst = {str(w): 0.0 for w in ways}
+    by_io = {}
+    mixes_count = None
+    for seed in range(seeds):
+        if progress:
+            progress('SLOMO seed %d of %d' % (seed + 1, seeds))
+        doc = class_error(ways, mixes(mix_count, seed), seed=seed,
+                          noise_pct=noise_pct, runs=runs, io=io,
+                          draws=draws)
+        mixes_count = doc['mixes']
+        for w, summary in doc['ways'].items():
+            by_ways[w][seed] = summary['mean_abs_pct']
+            worst[w] = max(worst[w], summary['max_abs_pct'])
+        if io:
+            by_io[seed] = doc['io_error_pct']
+    out = {'seeds': seeds, 'runs': runs, 'draws': draws,
+           'noise_pct': noise_pct, 'mixes': mixes_count,
+           'ways': {w: _spread(v) for w, v in by_ways.items()},
+           'max_abs_pct': worst}
+    if io:
+        out['io'] = _spread(by_io)
     return out

@@ -79,6 +79,39 @@ def export(model):
             'trees': trees}
 
 
+def mean(fits):
+    """One exported ensemble that predicts the mean of ``fits``.
+
+    Bagging over training draws: every fit's trees, their leaves divided
+    by the number of fits, after the mean of the initial constants. The
+    fits must share their learning rate and number of features (draws of
+    one training, fitted with the same parameters); :class:`Ensemble`
+    then evaluates the mean as it evaluates any fit, and a document keeps
+    its format. One fit is returned as it is.
+
+    :raises ValueError: for no fits, or fits that do not share both.
+    """
+    fits = list(fits)
+    if not fits:
+        raise ValueError('no fits to take the mean of')
+    if len(fits) == 1:
+        return fits[0]
+    rate, n_features = fits[0]['learning_rate'], fits[0]['n_features']
+    for k, fit in enumerate(fits):
+        if (fit['learning_rate'], fit['n_features']) != (rate, n_features):
+            raise ValueError(
+                'fit %d has learning rate %r and %d features, fit 0 %r and '
+                '%d: the mean of ensembles needs one learning rate and one '
+                'feature set' % (k, fit['learning_rate'], fit['n_features'],
+                                 rate, n_features))
+    scale = 1.0 / len(fits)
+    trees = [dict(tree, value=[v * scale for v in tree['value']])
+             for fit in fits for tree in fit['trees']]
+    return {'init': sum(fit['init'] for fit in fits) * scale,
+            'learning_rate': rate, 'n_features': n_features,
+            'trees': trees}
+
+
 def check(doc, where='ensemble'):
     """Structural checks a JSON schema cannot make.
 

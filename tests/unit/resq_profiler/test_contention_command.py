@@ -142,10 +142,12 @@ class CommandContentionTest(base.TestCase):
     def test_trains_a_model_through_the_command_driver(self):
         self.flags('resq_profiler', contention_cpus=list(range(1, 9)))
         doc = training.train(self.driver, 'fake-64B', runs=12,
-                             palette_size=4)
+                             palette_size=4, draws=2)
         self.assertEqual('command', doc['training']['driver'])
         self.assertEqual([1, 2, 3, 5, 6, 8], doc['training']['class_ways'])
-        self.assertEqual(13, doc['training']['runs'])
+        # Two draws of 12 runs and the solo row each.
+        self.assertEqual(26, doc['training']['runs'])
+        self.assertEqual(2, doc['training']['draws'])
         self.assertAlmostEqual(4.0 - 3.0 / 8, doc['solo_mpps'], places=5)
 
     def test_bad_setups(self):

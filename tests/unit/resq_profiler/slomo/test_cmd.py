@@ -18,14 +18,19 @@ class SlomoCommandTest(test_cmd.CommandTestCase):
     def test_train_then_check(self):
         pid = self._profile()
         rc, out, err = self.run_main(profiler_cmd.main, 'slomo-train', pid,
-                                     '--runs', '20')
+                                     '--runs', '20', '--draws', '2')
         self.assertEqual(0, rc, err)
+        self.assertIn('2 draws of 20 contention runs', out)
+        self.assertIn('training draw 2 of 2', out)
         self.assertIn('20/20 contention runs', out)
         path = os.path.join(self.store_dir, pid + '.slomo')
         self.assertIn('stored in %s' % path, out)
         model = slomo_store.ModelStore(self.store_dir).get(pid)
         self.assertEqual('Firewall', model.name)
-        self.assertEqual(21, model.doc['training']['runs'])
+        # Two draws of 20 runs and the solo row each.
+        self.assertEqual(42, model.doc['training']['runs'])
+        self.assertEqual(2, model.doc['training']['draws'])
+        self.assertEqual(40, model.doc['training']['contention_runs'])
         rc, out, _ = self.run_main(profiler_cmd.main, 'slomo-check', pid)
         self.assertEqual(0, rc)
         self.assertIn('OK %s: Firewall' % path, out)
@@ -54,6 +59,9 @@ class SlomoCommandTest(test_cmd.CommandTestCase):
         self.assertIn("--runs: must be a positive whole number, got '0'",
                       self.usage_error(profiler_cmd.main, 'slomo-train', pid,
                                        '--runs', '0'))
+        self.assertIn("--draws: must be a positive whole number, got '0'",
+                      self.usage_error(profiler_cmd.main, 'slomo-train', pid,
+                                       '--draws', '0'))
         rc, _, err = self.run_main(profiler_cmd.main, 'slomo-check', pid)
         self.assertEqual(1, rc)
         self.assertIn('no such file', err)

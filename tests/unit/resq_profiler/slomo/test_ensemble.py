@@ -58,3 +58,39 @@ class EnsembleTest(base.TestCase):
             exc = self.assertRaises(ValueError, ensemble.check, bad)
             self.assertIn(text, str(exc))
             self.assertIn('ensemble.trees[', str(exc))
+
+
+class MeanTest(base.TestCase):
+    """One ensemble for the mean of fits (bagging over training draws)."""
+
+    def test_predicts_the_mean_of_its_fits(self):
+        fits = [ensemble.fit(*_data(120, seed=s), {'n_estimators': 15})
+                for s in (1, 2, 3)]
+        mean = ensemble.mean(fits)
+        ensemble.check(mean)
+        self.assertEqual(45, len(mean['trees']))
+        self.assertEqual(3, mean['n_features'])
+        each = [ensemble.Ensemble(f) for f in fits]
+        model = ensemble.Ensemble(mean)
+        probe, _ = _data(40, seed=9)
+        for row in probe:
+            self.assertAlmostEqual(sum(e.predict(row) for e in each) / 3,
+                                   model.predict(row), places=9)
+        # The fits are left as they were.
+        self.assertEqual(15, len(fits[0]['trees']))
+        self.assertEqual(
+            ensemble.fit(*_data(120, seed=1), {'n_estimators': 15}), fits[0])
+
+    def test_one_fit_is_itself(self):
+        fit = ensemble.fit(*_data(), {'n_estimators': 5})
+        self.assertIs(fit, ensemble.mean([fit]))
+
+    def test_refuses_what_has_no_mean(self):
+        self.assertRaises(ValueError, ensemble.mean, [])
+        xs, ys = _data()
+        a = ensemble.fit(xs, ys, {'n_estimators': 5})
+        b = ensemble.fit(xs, ys, {'n_estimators': 5, 'learning_rate': 0.2})
+        exc = self.assertRaises(ValueError, ensemble.mean, [a, b])
+        self.assertIn('one learning rate', str(exc))
+        c = ensemble.fit([x[:2] for x in xs], ys, {'n_estimators': 5})
+        self.assertRaises(ValueError, ensemble.mean, [a, c])

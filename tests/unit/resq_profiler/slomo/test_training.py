@@ -5,6 +5,7 @@ from resq_profiler import catalog
 from resq_profiler import exception
 from resq_profiler import nfmodel
 from resq_profiler.slomo import document
+from resq_profiler.slomo import ensemble
 from resq_profiler.slomo import metrics
 from resq_profiler.slomo import training
 from resq_profiler import truth
@@ -154,11 +155,84 @@ class TrainingTest(base.TestCase):
         d = util.driver('Firewall')
         stats = util.model('Stats').contentiousness
         row = metrics.compose([stats] * 3)
-        doc = training.train(d, 'fw', runs=10, extra=[(row, 0.5)])
+        doc = training.train(d, 'fw', runs=10, extra=[(row, 0.5)], draws=1)
         self.assertEqual(12, doc['training']['runs'])
         self.assertEqual(1, doc['training']['extra_rows'])
         model = document.Model(doc)
-        plain = document.Model(training.train(d, 'fw', runs=10))
+        plain = document.Model(training.train(d, 'fw', runs=10, draws=1))
         # Taken as a whole-LLC row: the fit moves towards it there.
         self.assertLess(model.relative([stats] * 3),
                         plain.relative([stats] * 3) - 0.05)
+
+
+class DrawsTest(base.TestCase):
+    """Training draws: each its palette, plan and fit.
+
+    The model is their mean (bagging over draws, issue 45).
+    """
+
+    def test_draw_zero_is_the_seeds_own(self):
+        sizes = [2, 4, 20]
+        self.assertEqual(training.palette(3), training.palette(3, draw=0))
+        self.assertEqual(training.plan(30, 3, sizes=sizes),
+                         training.plan(30, 3, sizes=sizes, draw=0))
+        one = training.palette(3, draw=1)
+        self.assertEqual(one, training.palette(3, draw=1))
+        self.assertNotEqual(training.palette(3), one)
+        self.assertNotEqual(training.palette(4, draw=1), one)
+        self.assertNotEqual(training.plan(30, 3, sizes=sizes),
+                            training.plan(30, 3, sizes=sizes, draw=1))
+        for bad in (-1, 1.5, True, '1'):
+            self.assertRaises(ValueError, training.palette, 3, draw=bad)
+
+    def test_one_draw_is_the_model_of_before_draws(self):
+        d = util.driver('Firewall')
+        doc = training.train(d, 'fw', runs=15, draws=1,
+                             params={'n_estimators': 20})
+        d = util.driver('Firewall')
+        solo, mine, xs, ys = training.rows(d, runs=15)
+        self.assertEqual(ensemble.fit(xs, ys, {'n_estimators': 20}),
+                         doc['ensemble'])
+        self.assertEqual(solo, doc['solo_mpps'])
+        self.assertEqual(mine.as_dict(), doc['contentiousness'])
+        self.assertEqual(1, doc['training']['draws'])
+
+    def test_the_model_is_the_mean_of_its_draws(self):
+        params = {'n_estimators': 20}
+        doc = training.train(util.driver('Firewall'), 'fw', runs=15,
+                             draws=3, params=params)
+        document.validate(doc, platform=nfmodel.Platform().as_dict())
+        t = doc['training']
+        self.assertEqual((3, 48, 45), (t['draws'], t['runs'],
+                                       t['contention_runs']))
+        self.assertEqual(60, len(doc['ensemble']['trees']))
+        # The same draws measured again, in the same order.
+        d = util.driver('Firewall')
+        draws = [training.rows(d, runs=15, draw=k) for k in range(3)]
+        fits = [ensemble.Ensemble(ensemble.fit(x, y, params))
+                for _, _, x, y in draws]
+        self.assertNotEqual(draws[0][2], draws[1][2])
+        self.assertAlmostEqual(statistics.fmean(s for s, _, _, _ in draws),
+                               doc['solo_mpps'], places=9)
+        self.assertAlmostEqual(
+            statistics.fmean(m.pressured['llc_occupancy_bytes']
+                             for _, m, _, _ in draws),
+            doc['contentiousness']['pressured']['llc_occupancy_bytes'])
+        mean = ensemble.Ensemble(doc['ensemble'])
+        for _, _, xs, _ in draws:
+            for x in xs[::4]:
+                self.assertAlmostEqual(
+                    statistics.fmean(f.predict(x) for f in fits),
+                    mean.predict(x), places=9)
+        self.assertIn('training draw 3 of 3', ' '.join(
+            self._progress(params)))
+        for bad in (0, -1, 1.5, True):
+            self.assertRaises(ValueError, training.train,
+                              util.driver('Firewall'), 'fw', runs=5,
+                              draws=bad)
+
+    def _progress(self, params):
+        said = []
+        training.train(util.driver('Stats'), 'st', runs=5, draws=3,
+                       params=params, progress=said.append)
+        return said

@@ -30,8 +30,13 @@ def driver(name, truth='testbed', noise_pct=0.5):
 
 @functools.lru_cache(maxsize=None)
 def trained_doc(name, runs=RUNS):
-    """A sealed model document of catalog NF ``name``."""
-    return training.train(driver(name), '%s-64B' % name.lower(), runs=runs)
+    """A sealed model document of catalog NF ``name``.
+
+    One training draw, a fifth of the default's time (test_training tests
+    the draws).
+    """
+    return training.train(driver(name), '%s-64B' % name.lower(), runs=runs,
+                          draws=1)
 
 
 def model(name, runs=RUNS):
