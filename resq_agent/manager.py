@@ -49,6 +49,11 @@ _RECONCILE = object()
 _UNREAD = object()
 RECHECK = 'recheck'
 RECHECK_DELAY_S = 0.2
+# Seconds an instance may run here with its ways only on another host and
+# no libvirt job before it counts as a domain Nova left behind: Nova moves
+# the allocations to the destination before the migration job starts
+# (after the destination's pre_live_migration).
+MOVING_OUT_GRACE_S = 120
 # What the monitor measures of an instance, kept for the host report.
 USAGE = ('llc_occupancy_bytes', 'mbm_total_bytes_per_s',
          'mbm_local_bytes_per_s')
@@ -155,6 +160,13 @@ class AgentManager:
         self._known = {}          # uuid -> virt.Instance (running)
         self._allocs = {}         # uuid -> (domain, ways) from Placement
         self._stale = {}          # the previous pass's, while it is down
+        # Instances running here whose ways Placement holds only on
+        # another host: uuid -> since when with no job running (None:
+        # a job runs, a live migration away). Past MOVING_OUT_GRACE_S
+        # without one they are Nova's leftovers (_leftover), unpartitioned.
+        self._moving = {}
+        self._leftover = set()
+        self._clock = time.monotonic
         self._placement_error = None   # this pass's, once it failed
         self._inventory_error = None   # Placement refused this pass's report
         self._synced = {}         # uuid -> definition checked
@@ -391,6 +403,8 @@ class AgentManager:
                         self._known.pop(uuid, None)
                         self._allocs.pop(uuid, None)
                         self._stale.pop(uuid, None)
+                        self._moving.pop(uuid, None)
+                        self._leftover.discard(uuid)
                         continue
                     self._known[uuid] = inst
                     if uuid in fresh:
@@ -441,6 +455,9 @@ class AgentManager:
                     if uuid in self._known:
                         known[uuid] = self._known[uuid]
                 self._known = known
+                for uuid in set(self._moving) - set(known):
+                    del self._moving[uuid]
+                self._leftover &= set(known)
                 # What Placement said last time stays the fallback for
                 # the instances it did not answer for.
                 self._stale = {u: a for u, a in
@@ -515,14 +532,56 @@ class AgentManager:
         self.placement_reachable = True
         for uuid, alloc in answers.items():
             if alloc == inventory_mod.MOVING_OUT:
-                # Live migration away from here in flight: Nova moved our
-                # allocation to the migration record, the instance still
-                # runs here and keeps its partition until it stops.
-                LOG.debug('Instance %s is migrating away; keeping its '
-                          'partition until it stops here', uuid)
+                self._moving_out(uuid)
                 continue
+            self._moving.pop(uuid, None)
+            if uuid in self._leftover:
+                self._leftover.discard(uuid)
+                LOG.info('Instance %s holds ways here again; partitioning '
+                         'it', uuid)
             fresh[uuid] = alloc
         return fresh
+
+    def _moving_out(self, uuid):
+        """An instance runs here, its ways are only on another host.
+
+        A live migration away: Nova moved this host's allocation to the
+        migration record; the instance keeps its partition until it stops
+        here. But a domain Nova left behind looks the same to Placement (a
+        start that failed under a libvirtd restart, rescheduled to another
+        host; a move Nova gave up on): it runs with no migration job, and
+        partitioning it would take ways Placement gave no one here. Past
+        :data:`MOVING_OUT_GRACE_S` without a job (Nova moves allocations
+        before the job starts) it is left unpartitioned and logged; when
+        libvirt cannot say, the partition stays.
+        """
+        job = getattr(self.hypervisor, 'has_job', None)
+        try:
+            running = job(uuid) if job is not None else None
+        except Exception as exc:
+            LOG.debug('Cannot ask libvirt for jobs of %s: %s', uuid, exc)
+            running = None
+        now = self._clock()
+        if running is not False:
+            self._moving[uuid] = None
+            if uuid in self._leftover:
+                self._leftover.discard(uuid)
+            LOG.debug('Instance %s is migrating away; keeping its partition '
+                      'until it stops here', uuid)
+            return
+        since = self._moving.get(uuid)
+        if since is None:
+            self._moving[uuid] = since = now
+        if now - since < MOVING_OUT_GRACE_S or uuid in self._leftover:
+            return
+        self._leftover.add(uuid)
+        LOG.warning('Instance %s runs here, but Placement holds its LLC ways '
+                    'only on another host and no migration of it has run '
+                    'here for %d s: a domain Nova left behind (a start that '
+                    'failed and was rescheduled, a move it gave up on). Not '
+                    'partitioned: its CPUs go back to the default group. '
+                    'See "A libvirt domain outlives its deleted server" in '
+                    'the troubleshooting guide', uuid, now - since)
 
     def _repair(self, fresh, instances):
         """Move ways to the cache domain of the cores when they differ.
@@ -600,8 +659,11 @@ class AgentManager:
         """``(domain, ways)`` or None if the instance is not ResQ's.
 
         Local only: Placement's last answer, else the flavor's ways in the
-        cache domain of the pinned CPUs.
+        cache domain of the pinned CPUs; None for a domain Nova left
+        behind (see :meth:`_moving_out`).
         """
+        if inst.uuid in self._leftover:
+            return None
         if inst.uuid in self._allocs:
             return self._allocs[inst.uuid]
         if inst.uuid in self._stale:

@@ -240,6 +240,22 @@ class Hypervisor:
         """See :meth:`_cpu_times`."""
         return self._bounded(self._cpu_times, uuids)
 
+    def has_job(self, uuid):
+        """See :meth:`_has_job`."""
+        return self._bounded(self._has_job, uuid)
+
+    def _has_job(self, uuid):
+        """Whether a job (a live migration away, say) runs on the domain.
+
+        :returns: None when libvirt cannot say (no such domain, or the
+            driver does not report jobs).
+        """
+        try:
+            dom = self._connection().lookupByUUIDString(uuid)
+            return dom.jobInfo()[0] != libvirt.VIR_DOMAIN_JOB_NONE
+        except libvirt.libvirtError:
+            return None
+
     def _instances(self, unreadable=None):
         """Every running Nova instance.
 

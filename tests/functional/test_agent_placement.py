@@ -292,6 +292,62 @@ class AgentPlacementTest(base.TestCase):
         mgr.reconcile()
         self.assertEqual([], rt.owned_groups())
 
+    def moved_away(self, mgr):
+        """A's ways on cn2 only, while A runs here (as test above)."""
+        mgr.reconcile()
+        cn2 = self.client.ensure_provider(
+            '6f2b4c1e-0000-4000-8000-000000000002', 'cn2')['uuid']
+        self.client.set_inventories(cn2, {'VCPU': {'total': 16}})
+        inventory.Inventory(self.client, 'cn2', 1).report(self.topology())
+        self.doms.add(A, (1, 2), ways=2)
+        self.allocate(A, 0, 5)
+        mgr.reconcile()
+        self.assertEqual(5, cbm.bits(self.l3(A)[0]))
+        self.put_allocation(A, {
+            cache_domain.provider_uuid(cn2, 0): {'CUSTOM_LLC_WAY': 5},
+            cn2: {'VCPU': 1}})
+
+    def test_a_domain_nova_left_behind_is_unpartitioned(self):
+        # A start that failed here under a libvirtd restart, rescheduled:
+        # the domain runs on, Placement holds its ways on another host,
+        # and no migration job runs on it.
+        now = [1000.0]
+        mgr = self.make()
+        mgr._clock = lambda: now[0]
+        self.moved_away(mgr)
+        mgr.hypervisor.has_job = lambda uuid: False
+        # Within the grace (a migration's allocations move before its
+        # job starts) it keeps its partition.
+        mgr.reconcile()
+        now[0] += manager.MOVING_OUT_GRACE_S - 1
+        mgr.reconcile()
+        self.assertEqual(5, cbm.bits(self.l3(A)[0]))
+        now[0] += 2
+        summary = mgr.reconcile()
+        self.assertEqual([], resctrl.Resctrl(self.tree.root).owned_groups())
+        self.assertTrue(summary['removed'])
+        self.assertIn('a domain Nova left behind', self.logs.output)
+        # Its ways come back here (an operator healed the allocation):
+        # partitioned again.
+        self.allocate(A, 0, 3)
+        mgr.reconcile()
+        self.assertEqual(3, cbm.bits(self.l3(A)[0]))
+
+    def test_a_migration_job_keeps_the_source_partitioned(self):
+        now = [1000.0]
+        mgr = self.make()
+        mgr._clock = lambda: now[0]
+        self.moved_away(mgr)
+        mgr.hypervisor.has_job = lambda uuid: True
+        now[0] += 10 * manager.MOVING_OUT_GRACE_S
+        mgr.reconcile()
+        self.assertEqual(5, cbm.bits(self.l3(A)[0]))
+        # libvirt cannot say: the partition stays too.
+        mgr.hypervisor.has_job = lambda uuid: None
+        now[0] += 10 * manager.MOVING_OUT_GRACE_S
+        mgr.reconcile()
+        self.assertEqual(5, cbm.bits(self.l3(A)[0]))
+
     def test_allocation_in_the_wrong_domain_follows_the_cores(self):
         mgr = self.make()
         seen = []

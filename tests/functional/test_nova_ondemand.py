@@ -232,7 +232,7 @@ class OnDemandAdmitTest(test_nova_scheduler.ResQNovaTestBase):
         prof = profiler.run(util.make_conf(), 'LPM',
                             driver.traffic, driver_name='model')
         store_mod.ProfileStore(self.profiles).put(prof)
-        doc = training.train(driver, prof.profile_id)
+        doc = training.train(driver, prof.profile_id, draws=1)
         slomo_store.ModelStore(self.profiles).put(doc)
         solo = doc['solo_mpps']
         self.start_host('host1', lease_ways=4)
