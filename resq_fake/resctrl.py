@@ -45,6 +45,21 @@ DEFAULT_WAYS = 20
 # so profiles made with it match the fake cache's shape traits.
 DEFAULT_WAY_KIB = 45 * 1024 // 20
 MAX_WAYS = 32
+# Memory bandwidth allocation (Documentation/filesystems/resctrl.rst, "Memory
+# bandwidth Allocation and monitoring"; x86's __get_mem_config_intel and
+# __rdt_get_mem_config_amd): Intel's values are percentages, 100 the most;
+# AMD's (MB and SMBA) are in 1/8 GB/s, 2048 the most (MAX_MBA_BW_AMD, now
+# 1 << CPUID 0x80000020's bandwidth length, 11 on the parts there are).
+# No info/ file says the most; it is what the default group shows.
+INTEL_MAX_BW = 100
+AMD_MAX_BW = 2048
+# With the mba_MBps mount option (the software controller) values are MiBps,
+# any u32: a group starts at MBA_MAX_MBPS.
+MBA_MAX_MBPS = 2 ** 32 - 1
+AMD_VENDORS = ('amd', 'hygon')
+BW_RESOURCES = ('MB', 'SMBA')
+L2_KINDS = ('L2', 'L2CODE', 'L2DATA')
+L2_DEFAULT_WAYS = 8
 
 
 class InvalidTree(ValueError):
@@ -144,7 +159,8 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
                   num_closids=16, shareable_bits=0, cdp=False, foreign=(),
                   cpus=(), num_rmids=224, max_ways=MAX_WAYS,
                   monitoring=True, resources=None, sparse_masks=None,
-                  bit_usage=False, groups=None):
+                  bit_usage=False, groups=None, vendor=None, mba_mbps=False,
+                  l2_domains=None, cdpl2=False):
     """Lay out a mounted resctrl file system under ``root``.
 
     ``max_ways`` may be raised beyond real platforms' for scale tests (the
@@ -161,8 +177,21 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
         ``mon_data`` and ``mon_groups`` in every group); False for a
         platform with CAT but without CMT/MBM.
     :param resources: other allocation resources, ``{'MB': num_closids,
-        'L2': ..., 'SMBA': ...}``: their ``info/`` and schemata lines (the
-        L2 line uses the L3 domain ids, an 8-way mask).
+        'L2': ..., 'SMBA': ...}``: their ``info/`` and schemata lines.
+        A value is ``num_closids`` or a dict of ``num_closids`` and, for
+        L2, ``ways`` (8), ``min_cbm_bits`` (1), ``shareable_bits`` (0),
+        ``sparse_masks`` (None: no file); for Intel's MB,
+        ``min_bandwidth`` and ``bandwidth_gran`` (10 each).
+    :param vendor: ``'amd'`` or ``'hygon'``: MB (and SMBA, which only AMD
+        has) in AMD's units, 1/8 GB/s from 0 to 2048 in steps of 1; else
+        Intel's percentages, from ``min_bandwidth`` to 100.
+    :param mba_mbps: mounted with ``mba_MBps``: MB values in MiBps (any
+        u32, 4294967295 at first), ``mba_MBps_event`` in every group.
+        Intel's MB with L3 monitoring only, as the kernel requires.
+    :param l2_domains: ``{L2 cache id: CPUs sharing it}``: the L2 lines'
+        domains. None: the L3 domain ids (one L2 per L3).
+    :param cdpl2: ``info/L2CODE`` and ``info/L2DATA`` instead of
+        ``info/L2`` (the ``cdpl2`` mount option).
     :param sparse_masks: None writes no ``sparse_masks`` file (an older
         kernel), else ``info/L3*/sparse_masks`` says it.
     :param bit_usage: write ``info/L3*/bit_usage`` (:class:`Kernel` keeps
@@ -190,7 +219,9 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
         if sparse_masks is not None:
             _write(root, 'info/%s/sparse_masks' % kind,
                    '%d\n' % bool(sparse_masks))
-    others = _other_resources(root, resources or {}, domains)
+    others = _other_resources(root, resources or {}, domains, vendor,
+                              mba_mbps, l2_domains, cdpl2, monitoring,
+                              max_ways)
     if monitoring:
         _write(root, 'info/L3_MON/num_rmids', '%d\n' % num_rmids)
         _write(root, 'info/L3_MON/mon_features',
@@ -218,6 +249,8 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
         _lay_group(root, group, schemata, cpus if not group else (),
                    domains if monitoring else None,
                    None if groups is None else resctrl.MODE_SHAREABLE)
+        if mba_mbps:
+            _write(root, os.path.join(group, MBPS_EVENT), MBPS_DEFAULT)
     for name, spec in sorted((groups or {}).items()):
         mode = spec.get('mode', resctrl.MODE_SHAREABLE)
         masks = dict(shared)
@@ -233,6 +266,8 @@ def build_resctrl(root, ways=DEFAULT_WAYS, domains=(0,), min_cbm_bits=1,
         locked = mode in (resctrl.MODE_LOCKED, resctrl.MODE_LOCKSETUP)
         _lay_group(root, name, text, (),
                    domains if monitoring and not locked else None, mode)
+        if mba_mbps and not locked:
+            _write(root, os.path.join(name, MBPS_EVENT), MBPS_DEFAULT)
     if bit_usage:
         write_bit_usage(root)
     return schemata
@@ -245,24 +280,98 @@ def _first_run(mask):
     return ((mask + low) & ~mask) - low if mask else 0
 
 
-def _other_resources(root, resources, domains):
-    """``info/`` of MB, SMBA, L2; their default schemata lines."""
+# The file of every group under mba_MBps (kernels since 6.14) naming the
+# MBM event the software controller follows, and the one it starts with.
+MBPS_EVENT = 'mba_MBps_event'
+MBPS_DEFAULT = 'mbm_local_bytes\n'
+
+
+def _spec(value):
+    """A ``resources`` value as a dict (an int is its num_closids)."""
+    return dict(value) if isinstance(value, dict) else {
+        'num_closids': value}
+
+
+def _other_resources(root, resources, domains, vendor=None, mba_mbps=False,
+                     l2_domains=None, cdpl2=False, monitoring=True,
+                     max_ways=MAX_WAYS):
+    """``info/`` of MB, SMBA, L2 (or L2CODE and L2DATA); their lines.
+
+    The default schemata lines, in the kernel's order.
+
+    :raises InvalidTree: for what no platform or mount has.
+    """
+    if vendor not in (None, 'intel') + AMD_VENDORS:
+        raise InvalidTree('vendor must be intel, amd or hygon, got %r'
+                          % (vendor,))
+    amd = vendor in AMD_VENDORS
+    resources = dict(resources)
+    if 'SMBA' in resources and not amd:
+        raise InvalidTree('SMBA is AMD\'s: give vendor=\'amd\'')
+    if mba_mbps and ('MB' not in resources or amd or not monitoring):
+        raise InvalidTree('mba_MBps needs Intel\'s MB and L3 bandwidth '
+                          'monitoring (the kernel refuses the mount '
+                          'otherwise)')
+    if (cdpl2 or l2_domains is not None) and 'L2' not in resources:
+        raise InvalidTree('cdpl2 and l2_domains need an L2 resource')
+    if cdpl2:
+        spec = resources.pop('L2')
+        resources['L2CODE'] = resources['L2DATA'] = spec
+    l2_ids = tuple(domains)
+    if l2_domains is not None:
+        l2_ids = tuple(sorted(l2_domains))
+        seen = set()
+        for cache_id, cpus in sorted(l2_domains.items()):
+            if cache_id < 0 or seen & set(cpus):
+                raise InvalidTree('L2 cache ids must be non-negative and '
+                                  'CPUs in one L2 each, got %r'
+                                  % (l2_domains,))
+            seen |= set(cpus)
+        if not l2_ids:
+            raise InvalidTree('l2_domains must name at least one L2')
     lines = ''
-    for name, closids in sorted(resources.items()):
+    for name, value in sorted(resources.items()):
+        spec = _spec(value)
+        closids = spec.get('num_closids', 16)
+        if closids < 1:
+            raise InvalidTree('num_closids of %s must be at least 1, got %d'
+                              % (name, closids))
         _write(root, 'info/%s/num_closids' % name, '%d\n' % closids)
         if name.startswith('L2'):
-            for fname, value in (('cbm_mask', 'ff'), ('min_cbm_bits', '1'),
-                                 ('shareable_bits', '0')):
-                _write(root, 'info/%s/%s' % (name, fname), value + '\n')
-            value = 'ff'
+            ways = spec.get('ways', L2_DEFAULT_WAYS)
+            min_bits = spec.get('min_cbm_bits', 1)
+            sparse = spec.get('sparse_masks')
+            check(ways, l2_ids, min_bits, closids, max_ways,
+                  min_floor=0 if sparse else 1)
+            for fname, text in (
+                    ('cbm_mask', _mask(ways)), ('min_cbm_bits', min_bits),
+                    ('shareable_bits',
+                     format(spec.get('shareable_bits', 0), 'x'))):
+                _write(root, 'info/%s/%s' % (name, fname), '%s\n' % text)
+            if sparse is not None:
+                _write(root, 'info/%s/sparse_masks' % name,
+                       '%d\n' % bool(sparse))
+            ids, value = l2_ids, _mask(ways)
         else:
-            for fname, value in (('min_bandwidth', '10'),
-                                 ('bandwidth_gran', '10'),
-                                 ('delay_linear', '1')):
-                _write(root, 'info/%s/%s' % (name, fname), value + '\n')
-            value = '100'
+            if amd:
+                files = (('min_bandwidth', 0), ('bandwidth_gran', 1),
+                         ('delay_linear', 0))
+                value = AMD_MAX_BW
+            else:
+                low = spec.get('min_bandwidth', 10)
+                gran = spec.get('bandwidth_gran', 10)
+                if not (1 <= low <= INTEL_MAX_BW
+                        and 1 <= gran <= INTEL_MAX_BW):
+                    raise InvalidTree('min_bandwidth and bandwidth_gran '
+                                      'must be between 1 and 100')
+                files = (('min_bandwidth', low), ('bandwidth_gran', gran),
+                         ('delay_linear', 1), ('thread_throttle_mode', 'max'))
+                value = MBA_MAX_MBPS if mba_mbps else INTEL_MAX_BW
+            for fname, text in files:
+                _write(root, 'info/%s/%s' % (name, fname), '%s\n' % text)
+            ids = tuple(domains)
         lines += '%s:%s\n' % (name, ';'.join('%d=%s' % (d, value)
-                                             for d in domains))
+                                             for d in ids))
     return lines
 
 
@@ -395,11 +504,74 @@ class Kernel(resctrl_writer.Syscalls):
       pseudo-locked region or an exclusive group's ways;
     * ``info/L3*/bit_usage``, when the tree has it, follows every change.
 
+    Memory bandwidth (MB, SMBA) and L2 lines follow x86's
+    ``rdtgroup_schemata_write`` (Documentation/filesystems/resctrl.rst,
+    "Memory bandwidth Allocation and monitoring", "L2 schemata file
+    details"):
+
+    * Intel's MB takes a decimal percentage from ``min_bandwidth`` to 100,
+      rounded up to a multiple of ``bandwidth_gran``; AMD's MB and SMBA
+      (``info/MB/delay_linear`` 0) a number of 1/8 GB/s from 0 to 2048;
+      under ``mba_MBps`` (the tree has ``mba_MBps_event``) MB takes any
+      u32 of MiBps as it is; otherwise ``Invalid MB value`` or ``MB value
+      <v> out of range [<min>,<max>]``;
+    * L2, L2CODE and L2DATA masks are checked as L3's, against their own
+      ``info/`` (exclusive and pseudo-locked groups are L3's only here);
+    * a line with no value (``Missing '<name>' value``), a domain twice
+      (``Duplicate domain <id>``) or an unknown domain (``EINVAL`` with no
+      reason: ``last_cmd_status`` reads ``ok``) is refused, and a refused
+      write changes no line;
+    * a new group starts at each of these resources' default: the most
+      bandwidth, every L2 way.
+
     RMIDs in limbo, task moves and writes to ``mode`` are not modelled.
     """
 
-    def __init__(self, root):
+    def __init__(self, root, mba_mbps=None):
+        """The kernel of the tree at ``root``.
+
+        :param mba_mbps: whether the tree is mounted with ``mba_MBps``;
+            None: when its default group has ``mba_MBps_event``.
+        """
         self.root = os.path.realpath(root)
+        self._mba_mbps = mba_mbps
+
+    def mba_mbps(self):
+        """Whether MB values are MiBps (the software controller)."""
+        if self._mba_mbps is not None:
+            return self._mba_mbps
+        return os.path.isfile(os.path.join(self.root, MBPS_EVENT))
+
+    def _bw_info(self, kind):
+        """``(min, granularity, max, MiBps)`` of MB or SMBA's values."""
+        low = self._int_info(kind, 'min_bandwidth') or 0
+        gran = self._int_info(kind, 'bandwidth_gran') or 1
+        if kind == 'MB' and self.mba_mbps():
+            return 0, 1, MBA_MAX_MBPS, True
+        # Only AMD's memory bandwidth has a delay scale that is not linear.
+        amd = self._int_info(kind, 'delay_linear') == 0
+        return low, gran, AMD_MAX_BW if amd else INTEL_MAX_BW, False
+
+    def _check_bw(self, kind, value, path):
+        """The kernel's bw_validate: the value the group gets.
+
+        :raises OSError: ``EINVAL``, the reason in last_cmd_status.
+        """
+        low, gran, high, mbps = self._bw_info(kind)
+        # kstrtou32(buf, 10): decimal digits (a leading "+"), a u32.
+        digits = value[1:] if value.startswith('+') else value
+        if not digits.isdigit() or not digits.isascii() or int(
+                digits) > MBA_MAX_MBPS:
+            self._refuse('Invalid MB value %s' % value, path)
+        bw = int(digits)
+        if mbps:
+            return bw
+        if not low <= bw <= high:
+            self._refuse('MB value %d out of range [%d,%d]'
+                         % (bw, low, high), path)
+        # roundup(bw, bw_gran): "Intermediate values are rounded to the
+        # next control step available on the hardware."
+        return -(-bw // gran) * gran
 
     # -- reading the tree ------------------------------------------------
     def _path(self, dir_fd):
@@ -529,6 +701,8 @@ class Kernel(resctrl_writer.Syscalls):
                 _write(path, 'mode', resctrl.MODE_SHAREABLE + '\n')
         if monitoring is not None:
             _mon_files(path, self._domains(), mon_groups=not is_mon)
+        if os.path.isfile(os.path.join(self.root, MBPS_EVENT)):
+            _write(path, MBPS_EVENT, MBPS_DEFAULT)
         self._refresh()
         self._status('ok')
 
@@ -543,7 +717,23 @@ class Kernel(resctrl_writer.Syscalls):
         """
         lines = []
         for line in self._read(self.root, 'schemata').splitlines():
-            kind = line.partition(':')[0].strip()
+            kind, _, rest = line.partition(':')
+            kind = kind.strip()
+            doms = [item.split('=')[0].strip() for item in rest.split(';')
+                    if '=' in item]
+            if kind in BW_RESOURCES:
+                # rdtgroup_init_mba: the most bandwidth.
+                high = self._bw_info(kind)[2]
+                lines.append('%s:%s' % (kind, ';'.join(
+                    '%s=%d' % (d, high) for d in doms)))
+                continue
+            if kind in L2_KINDS:
+                # rdtgroup_init_cat: every way no exclusive or
+                # pseudo-locked group holds (L3's only, here).
+                full = self._cache_info(kind)[0]
+                lines.append('%s:%s' % (kind, ';'.join(
+                    '%s=%x' % (d, full) for d in doms)))
+                continue
             if kind not in resctrl.L3_KINDS:
                 lines.append(line.strip())
                 continue
@@ -589,6 +779,19 @@ class Kernel(resctrl_writer.Syscalls):
             text = self._schemata_update(group, text)
             super().write_file(dir_fd, name, text, False, where)
             self._refresh()
+            self._status('ok')
+            return
+        if name == MBPS_EVENT and os.path.isfile(
+                os.path.join(group, MBPS_EVENT)):
+            # rdtgroup_mba_mbps_event_write: an MBM event the tree counts.
+            event = text[:-1] if text.endswith('\n') else text
+            features = (_read_text(self.root, 'info', 'L3_MON',
+                                   'mon_features') or '').split()
+            if event not in ('mbm_local_bytes', 'mbm_total_bytes') or (
+                    event not in features):
+                self._refuse("Unsupported event id '%s'" % event,
+                             os.path.join(group, name))
+            super().write_file(dir_fd, name, event + '\n', False, where)
             self._status('ok')
             return
         if name == 'cpus_list':
@@ -654,14 +857,20 @@ class Kernel(resctrl_writer.Syscalls):
                     item.strip().split('=', 1) for item in rest.split(';')
                     if '=' in item)))
         values = dict(current)
+        staged = set()
         for line in text.splitlines():
             if not line.strip():
                 continue
             kind, sep, rest = line.partition(':')
             kind = kind.strip()
-            if not sep or kind not in values:
+            if not sep:
+                self._refuse("Missing ':'", path)
+            if kind not in values:
                 self._refuse('Unknown or unsupported resource name '
                              "'%s'" % kind, path)
+            if kind not in resctrl.L3_KINDS:
+                self._stage(group, kind, rest, values[kind], staged, path)
+                continue
             for item in rest.split(';'):
                 if not item.strip():
                     continue
@@ -677,6 +886,36 @@ class Kernel(resctrl_writer.Syscalls):
                 values[kind][dom] = value
         return ''.join('%s:%s\n' % (kind, ';'.join(
             '%s=%s' % kv for kv in doms.items())) for kind, doms in current)
+
+    def _stage(self, group, kind, rest, values, staged, path):
+        """One line of L2, MB or SMBA into ``values``, as parse_line.
+
+        :param staged: ``(kind, domain)`` pairs of this write so far.
+        :raises OSError: ``EINVAL`` for the first thing the kernel refuses.
+        """
+        if not rest:
+            self._refuse("Missing '%s' value" % kind, path)
+        items = rest.split(';')
+        if len(items) > 1 and not items[-1]:
+            # A ";" at the end of the line ends it ("L2:0=f;").
+            items.pop()
+        for item in items:
+            dom, sep, value = item.partition('=')
+            # kstrtoul(id, 10): digits, not even a space around them.
+            if not sep or not (dom.isdigit() and dom.isascii()):
+                self._refuse("Missing '=' or non-numeric domain", path)
+            dom, value = str(int(dom)), value.strip()
+            if dom not in values:
+                # parse_line's -EINVAL with nothing in last_cmd_status.
+                self._refuse('ok', path)
+            if (kind, dom) in staged:
+                self._refuse('Duplicate domain %s' % dom, path)
+            staged.add((kind, dom))
+            if kind in BW_RESOURCES:
+                values[dom] = '%d' % self._check_bw(kind, value, path)
+            else:
+                self._check_cbm(group, kind, int(dom), value, path)
+                values[dom] = '%x' % int(value, 16)
 
     def _check_cbm(self, group, kind, dom, value, path):
         """The kernel's checks of one cache mask (cbm_validate, parse_cbm).

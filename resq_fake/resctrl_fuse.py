@@ -47,7 +47,8 @@ from resq_fake import resctrl as fake_resctrl
 PROG = 'python -m resq_fake.resctrl_fuse'
 # Files a group's owner may write (the kernel's 0644 files); every other
 # file of the tree is 0444.
-WRITABLE = frozenset(('schemata', 'cpus', 'cpus_list', 'tasks', 'mode'))
+WRITABLE = frozenset(('schemata', 'cpus', 'cpus_list', 'tasks', 'mode',
+                      'mba_MBps_event'))
 # PAGE_SIZE and NAME_MAX, as kernfs' simple_statfs reports them.
 _BLOCK_SIZE = 4096
 _NAME_MAX = 255
