@@ -21,6 +21,24 @@ from tests.functional import test_optimizer
 from tests.functional import test_optimizer_edges
 
 
+def hang_migration(test, server, dest):
+    """Live-migrate ``server`` to ``dest``; it runs until the cleanup.
+
+    :returns: the migration, as Nova lists it.
+    """
+    test.useFixture(fixtures.MonkeyPatch(
+        'nova.tests.fixtures.libvirt.Domain.abortJob',
+        test_optimizer_edges._abort_job))
+    test.hang_migration_of.add(server['id'])
+    test.compute.live_migrate(server['id'], dest)
+    test._wait_for_migration_status(server, ['running'])
+    (migration,) = test.compute.live_migrations(server['id'])
+    test.addCleanup(test._wait_for_migration_status, server, ['cancelled'])
+    test.addCleanup(test.compute.abort_live_migration, server['id'],
+                    migration['id'])
+    return migration
+
+
 class MigrationAuditTest(test_optimizer.OptimizerTestBase):
 
     def setUp(self):
@@ -102,18 +120,9 @@ class MigrationAuditTest(test_optimizer.OptimizerTestBase):
             (('outcome', 'released'),))])
 
     def test_servers_and_moves_under_way_are_never_released(self):
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Domain.abortJob',
-            test_optimizer_edges._abort_job))
         a = self.boot('host1', ways=3, name='a')
         b = self.boot('host2', ways=2, name='b')
-        self.hang_migration_of.add(a['id'])
-        self.compute.live_migrate(a['id'], 'host2')
-        self._wait_for_migration_status(a, ['running'])
-        (migration,) = self.compute.live_migrations(a['id'])
-        self.addCleanup(self._wait_for_migration_status, a, ['cancelled'])
-        self.addCleanup(self.compute.abort_live_migration, a['id'],
-                        migration['id'])
+        migration = hang_migration(self, a, 'host2')
         before = {h: self.usage(h) for h in self.rps}
         (kept,) = self.optimizer.audit()
         self.assertEqual((migration['uuid'], orphans.KEPT, 'running'),
@@ -188,17 +197,8 @@ class DownCellAuditTest(test_optimizer.OptimizerTestBase):
                                                      cell_name=cell)[0]
 
     def test_a_migration_under_way_in_a_down_cell_is_kept(self):
-        self.useFixture(fixtures.MonkeyPatch(
-            'nova.tests.fixtures.libvirt.Domain.abortJob',
-            test_optimizer_edges._abort_job))
         a = self.boot('host1', ways=3, name='a')
-        self.hang_migration_of.add(a['id'])
-        self.compute.live_migrate(a['id'], 'host2')
-        self._wait_for_migration_status(a, ['running'])
-        (migration,) = self.compute.live_migrations(a['id'])
-        self.addCleanup(self._wait_for_migration_status, a, ['cancelled'])
-        self.addCleanup(self.compute.abort_live_migration, a['id'],
-                        migration['id'])
+        migration = hang_migration(self, a, 'host2')
         with nova_fixtures.DownCellFixture(
                 down_cell_mappings=[self.cell_mappings['cell1']]):
             # Nova's list leaves the migration out, without an error.
