@@ -206,6 +206,11 @@ def summarize(faults_done, checks, actions, extra):
     figures['partitioned_twice_max'] = worst('doubles', checks)
     # Not a target: Nova's doing, reported beside the targets.
     figures['servers_in_error_max'] = worst('in_error', checks)
+    # Not a target either: running domains Nova left on a host it then
+    # placed the server away from (judged: the agent must not partition
+    # them past its grace, which partitioned_twice_max and leaked_groups
+    # count).
+    figures['nova_leftover_domains_max'] = worst('nova_leftovers', checks)
     # The faults' effect: servers a killed agent left unpartitioned until
     # it was started again (0 everywhere would mean the fault bit nothing).
     figures['unpartitioned_before_repair_max'] = worst(
@@ -302,6 +307,7 @@ class Soak:
         self.current_fault = None
         self.faults_done = []
         self.checks = []
+        self.leftovers_seen = {}  # (host, uuid) -> first seen (monotonic)
         self.migrations_applied = 0
         self.optimizer = collections.Counter()
         self.t0 = time.monotonic()
@@ -843,6 +849,10 @@ class Soak:
             words += '; %d unpartitioned' % rec['final_unpartitioned']
         if rec.get('doubles'):
             words += '; %d partitioned twice' % rec['doubles']
+        if rec.get('nova_leftovers'):
+            words += '; %d domains Nova left on another host (%s)' % (
+                rec['nova_leftovers'],
+                ', '.join(rec.get('nova_leftover_detail') or ()))
         return words
 
     def _inventory(self, problems):
@@ -922,13 +932,27 @@ class Soak:
                 # they hold judged once the soak has deleted them.
                 errored = errored_servers(inv)
                 busy = set(skip) | self.in_flight() | set(errored)
+                # Domains Nova left behind on a host (a failed start it
+                # rescheduled): counted and named, not the agent's leak;
+                # their partition is judged once the agent's grace ends.
+                lefts = fm.nova_leftovers(inv, skip=busy)
+                now = time.monotonic()
+                for pair in lefts:
+                    self.leftovers_seen.setdefault(pair, now)
+                young = {p for p in lefts if now - self.leftovers_seen[p]
+                         < fm.LEFTOVER_GRACE_S}
                 parts = fm.partition_problems(inv, skip=busy)
-                doubles = fm.double_partitions(inv, skip=busy)
-                found = fm.leaks(inv, skip=busy)
+                doubles = fm.double_partitions(inv, skip=busy, young=young)
+                found = fm.leaks(inv, skip=busy, young=young)
                 counts = fm.leak_counts(found)
                 result.update(
                     in_error=len(errored),
                     in_error_detail=dict(list(errored.items())[:5]),
+                    nova_leftovers=len(lefts),
+                    nova_leftover_detail=sorted(
+                        '%s on %s (Nova: %s)' % (
+                            u, h, inv['servers'][u]['host'])
+                        for h, u in lefts)[:5],
                     final_unpartitioned=len(parts), doubles=len(doubles),
                     leaks=counts,
                     leak_detail={k: v[:5] for k, v in found.items()

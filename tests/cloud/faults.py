@@ -42,6 +42,7 @@ import subprocess
 import time
 import xml.etree.ElementTree as ET
 
+from resq_agent import manager as agent_manager
 from resq_common import cache_domain
 from resq_common import cbm
 from resq_common import extra_specs
@@ -50,6 +51,10 @@ from resq_tempest_plugin.common import host as host_mod
 RC_LLC_WAY = extra_specs.RC_LLC_WAY
 #: What issue 42 asks: partitioned again within a minute of the fault.
 REPAIR_S = 60
+#: How long a domain Nova left behind on a host (a start that failed and
+#: was rescheduled elsewhere) may keep a partition there: the agent's
+#: grace for a live migration away, one reconcile pass, and slack.
+LEFTOVER_GRACE_S = agent_manager.MOVING_OUT_GRACE_S + 60
 GROUP_PREFIX = host_mod.GROUP_PREFIX
 CLASS_PREFIX = GROUP_PREFIX + 'cos'
 _UUID = re.compile('^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-'
@@ -522,19 +527,55 @@ def partition_problems(inv, skip=()):
     return found
 
 
-def double_partitions(inv, skip=()):
-    """``{server uuid: claims}`` of servers more than one group names."""
-    return {sid: where for sid, where in group_claims(inv).items()
-            if len(where) > 1 and sid not in skip}
+def double_partitions(inv, skip=(), young=()):
+    """``{server uuid: claims}`` of servers more than one group names.
+
+    ``young``: ``(host, uuid)`` of domains Nova left behind that the
+    agent may still partition (:func:`nova_leftovers`); their groups are
+    not counted.
+    """
+    found = {}
+    for sid, where in group_claims(inv).items():
+        where = [w for w in where if (w[0], sid) not in young]
+        if len(where) > 1 and sid not in skip:
+            found[sid] = where
+    return found
 
 
-def leaks(inv, skip=()):
+def nova_leftovers(inv, skip=()):
+    """``{(host, uuid)}``: domains of a server Nova places elsewhere.
+
+    A start that failed while the host's libvirtd restarted (its clean-up
+    could not destroy the domain) and that Nova rescheduled to another
+    host leaves a running domain that no Nova record names on this host;
+    nova-compute never destroys it (its periodic task reaps domains of
+    deleted instances only). It is Nova's leak, not the agent's: the
+    agent must leave it unpartitioned (after its grace for a live
+    migration away), and the soak counts and names it apart.
+    """
+    servers = inv['servers']
+    found = set()
+    for host, tree in inv['hosts'].items():
+        for uuid in tree.get('domains', {}):
+            s = servers.get(uuid)
+            if (s is not None and uuid not in skip and s.get('host')
+                    and s['host'] != host):
+                found.add((host, uuid))
+    return found
+
+
+def leaks(inv, skip=(), young=()):
     """What is left of servers that are gone (or was never anyone's).
 
     ``skip``: servers being created, moved or deleted right now.
+    ``young``: ``(host, uuid)`` of domains Nova left behind whose group
+    the agent may still hold (:data:`LEFTOVER_GRACE_S`).
 
     :returns: ``{'groups', 'allocations', 'domains', 'providers': [text],
         'plans_applying': [plan ids] or None (resq-api did not answer)}``.
+        Domains Nova left behind (:func:`nova_leftovers`) are not among
+        ``domains``; a group still naming one once it is no longer young
+        is among ``groups``.
     """
     servers = inv['servers']
     skip = set(skip)
@@ -545,7 +586,8 @@ def leaks(inv, skip=()):
     found = {'groups': [], 'allocations': [], 'domains': [],
              'providers': [], 'plans_applying': inv.get('plans_applying')}
     for host, tree in sorted(inv['hosts'].items()):
-        here = on_host.get(host, set()) | skip
+        here = on_host.get(host, set()) | skip | {
+            uuid for h, uuid in young if h == host}
         for group, info in sorted(tree['groups'].items()):
             tail = group[len(GROUP_PREFIX):]
             if group.startswith(CLASS_PREFIX) and tail[3:].isdigit():
@@ -562,7 +604,7 @@ def leaks(inv, skip=()):
                 found['groups'].append('%s: %s names no server on %s' % (
                     host, group, host))
         for uuid in sorted(tree.get('domains', {})):
-            if uuid not in here:
+            if uuid not in here and not servers.get(uuid, {}).get('host'):
                 found['domains'].append('%s: libvirt domain %s is no server '
                                         'of %s' % (host, uuid, host))
     nodes = inv['compute_nodes']

@@ -332,6 +332,67 @@ class ErrorServerTest(base.TestCase):
         self.assertEqual(2, figures['servers_in_error_max'])
 
 
+class NovaLeftoverTest(base.TestCase):
+    """A domain Nova left on aio-2 of S1, which it placed on aio-1."""
+
+    def left(self, partitioned):
+        inv = inventory()
+        inv['hosts']['aio-2']['domains'][S1] = {'active': True,
+                                                'pinned': [1]}
+        if partitioned:
+            inv['hosts']['aio-2']['groups']['resq-cos1'] = {
+                'l3': {0: 0x7}, 'cpus': [1], 'mons': {'resq-' + S1: [1]}}
+        return inv
+
+    def soak(self, inv, clock):
+        soak = cloud_soak.Soak(None, None, type('O', (), {'seed': 1})())
+        soak._inventory = lambda problems: inv
+        soak._refresh = lambda inv: None
+        self.useFixture(fixtures.MockPatch(
+            'benchmarks.cloud_soak.time.monotonic', lambda: clock[0]))
+        return soak
+
+    def test_found_and_not_a_leaked_domain(self):
+        inv = self.left(partitioned=False)
+        self.assertEqual({('aio-2', S1)}, faults.nova_leftovers(inv))
+        self.assertEqual(set(), faults.nova_leftovers(inv, skip={S1}))
+        self.assertEqual(0, faults.leak_counts(faults.leaks(inv))['domains'])
+        # A domain whose server is gone stays a leak.
+        inv['hosts']['aio-2']['domains'][GONE] = {'active': True}
+        self.assertEqual(1, faults.leak_counts(faults.leaks(inv))['domains'])
+
+    def test_partition_allowed_while_young_judged_after(self):
+        inv = self.left(partitioned=True)
+        clock = [1000.0]
+        soak = self.soak(inv, clock)
+        first = soak.settle_check(0)
+        self.assertEqual((1, 0, 0), (first['nova_leftovers'],
+                                     first['doubles'],
+                                     first['leaks']['groups']))
+        self.assertIn('%s on aio-2 (Nova: aio-1)' % S1,
+                      first['nova_leftover_detail'])
+        clock[0] += faults.LEFTOVER_GRACE_S + 1
+        late = soak.settle_check(0)
+        self.assertEqual(1, late['doubles'])
+        self.assertEqual(1, late['leaks']['groups'])
+        # Left unpartitioned, as the agent does past its grace: counted,
+        # not judged.
+        del inv['hosts']['aio-2']['groups']['resq-cos1']
+        done = soak.settle_check(0)
+        self.assertEqual((1, 0, 0), (done['nova_leftovers'],
+                                     done['doubles'],
+                                     done['leaks']['groups']))
+        figures = cloud_soak.summarize([], [first, late, done], {
+            a: {'ok': 0, 'failed': 0, 'seconds': []}
+            for a in cloud_soak.ACTIONS}, {})
+        self.assertEqual(1, figures['nova_leftover_domains_max'])
+
+    def test_grace_covers_the_agents(self):
+        from resq_agent import manager
+        self.assertGreater(faults.LEFTOVER_GRACE_S,
+                           manager.MOVING_OUT_GRACE_S)
+
+
 class Proc:
 
     def __init__(self, returncode=0, stdout='', stderr=''):
