@@ -29,6 +29,7 @@ from oslo_log import log as logging
 from resq_agent import layout
 from resq_common import cache_domain
 from resq_common import cbm
+from resq_common import mba
 from resq_common import resctrl
 from resq_profiler import exception
 
@@ -76,6 +77,9 @@ class CacheDomainInfo:
     # Ways of this domain exclusive to, or pseudo-locked by, groups that
     # are not the agent's: in no mask the agent writes.
     foreign_mask: int = 0
+    # The kernel's memory bandwidth allocation (resq_common.mba.MbaInfo),
+    # None without info/MB.
+    mba_info: object = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +94,7 @@ class HostTopology:
     # The kernel's group limit: the smallest num_closids of all allocation
     # resources (0 without resctrl).
     closid_limit: int = 0
+    mba_info: object = None
 
     def domain(self, domain_id):
         for dom in self.domains:
@@ -363,7 +368,7 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
             io_mask=iom & usable, cat=bool(usable),
             numa_cells=numa_cells_of(sys_dom['cpus'], numa),
             sparse_masks=rules['sparse'], vendor=rules['vendor'],
-            foreign_mask=foreign,
+            foreign_mask=foreign, mba_info=rules['mba_info'],
             **_cells_memory(numa_cells_of(sys_dom['cpus'], numa), memory)))
     for cid in sorted(set(sysfs) - set(rules['ids'])):
         warn('sysfs has L3 cache %d but resctrl does not; it gets no '
@@ -371,7 +376,8 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     return HostTopology(tuple(doms), True, cdp=info['cdp'],
                         mba=rules['mba'], vendor=rules['vendor'],
                         sparse_masks=rules['sparse'],
-                        closid_limit=rules['closid_limit'])
+                        closid_limit=rules['closid_limit'],
+                        mba_info=rules['mba_info'])
 
 
 def _usable_ways(cid, info, foreign, warn):
@@ -425,7 +431,8 @@ def _kernel_rules(tree, sysfs_root, warn, info_log):
             'closid_limit': closid_limit,
             'reserved': _foreign_ways(tree, ids, modes, warn),
             'sparse': sparse, 'vendor': vendor,
-            'mba': os.path.isdir(os.path.join(tree.root, 'info', 'MB'))}
+            'mba': os.path.isdir(os.path.join(tree.root, 'info', 'MB')),
+            'mba_info': mba.read_info(tree.root, vendor)}
 
 
 def _class_budget(tree, info, modes, warn, info_log):
@@ -596,7 +603,8 @@ def shape_of(dom, configured_default_ways, default_io=False, lease_ways=0):
 
 def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
                     dedicated_cpus=None, default_io=False, lease_ways=0,
-                    lease_classes=0, lease_cores=0):
+                    lease_classes=0, lease_cores=0, mem_bw_mibps=0,
+                    default_mem_bw_mibps=0):
     """The Placement view of a domain (inventory, traits).
 
     :param dedicated_cpus: the CPUs Nova pins instances to (its
@@ -611,7 +619,13 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
     :param lease_classes: classes of service of the on-demand lease (host
         wide); not offered to reserved instances.
     :param lease_cores: cores on-demand NFs may hold (0: the domain's).
+    :param mem_bw_mibps: the domain's memory bandwidth instances may share
+        (``[resq_agent] memory_bandwidth_mibps``); offered only where the
+        kernel has MBA.
+    :param default_mem_bw_mibps: the part of it kept for the default
+        group, reserved.
     """
+    mba_info = dom.mba_info if dom.cat else None
     instance_ways = None
     if dom.cat:
         # Exactly what the layout can hand out, also when the I/O ways sit
@@ -633,7 +647,11 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
         lease_cores=lease_cores,
         memory_mb=dom.memory_mb, hugepages_mb=dom.hugepages_mb,
         cores=len(set(dom.cpus) & set(dedicated_cpus)
-                  if dedicated_cpus else dom.cpus))
+                  if dedicated_cpus else dom.cpus),
+        mem_bw_mibps=mem_bw_mibps if mba_info else 0,
+        mem_bw_reserved_mibps=min(default_mem_bw_mibps, mem_bw_mibps)
+        if mba_info else 0,
+        mba_mode=mba_info.mode if mba_info else '')
 
 
 def describe(topology, default_group_ways, default_io=False,

@@ -54,7 +54,8 @@ class Inventory:
 
     def __init__(self, client, hostname, default_group_ways,
                  dedicated_cpus=None, default_io=False, lease_ways=0,
-                 lease_classes=0, lease_cores=0, shared_classes=True):
+                 lease_classes=0, lease_cores=0, shared_classes=True,
+                 mem_bw_mibps=0, default_mem_bw_mibps=0):
         """See :meth:`from_conf`.
 
         :param shared_classes: a class of service serves one instance in
@@ -63,6 +64,8 @@ class Inventory:
             domain gets its share of the host's.
         """
         self.shared_classes = shared_classes
+        self.mem_bw_mibps = mem_bw_mibps
+        self.default_mem_bw_mibps = default_mem_bw_mibps
         self.client = client
         self.lease_cores = lease_cores
         self.lease_ways = lease_ways
@@ -83,7 +86,10 @@ class Inventory:
                    conf.resq_agent.ondemand_ways,
                    conf.resq_agent.ondemand_classes,
                    conf.resq_agent.ondemand_cores,
-                   shared_classes=conf.resq_agent.backend == 'resctrl')
+                   shared_classes=conf.resq_agent.backend == 'resctrl',
+                   mem_bw_mibps=conf.resq_agent.memory_bandwidth_mibps,
+                   default_mem_bw_mibps=(
+                       conf.resq_agent.default_group_memory_bandwidth_mibps))
 
     def compute_uuid(self):
         if self._compute_uuid is None:
@@ -104,7 +110,9 @@ class Inventory:
                                           self.default_io,
                                           self.lease_ways,
                                           leased,
-                                          self.lease_cores)
+                                          self.lease_cores,
+                                          self.mem_bw_mibps,
+                                          self.default_mem_bw_mibps)
                 for d in topology.domains]
 
     def report(self, topology):

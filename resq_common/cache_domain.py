@@ -54,6 +54,15 @@ provider, owned by the resq agent:
   there: an on-demand flavor asks for one per vCPU, so Placement only
   offers domains whose lease has room for one more instance (ResQ §5.1's
   on-demand admission).
+  ``CUSTOM_MEM_BW_MIBPS``: the memory bandwidth (MiB/s) of the domain's
+  memory instances may share, less the default group's, where the kernel
+  offers memory bandwidth allocation and the operator has said how much
+  there is (``[resq_agent] memory_bandwidth_mibps``); the trait
+  ``CUSTOM_RESQ_MBA_<MODE>`` says how it is enforced
+  (:mod:`resq_common.mba`). A flavor asks for it in its LLC request group.
+  Classes of service (``CUSTOM_LLC_CLOS``) stay the ways' count: an MB line
+  is written in the same group as the L3 line, so it needs no class of
+  its own.
   A profile is only valid on the platform it was measured on; flavors made
   by SLO admission require the profile's platform traits in their LLC
   request group, so Placement only offers cache domains of that shape.
@@ -79,6 +88,9 @@ TRAIT_NUMA_PREFIX = 'CUSTOM_RESQ_NUMA_'
 TRAIT_MEMORY_PREFIX = 'CUSTOM_RESQ_MEMORY_MB_'
 TRAIT_HUGEPAGES_PREFIX = 'CUSTOM_RESQ_HUGEPAGES_MB_'
 TRAIT_ONDEMAND_PREFIX = extra_specs.TRAIT_ONDEMAND_PREFIX
+# How the domain enforces memory bandwidth: CUSTOM_RESQ_MBA_MBPS (the
+# kernel's software controller), _PERCENT or _AMD (resq_common.mba).
+TRAIT_MBA_PREFIX = 'CUSTOM_RESQ_MBA_'
 MAX_DOMAINS = 64
 
 
@@ -151,6 +163,12 @@ class CacheDomain:
     # need huge pages where they are).
     memory_mb: int = None
     hugepages_mb: int = None
+    # Memory bandwidth (MiB/s) of the domain's memory that instances may
+    # share, the part of it kept for the default group, and how the kernel
+    # enforces it (resq_common.mba.MODES; '' without MBA).
+    mem_bw_mibps: int = 0
+    mem_bw_reserved_mibps: int = 0
+    mba_mode: str = ''
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -184,6 +202,12 @@ class CacheDomain:
                 'total': cores, 'reserved': 0, 'min_unit': 1,
                 'max_unit': cores, 'step_size': 1,
                 'allocation_ratio': 1.0}
+        if self.mba_mode and self.mem_bw_mibps > self.mem_bw_reserved_mibps:
+            inv[extra_specs.RC_MEM_BW] = {
+                'total': self.mem_bw_mibps,
+                'reserved': self.mem_bw_reserved_mibps, 'min_unit': 1,
+                'max_unit': self.mem_bw_mibps - self.mem_bw_reserved_mibps,
+                'step_size': 1, 'allocation_ratio': 1.0}
         if not self.cat or reserved >= self.ways or not usable_clos:
             return {}
         return inv
@@ -205,4 +229,6 @@ class CacheDomain:
         if self.hugepages_mb is not None:
             traits.append('%s%d' % (TRAIT_HUGEPAGES_PREFIX,
                                     self.hugepages_mb))
+        if self.mba_mode:
+            traits.append(TRAIT_MBA_PREFIX + self.mba_mode.upper())
         return sorted(traits)

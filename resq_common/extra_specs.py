@@ -24,6 +24,9 @@ from resq_common import profile
 NAMESPACE = 'resq'
 RC_LLC_WAY = 'CUSTOM_LLC_WAY'
 RC_LLC_CLOS = 'CUSTOM_LLC_CLOS'
+# Memory bandwidth of a cache domain's memory, in MiB/s on every host
+# (resq_common.mba says why one unit and how the agent enforces it).
+RC_MEM_BW = 'CUSTOM_MEM_BW_MIBPS'
 # A core of a host's on-demand lease (resq_agent.ondemand): an on-demand
 # flavor asks for one per vCPU, in a named request group, so Placement
 # only offers cache domains whose lease has room for the instance.
@@ -94,6 +97,14 @@ SPECS = {s.key: s for s in (
          'resq-admit writes it, so the scheduler checks the flavor without '
          'the profile files; the flavor\'s CUSTOM_LLC_WAY must not be '
          'smaller.', 'an integer from 1 to 1024', minimum=1, maximum=1024),
+    Spec('resq:mem_bw_mibps', 'int',
+         'Memory bandwidth, in MiB/s, this instance needs from its cache '
+         'domain\'s memory (reserved SLOs). Placement allocates it as '
+         'CUSTOM_MEM_BW_MIBPS from the cache domain that gives the ways, '
+         'so a domain is never over-committed; the host agent writes it '
+         'as the group\'s MB limit. The flavor asks for the same amount '
+         'in its LLC request group.',
+         'an integer from 1 to 100000000', minimum=1, maximum=100_000_000),
     Spec('resq:term', 'id',
          'Name of the SLO term this instance belongs to, to group the '
          'instances of one term.',
@@ -172,6 +183,8 @@ class ResQRequest:
     required_traits: frozenset = frozenset()
     min_ways: int = None
     ondemand_cores: int = 0
+    # Memory bandwidth (MiB/s) from the LLC request group's provider.
+    mem_bw_mibps: int = 0
 
 
 def placement_names(extra_specs):
@@ -220,6 +233,7 @@ def parse(extra_specs, vcpus=0):
     ways, clos, suffix = 0, 0, None
     od_cores, od_suffix = 0, None
     res_cores = None
+    mem_bw = None
     traits = {}
     for key, value in (extra_specs or {}).items():
         t = _TRAIT_KEY.match(key)
@@ -232,6 +246,9 @@ def parse(extra_specs, vcpus=0):
             continue
         if m and m.group('rc') == RC_RESQ_CORE:
             res_cores = (m.group('suffix'), _count(key, value))
+            continue
+        if m and m.group('rc') == RC_MEM_BW:
+            mem_bw = (m.group('suffix'), _count(key, value))
             continue
         if not m or m.group('rc') not in (RC_LLC_WAY, RC_LLC_CLOS):
             continue
@@ -274,9 +291,15 @@ def parse(extra_specs, vcpus=0):
                 'per vCPU' % (vcpus, res_cores[1], RC_RESQ_CORE))
         _check_reserved(values, ways, clos, suffix,
                         traits.get(suffix, set()))
+        _check_bandwidth(values, mem_bw, suffix)
     else:
         _check_on_demand(values, ways, od_cores, od_suffix, dedicated,
                          vcpus)
+        if mem_bw is not None or values.get('mem_bw_mibps') is not None:
+            raise InvalidResQSpec(
+                'resq:slo=on-demand NFs share the host\'s on-demand lease; '
+                'they cannot ask for memory bandwidth of their own: remove '
+                'resq:mem_bw_mibps and %s from the flavor' % RC_MEM_BW)
         suffix = od_suffix
     return ResQRequest(slo=slo, profile=values.get('profile'),
                        throughput_mpps=values.get('throughput_mpps'),
@@ -288,7 +311,8 @@ def parse(extra_specs, vcpus=0):
                        vcpus=vcpus,
                        required_traits=frozenset(traits.get(suffix, ())),
                        min_ways=values.get('min_ways'),
-                       ondemand_cores=od_cores)
+                       ondemand_cores=od_cores,
+                       mem_bw_mibps=mem_bw[1] if mem_bw else 0)
 
 
 def _check_on_demand(values, ways, cores, suffix, dedicated, vcpus):
@@ -315,6 +339,37 @@ def _check_on_demand(values, ways, cores, suffix, dedicated, vcpus):
         raise InvalidResQSpec(
             'the flavor has %d vCPUs but asks for %d %s; ask for one per '
             'vCPU' % (vcpus, cores, RC_ONDEMAND_CORE))
+
+
+def _check_bandwidth(values, mem_bw, suffix):
+    """Memory bandwidth comes from the cache domain that gives the ways.
+
+    ``resq:mem_bw_mibps`` says what the NF needs; Placement allocates the
+    flavor's ``CUSTOM_MEM_BW_MIBPS``: both must be there and agree.
+    """
+    wanted = values.get('mem_bw_mibps')
+    group = 'resources%s' % suffix
+    if mem_bw is None:
+        if wanted is not None:
+            raise InvalidResQSpec(
+                'resq:mem_bw_mibps=%d needs the bandwidth from Placement: '
+                'add "%s:%s=%d" to the flavor' % (wanted, group, RC_MEM_BW,
+                                                  wanted))
+        return
+    where, amount = mem_bw
+    if where != suffix:
+        raise InvalidResQSpec(
+            '%s must be requested in the LLC request group (%r), so the '
+            'cache domain that gives the ways gives the bandwidth; found '
+            'it in %r' % (RC_MEM_BW, suffix, where))
+    if amount < 1:
+        raise InvalidResQSpec(
+            '%s:%s must be at least 1 MiB/s, or be removed' % (
+                group, RC_MEM_BW))
+    if wanted is not None and wanted != amount:
+        raise InvalidResQSpec(
+            'resq:mem_bw_mibps is %d but the flavor asks Placement for %d '
+            '(%s:%s); make them equal' % (wanted, amount, group, RC_MEM_BW))
 
 
 def _trait_number(traits, prefix):

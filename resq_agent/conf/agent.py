@@ -131,6 +131,28 @@ ALL_OPTS = [
                     'non-ResQ instances) beyond the I/O ways, reserved in '
                     'Placement so no instance can take them. The default '
                     'group always keeps at least min_cbm_bits ways.'),
+    cfg.IntOpt('memory_bandwidth_mibps',
+               default=0, min=0, max=2 ** 32 - 1,
+               help='Memory bandwidth (MiB/s) of each cache domain that '
+                    'instances may share, offered to Placement as '
+                    'CUSTOM_MEM_BW_MIBPS on the domain\'s provider where the '
+                    'kernel offers memory bandwidth allocation (info/MB). '
+                    'No kernel file says it: measure what the memory of '
+                    'the domain\'s NUMA cell sustains (Intel MLC, STREAM) '
+                    'and set somewhat less. With percentage MBA (no '
+                    'mba_MBps mount option) it also turns an instance\'s '
+                    'MiB/s into its percentage. 0: no bandwidth is offered, '
+                    'and flavors that ask for some are not scheduled here.'),
+    cfg.IntOpt('default_group_memory_bandwidth_mibps',
+               default=0, min=0, max=2 ** 32 - 1,
+               help='Memory bandwidth (MiB/s) of each cache domain kept '
+                    'for the default resctrl group (the host, instances '
+                    'without a ResQ partition): reserved in Placement and '
+                    'written as the default group\'s MB limit. 0: none is '
+                    'reserved and the default group is not limited; an '
+                    'instance\'s bandwidth is then a limit that keeps it to '
+                    'its share, not a guarantee against the default '
+                    'group.'),
     cfg.BoolOpt('default_group_io_ways',
                 default=False,
                 help='Let the default resctrl group (the host and non-ResQ '

@@ -41,21 +41,45 @@ class ResQValidator(base.ExtraSpecValidator):
 WAY_KEYS = ('resources:CUSTOM_LLC_WAY', 'resources_LLC:CUSTOM_LLC_WAY')
 
 
-class WayAmountValidator(base.ExtraSpecValidator):
-    """LLC ways: a count from 1 to the most ways a cache domain has."""
+#: The memory bandwidth amounts resq-nova checks, as :data:`WAY_KEYS`.
+BANDWIDTH_KEYS = ('resources:' + extra_specs.RC_MEM_BW,
+                  'resources_LLC:' + extra_specs.RC_MEM_BW)
+
+
+class AmountValidator(base.ExtraSpecValidator):
+    """A resource amount: a whole number from 1 to ``most``."""
+
+    #: What the amount is, and what to do about it, for the error.
+    what = None
+    most = None
 
     def validate(self, name, value):
-        most = int(extra_specs.SPECS['resq:min_ways'].maximum)
         try:
-            ways = int(str(value).strip())
+            amount = int(str(value).strip())
         except ValueError:
-            ways = None
-        if ways is None or not 1 <= ways <= most:
+            amount = None
+        if amount is None or not 1 <= amount <= self.most:
             raise internals.validation_error(
-                'Validation failed; %s=%s: LLC ways are a whole number from '
-                '1 to %d (the ways of one cache domain); ask for the ways '
-                'the instance needs, or drop the key for no partition'
-                % (name, value, most))
+                'Validation failed; %s=%s: %s' % (
+                    name, value, self.what % self.most))
+
+
+class WayAmountValidator(AmountValidator):
+    """LLC ways: a count from 1 to the most ways a cache domain has."""
+
+    what = ('LLC ways are a whole number from 1 to %d (the ways of one '
+            'cache domain); ask for the ways the instance needs, or drop '
+            'the key for no partition')
+    most = int(extra_specs.SPECS['resq:min_ways'].maximum)
+
+
+class BandwidthAmountValidator(AmountValidator):
+    """Memory bandwidth: MiB/s from 1 to resq:mem_bw_mibps's maximum."""
+
+    what = ('memory bandwidth is a whole number of MiB/s from 1 to %d; '
+            'ask for what the instance needs (resq:mem_bw_mibps), or drop '
+            'the key for no bandwidth limit')
+    most = int(extra_specs.SPECS['resq:mem_bw_mibps'].maximum)
 
 
 def _value(spec):
@@ -72,12 +96,17 @@ def register():
     validators = [ResQValidator(name=spec.key, description=spec.description,
                                 value=_value(spec))
                   for spec in extra_specs.SPECS.values()]
-    most = int(extra_specs.SPECS['resq:min_ways'].maximum)
-    validators.extend(WayAmountValidator(
-        name=key, description='LLC ways the instance asks Placement for.',
-        value={'type': int, 'description': 'an integer from 1 to %d' % most,
-               'min': 1, 'max': most})
-        for key in WAY_KEYS)
+    for cls, keys, description in (
+            (WayAmountValidator, WAY_KEYS,
+             'LLC ways the instance asks Placement for.'),
+            (BandwidthAmountValidator, BANDWIDTH_KEYS,
+             'Memory bandwidth (MiB/s) the instance asks Placement for.')):
+        validators.extend(cls(
+            name=key, description=description,
+            value={'type': int,
+                   'description': 'an integer from 1 to %d' % cls.most,
+                   'min': 1, 'max': cls.most})
+            for key in keys)
     # Any other resq: key reaches this one (Nova looks up exact names
     # first), which rejects it with the list of known keys.
     validators.append(ResQValidator(

@@ -332,3 +332,13 @@ class WayAmountTest(base.BaseTestCase):
                               'to 1024' % (key, bad), str(exc))
         # Another group name is Nova's: any integer.
         es_validators.validate('resources_X:CUSTOM_LLC_WAY', '4')
+
+    def test_absurd_bandwidth_amounts_are_refused_naming_the_key(self):
+        for key in extra_spec_validators.BANDWIDTH_KEYS:
+            es_validators.validate(key, '2000')
+            for bad in ('-2', '0', '100000000000', 'lots'):
+                exc = self.assertRaises(exception.ValidationError,
+                                        es_validators.validate, key, bad)
+                self.assertIn('%s=%s: memory bandwidth is a whole number '
+                              'of MiB/s from 1 to 100000000' % (key, bad),
+                              str(exc))
