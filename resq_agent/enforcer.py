@@ -40,6 +40,13 @@ tree already holds the value. A pass's writes cross the privileged
 boundary as one batch in that order
 (:func:`resq_agent.privsep.resctrl.apply_ops`); a group whose creation or
 write failed gets no further write in the pass.
+
+Where the host has memory bandwidth allocation (the layout's ``mb_max`` is
+set) a group's ``MB:`` line goes in the same ``write(2)`` as its L3 lines:
+each member's value in its domain, the value of no limit in the others (a
+reused class never keeps a limit it had), and the default group's
+``default_mb``. A line that differs from the plan (changed by hand, left
+by a crash) is rewritten like a mask; without MBA no MB line is written.
 """
 
 import dataclasses
@@ -92,6 +99,8 @@ class GroupPlan:
     masks: dict = dataclasses.field(default_factory=dict)
     cpus: tuple = ()
     members: list = dataclasses.field(default_factory=list)
+    # {domain: MB value} of the members with bandwidth.
+    mb: dict = dataclasses.field(default_factory=dict)
 
     @property
     def shared(self):
@@ -104,6 +113,8 @@ def plans(lay):
     for a in lay.assignments:
         plan = result.setdefault(group_of(a), GroupPlan(group_of(a)))
         plan.masks[a.domain_id] = a.mask
+        if a.mb is not None:
+            plan.mb[a.domain_id] = a.mb
         plan.cpus = tuple(sorted(set(plan.cpus) | set(a.cpus)))
         plan.members.append(a)
     return result
@@ -114,6 +125,7 @@ class GroupState:
     name: str
     masks: dict = None       # {domain: mask}; None when unreadable
     cpus: tuple = ()
+    mb: dict = None          # {domain: MB value}; None: no MB line
 
     @property
     def instance_uuid(self):
@@ -135,6 +147,26 @@ def _l3(schemata):
         if key in schemata:
             return dict(schemata[key])
     return None
+
+
+def _mb(schemata):
+    """``{domain: int}`` of a schemata's MB line; None without one."""
+    if 'MB' not in schemata:
+        return None
+    values = {}
+    for dom, value in schemata['MB'].items():
+        try:
+            values[dom] = int(value)
+        except ValueError:
+            values[dom] = None      # unreadable: differs from any plan
+    return values
+
+
+def _mb_differs(have, want):
+    """Whether the MB line ``have`` lacks a value of the plan ``want``."""
+    if want is None:
+        return False
+    return have is None or any(have.get(d) != v for d, v in want.items())
 
 
 class _Batch:
@@ -164,6 +196,8 @@ class ResctrlEnforcer:
     name = 'resctrl'
     # One group serves an instance in each cache domain (see the module).
     shares_classes = True
+    # Writes MB lines with the L3 lines (see the module).
+    writes_mb = True
 
     def __init__(self, root):
         self.tree = resctrl.Resctrl(root)
@@ -175,7 +209,9 @@ class ResctrlEnforcer:
         for name in self.tree.owned_groups():
             state = GroupState(name)
             try:
-                state.masks = _l3(self.tree.read_schemata(name))
+                schemata = self.tree.read_schemata(name)
+                state.masks = _l3(schemata)
+                state.mb = _mb(schemata)
                 state.cpus = discovery.parse_cpu_list(
                     self.tree.read_cpus(name))
             except (OSError, ValueError, exception.ResctrlError) as exc:
@@ -224,6 +260,11 @@ class ResctrlEnforcer:
     def default_masks(self):
         return _l3(resctrl.parse_schemata(self.tree._read('schemata'))) or {}
 
+    def _default_state(self):
+        """The default group's ``(masks, MB values or None)``."""
+        schemata = resctrl.parse_schemata(self.tree._read('schemata'))
+        return _l3(schemata) or {}, _mb(schemata)
+
     def apply(self, lay, domain_ids, steps=None):
         """Make the tree hold ``lay`` (a :class:`resq_agent.layout.Layout`).
 
@@ -244,7 +285,15 @@ class ResctrlEnforcer:
             batch.add(('remove', None, name), 'remove %s' % name,
                       'remove %s' % name, result.removed.append, name)
         monitored = self._stale_mon_groups(batch, wanted)
-        current_default = self.default_masks()
+        current_default, current_mb = self._default_state()
+        # Every group's MB line names every domain: no limit where it has
+        # no member with bandwidth.
+        mb_base = (None if lay.mb_max is None
+                   else dict.fromkeys(domain_ids, lay.mb_max))
+        default_mb = None
+        if mb_base is not None:
+            default_mb = dict(mb_base)
+            default_mb.update(lay.default_mb or {})
         final_default = {d: lay.default_masks.get(d, current_default.get(d))
                          for d in domain_ids}
         interim = {}
@@ -252,13 +301,15 @@ class ResctrlEnforcer:
             old = current_default.get(d)
             interim[d] = new if old is None or new & ~old == 0 else old
         if interim != current_default:
-            self._write_default(batch, interim, 'shrink')
+            self._write_default(batch, interim, 'shrink', default_mb)
+        elif _mb_differs(current_mb, default_mb):
+            self._write_default(batch, interim, 'bandwidth of', default_mb)
         for name, plan in sorted(wanted.items()):
             self._write_group(batch, groups.get(name), plan, final_default,
-                              result)
+                              result, mb_base)
             self._monitor_members(batch, plan, monitored)
         if final_default != interim:
-            self._write_default(batch, final_default, 'grow')
+            self._write_default(batch, final_default, 'grow', default_mb)
         for (what, step, done, arg), res in zip(
                 batch.meta, resq_agent.privsep.resctrl.run_ops(batch.ops)):
             if res is None:
@@ -276,11 +327,20 @@ class ResctrlEnforcer:
                 self._failed(result, what, res)
         return result
 
-    def _write_group(self, batch, state, plan, defaults, result):
-        """Queue one group's writes, chained on the group's name."""
+    def _write_group(self, batch, state, plan, defaults, result,
+                     mb_base=None):
+        """Queue one group's writes, chained on the group's name.
+
+        :param mb_base: ``{domain: no-limit MB value}`` where the host has
+            MBA, else None.
+        """
         name = plan.name
         masks = dict(defaults)
         masks.update(plan.masks)
+        mb = None
+        if mb_base is not None:
+            mb = dict(mb_base)
+            mb.update(plan.mb)
         if state is None:
             batch.add(('create', name, name), 'create %s' % name,
                       'create %s' % name)
@@ -288,16 +348,20 @@ class ResctrlEnforcer:
         cpus = tuple(sorted(plan.cpus))
         have = tuple(sorted(state.cpus))
         staying = tuple(c for c in have if c in cpus)
-        if state.masks != masks and staying != have:
+        stale = state.masks != masks or _mb_differs(state.mb, mb)
+        if stale and staying != have:
             # Departing members' CPUs go back to the default group before
             # the masks change under them.
             batch.add(('cpus', name, name, list(staying)), 'cpus %s' % name,
                       'cpus %s (departed)' % name)
             have = staying
-        if state.masks != masks:
+        if stale:
             moved = [a for a in plan.members
-                     if (state.masks or {}).get(a.domain_id) != a.mask]
-            batch.add(('schemata', name, name, masks),
+                     if (state.masks or {}).get(a.domain_id) != a.mask
+                     or (mb is not None and (state.mb or {}).get(
+                         a.domain_id) != mb[a.domain_id])]
+            op = ('schemata', name, name, masks)
+            batch.add(op if mb is None else op + (mb,),
                       'schemata %s' % name, 'schemata %s' % name,
                       self._written(result, name), moved)
         if have != cpus:
@@ -309,9 +373,11 @@ class ResctrlEnforcer:
         def done(members):
             result.written.append(name)
             for a in members:
-                LOG.info('Instance %s: cache domain %d mask %s (%d ways) '
+                LOG.info('Instance %s: cache domain %d mask %s (%d ways)%s '
                          'in resctrl group %s%s', a.instance_uuid,
-                         a.domain_id, cbm.fmt(a.mask), a.ways, name,
+                         a.domain_id, cbm.fmt(a.mask), a.ways,
+                         ', MB %d (%d MiB/s)' % (a.mb, a.mem_bw_mibps)
+                         if a.mb is not None else '', name,
                          ', moved to remove fragmentation' if a.moved
                          else '')
         return done
@@ -367,12 +433,14 @@ class ResctrlEnforcer:
                       'monitoring group %s/%s' % (plan.name, mon),
                       'mon %s/%s' % (plan.name, mon), None, a.instance_uuid)
 
-    def _write_default(self, batch, masks, why):
+    def _write_default(self, batch, masks, why, mb=None):
         def done(_):
             LOG.info('Default resctrl group: %s', ', '.join(
-                'domain %d mask %s' % (d, cbm.fmt(m))
+                'domain %d mask %s%s' % (d, cbm.fmt(m), '' if mb is None
+                                         else ' MB %s' % mb.get(d))
                 for d, m in sorted(masks.items())))
-        batch.add(('default', None, dict(masks)),
+        op = ('default', None, dict(masks))
+        batch.add(op if mb is None else op + (dict(mb),),
                   '%s default group' % why, '%s default' % why, done)
 
     def _failed(self, result, what, exc):

@@ -20,6 +20,7 @@ cache domain (:func:`resq_common.cache_domain.domain_of`).
 """
 
 import socket
+import typing
 
 from oslo_log import log as logging
 
@@ -34,6 +35,24 @@ LOG = logging.getLogger(__name__)
 # only on another host: a live migration away from here is in flight (Nova
 # moved this host's allocation to the migration record).
 MOVING_OUT = 'moving-out'
+
+
+class Allocation(typing.NamedTuple):
+    """An instance's LLC allocation on this host, as Placement holds it."""
+
+    domain_id: int
+    ways: int
+    # CUSTOM_MEM_BW_MIBPS beside the ways on the same provider; 0: none.
+    mem_bw_mibps: int = 0
+
+
+def _allocation(domain_id, resources):
+    """The :class:`Allocation` of one provider's resources, or None."""
+    ways = resources.get(extra_specs.RC_LLC_WAY)
+    if not ways:
+        return None
+    return Allocation(domain_id, int(ways),
+                      int(resources.get(extra_specs.RC_MEM_BW) or 0))
 
 
 def hypervisor_hostname(conf, hypervisor=None):
@@ -139,7 +158,7 @@ class Inventory:
         here are asked about one by one (a live migration away, or none).
 
         :param instances: :class:`resq_agent.virt.Instance` objects.
-        :returns: ``{uuid: (domain id, ways) or None or MOVING_OUT}``.
+        :returns: ``{uuid: Allocation or None or MOVING_OUT}``.
         :raises resq_common.clients.placement.PlacementError: Placement down.
         """
         root = self.compute_uuid()
@@ -151,10 +170,9 @@ class Inventory:
             except placement_client.ProviderNotFound:
                 continue
             for consumer, resources in allocs.items():
-                ways = resources.get(extra_specs.RC_LLC_WAY)
-                if ways:
-                    here.setdefault(consumer.lower(), []).append(
-                        (domain_id, int(ways)))
+                alloc = _allocation(domain_id, resources)
+                if alloc:
+                    here.setdefault(consumer.lower(), []).append(alloc)
         result = {}
         for inst in instances:
             found = here.get(inst.uuid)
@@ -171,7 +189,7 @@ class Inventory:
         return result
 
     def move_llc(self, instance_uuid, from_domain, to_domain):
-        """Move an instance's ways and class of service between domains.
+        """Move an instance's ways, class and bandwidth between domains.
 
         For an instance whose cores Nova pinned in another cache domain
         than the one Placement gave its ways (a forced host, a race with
@@ -186,12 +204,13 @@ class Inventory:
         self.client.move_resources(
             instance_uuid, cache_domain.provider_uuid(root, from_domain),
             cache_domain.provider_uuid(root, to_domain),
-            (extra_specs.RC_LLC_WAY, extra_specs.RC_LLC_CLOS))
+            (extra_specs.RC_LLC_WAY, extra_specs.RC_LLC_CLOS,
+             extra_specs.RC_MEM_BW))
 
     def llc_allocation(self, instance_uuid):
-        """Where and how many ways the instance holds here.
+        """Where and how many ways (and MiB/s) the instance holds here.
 
-        :returns: ``(domain id, ways)``; None when it holds none anywhere;
+        :returns: an :class:`Allocation`; None when it holds none anywhere;
             :data:`MOVING_OUT` when it holds ways only on another host.
 
         :raises resq_common.clients.placement.PlacementError: Placement down.
@@ -201,8 +220,7 @@ class Inventory:
         found = []
         elsewhere = False
         for rp_uuid, resources in allocs.items():
-            ways = resources.get(extra_specs.RC_LLC_WAY)
-            if not ways:
+            if not resources.get(extra_specs.RC_LLC_WAY):
                 continue
             domain_id = cache_domain.domain_of(root, rp_uuid)
             if domain_id is None:
@@ -210,7 +228,7 @@ class Inventory:
                 # flight holds both; the other side is not ours.
                 elsewhere = True
                 continue
-            found.append((domain_id, int(ways)))
+            found.append(_allocation(domain_id, resources))
         if not found and elsewhere:
             return MOVING_OUT
         if len(found) > 1:

@@ -39,6 +39,14 @@ How a domain's ways are split (ways numbered from bit 0 of ``cbm_mask``):
   ``shared`` (libpqos, which keeps a class per instance) each instance is
   a class of its own, ``num_closids - 1`` per host.
 
+Memory bandwidth rides along: a request's ``mb`` (its ``MB:`` value, in
+the kernel's units, :func:`resq_common.mba.schemata_value`) is its
+assignment's, and the layout's ``default_mb`` and ``mb_max`` (the value of
+no limit) say what the default group and a group's domains without a
+member with bandwidth get; both None where the host has no MBA. Placement
+keeps a domain's bandwidth from being over-committed, so the layout
+refuses nothing for it.
+
 Running instances keep their masks when they still fit; new instances go
 first-fit into the gaps; only when a request fits in the free ways but not
 in any gap are all instances of the domain re-laid out contiguously (the
@@ -142,6 +150,9 @@ class Request:
     current_mask: int = None
     # The shared class it is in now (see the module), if any.
     current_clos: int = None
+    # Placement's CUSTOM_MEM_BW_MIBPS, and its MB value (None: no limit).
+    mem_bw_mibps: int = 0
+    mb: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,6 +167,8 @@ class Assignment:
     # The shared class of service (1 .. num_closids - 1) serving it; None
     # when it has a class of its own.
     clos: int = None
+    mem_bw_mibps: int = 0
+    mb: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +184,10 @@ class Layout:
     assignments: list
     refused: list
     default_masks: dict
+    # The default group's MB values {domain: value} and the value of no
+    # limit; None where the host has no MBA (no MB line is written).
+    default_mb: dict = None
+    mb_max: int = None
 
     def assignment(self, instance_uuid):
         for a in self.assignments:
@@ -243,7 +260,8 @@ def compute(shapes, requests, num_closids, shared=False):
                 tuple(req.cpus), req.packet_bytes,
                 moved=(req.current_mask is not None
                        and req.current_mask != mask),
-                clos=clos_of.get(req.instance_uuid)))
+                clos=clos_of.get(req.instance_uuid),
+                mem_bw_mibps=req.mem_bw_mibps, mb=req.mb))
     assignments.sort(key=lambda a: (a.domain_id, a.mask))
     return Layout(assignments, refused, defaults)
 

@@ -21,6 +21,11 @@ When Placement is unreachable the agent keeps enforcing what it knows: the
 last allocation it read, or else the flavor's ``resources*:CUSTOM_LLC_WAY``
 in the cache domain of the instance's pinned CPUs. It never removes a
 group because Placement or libvirt did not answer.
+
+An allocation's ``CUSTOM_MEM_BW_MIBPS`` (MiB/s, beside its ways) becomes
+its group's ``MB:`` value in the kernel's mode (:mod:`resq_common.mba`),
+written with its ways where the host has MBA; where it cannot be
+enforced the ways still are, and the log says why once.
 """
 
 import dataclasses
@@ -42,6 +47,7 @@ from resq_agent import virt
 from resq_common.clients import placement as placement_client
 from resq_common.clients import resq as resq_client
 from resq_common import deadline
+from resq_common import mba
 
 LOG = logging.getLogger(__name__)
 _STOP = object()
@@ -158,7 +164,7 @@ class AgentManager:
         self._worker = None
         self._watcher = None
         self._known = {}          # uuid -> virt.Instance (running)
-        self._allocs = {}         # uuid -> (domain, ways) from Placement
+        self._allocs = {}         # uuid -> inventory.Allocation
         self._stale = {}          # the previous pass's, while it is down
         # Instances running here whose ways Placement holds only on
         # another host: uuid -> since when with no job running (None:
@@ -171,6 +177,8 @@ class AgentManager:
         self._inventory_error = None   # Placement refused this pass's report
         self._synced = {}         # uuid -> definition checked
         self._layout = layout.Layout([], [], {})
+        # Memory bandwidth that cannot be enforced: key -> what was logged.
+        self._mb_warnings = {}
         self._refused = []
         self._errors = []
         self._reported = False
@@ -601,7 +609,7 @@ class AgentManager:
             inst = instances.get(uuid)
             if not alloc or inst is None or not inst.cpus:
                 continue
-            domain_id, ways = alloc
+            domain_id, ways = alloc.domain_id, alloc.ways
             cores = self._domain_of_cpus(inst.cpus)
             if cores == domain_id:
                 continue
@@ -628,7 +636,7 @@ class AgentManager:
                         'its %d ways in domain %d; moved its ways and class '
                         'of service to domain %d in Placement', uuid, cores,
                         ways, domain_id, cores)
-            fresh[uuid] = (cores, ways)
+            fresh[uuid] = alloc._replace(domain_id=cores)
         return unrepaired
 
     def _report_misplaced(self, unrepaired, checked):
@@ -656,11 +664,11 @@ class AgentManager:
                 LOG.exception('Misplaced-instance hook %r failed', hook)
 
     def _allocation(self, inst):
-        """``(domain, ways)`` or None if the instance is not ResQ's.
+        """An ``inventory.Allocation``; None if the instance is not ResQ's.
 
-        Local only: Placement's last answer, else the flavor's ways in the
-        cache domain of the pinned CPUs; None for a domain Nova left
-        behind (see :meth:`_moving_out`).
+        Local only: Placement's last answer, else the flavor's ways (and
+        bandwidth) in the cache domain of the pinned CPUs; None for a
+        domain Nova left behind (see :meth:`_moving_out`).
         """
         if inst.uuid in self._leftover:
             return None
@@ -671,7 +679,8 @@ class AgentManager:
         ways = inst.llc_ways
         if ways:
             # Without pinned CPUs the domain is unknown; _enforce says why.
-            return (self._domain_of_cpus(inst.cpus), ways)
+            return inventory_mod.Allocation(self._domain_of_cpus(inst.cpus),
+                                            ways, inst.mem_bw_mibps)
         return None
 
     def _domain_of_cpus(self, cpus):
@@ -684,11 +693,13 @@ class AgentManager:
         current = self.enforcer.current(
             {u: i.cpus for u, i in self._known.items()}) if self.shapes else {}
         requests, refused = [], []
+        info = self._mba_info()
+        warned = set()
         for inst in sorted(self._known.values(), key=lambda i: i.uuid):
             alloc = self._allocation(inst)
             if alloc is None:
                 continue
-            domain_id, ways = alloc
+            domain_id, ways, mibps = alloc
             reason = None
             if not inst.cpus:
                 reason = ('it has no pinned CPUs: CAT partitions cores, so '
@@ -713,9 +724,16 @@ class AgentManager:
             masks, clos = current.get(inst.uuid) or ({}, None)
             requests.append(layout.Request(
                 inst.uuid, domain_id, ways, inst.cpus, inst.packet_bytes,
-                masks.get(domain_id), clos))
+                masks.get(domain_id), clos, mem_bw_mibps=mibps,
+                mb=self._mb_value(inst.uuid, mibps, info, warned)))
         lay = layout.compute(self.shapes, requests, self.num_closids,
                              shared=self.shared_classes)
+        if info is not None:
+            lay.mb_max = info.max_value
+            lay.default_mb = dict.fromkeys(
+                (s.id for s in self.shapes), self._default_mb(info, warned))
+        for key in set(self._mb_warnings) - warned:
+            del self._mb_warnings[key]
         refused.extend(lay.refused)
         enforced = lay
         if enforce and self.ondemand is not None and self.shapes:
@@ -725,8 +743,8 @@ class AgentManager:
                            for u, d, reason in od_refused)
             # The classes' groups are written with the instances' but are
             # no instance: libvirt and the DMA hooks never see them.
-            enforced = layout.Layout(lay.assignments + classes, [],
-                                     lay.default_masks)
+            enforced = dataclasses.replace(
+                lay, assignments=lay.assignments + classes, refused=[])
         for r in refused:
             LOG.warning('Not partitioning instance %s (%d ways in cache '
                         'domain %s): %s', r.instance_uuid, r.ways,
@@ -753,6 +771,68 @@ class AgentManager:
                             for r in refused],
                 'written': result.written, 'removed': result.removed,
                 'errors': result.errors}, lay
+
+    def _mba_info(self):
+        """The host's :class:`resq_common.mba.MbaInfo` the agent enforces.
+
+        None without MBA, or with a backend that writes no MB line.
+        """
+        info = self.topology.mba_info
+        if info is not None and not getattr(self.enforcer, 'writes_mb',
+                                            False):
+            return None
+        return info
+
+    def _warn_mb(self, key, warned, message, *args):
+        """Log ``message`` once while it holds for ``key``."""
+        warned.add(key)
+        text = message % args
+        if self._mb_warnings.get(key) != text:
+            self._mb_warnings[key] = text
+            LOG.warning('%s', text)
+
+    def _mb_value(self, uuid, mibps, info, warned):
+        """An instance's ``MB:`` value; None: no limit (or no MBA)."""
+        if not mibps:
+            return None
+        if info is None:
+            if self.topology.mba_info is not None:
+                why = ('the %s backend writes no MB line; use [resq_agent] '
+                       'backend = resctrl' % self.enforcer.name)
+            else:
+                why = ('this host\'s kernel offers no memory bandwidth '
+                       'allocation (no info/MB under resctrl); enable MBA '
+                       '(Intel RDT MBA or AMD PQoS in the firmware, a kernel '
+                       'with CONFIG_X86_CPU_RESCTRL) or keep bandwidth '
+                       'flavors off this host')
+            self._warn_mb(uuid, warned, 'Instance %s holds %d MiB/s of memory '
+                          'bandwidth in Placement that cannot be enforced: '
+                          '%s. Its LLC ways are enforced.', uuid, mibps, why)
+            return None
+        try:
+            return mba.schemata_value(
+                mibps, info, self.conf.resq_agent.memory_bandwidth_mibps)
+        except mba.InvalidBandwidth as exc:
+            self._warn_mb(uuid, warned, 'Instance %s holds %d MiB/s of memory '
+                          'bandwidth in Placement that cannot be enforced: '
+                          '%s. Its LLC ways are enforced; its group gets no '
+                          'bandwidth limit.', uuid, mibps, exc)
+            return None
+
+    def _default_mb(self, info, warned):
+        """The default group's ``MB:`` value (no limit unless set)."""
+        opts = self.conf.resq_agent
+        want = opts.default_group_memory_bandwidth_mibps
+        if not want:
+            return info.max_value
+        try:
+            return mba.schemata_value(want, info,
+                                      opts.memory_bandwidth_mibps)
+        except mba.InvalidBandwidth as exc:
+            self._warn_mb('default group', warned, 'The default resctrl '
+                          'group\'s memory bandwidth cannot be limited to '
+                          '%d MiB/s: %s. It is left unlimited.', want, exc)
+            return info.max_value
 
     def _run_hooks(self, lay):
         """libvirt definitions, then post-apply hooks, outside the lock.
@@ -839,6 +919,10 @@ class AgentManager:
                          'packet_bytes': a.packet_bytes}
                 if a.clos is not None:
                     entry['clos'] = a.clos
+                if a.mem_bw_mibps:
+                    entry['mem_bw_mibps'] = a.mem_bw_mibps
+                if a.mb is not None:
+                    entry['mb'] = a.mb
                 if self.monitor is not None:
                     entry.update(self.monitor.sample(*_monitored(a)))
                 instances.append(entry)
@@ -852,10 +936,16 @@ class AgentManager:
                 'resctrl_available': self.topology.resctrl_available,
                 'placement_reachable': self.placement_reachable,
                 'last_reconcile': self.last_reconcile,
-                'domains': [{'id': s.id, 'ways': s.ways,
-                             'instance_ways': s.capacity,
-                             'default_mask': '%x' % lay.default_masks.get(
-                                 s.id, s.cbm_mask)} for s in self.shapes],
+                'domains': [dict({'id': s.id, 'ways': s.ways,
+                                  'instance_ways': s.capacity,
+                                  'default_mask': '%x' % lay.default_masks.get(
+                                      s.id, s.cbm_mask)},
+                                 **({'default_mb': lay.default_mb[s.id]}
+                                    if lay.default_mb else {}))
+                            for s in self.shapes],
+                # How MB values are enforced: mbps, percent, amd; None.
+                'mba': (lay.mb_max is not None and self.topology.mba_info
+                        and self.topology.mba_info.mode) or None,
                 'instances': instances,
                 'refused': [{'uuid': r.instance_uuid, 'domain_id':
                              r.domain_id, 'ways': r.ways, 'reason': r.reason}

@@ -102,6 +102,18 @@ class Instance:
                     return None
         return None
 
+    @property
+    def mem_bw_mibps(self):
+        """Memory bandwidth the flavor asks for, MiB/s (0: none)."""
+        for key, value in self.extra_specs.items():
+            if key.startswith('resources') and key.endswith(
+                    ':' + specs_mod.RC_MEM_BW):
+                try:
+                    return max(int(value), 0)
+                except ValueError:
+                    return 0
+        return 0
+
 
 def parse_domain(xml, active=True):
     """An :class:`Instance` from a domain's XML, or None if not Nova's."""

@@ -23,7 +23,9 @@ configuration and hand it to :class:`Writer`, which
 * reaches everything below it with ``openat`` (``dir_fd``) and
   ``O_NOFOLLOW`` one component at a time, so a group or file that is a
   symbolic link, or a path that leaves the root, is refused;
-* accepts only ``resq-`` group names, masks the platform allows and plain
+* accepts only ``resq-`` group names, masks the platform allows, memory
+  bandwidth (``MB:``) values in the kernel's range for the tree's mode
+  (:func:`resq_common.mba.read_info`) on its own domains, and plain
   integer CPU numbers and PIDs;
 * creates monitoring groups (``<group>/mon_groups/<name>``) only inside a
   ``resq-`` control group and only with CPUs of that group.
@@ -43,6 +45,7 @@ import stat
 
 from resq_common import cbm
 from resq_common import exception
+from resq_common import mba
 from resq_common import resctrl
 from resq_common import rootpath
 
@@ -206,6 +209,9 @@ class Writer:
         # on hosts without Intel RDT), as its configuration says.
         self.require_mount = require_mount
         self.tree = None
+        # The tree's MBA (resq_common.mba.MbaInfo) and MB domains, read
+        # once per writer (one privileged call) when a write carries MB.
+        self._mba = None
 
     def __enter__(self):
         hint = ('mount it with "mount -t resctrl resctrl %s" on a host '
@@ -340,12 +346,76 @@ class Writer:
     def _write_at(self, dir_fd, name, text, append=False):
         SYSCALLS.write_file(dir_fd, name, text, append, 'in %s' % self.root)
 
-    def _write_l3(self, dir_fd, masks):
+    def _mba_rules(self):
+        """``(MbaInfo or None, MB domain ids)`` of the tree, read once."""
+        if self._mba is None:
+            info = mba.read_info(self.root)
+            doms = set()
+            if info is not None:
+                doms = set(resctrl.parse_schemata(
+                    self.tree._read('schemata')).get('MB', {}))
+            self._mba = (info, doms)
+        return self._mba
+
+    @staticmethod
+    def mb_range(info):
+        """``(lowest, highest)`` ``MB:`` value the agent may write.
+
+        The kernel's range for the tree's mode; never 0 (a group that
+        could move no data), whatever ``min_bandwidth`` says.
+        """
+        low = max(info.min_bandwidth, 1)
+        if info.mode == mba.MODE_MBPS:
+            low = 1
+        return low, info.max_value
+
+    def _mb_values(self, values):
+        """The checked ``{MB domain: value}`` of a schemata write."""
+        if not isinstance(values, dict) or not values:
+            _refuse('MB values must be a non-empty {domain id: value} map, '
+                    'got %r' % (values,))
+        doms = self._ints(values.keys(), 'memory bandwidth domain ids', 0,
+                          4095)
+        vals = self._ints(values.values(), 'MB values', 0, mba.MBPS_MAX)
+        info, known = self._mba_rules()
+        if info is None:
+            _refuse('%s has no info/MB: the kernel offers no memory '
+                    'bandwidth allocation here; write the L3 masks alone '
+                    '(the agent does so where discovery finds no info/MB)'
+                    % self.root)
+        low, high = self.mb_range(info)
+        gran = info.bandwidth_gran if info.mode == mba.MODE_PERCENT else 1
+        for dom, value in zip(doms, vals):
+            if dom not in known:
+                _refuse('memory bandwidth domain %s does not exist under %s;'
+                        ' known domains (the default group\'s MB line): %s'
+                        % (dom, self.root, sorted(known)))
+            if not low <= value <= high:
+                _refuse('MB value %d of domain %d is outside %d-%d, the '
+                        'kernel\'s range for %s MBA under %s (info/MB); '
+                        'write %d for no limit' % (
+                            value, dom, low, high, info.mode, self.root,
+                            high))
+            if value % gran:
+                _refuse('MB value %d of domain %d is not a multiple of '
+                        'info/MB/bandwidth_gran (%d): the kernel would make '
+                        'it %d; write that'
+                        % (value, dom, gran, -(-value // gran) * gran))
+        return {d: '%d' % v for d, v in zip(doms, vals)}
+
+    def _write_l3(self, dir_fd, masks, mb=None):
+        """The L3 (or L3CODE and L3DATA) lines, and MB's, in one write.
+
+        :param mb: ``{MB domain id: value}``, in the tree's units; None
+            writes no MB line (the kernel keeps the group's).
+        """
         masks, info = self._masks(masks)
         if info['cdp']:
             resources = {'L3CODE': masks, 'L3DATA': masks}
         else:
             resources = {'L3': masks}
+        if mb is not None:
+            resources['MB'] = self._mb_values(mb)
         self._write_at(dir_fd, 'schemata', resctrl.format_schemata(resources))
 
     # -- operations ----------------------------------------------------
@@ -385,12 +455,12 @@ class Writer:
             pass  # refuses an existing symlink or file of that name
         return os.path.join(self.root, group)
 
-    def write_l3_masks(self, group, masks):
+    def write_l3_masks(self, group, masks, mb=None):
         with self._group_fd(group) as gfd:
-            self._write_l3(gfd, masks)
+            self._write_l3(gfd, masks, mb)
 
-    def write_default_l3_masks(self, masks):
-        self._write_l3(self.tree.fd, masks)
+    def write_default_l3_masks(self, masks, mb=None):
+        self._write_l3(self.tree.fd, masks, mb)
 
     def assign_cpus(self, group, cpus):
         if isinstance(cpus, (str, bytes)):

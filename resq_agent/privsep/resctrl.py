@@ -19,9 +19,10 @@ resctrl mount, reaches files below it without following symbolic links and
 validates every value. So the daemon can only ever write a schemata or
 cpus_list file of the agent's own ``resq-`` groups (never the profiler's
 ``resq-profiler*`` ones: :data:`resq_common.resctrl.AGENT`), or the
-default group's L3 line, and create or remove a ``resq-`` monitoring group
-inside one of the agent's control groups. It moves no task: the agent
-assigns CPUs, never processes, so the context has no such call.
+default group's L3 and MB lines, and create or remove a ``resq-``
+monitoring group inside one of the agent's control groups. It moves no
+task: the agent assigns CPUs, never processes, so the context has no such
+call.
 """
 
 import os
@@ -125,16 +126,28 @@ def _decode(masks):
                 else v) for k, v in masks.items()}
 
 
-def write_l3_masks(group, masks):
-    """Set the group's L3 way masks: ``{domain id: int mask}``."""
-    return write_l3_masks_wide(group, _encode(masks))
+def _mb(mb):
+    """The writer's MB argument: none at all when there is no MB line."""
+    return () if mb is None else (mb,)
+
+
+def write_l3_masks(group, masks, *, mb=None):
+    """Set the group's L3 way masks: ``{domain id: int mask}``.
+
+    :param mb: ``{domain id: MB value}`` in the tree's units
+        (:func:`resq_common.mba.schemata_value`), written in the same
+        ``write(2)``; None: no MB line.
+    """
+    if mb is None:
+        return write_l3_masks_wide(group, _encode(masks))
+    return write_l3_masks_wide(group, _encode(masks), mb=mb)
 
 
 @privsep.resctrl_pctxt.entrypoint
-def write_l3_masks_wide(group, masks):
+def write_l3_masks_wide(group, masks, *, mb=None):
     """:func:`write_l3_masks` on the privileged side (wide masks as hex)."""
     with _writer() as w:
-        w.write_l3_masks(group, _decode(masks))
+        w.write_l3_masks(group, _decode(masks), *_mb(mb))
 
 
 @privsep.resctrl_pctxt.entrypoint
@@ -151,21 +164,23 @@ def remove_group(group):
         return w.remove_group(group)
 
 
-def write_default_l3_masks(masks):
+def write_default_l3_masks(masks, *, mb=None):
     """Set the default (root) group's L3 way masks: ``{domain id: mask}``.
 
-    The only write to the default group: its L3 lines, nothing else (no
-    CPUs, tasks or other resources), so the agent can shrink it to the ways
-    no instance owns and give them back.
+    The only write to the default group: its L3 lines and, with ``mb``,
+    its MB line, nothing else (no CPUs, tasks or other resources), so the
+    agent can shrink it to the ways no instance owns and give them back.
     """
-    return write_default_l3_masks_wide(_encode(masks))
+    if mb is None:
+        return write_default_l3_masks_wide(_encode(masks))
+    return write_default_l3_masks_wide(_encode(masks), mb=mb)
 
 
 @privsep.resctrl_pctxt.entrypoint
-def write_default_l3_masks_wide(masks):
+def write_default_l3_masks_wide(masks, *, mb=None):
     """:func:`write_default_l3_masks` on the privileged side."""
     with _writer() as w:
-        w.write_default_l3_masks(_decode(masks))
+        w.write_default_l3_masks(_decode(masks), *_mb(mb))
 
 
 @privsep.resctrl_pctxt.entrypoint
@@ -186,19 +201,24 @@ def remove_mon_group(group, mon):
 
 
 # A batch: each operation is ``[kind, chain, *arguments]``, the arguments
-# those of the single call of that name above.
+# those of the single call of that name above: their counts, and the call.
+# ``default`` and ``schemata`` take MB values after the masks where the
+# host has MBA (an agent that sends none is understood as before).
 _OPS = {
-    'remove': (1, lambda w, group: w.remove_group(group)),
-    'remove_mon': (2, lambda w, group, mon: w.remove_mon_group(group, mon)),
-    'default': (1, lambda w, masks: w.write_default_l3_masks(
-        _decode(masks))),
-    'create': (1, lambda w, group: w.create_group(group)),
-    'cpus': (2, lambda w, group, cpus: w.assign_cpus(group, cpus)),
-    'schemata': (2, lambda w, group, masks: w.write_l3_masks(
-        group, _decode(masks))),
-    'mon': (3, lambda w, group, mon, cpus: w.create_mon_group(
+    'remove': ((1,), lambda w, group: w.remove_group(group)),
+    'remove_mon': ((2,), lambda w, group, mon: w.remove_mon_group(group,
+                                                                  mon)),
+    'default': ((1, 2), lambda w, masks, mb=None: w.write_default_l3_masks(
+        _decode(masks), *_mb(mb))),
+    'create': ((1,), lambda w, group: w.create_group(group)),
+    'cpus': ((2,), lambda w, group, cpus: w.assign_cpus(group, cpus)),
+    'schemata': ((2, 3), lambda w, group, masks, mb=None: w.write_l3_masks(
+        group, _decode(masks), *_mb(mb))),
+    'mon': ((3,), lambda w, group, mon, cpus: w.create_mon_group(
         group, mon, cpus)),
 }
+# Where each kind's masks are in an operation (wide ones go as hex).
+_MASKS_AT = {'default': 2, 'schemata': 3}
 # A failed monitoring group costs only itself: the partition stands.
 _ENDS_NO_CHAIN = frozenset(['mon'])
 #: Most operations in one batch (a 64 KiB message holds them well).
@@ -220,7 +240,7 @@ def _check_ops(ops):
             'operations' % MAX_OPS)
     for op in ops:
         if (not isinstance(op, (list, tuple)) or len(op) < 2
-                or op[0] not in _OPS or len(op) != 2 + _OPS[op[0]][0]
+                or op[0] not in _OPS or len(op) - 2 not in _OPS[op[0]][0]
                 or not (op[1] is None or isinstance(op[1], str))):
             raise exception.ResctrlError(
                 reason='refused resctrl batch operation %.80r: an '
@@ -279,10 +299,11 @@ def _rebuild(entry):
 
 
 def _wire(op):
-    kind = op[0]
-    if kind in ('default', 'schemata'):
-        return list(op[:-1]) + [_encode(op[-1])]
-    return list(op)
+    op = list(op)
+    at = _MASKS_AT.get(op[0])
+    if at is not None and len(op) > at:
+        op[at] = _encode(op[at])
+    return op
 
 
 def _batches(ops):
