@@ -193,6 +193,8 @@ def _tree_argv(args):
             '--min-cbm-bits', str(args.min_cbm_bits)]
     if args.cpus:
         argv += ['--cpus', args.cpus]
+    if getattr(args, 'mba', 'none') != 'none':
+        argv += ['--mba', args.mba]
     return argv
 
 

@@ -58,6 +58,8 @@ AMD_MAX_BW = 2048
 MBA_MAX_MBPS = 2 ** 32 - 1
 AMD_VENDORS = ('amd', 'hygon')
 BW_RESOURCES = ('MB', 'SMBA')
+# ``--mba`` of the command line: no MBA, Intel's percentages, mba_MBps.
+MBA_CHOICES = ('none', 'percent', 'mbps')
 L2_KINDS = ('L2', 'L2CODE', 'L2DATA')
 L2_DEFAULT_WAYS = 8
 
@@ -1034,6 +1036,12 @@ def add_tree_options(parser):
     parser.add_argument('--cpus',
                         help='CPUs of the fake caches, e.g. 0-7 (default: '
                              'this host\'s online CPUs)')
+    parser.add_argument('--mba', choices=MBA_CHOICES, default='none',
+                        help='memory bandwidth allocation: none, Intel\'s '
+                             'percentages (info/MB, min_bandwidth and '
+                             'bandwidth_gran 10) or the software controller '
+                             '(mounted with mba_MBps: MiBps); default '
+                             '%(default)s')
     return parser
 
 
@@ -1053,9 +1061,12 @@ def tree_layout(args):
 
 def build_from_args(root, args, cpus, layout):
     """:func:`build_resctrl` in ``root`` as the tree options say."""
+    mba = getattr(args, 'mba', 'none')
     return build_resctrl(root, args.ways, tuple(layout), args.min_cbm_bits,
                          args.num_closids, cpus=cpus,
-                         num_rmids=args.num_rmids)
+                         num_rmids=args.num_rmids,
+                         resources={'MB': {}} if mba != 'none' else None,
+                         mba_mbps=mba == 'mbps')
 
 
 def _parser():

@@ -72,6 +72,12 @@ DEFAULT_HOSTS = 3
 MAX_HOSTS = 8
 #: Hosts with a shared CPU for unpinned guests; the rest are all pinned.
 MIXED_HOSTS = 2
+#: Hosts whose fake kernel has memory bandwidth allocation (the software
+#: controller, mba_MBps), with the bandwidth their agent offers Placement
+#: (MiB/s per cache domain) and the default group's part of it.
+MBA_HOSTS = ('aio-2',)
+MBA_MIBPS = 20000
+MBA_DEFAULT_GROUP_MIBPS = 2000
 #: The cloud's name: its databases' prefix and RabbitMQ vhost.
 NAME = 'aio'
 DEFAULT_NAME = 'aio'
@@ -511,7 +517,8 @@ def hosts_up(state, accel):
         paths = state.host(name)
         run([sys.executable, '-m', 'resq_fake.host', 'up', '--state',
              paths.state, '--hostname', name, '--sock-group', STACK_USER,
-             '--cpus', '0-%d' % (os.cpu_count() - 1)],
+             '--cpus', '0-%d' % (os.cpu_count() - 1)]
+            + (['--mba', 'mbps'] if name in MBA_HOSTS else []),
             'fake host %s' % name, cwd=REPO)
         # The agent's user reaches the FUSE tree and libvirtd's socket.
         os.chmod(paths.state, 0o755)
@@ -933,6 +940,10 @@ def node_env(state, node):
         # A deleted server's abandoned migration releases its ways within
         # 20 s (the soak's checks wait 60 s for leaks to go).
         'RESQ_OPTIMIZER_AUDIT_INTERVAL': '20',
+        'RESQ_MEMORY_BANDWIDTH_MIBPS': str(
+            MBA_MIBPS if node in MBA_HOSTS else 0),
+        'RESQ_DEFAULT_GROUP_MEMORY_BANDWIDTH_MIBPS': str(
+            MBA_DEFAULT_GROUP_MIBPS if node in MBA_HOSTS else 0),
         'FAKE_DEVSTACK_CALLS': state.path('logs', node, 'devstack.calls'),
         'FAKE_DEVSTACK_BIN': BIN,
         'AIO_RUN_DIR': state.path('run', node),

@@ -381,6 +381,9 @@ class PluginTest(base.TestCase):
             'ondemand_cores': ['0'],
             'ondemand_latency_dir': [os.path.join(self.ds.data_dir,
                                                   'latency')],
+            # No memory bandwidth offered unless the local.conf says.
+            'memory_bandwidth_mibps': ['0'],
+            'default_group_memory_bandwidth_mibps': ['0'],
             # nova.conf had none: the plugin dedicated all CPUs but CPU 0.
             'cpu_dedicated_set': ['1-%d' % (_nproc() - 1)]},
             agent['resq_agent'])

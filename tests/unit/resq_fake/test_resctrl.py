@@ -56,6 +56,23 @@ class FakeResctrlTest(base.TestCase):
         self.assertEqual(2, rc)
         self.assertIn('--hugepages-mb must not be negative', err)
 
+    def test_memory_bandwidth_allocation_as_discovery_sees_it(self):
+        rc, out, err = self.main('--cpus', '0-3', '--mba', 'mbps')
+        self.assertEqual(0, rc, err)
+        topo = discovery.discover(self.resctrl, self.sysfs)
+        self.assertEqual('mbps', topo.domains[0].mba_info.mode)
+        self.assertIn('MB:0=4294967295', self.read('schemata'))
+        rc, out, err = self.main('--cpus', '0-3', '--mba', 'percent',
+                                 '--replace')
+        self.assertEqual(0, rc, err)
+        info = discovery.discover(self.resctrl, self.sysfs).mba_info
+        self.assertEqual(('percent', 10, 10), (
+            info.mode, info.min_bandwidth, info.bandwidth_gran))
+        self.assertIn('MB:0=100', self.read('schemata'))
+        self.main('--cpus', '0-3', '--replace')
+        self.assertIsNone(
+            discovery.discover(self.resctrl, self.sysfs).mba_info)
+
     def read(self, *parts):
         with open(os.path.join(self.resctrl, *parts)) as f:
             return f.read()
