@@ -257,6 +257,15 @@ class LeaksTest(base.TestCase):
         inv['migrations'][MIG] = 'completed'
         self.assertEqual(2, self.counts(inv)['allocations'])
 
+    def test_migration_of_a_skipped_server(self):
+        inv = inventory()
+        inv['allocations'][MIG] = {NODE2: {'PCPU': 1}}
+        inv['migrations'][MIG] = 'error'
+        inv['migration_servers'] = {MIG: S1}
+        self.assertEqual(1, self.counts(inv)['allocations'])
+        # S1 in ERROR (or being deleted): its migration is Nova's still.
+        self.assertEqual(0, self.counts(inv, skip={S1})['allocations'])
+
     def test_server_holding_two_hosts(self):
         inv = inventory()
         inv['allocations'][S1][NODE2] = {'PCPU': 1}
