@@ -54,7 +54,8 @@ FORCED = ('forced-open',)
 
 def _host_shape(host):
     doms = tuple(sorted((d.cores, d.ways, d.clos, d.memory_mb,
-                         d.hugepages_mb) for d in host.domains))
+                         d.hugepages_mb, d.mem_bw_mibps)
+                        for d in host.domains))
     return (doms, host.clos, tuple(sorted(host.resources.items())),
             host.az, host.accepts)
 
@@ -66,7 +67,7 @@ def _inst_shape(inst, memo=None):
                 tuple(sorted(inst.numa_need().items())),
                 tuple(sorted(inst.resources.items())))
     key = (inst.cores, inst.ways, inst.clos, inst.az, inst.memory_mb,
-           inst.hugepages, tuple(inst.resources.items()))
+           inst.hugepages, inst.mem_bw_mibps, tuple(inst.resources.items()))
     got = memo.get(key)
     if got is None:
         got = memo[key] = _inst_shape(inst)
@@ -76,11 +77,11 @@ def _inst_shape(inst, memo=None):
 def _per_domain(kshape, dom):
     """How many of instance shape ``kshape`` one domain ``dom`` holds."""
     cores, ways, clos, _, numa, _ = kshape
-    cores_cap, ways_cap, clos_cap, mem, huge = dom
+    cores_cap, ways_cap, clos_cap, mem, huge, bw = dom
     n = min(cores_cap // cores, ways_cap // ways)
     if clos and clos_cap is not None:
         n = min(n, clos_cap // clos)
-    caps = {'memory_mb': mem, 'hugepages_mb': huge}
+    caps = {'memory_mb': mem, 'hugepages_mb': huge, 'mem_bw_mibps': bw}
     for key, amount in numa:
         if amount and caps.get(key) is not None:
             n = min(n, caps[key] // amount)
@@ -104,7 +105,8 @@ def _host_caps(shape):
     dom_clos = [d[2] for d in doms]
     if all(c is not None for c in dom_clos):
         caps['clos'] = min(clos, sum(dom_clos))
-    for pos, key in ((3, 'numa:memory_mb'), (4, 'numa:hugepages_mb')):
+    for pos, key in ((3, 'numa:memory_mb'), (4, 'numa:hugepages_mb'),
+                     (5, 'numa:mem_bw_mibps')):
         if all(d[pos] is not None for d in doms):
             caps[key] = sum(d[pos] for d in doms)
     caps.update(('rc:' + k, v) for k, v in res)
@@ -315,7 +317,8 @@ def _forced_pool(snap, fixed, forced):
         for dim, cap in caps.items():
             forced_free[dim] += cap
         forced_doms.update((d.cores, d.ways, d.clos, d.memory_mb,
-                            d.hugepages_mb) for d in host.domains)
+                            d.hugepages_mb, d.mem_bw_mibps)
+                           for d in host.domains)
     taken = {}
     memo, dims_of = {}, {}
     for inst in snap.instances:
@@ -346,7 +349,9 @@ def _forced_pool(snap, fixed, forced):
                          None if d.memory_mb is None
                          else d.memory_mb - use.get('memory_mb', 0),
                          None if d.hugepages_mb is None
-                         else d.hugepages_mb - use.get('hugepages_mb', 0))] \
+                         else d.hugepages_mb - use.get('hugepages_mb', 0),
+                         None if d.mem_bw_mibps is None
+                         else d.mem_bw_mibps - use.get('mem_bw_mibps', 0))] \
                 += 1
     forced_stays = collections.Counter(
         _inst_shape(i, memo) for i in snap.instances if i.uuid not in fixed
@@ -445,8 +450,8 @@ def patterns(kinds, dom, limit=MAX_PATTERNS):
 
 @functools.lru_cache(maxsize=1024)
 def _patterns(kinds, dom, limit):
-    cores_cap, ways_cap, clos_cap, mem, huge = dom
-    caps = {'memory_mb': mem, 'hugepages_mb': huge}
+    cores_cap, ways_cap, clos_cap, mem, huge, bw = dom
+    caps = {'memory_mb': mem, 'hugepages_mb': huge, 'mem_bw_mibps': bw}
     out = []
     counts = [0] * len(kinds)
 

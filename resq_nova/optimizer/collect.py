@@ -26,8 +26,16 @@
   Placement and their flavor's dedicated cores; they can move when ACTIVE
   with no task, neither flavor nor server metadata says
   ``resq:migratable=false``, and their host's compute service is up;
-* ways or classes of service held in a domain by anything else (an
-  in-progress migration, an instance not counted above) are taken too;
+* memory bandwidth: a domain whose provider has a ``CUSTOM_MEM_BW_MIBPS``
+  inventory (the host has MBA and the operator set how much) offers its
+  total less reserved, and an instance holds what its allocation there
+  says; a domain without that inventory gives none, so where any listed
+  instance holds bandwidth such a domain offers 0 (Placement would refuse
+  the move), and where none does it stays unlimited (a cloud without MBA
+  is planned as before);
+* ways, classes of service or bandwidth held in a domain by anything else
+  (an in-progress migration, an instance not counted above) are taken
+  too;
 * server groups, with their policy and members.
 """
 
@@ -136,6 +144,7 @@ def collect(placement, compute, cell_key=CELL_KEY):
                                                        or ['?'])[0],
                                    list(g.get('members', [])), g.get('id'))
               for g in compute.list_server_groups()]
+    _no_bandwidth_offered(hosts, instances)
     snap = snap_mod.Snapshot(
         hosts, instances, groups,
         source='the live cloud',
@@ -165,6 +174,22 @@ def cells_of(compute, key=CELL_KEY):
                     % (host, out[host], cell, key))
             out[host] = cell
     return out
+
+
+def _no_bandwidth_offered(hosts, instances):
+    """Domains without a bandwidth inventory offer none when it is held.
+
+    A flavor that asks for ``CUSTOM_MEM_BW_MIBPS`` lands only where a
+    domain has an inventory of it: a plan must not move its instance to a
+    domain without one. Without any instance holding bandwidth, such
+    domains stay unlimited (nothing to limit).
+    """
+    if not any(i.mem_bw_mibps for i in instances):
+        return
+    for h in hosts:
+        for d in h.domains:
+            if d.mem_bw_mibps is None:
+                d.mem_bw_mibps = 0
 
 
 def _huge_pages_unknown(snap):
@@ -251,7 +276,8 @@ class _Tally:
         self.instances = []
         self.others = 0
         self.pcpus = 0
-        self.held = {}            # provider -> [ways, clos] of listed ones
+        # provider -> [ways, clos, bandwidth] of listed ones
+        self.held = {}
         self.node = collections.Counter()   # ResQ instances' root resources
         self.other_numa = collections.Counter()  # others' memory, by page
 
@@ -283,9 +309,11 @@ class _Tally:
         node_res = {rc: int(n) for rc, n in on_root.items()
                     if rc not in NODE_CLASSES_SKIPPED and n}
         self.node.update(node_res)
-        use = self.held.setdefault(rp, [0, 0])
+        mem_bw = int(res.get(extra_specs.RC_MEM_BW, 0))
+        use = self.held.setdefault(rp, [0, 0, 0])
         use[0] += ways
         use[1] += clos
+        use[2] += mem_bw
         reason = (_pinned(server, specs, down)
                   or _unmodelled(allocs, self.root_uuid, self.dom_of, specs))
         self.instances.append(snap_mod.Instance(
@@ -295,14 +323,15 @@ class _Tally:
             name=server.get('name'),
             memory_mb=int(flavor.get('ram') or 0),
             hugepages=_page_kind(specs) == 'hugepages_mb',
-            resources=node_res))
+            mem_bw_mibps=mem_bw, resources=node_res))
 
 
 def _domain(row, tally, taken_cores, even_cores):
     """The :class:`~snapshot.Domain` of one cache domain's provider row.
 
     What the instances the snapshot does not list hold there (the others'
-    ways, classes, cores and memory) is not free to the plan.
+    ways, classes, cores, memory and memory bandwidth) is not free to the
+    plan.
     """
     dom_id, uuid, inv, traits, usage = row
     cores = _cores_trait(traits)
@@ -313,9 +342,15 @@ def _domain(row, tally, taken_cores, even_cores):
         cores = min(cores, usable(inv[extra_specs.RC_RESQ_CORE]))
     ways = usable(inv.get(extra_specs.RC_LLC_WAY))
     clos = usable(inv.get(extra_specs.RC_LLC_CLOS))
-    mine = tally.held.get(uuid, [0, 0])
+    mine = tally.held.get(uuid, [0, 0, 0])
     other_ways = max(int(usage.get(extra_specs.RC_LLC_WAY, 0)) - mine[0], 0)
     other_clos = max(int(usage.get(extra_specs.RC_LLC_CLOS, 0)) - mine[1], 0)
+    mem_bw = None
+    if extra_specs.RC_MEM_BW in inv:
+        # Total less reserved (the default group's) less what consumers
+        # the snapshot does not list hold.
+        other_bw = max(int(usage.get(extra_specs.RC_MEM_BW, 0)) - mine[2], 0)
+        mem_bw = max(usable(inv[extra_specs.RC_MEM_BW]) - other_bw, 0)
     numa = {}
     for key, prefix in (('memory_mb', cache_domain.TRAIT_MEMORY_PREFIX),
                         ('hugepages_mb', cache_domain.TRAIT_HUGEPAGES_PREFIX)):
@@ -328,7 +363,8 @@ def _domain(row, tally, taken_cores, even_cores):
         id=dom_id, cores=max(cores - taken_cores, 0),
         ways=max(ways - other_ways, 0),
         reserved_ways=int(inv[extra_specs.RC_LLC_WAY].get('reserved', 0)),
-        provider=uuid, clos=max(clos - other_clos, 0), **numa)
+        provider=uuid, clos=max(clos - other_clos, 0), mem_bw_mibps=mem_bw,
+        **numa)
 
 
 def _node_caps(root_inv, root_use, resq_node):

@@ -410,7 +410,8 @@ class Executor:
             inv = self.placement.get_inventories(dst)
             use = self.placement.get_usages(dst)
             for rc, need in ((extra_specs.RC_LLC_WAY, inst.ways),
-                             (extra_specs.RC_LLC_CLOS, inst.clos)):
+                             (extra_specs.RC_LLC_CLOS, inst.clos),
+                             (extra_specs.RC_MEM_BW, inst.mem_bw_mibps)):
                 if not need:
                     continue
                 free = (collect.usable(inv.get(rc)) - int(use.get(rc, 0)))

@@ -103,8 +103,9 @@ class _Room:
         # is made.)
         self.accepting = {h.name for h in snap.hosts if h.accepts}
         free = self.free = {}
-        # Memory of the NUMA cells that limit it and resources of each
-        # node (only those that are limited).
+        # Memory of the NUMA cells and memory bandwidth of the domains
+        # that limit it and resources of each node (only those that are
+        # limited).
         numa = self.numa = {}
         keys_of = self.keys_of = {}
         for h in snap.hosts:
@@ -115,7 +116,7 @@ class _Room:
                 keys.append(key)
                 free[key] = [d.cores, d.ways,
                              clos if d.clos is None else d.clos]
-                if d.memory_mb is not None or d.hugepages_mb is not None:
+                if d.limited:
                     numa[key] = d.numa_caps()
         clos = self.clos = {h.name: h.clos for h in snap.hosts}
         res = self.res = {h.name: dict(h.resources) for h in snap.hosts}
@@ -130,8 +131,8 @@ class _Room:
             use[1] -= inst.ways
             use[2] -= inst.clos
             clos[key[0]] -= inst.clos
-            # (numa_need() is empty without memory_mb.)
-            if inst.memory_mb and key in numa:
+            # (numa_need() is empty without memory or bandwidth.)
+            if inst.needs_domain and key in numa:
                 _take(numa[key], inst.numa_need())
             if inst.resources:
                 held = res[key[0]]
@@ -219,7 +220,7 @@ class _Room:
             return False
         if inst.az and self.hosts[name].az != inst.az:
             return False
-        if (inst.memory_mb and key in self.numa
+        if (inst.needs_domain and key in self.numa
                 and not _room(self.numa[key], inst.numa_need())):
             return False
         if inst.resources and not _room(self.res[name], inst.resources):
@@ -245,7 +246,7 @@ class _Room:
             return False
         if inst.az and self.hosts[name].az != inst.az:
             return False
-        if inst.memory_mb and key in self.numa:
+        if inst.needs_domain and key in self.numa:
             back = out.numa_need()
             caps = self.numa[key]
             if not all(amount <= caps[k] + back.get(k, 0)
@@ -273,7 +274,7 @@ class _Room:
         free[1] -= sign * inst.ways
         free[2] -= sign * inst.clos
         self.clos[key[0]] -= sign * inst.clos
-        if inst.memory_mb and key in self.numa:
+        if inst.needs_domain and key in self.numa:
             _take(self.numa[key], inst.numa_need(), sign)
         if inst.resources:
             _take(self.res[key[0]], inst.resources, sign)

@@ -23,6 +23,8 @@ moves left out) are left out with the reason, never emitted unsafe.
 
 import collections
 
+from resq_nova.optimizer import snapshot as snap_mod
+
 
 def mates_of(snap):
     """``{uuid: {anti-affinity groupmates}}`` of ``snap``."""
@@ -63,7 +65,7 @@ class Ledger:
             use[1] += inst.ways
             use[2] += inst.clos
             host_clos[host] += inst.clos
-            if inst.memory_mb:
+            if inst.needs_domain:
                 numa = self.numa[host, inst.domain]
                 for key, amount in inst.numa_need().items():
                     numa[key] = numa.get(key, 0) + amount
@@ -79,8 +81,8 @@ class Ledger:
         use[1] += sign * inst.ways
         use[2] += sign * inst.clos
         self.host_clos[host] += sign * inst.clos
-        # (numa_need() is empty without memory_mb.)
-        if inst.memory_mb:
+        # (numa_need() is empty without memory or bandwidth.)
+        if inst.needs_domain:
             numa = self.numa[host, dom]
             for key, amount in inst.numa_need().items():
                 numa[key] = numa.get(key, 0) + sign * amount
@@ -115,7 +117,7 @@ class Ledger:
                     % (dom_id, host))
         if self.host_clos[host] + inst.clos > h.clos:
             return 'host %s has no class of service free' % host
-        if inst.memory_mb:
+        if inst.needs_domain:
             why = self._numa_blocker(inst, host, dom, dom_id)
             if why:
                 return why
@@ -136,11 +138,17 @@ class Ledger:
         caps = dom.numa_caps()
         held = self.numa.get((host, dom_id), {})
         for key, amount in inst.numa_need().items():
-            if key in caps and held.get(key, 0) + amount > caps[key]:
-                return ('the NUMA cell of domain %d of %s has %d MB of %s '
+            if key not in caps or held.get(key, 0) + amount <= caps[key]:
+                continue
+            if key == snap_mod.MEM_BW:
+                return ('domain %d of %s has %d MiB/s of memory bandwidth '
                         'free, it needs %d' % (
                             dom_id, host, caps[key] - held.get(key, 0),
-                            key, amount))
+                            amount))
+            return ('the NUMA cell of domain %d of %s has %d MB of %s '
+                    'free, it needs %d' % (
+                        dom_id, host, caps[key] - held.get(key, 0),
+                        key, amount))
         return None
 
     def start(self, inst, src, dst, dst_dom):

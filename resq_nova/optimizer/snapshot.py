@@ -32,11 +32,20 @@ provider), ``cell`` (its Nova cell: nothing moves between cells) and
 compute node, e.g. ``MEMORY_MB``, ``DISK_GB``: what Placement offers less
 what other consumers hold); a domain's ``provider``, ``clos``,
 ``memory_mb`` and ``hugepages_mb`` (the NUMA cell's small-page and
-huge-page memory ResQ instances may use); an instance's ``az`` (the zone
-it is pinned to), ``reason`` (why it cannot move), ``name``,
-``resources`` (what it holds on the compute node), ``memory_mb`` and
-``hugepages`` (whether that memory comes from the cell's huge pages); a
-group's ``id``. A capacity that is absent is not limited.
+huge-page memory ResQ instances may use) and ``mem_bw_mibps`` (the memory
+bandwidth, MiB/s, ResQ instances may hold there: Placement's
+``CUSTOM_MEM_BW_MIBPS`` inventory less reserved less what other consumers
+hold); an instance's ``az`` (the zone it is pinned to), ``reason`` (why it
+cannot move), ``name``, ``resources`` (what it holds on the compute node),
+``memory_mb`` and ``hugepages`` (whether that memory comes from the cell's
+huge pages) and ``mem_bw_mibps`` (the memory bandwidth it holds from its
+cache domain); a group's ``id``. A capacity that is absent is not limited.
+
+Memory bandwidth is a second dimension of a cache domain, as its NUMA
+memory is: :meth:`Domain.numa_caps` and :meth:`Instance.numa_need` carry
+it beside the memory, so every planner (the MILP, the heuristics, the
+bounds, the move ordering) that keeps a domain's memory also keeps its
+bandwidth.
 """
 
 import collections
@@ -49,6 +58,9 @@ from resq_common import jsonutils
 from resq_nova.optimizer import common
 
 HARD_POLICIES = ('affinity', 'anti-affinity')
+# The key of memory bandwidth (MiB/s) in a domain's and an instance's
+# document, and in numa_caps() and numa_need().
+MEM_BW = 'mem_bw_mibps'
 RC_RE = re.compile(r'[A-Z0-9_]{1,255}')
 SOFT_POLICIES = ('soft-affinity', 'soft-anti-affinity')
 
@@ -71,12 +83,26 @@ class Domain:
     # pages and in huge pages (None: not limited).
     memory_mb: int = None
     hugepages_mb: int = None
+    # Memory bandwidth (MiB/s) ResQ instances may hold here (None: not
+    # limited).
+    mem_bw_mibps: int = None
 
     def numa_caps(self):
-        """``{'memory_mb'|'hugepages_mb': MB}`` that limit this domain."""
+        """What limits the domain besides cores, ways and classes.
+
+        ``{'memory_mb'|'hugepages_mb': MB, 'mem_bw_mibps': MiB/s}``, the
+        capacities that are limited only.
+        """
         return {k: v for k, v in (('memory_mb', self.memory_mb),
-                                  ('hugepages_mb', self.hugepages_mb))
+                                  ('hugepages_mb', self.hugepages_mb),
+                                  (MEM_BW, self.mem_bw_mibps))
                 if v is not None}
+
+    @property
+    def limited(self):
+        """Whether :meth:`numa_caps` has anything in it."""
+        return (self.memory_mb is not None or self.hugepages_mb is not None
+                or self.mem_bw_mibps is not None)
 
 
 @dataclasses.dataclass
@@ -119,15 +145,30 @@ class Instance:
     name: str = None
     memory_mb: int = 0
     hugepages: bool = False
+    # Memory bandwidth (MiB/s) held from its cache domain.
+    mem_bw_mibps: int = 0
     # {resource class: amount} held on the compute node.
     resources: dict = dataclasses.field(default_factory=dict)
 
     def numa_need(self):
-        """``{'memory_mb'|'hugepages_mb': MB}`` taken from its NUMA cell."""
-        if not self.memory_mb:
-            return {}
-        return {'hugepages_mb' if self.hugepages else 'memory_mb':
-                self.memory_mb}
+        """What it takes from its domain besides cores, ways and classes.
+
+        ``{'memory_mb'|'hugepages_mb': MB, 'mem_bw_mibps': MiB/s}`` of
+        its NUMA cell's memory and its domain's memory bandwidth (only
+        what it needs: empty without either).
+        """
+        need = {}
+        if self.memory_mb:
+            need['hugepages_mb' if self.hugepages else 'memory_mb'] = \
+                self.memory_mb
+        if self.mem_bw_mibps:
+            need[MEM_BW] = self.mem_bw_mibps
+        return need
+
+    @property
+    def needs_domain(self):
+        """Whether :meth:`numa_need` has anything in it (cheap)."""
+        return bool(self.memory_mb or self.mem_bw_mibps)
 
 
 @dataclasses.dataclass
@@ -197,8 +238,8 @@ class Snapshot:
             inst = dataclasses.asdict(i)
             doc['instances'].append({
                 k: v for k, v in inst.items() if v is not None
-                and not (k in ('memory_mb', 'hugepages', 'resources')
-                         and not v)})
+                and not (k in ('memory_mb', 'hugepages', 'resources',
+                               MEM_BW) and not v)})
         for g in self.server_groups:
             group = {'policy': g.policy, 'members': list(g.members)}
             if g.id:
@@ -269,7 +310,7 @@ def _domain_dict(dom):
            'reserved_ways': dom.reserved_ways}
     if dom.provider:
         doc['provider'] = dom.provider
-    for key in ('clos', 'memory_mb', 'hugepages_mb'):
+    for key in ('clos', 'memory_mb', 'hugepages_mb', MEM_BW):
         if getattr(dom, key) is not None:
             doc[key] = getattr(dom, key)
     return doc
@@ -446,9 +487,9 @@ def _read_instances(r, docs, hosts):
                 i['uuid'], i['host'], i['domain'], i['cores'], i['ways'],
                 i['clos'], i['migratable'])
             get = i.get
-            az, memory, huge, rsc = (get('az'), get('memory_mb', 0),
-                                     get('hugepages', False),
-                                     get('resources'))
+            az, memory, huge, rsc, bw = (get('az'), get('memory_mb', 0),
+                                         get('hugepages', False),
+                                         get('resources'), get(MEM_BW, 0))
             if (type(uuid) is str and uuid and type(host) is str and host
                     and type(dom) is int and dom >= 0
                     and type(cores) is int and cores >= 1
@@ -458,10 +499,11 @@ def _read_instances(r, docs, hosts):
                     and (az is None or (type(az) is str and az))
                     and type(memory) is int and memory >= 0
                     and (huge is False or huge is True)
+                    and type(bw) is int and bw >= 0
                     and (rsc is None or _resources_ok(rsc, rcs))):
                 inst = new(uuid, host, dom, cores, ways, clos, migratable,
                            az, get('reason'), get('name'), memory, huge,
-                           dict(rsc) if rsc else {})
+                           bw, dict(rsc) if rsc else {})
             else:
                 inst = _read_instance(r, i, n)
         else:
@@ -491,6 +533,9 @@ def _read_instances(r, docs, hosts):
             key = (host, inst.domain,
                    'hugepages_mb' if inst.hugepages else 'memory_mb')
             numa[key] = numa.get(key, 0) + inst.memory_mb
+        if inst.mem_bw_mibps:
+            key = (host, inst.domain, MEM_BW)
+            numa[key] = numa.get(key, 0) + inst.mem_bw_mibps
         if inst.resources:
             held = res.get(host)
             if held is None:
@@ -558,17 +603,18 @@ def _fast_host(h):
         did, cores, ways, reserved = d['id'], d['cores'], d['ways'], \
             d['reserved_ways']
         dget = d.get
-        provider, dclos, mem, huge = dget('provider'), dget('clos'), \
-            dget('memory_mb'), dget('hugepages_mb')
+        provider, dclos, mem, huge, bw = dget('provider'), dget('clos'), \
+            dget('memory_mb'), dget('hugepages_mb'), dget(MEM_BW)
         if not (type(did) is int and did >= 0 and type(cores) is int
                 and cores >= 0 and type(ways) is int and ways >= 0
                 and type(reserved) is int and reserved >= 0
                 and _opt_str(provider) and _opt_nat(dclos)
-                and _opt_nat(mem) and _opt_nat(huge)) or did in ids:
+                and _opt_nat(mem) and _opt_nat(huge)
+                and _opt_nat(bw)) or did in ids:
             return None
         ids.add(did)
         domains.append(Domain(did, cores, ways, reserved, provider, dclos,
-                              mem, huge))
+                              mem, huge, bw))
     return Host(name, clos, domains, disabled, down, az, other, uuid, cell,
                 dict(res) if res else {})
 
@@ -593,7 +639,8 @@ def _read_host(r, h, n, names):
                                     allow_none=True),
                      clos=r.opt_int(d, 'clos', dw),
                      memory_mb=r.opt_int(d, 'memory_mb', dw),
-                     hugepages_mb=r.opt_int(d, 'hugepages_mb', dw))
+                     hugepages_mb=r.opt_int(d, 'hugepages_mb', dw),
+                     mem_bw_mibps=r.opt_int(d, MEM_BW, dw))
         if any(x.id == dom.id for x in domains):
             r.fail(dw, 'host %s lists domain %d twice' % (name, dom.id))
         domains.append(dom)
@@ -628,6 +675,7 @@ def _read_instance(r, i, n):
                         field='memory_mb'),
         hugepages=r.bool(i.get('hugepages', False), where,
                          field='hugepages'),
+        mem_bw_mibps=r.int(i.get(MEM_BW, 0), where, field=MEM_BW),
         resources=r.resources(i.get('resources'), where,
                               field='resources'))
 
@@ -720,6 +768,11 @@ def check_capacity(snap):
     for (host_name, dom_id), used in numa_use.items():
         caps = snap.host(host_name).domain(dom_id).numa_caps()
         for key, amount in used.items():
+            if key in caps and amount > caps[key] and key == MEM_BW:
+                _over(snap, 'cache domain %d of %s is already '
+                      'over-committed: its instances hold %d MiB/s of '
+                      'memory bandwidth of %d'
+                      % (dom_id, host_name, amount, caps[key]))
             if key in caps and amount > caps[key]:
                 _over(snap, 'NUMA cell of cache domain %d of %s is already '
                       'over-committed: its instances use %d MB of %s of %d'
