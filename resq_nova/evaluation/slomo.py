@@ -42,14 +42,16 @@ class Predictor:
     :param seed: seed of the noise and of the training plan.
     :param runs: contention runs per NF.
     :param draws: training draws per NF (see
-        :func:`resq_profiler.slomo.training.train`). One, the model the
-        evaluation's and the prediction benchmark's recorded figures were
-        made with; ``training.DEFAULT_DRAWS`` is what ``resq-profiler
-        slomo-train`` trains.
+        :func:`resq_profiler.slomo.training.train`); the model is their
+        mean. ``training.DEFAULT_DRAWS`` by default, what ``resq-profiler
+        slomo-train`` trains and what ``tox -e bench -- seeds`` judges over
+        seeds, so the evaluation's figures are those of the same models;
+        one draw is the model of before draws (issue 45: its error depends
+        on the draw).
     """
 
     def __init__(self, noise_pct=0.0, packet_bytes=64, seed=0,
-                 runs=training.DEFAULT_RUNS, draws=1):
+                 runs=training.DEFAULT_RUNS, draws=training.DEFAULT_DRAWS):
         self.traffic = nfmodel.Traffic(packet_bytes)
         self.platform = nfmodel.Platform()
         self.all_ways = frozenset(range(self.platform.llc_ways))

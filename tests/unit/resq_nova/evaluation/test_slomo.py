@@ -6,6 +6,7 @@ from resq_nova.evaluation import schemes
 from resq_nova.evaluation import slomo
 from resq_nova.evaluation import slosets
 from resq_profiler import catalog
+from resq_profiler.slomo import training
 from tests import base
 from tests.unit.resq_nova.evaluation import test_evaluation
 
@@ -22,6 +23,11 @@ class SlomoPredictorTest(base.TestCase):
         model = p.model('lpm')
         self.assertIs(model, p.model('LPM'))
         self.assertEqual('model', model.doc['training']['driver'])
+        # The ensemble of draws resq-profiler slomo-train trains and the
+        # seeds benchmark judges (issue 45), not one draw.
+        self.assertEqual(training.DEFAULT_DRAWS,
+                         model.doc['training']['draws'])
+        self.assertEqual(1, slomo.Predictor(draws=1).draws)
         runs = p.measurements
         self.assertGreater(runs, 5)
         self.assertEqual(model.solo_mpps, p.solo_mpps('LPM'))
