@@ -58,10 +58,14 @@ def _nfvnice(doc):
     at = doc.get('chains_at_period')
     if at:
         period = next(iter(at.values()))['period_us'] / 1000.0
-        text += ('; at the agent\'s %g ms loop, backpressure\'s gain: %s'
-                 % (period, ', '.join(
-                     '%s %+.1f%%' % (name, row['backpressure_gain_pct'][
-                         'nfvnice_vs_rate_cost'])
+        text += ('; at the agent\'s %g ms loop, shares and backpressure '
+                 'against rate-cost shares alone / against the default '
+                 'scheduler: %s' % (period, ', '.join(
+                     '%s %+.1f%% / %+.1f%%' % (
+                         name,
+                         row['backpressure_gain_pct']['nfvnice_vs_rate_cost'],
+                         row['backpressure_gain_pct'].get(
+                             'nfvnice_vs_default', float('nan')))
                      for name, row in at.items())))
     return text
 

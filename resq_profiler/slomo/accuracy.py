@@ -257,6 +257,12 @@ def _spread(values):
             'by_seed': [values[k] for k in sorted(values)]}
 
 
+def _range(values):
+    """The mean, lowest and highest of ``{seed: signed value}``."""
+    return {'mean': round(statistics.fmean(values.values()), 3),
+            'min': min(values.values()), 'max': max(values.values())}
+
+
 def over_seeds(seeds=SEEDS, ways=SEED_WAYS, noise_pct=0.5,
                runs=training.DEFAULT_RUNS, draws=training.DEFAULT_DRAWS,
                io=True, progress=None, mix_count=MIXES):
@@ -272,13 +278,18 @@ def over_seeds(seeds=SEEDS, ways=SEED_WAYS, noise_pct=0.5,
         {"<N>": spread}, "max_abs_pct": {"<N>": worst instance of any
         seed}, "io": spread}``; a spread is ``{"mean", "worst_seed",
         "worst_seed_id", "by_seed"}`` of the seeds' mean absolute errors
-        (%); the I/O-heavy mixes are only in ``io``.
+        (%); the I/O-heavy mixes are only in ``io``. ``bias_pct`` and
+        ``whole_llc_bias_pct`` (``{"<N>": {"mean", "min", "max"}}``) are
+        the seeds' mean signed errors, in the class and asked about the
+        whole LLC.
     :raises ValueError: for fewer than one seed, or bad class sizes.
     """
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError('give at least one seed, got %r' % (seeds,))
     ways = _check_ways(ways)
     by_ways = {str(w): {} for w in ways}
+    bias = {str(w): {} for w in ways}
+    whole = {str(w): {} for w in ways}
     worst = {str(w): 0.0 for w in ways}
     by_io = {}
     mixes_count = None
@@ -291,12 +302,16 @@ def over_seeds(seeds=SEEDS, ways=SEED_WAYS, noise_pct=0.5,
         mixes_count = doc['mixes']
         for w, summary in doc['ways'].items():
             by_ways[w][seed] = summary['mean_abs_pct']
+            bias[w][seed] = summary['bias_pct']
+            whole[w][seed] = summary['whole_llc_bias_pct']
             worst[w] = max(worst[w], summary['max_abs_pct'])
         if io:
             by_io[seed] = doc['io_error_pct']
     out = {'seeds': seeds, 'runs': runs, 'draws': draws,
            'noise_pct': noise_pct, 'mixes': mixes_count,
            'ways': {w: _spread(v) for w, v in by_ways.items()},
+           'bias_pct': {w: _range(v) for w, v in bias.items()},
+           'whole_llc_bias_pct': {w: _range(v) for w, v in whole.items()},
            'max_abs_pct': worst}
     if io:
         out['io'] = _spread(by_io)

@@ -1,4 +1,4 @@
-"""The seeds benchmark's SLOMO part: its JSON keys and table (issue 45)."""
+"""The seeds benchmark: its JSON keys and tables (issue 45)."""
 
 from unittest import mock
 
@@ -13,6 +13,9 @@ def _over_seeds():
             'mixes': 30,
             'ways': {'2': dict(spread), '20': dict(spread, mean=3.0)},
             'max_abs_pct': {'2': 11.0, '20': 14.5},
+            'bias_pct': {'2': {'mean': -1.0, 'min': -2.0, 'max': 0.5}},
+            'whole_llc_bias_pct': {'2': {'mean': 9.0, 'min': 7.0,
+                                         'max': 11.0}},
             'io': {'mean': 2.0, 'worst_seed': 3.5, 'worst_seed_id': 1,
                    'by_seed': [1.0, 3.5, 2.0, 1.5]}}
 
@@ -38,6 +41,10 @@ class SlomoSeedsTest(base.TestCase):
         self.assertEqual({'2': 11.0, '20': 14.5},
                          keys['slomo_class_max_error_pct'])
         self.assertEqual(2.0, keys['slomo_io_error_pct'])
+        self.assertEqual(11.0, keys['slomo_whole_llc_bias_pct']['testbed'][
+            '2']['max'])
+        self.assertEqual(-1.0, keys['slomo_class_bias_pct']['testbed'][
+            '2']['mean'])
         # A second truth gets its own entry beside the testbed's.
         keys = seeds._slomo_figures({'testbed': _over_seeds(),
                                      'trace': _over_seeds()})
@@ -76,3 +83,74 @@ class SlomoSeedsTest(base.TestCase):
         self.assertEqual(1, over.call_args[1]['draws'])
         self.assertGreaterEqual(secs, 0)
         self.assertEqual(10, seeds.SLOMO_SEEDS)
+        # Every class size from 2 to 20 ways.
+        self.assertEqual(tuple(range(2, 21)), over.call_args[1]['ways'])
+
+    def test_worst_over_sizes(self):
+        ways = _over_seeds()['ways']
+        ways['4'] = {'mean': 3.5, 'worst_seed': 5.5, 'worst_seed_id': 7}
+        worst = seeds._worst_over_sizes(ways)
+        self.assertEqual({'worst_seed': 5.5, 'ways': 4, 'seed': 7,
+                          'mean_max': 3.5, 'mean_max_ways': 4, 'sizes': 3,
+                          'sizes_over_target': 1, 'target_pct': 5.0,
+                          'met': False}, worst)
+        del ways['4']
+        worst = seeds._worst_over_sizes(ways)
+        self.assertTrue(worst['met'])
+        # A tie names the smaller class.
+        self.assertEqual(2, worst['ways'])
+        self.assertEqual(0, worst['sizes_over_target'])
+        keys = seeds._slomo_figures({'testbed': _over_seeds()})
+        self.assertTrue(keys['slomo_class_error_worst']['testbed']['met'])
+        keys = seeds._one_draw_figures({'testbed': _over_seeds()})
+        self.assertEqual(4.25,
+                         keys['testbed']['class_error_worst']['worst_seed'])
+
+
+def _grouping_doc():
+    spread = {'mean': 3.0, 'worst_seed': 6.25, 'worst_seed_id': 4}
+    h2h = {'wins': 5, 'ties': 3, 'losses': 2, 'mean_diff_pts': -1.2}
+    return {'seeds': 10, 'scenarios': {'12nf-4cls': {
+        'nfs': 12, 'classes': 4,
+        'violation_pct': {'netcontainer': dict(spread),
+                          'roundrobin': dict(spread, mean=8.0),
+                          'heaviest': dict(spread, mean=2.0)},
+        'capacity_loss_pct': {'netcontainer': dict(spread, mean=0.5)},
+        'by_seed': {'netcontainer': [3.0] * 10},
+        'netcontainer_vs': {'roundrobin': dict(h2h)},
+        'netcontainer_vs_capacity_loss': {'roundrobin': dict(h2h)}}}}
+
+
+class GroupingSeedsTest(base.TestCase):
+
+    def test_json_keys_per_truth_and_scenario(self):
+        keys = seeds._grouping_figures({'testbed': _grouping_doc()})
+        self.assertEqual({'testbed': {'12nf-4cls': {
+            'mean': 3.0, 'worst_seed': 6.25, 'worst_seed_id': 4}}},
+            keys['netcontainer_violation_pct'])
+        self.assertEqual(8.0, keys['roundrobin_violation_pct']['testbed'][
+            '12nf-4cls']['mean'])
+        self.assertEqual(2.0, keys['grouping_violation_pct']['testbed'][
+            '12nf-4cls']['heaviest']['mean'])
+        self.assertEqual(0.5, keys['grouping_capacity_loss_pct']['testbed'][
+            '12nf-4cls']['netcontainer']['mean'])
+        self.assertEqual(5, keys['netcontainer_vs']['testbed']['12nf-4cls'][
+            'roundrobin']['wins'])
+        self.assertIn('roundrobin', keys['netcontainer_vs_capacity_loss'][
+            'testbed']['12nf-4cls'])
+        self.assertEqual({'testbed': 10}, keys['grouping_seeds'])
+        self.assertEqual({'12nf-4cls': {'nfs': 12, 'classes': 4}},
+                         keys['grouping_scenarios'])
+        # A second truth sits beside the testbed's.
+        keys = seeds._grouping_figures({'testbed': _grouping_doc(),
+                                        'trace': _grouping_doc()})
+        self.assertEqual(['testbed', 'trace'],
+                         sorted(keys['netcontainer_violation_pct']))
+
+    def test_measures_the_testbed_over_the_seeds(self):
+        with mock.patch.object(seeds.grouping, 'over_seeds',
+                               return_value=_grouping_doc()) as over:
+            by_truth = seeds._grouping(12)
+        self.assertEqual(12, over.call_args[0][0])
+        self.assertEqual(['testbed'], list(by_truth))
+        self.assertGreaterEqual(seeds.GROUPING_SEEDS, 10)

@@ -200,7 +200,8 @@ class PeriodTest(base.TestCase):
         self.assertEqual({'bursty_nf', 'paper_3nf'}, set(doc))
         row = doc['paper_3nf']
         self.assertEqual(set(chains.VARIANTS), set(row['throughput_mpps']))
-        self.assertEqual({'nfvnice_vs_rate_cost', 'backpressure_vs_default'},
+        self.assertEqual({'nfvnice_vs_rate_cost', 'backpressure_vs_default',
+                          'nfvnice_vs_default', 'rate_cost_vs_default'},
                          set(row['backpressure_gain_pct']))
         self.assertEqual(3, len(row['core_cpu_pct']['default']))
         self.assertEqual(1, len(doc['bursty_nf']['core_cpu_pct']['nfvnice']))
@@ -209,11 +210,25 @@ class PeriodTest(base.TestCase):
             100 * (thr['backpressure'] / thr['default'] - 1),
             row['backpressure_gain_pct']['backpressure_vs_default'],
             delta=0.01)
+        # Both mechanisms against the default scheduler, and against
+        # rate-cost shares alone: each names its baseline.
+        gain = row['backpressure_gain_pct']
+        self.assertAlmostEqual(
+            100 * (thr['nfvnice'] / thr['default'] - 1),
+            gain['nfvnice_vs_default'], delta=0.01)
+        self.assertAlmostEqual(
+            100 * (thr['nfvnice'] / thr['rate_cost'] - 1),
+            gain['nfvnice_vs_rate_cost'], delta=0.01)
+        self.assertAlmostEqual(
+            100 * (thr['rate_cost'] / thr['default'] - 1),
+            gain['rate_cost_vs_default'], delta=0.01)
         gains = chains.gain_by_period([1000, 10000], [chains.PAPER_3NF],
                                       periods=5)
         self.assertEqual(
             row['backpressure_gain_pct']['nfvnice_vs_rate_cost'],
             gains['gain_pct']['paper_3nf']['nfvnice_vs_rate_cost'][1])
+        self.assertEqual(set(chains.GAIN_KEYS),
+                         set(gains['gain_pct']['paper_3nf']))
         self.assertIn('paper_3nf', chains.gain_text(gains))
 
 

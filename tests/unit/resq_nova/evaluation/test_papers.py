@@ -25,7 +25,8 @@ class HeadlinesTest(base.BaseTestCase):
                                 'nfvnice': {'throughput_mpps': 2.2}}},
             'chains_at_period': {'pair': {
                 'period_us': 100000,
-                'backpressure_gain_pct': {'nfvnice_vs_rate_cost': -8.04}}},
+                'backpressure_gain_pct': {'nfvnice_vs_rate_cost': -8.04,
+                                          'nfvnice_vs_default': 3.5}}},
             'grouping': {'netcontainer_violation_pct': {'a': 3.0},
                          'roundrobin_violation_pct': {'a': 9.0}},
             'durner': {'gain_pts': {'mean': 6.2, 'max': 22.6},
@@ -34,8 +35,10 @@ class HeadlinesTest(base.BaseTestCase):
         rows = {r[0]: r[3] for r in papers.headlines(doc)}
         self.assertIn('3.0x lower', rows[papers.SLOMO[0]])
         self.assertIn('pair +10.0%', rows[papers.NFVNICE[0]])
-        self.assertIn('at the agent\'s 100 ms loop, backpressure\'s gain: '
-                      'pair -8.0%', rows[papers.NFVNICE[0]])
+        self.assertIn('at the agent\'s 100 ms loop, shares and '
+                      'backpressure against rate-cost shares alone / '
+                      'against the default scheduler: pair -8.0% / +3.5%',
+                      rows[papers.NFVNICE[0]])
         self.assertIn('a 3.00% vs 9.00%', rows[papers.NETCONTAINER[0]])
         self.assertIn('6.2 points on average, 22.6 at most, over 200',
                       rows[papers.DURNER[0]])

@@ -85,7 +85,8 @@ class ClassErrorTest(base.TestCase):
 def _doc(errors, io, worst):
     """A class_error() result: mean absolute error by ways, the I/O mean."""
     return {'mixes': 30,
-            'ways': {w: {'mean_abs_pct': e, 'max_abs_pct': worst}
+            'ways': {w: {'mean_abs_pct': e, 'max_abs_pct': worst,
+                         'bias_pct': -e, 'whole_llc_bias_pct': 2 * e}
                      for w, e in errors.items()},
             'io_error_pct': io}
 
@@ -124,6 +125,11 @@ class OverSeedsTest(base.TestCase):
         self.assertAlmostEqual(10.0 / 3, out['ways']['20']['mean'],
                                places=3)
         self.assertEqual({'2': 12.5, '20': 12.5}, out['max_abs_pct'])
+        # The signed errors: their mean and range over the seeds.
+        self.assertEqual({'mean': -2.0, 'min': -3.0, 'max': -1.0},
+                         out['bias_pct']['2'])
+        self.assertEqual({'mean': 4.0, 'min': 2.0, 'max': 6.0},
+                         out['whole_llc_bias_pct']['2'])
         self.assertEqual((3.0, 6.0, 1), (out['io']['mean'],
                                          out['io']['worst_seed'],
                                          out['io']['worst_seed_id']))
