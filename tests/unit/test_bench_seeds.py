@@ -154,3 +154,46 @@ class GroupingSeedsTest(base.TestCase):
         self.assertEqual(12, over.call_args[0][0])
         self.assertEqual(['testbed'], list(by_truth))
         self.assertGreaterEqual(seeds.GROUPING_SEEDS, 10)
+
+
+class MainTest(base.TestCase):
+    """The whole run, its parts mocked: the table and the JSON line."""
+
+    def test_main_prints_every_key(self):
+        import io
+        import json
+
+        fast = {'period_ms': 500, 'pass_ms_p95': 120.0,
+                'other_chain_loss_pct': 0.0,
+                'congested_chain_held_pct': 40.0}
+        gains = {'unbalanced_slow': {'nfvnice_vs_rate_cost': 6.8,
+                                     'nfvnice_vs_default': 3.1,
+                                     'backpressure_vs_default': 1.3,
+                                     'rate_cost_vs_default': -3.5}}
+        row = {'aggregate_mpps': 0.58, 'nf': [{'cpu_pct': 100.0}]}
+        paper3 = {'default': row, 'nfvnice': row}
+        durner = {'gain_pts': {'mean': 6.0, 'max': 20.0},
+                  'config': {'seeds': 200}}
+        out = io.StringIO()
+        with mock.patch.object(seeds, '_slomo', return_value=(
+                {'testbed': _over_seeds()}, 1.0)), \
+                mock.patch.object(seeds, '_nfvnice',
+                                  return_value=(fast, gains, paper3)), \
+                mock.patch.object(seeds, '_grouping', return_value={
+                    'testbed': _grouping_doc()}), \
+                mock.patch.object(seeds.durner, 'evaluate',
+                                  return_value=durner), \
+                mock.patch('sys.stdout', out):
+            self.assertEqual(0, seeds.main([]))
+        text = out.getvalue()
+        doc = json.loads(text.strip().splitlines()[-1])
+        self.assertEqual('seeds', doc['benchmark'])
+        self.assertEqual(3.1, doc['nfvnice_gain_pct_at_period'][
+            'unbalanced_slow']['nfvnice_vs_default'])
+        self.assertEqual(3.0, doc['netcontainer_violation_pct']['testbed'][
+            '12nf-4cls']['mean'])
+        self.assertIn('slomo_class_error_worst', doc)
+        self.assertIn('+6.80% / +3.10%', text)
+        self.assertIn('12nf-4cls: violations 3.00% (worst seed 6.25%) vs '
+                      'round-robin 8.00% (6.25%)', text)
+        self.assertIn('NetContainer against the testbed', text)
