@@ -921,8 +921,9 @@ class AgentManager:
                     entry['clos'] = a.clos
                 if a.mem_bw_mibps:
                     entry['mem_bw_mibps'] = a.mem_bw_mibps
-                if a.mb is not None:
-                    entry['mb'] = a.mb
+                if lay.mb_max is not None:
+                    # What the group's MB line holds in its domain.
+                    entry['mb'] = a.mb if a.mb is not None else lay.mb_max
                 if self.monitor is not None:
                     entry.update(self.monitor.sample(*_monitored(a)))
                 instances.append(entry)

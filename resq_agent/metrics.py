@@ -14,13 +14,15 @@
 Computed at each scrape from what the agent enforces and measures, the
 same figures as ``resq-agent status``: per cache domain the ways and
 classes of service in all, used and leased; per instance its ways, LLC
-occupancy and memory bandwidth (CMT/MBM) with its SLO term as labels;
+occupancy and memory bandwidth (CMT/MBM) with its SLO term as labels, and
+where the host has MBA its group's MB value and the bandwidth it allows;
 per on-demand NF its latency against its target and its violations;
 failed enforcement writes, dropped events and each remote dependency.
 """
 
 import collections
 
+from resq_common import mba
 from resq_common import metrics
 
 
@@ -95,9 +97,23 @@ class AgentCollector:
             'resq_instance_memory_bandwidth_bytes_per_second', 'Memory '
             'bandwidth of the instance (MBM), all or local to its NUMA '
             'node.', labels + ['scope'])
+        mb_value = metrics.gauge(
+            'resq_instance_mb_schemata_value', 'The MB value of the '
+            'instance\'s resctrl group in its domain, as its schemata '
+            'shows it (mode mbps: MiB/s; percent: of each core\'s peak '
+            'rate; amd: 1/8 GB/s); the most is no limit.',
+            labels + ['mode'])
+        mb_limit = metrics.gauge(
+            'resq_instance_memory_bandwidth_limit_bytes_per_second',
+            'Memory bandwidth the instance\'s MB value allows (its '
+            'CUSTOM_MEM_BW_MIBPS rounded up to the kernel\'s steps; in '
+            'percent mode the share of the domain\'s memory_bandwidth_mibps '
+            'it stands for, enforced per core).', labels)
         target = metrics.gauge(
             'resq_instance_throughput_target_packets_per_second',
             'Throughput the instance\'s SLO term promises.', labels)
+        info = self.manager.topology.mba_info
+        domain_mibps = self.manager.conf.resq_agent.memory_bandwidth_mibps
         for inst in status['instances']:
             term = terms.get(inst['uuid'], {})
             label = [inst['uuid'], str(inst['domain_id'])] + _term_labels(
@@ -109,10 +125,15 @@ class AgentCollector:
                 value = inst.get('mbm_%s_bytes_per_s' % scope)
                 if value is not None:
                     bandwidth.add_metric(label + [scope], value)
+            if inst.get('mb') is not None and info is not None:
+                mb_value.add_metric(label + [info.mode], inst['mb'])
+                granted = mba.granted_mibps(inst['mb'], info, domain_mibps)
+                if inst.get('mem_bw_mibps') and granted is not None:
+                    mb_limit.add_metric(label, granted * 2 ** 20)
             mpps = _number(term.get('throughput_mpps'))
             if mpps is not None:
                 target.add_metric(label, mpps * 1e6)
-        return [ways, occupancy, bandwidth, target]
+        return [ways, occupancy, bandwidth, mb_value, mb_limit, target]
 
     def _ondemand(self, terms):
         od = self.manager.ondemand
