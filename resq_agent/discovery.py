@@ -651,7 +651,8 @@ def cache_domain_of(dom, configured_default_ways, domains_on_host=1,
         mem_bw_mibps=mem_bw_mibps if mba_info else 0,
         mem_bw_reserved_mibps=min(default_mem_bw_mibps, mem_bw_mibps)
         if mba_info else 0,
-        mba_mode=mba_info.mode if mba_info else '')
+        mba_mode=mba_info.mode if mba_info else '',
+        cdp=dom.cdp)
 
 
 def describe(topology, default_group_ways, default_io=False,

@@ -60,6 +60,9 @@ provider, owned by the resq agent:
   there is (``[resq_agent] memory_bandwidth_mibps``); the trait
   ``CUSTOM_RESQ_MBA_<MODE>`` says how it is enforced
   (:mod:`resq_common.mba`). A flavor asks for it in its LLC request group.
+  ``CUSTOM_RESQ_L3_CDP``: the kernel mounted resctrl with code and data
+  prioritization; its classes of service are already halved in
+  ``info/L3CODE/num_closids``. A flavor with ``resq:code_ways`` requires it.
   Classes of service (``CUSTOM_LLC_CLOS``) stay the ways' count: an MB line
   is written in the same group as the L3 line, so it needs no class of
   its own.
@@ -169,6 +172,8 @@ class CacheDomain:
     mem_bw_mibps: int = 0
     mem_bw_reserved_mibps: int = 0
     mba_mode: str = ''
+    # The kernel mounted resctrl with cdp: code and data masks apart.
+    cdp: bool = False
 
     def inventory(self):
         """Placement inventories of the domain's provider."""
@@ -231,4 +236,6 @@ class CacheDomain:
                                     self.hugepages_mb))
         if self.mba_mode:
             traits.append(TRAIT_MBA_PREFIX + self.mba_mode.upper())
+        if self.cat and self.cdp:
+            traits.append(extra_specs.TRAIT_CDP)
         return sorted(traits)

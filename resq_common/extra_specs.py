@@ -37,6 +37,9 @@ RC_ONDEMAND_CORE = 'CUSTOM_RESQ_ONDEMAND_CORE'
 # cores (resq-admit's flavors do; hand-made flavors may).
 RC_RESQ_CORE = 'CUSTOM_RESQ_CORE'
 TRAIT_CAT_L3 = 'CUSTOM_CAT_L3'
+# A cache domain whose kernel mounted resctrl with code and data
+# prioritization (cdp): a group's code and data get masks of their own.
+TRAIT_CDP = 'CUSTOM_RESQ_L3_CDP'
 # A cache domain's shape (resq_common.cache_domain.platform_traits).
 TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
 TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
@@ -105,6 +108,14 @@ SPECS = {s.key: s for s in (
          'as the group\'s MB limit. The flavor asks for the same amount '
          'in its LLC request group.',
          'an integer from 1 to 100000000', minimum=1, maximum=100_000_000),
+    Spec('resq:code_ways', 'int',
+         'Of the flavor\'s LLC ways, how many hold the instance\'s code '
+         '(code and data prioritization, CDP); the rest hold its data. '
+         'For NFs with large instruction footprints (a DPI engine). Needs '
+         'a host whose kernel mounted resctrl with cdp: the flavor '
+         'requires trait CUSTOM_RESQ_L3_CDP in its LLC request group.',
+         'an integer from 1 to 1023, less than the flavor\'s '
+         'CUSTOM_LLC_WAY', minimum=1, maximum=1023),
     Spec('resq:term', 'id',
          'Name of the SLO term this instance belongs to, to group the '
          'instances of one term.',
@@ -185,6 +196,8 @@ class ResQRequest:
     ondemand_cores: int = 0
     # Memory bandwidth (MiB/s) from the LLC request group's provider.
     mem_bw_mibps: int = 0
+    # Of the ways, those holding code (CDP); 0: code and data share them.
+    code_ways: int = 0
 
 
 def placement_names(extra_specs):
@@ -292,9 +305,14 @@ def parse(extra_specs, vcpus=0):
         _check_reserved(values, ways, clos, suffix,
                         traits.get(suffix, set()))
         _check_bandwidth(values, mem_bw, suffix)
+        _check_code_ways(values, ways, suffix, traits.get(suffix, set()))
     else:
         _check_on_demand(values, ways, od_cores, od_suffix, dedicated,
                          vcpus)
+        if values.get('code_ways') is not None:
+            raise InvalidResQSpec(
+                'resq:slo=on-demand NFs share the lease\'s ways; they cannot '
+                'ask for code ways of their own: remove resq:code_ways')
         if mem_bw is not None or values.get('mem_bw_mibps') is not None:
             raise InvalidResQSpec(
                 'resq:slo=on-demand NFs share the host\'s on-demand lease; '
@@ -312,7 +330,8 @@ def parse(extra_specs, vcpus=0):
                        required_traits=frozenset(traits.get(suffix, ())),
                        min_ways=values.get('min_ways'),
                        ondemand_cores=od_cores,
-                       mem_bw_mibps=mem_bw[1] if mem_bw else 0)
+                       mem_bw_mibps=mem_bw[1] if mem_bw else 0,
+                       code_ways=values.get('code_ways') or 0)
 
 
 def _check_on_demand(values, ways, cores, suffix, dedicated, vcpus):
@@ -370,6 +389,23 @@ def _check_bandwidth(values, mem_bw, suffix):
         raise InvalidResQSpec(
             'resq:mem_bw_mibps is %d but the flavor asks Placement for %d '
             '(%s:%s); make them equal' % (wanted, amount, group, RC_MEM_BW))
+
+
+def _check_code_ways(values, ways, suffix, traits):
+    """Code ways are some of the ways, on a domain with CDP."""
+    code = values.get('code_ways')
+    if code is None:
+        return
+    if code >= ways:
+        raise InvalidResQSpec(
+            'resq:code_ways=%d must leave ways for data: the flavor asks '
+            'for %d LLC ways in all (%s); give fewer code ways or more ways'
+            % (code, ways, 'resources%s:%s' % (suffix, RC_LLC_WAY)))
+    if TRAIT_CDP not in traits:
+        raise InvalidResQSpec(
+            'resq:code_ways needs a cache domain with code and data '
+            'prioritization: add "trait%s:%s=required" to the flavor, so '
+            'Placement only offers such domains' % (suffix, TRAIT_CDP))
 
 
 def _trait_number(traits, prefix):
