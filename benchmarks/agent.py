@@ -24,6 +24,17 @@ in-process (real allocations):
 * ``hung_dependency_status_s``: ``resq-agent status`` (the real command,
   its default deadlines) while libvirt, OVSDB and Placement all accept
   connections and never answer; it must answer, naming the three;
+* ``schemata_write_s``: one privileged schemata write of a group with its
+  L3 and MB lines (issue 46: memory bandwidth), on a tree with Intel's
+  percentage MBA (the writer reads ``info/MB`` and the mount's options and
+  checks every value), against ``schemata_write_l3_s``, the same write of
+  the L3 line alone on a tree without MBA, as every write was before
+  (medians of :data:`WRITES` each, the two interleaved; one batch through
+  ``apply_ops`` in-process, a new writer each, as a pass does; the trees
+  in a tmpfs (``/dev/shm`` where there is one), their files plain files:
+  the kernel's own handling is not in it, nor a disk file system's
+  truncation, which resctrl's files do not have);
+  ``schemata_write_mb_ratio`` (target <= 1.10) is their ratio;
 * with ``--through-daemon`` (root only), ``event_to_applied_daemon_s``:
   the same event -> partition time, measured in the same run, with every
   resctrl write going through a real ``resq-privsep-daemon`` that root
@@ -79,6 +90,8 @@ from tests.fixtures import sysfs as sysfs_fixture
 WAYS = 128
 INSTANCES = 200
 EVENTS = 10
+# Privileged schemata writes timed for schemata_write_s, of each kind.
+WRITES = 1000
 # Events of each half with --through-daemon, interleaved.
 DAEMON_EVENTS = 12
 CPUS = {0: tuple(range(0, 128)), 1: tuple(range(128, 256))}
@@ -262,6 +275,41 @@ def hung_status():
     states = {name: deps.get(name, {}).get('state')
               for name in ('libvirt', 'ovsdb', 'placement')}
     return took, states
+
+
+def schemata_writes(conf, writes=WRITES):
+    """Median seconds of ``(L3 alone, L3 + MB)`` schemata writes.
+
+    Interleaved, so that both see the same machine load.
+    """
+    shm = '/dev/shm' if os.path.isdir('/dev/shm') else None
+    with tempfile.TemporaryDirectory(dir=shm) as tmp, _fixtures(
+            resctrl_fixture.ResctrlTree(ways=20, domains=(0, 1),
+                                        root=os.path.join(tmp, 'l3')),
+            resctrl_fixture.ResctrlTree(ways=20, domains=(0, 1),
+                                        resources={'MB': {}},
+                                        root=os.path.join(tmp, 'mb'))
+    ) as trees:
+        ops = ([['schemata', 'resq-cos1', 'resq-cos1', {0: 0xf, 1: 0xff}]],
+               [['schemata', 'resq-cos1', 'resq-cos1', {0: 0xf, 1: 0xff},
+                 {0: 30, 1: 100}]])
+        took = ([], [])
+        for i in range(2 * writes + 2):
+            kind = i % 2
+            conf.set_override('resctrl_root', trees[kind].root,
+                              'resq_agent')
+            if i < 2:
+                resctrl_priv.create_group('resq-cos1')
+            started = time.perf_counter()
+            out = resctrl_priv.apply_ops(ops[kind])
+            elapsed = time.perf_counter() - started
+            assert out == [None], out
+            if i >= 2:              # the first of each warms the caches
+                took[kind].append(elapsed)
+        assert 'MB:0=30;1=100' in trees[1].read('resq-cos1', 'schemata')
+        assert 'MB' not in trees[0].read('resq-cos1', 'schemata')
+        conf.clear_override('resctrl_root', 'resq_agent')
+    return statistics.median(took[0]), statistics.median(took[1])
 
 
 @contextlib.contextmanager
@@ -451,6 +499,9 @@ def main(argv):
     print('... resq-agent status with libvirt, OVSDB and Placement hung',
           flush=True)
     hung_s, hung_states = hung_status()
+    print('... %d schemata writes of each kind, L3 alone and L3 + MB'
+          % WRITES, flush=True)
+    write_l3_s, write_mb_s = schemata_writes(conf)
     print()
     print('resq-agent on 2 cache domains x %d ways, %d instances, '
           'Placement in-process, libvirt test:///default'
@@ -472,6 +523,12 @@ def main(argv):
                                  '< 35'))
     print('   states reported: %s' % ', '.join(
         '%s %s' % kv for kv in sorted(hung_states.items())))
+    print('%-34s %10.6f %10s' % ('schemata write, L3 alone (median)',
+                                 write_l3_s, ''))
+    print('%-34s %10.6f %10s' % ('schemata write, L3 + MB (median)',
+                                 write_mb_s, ''))
+    print('%-34s %10.3f %10s' % ('  L3 + MB / L3 alone (ratio)',
+                                 write_mb_s / write_l3_s, '<= 1.10'))
     figures = {'benchmark': 'agent',
                'metrics_scrape_ms': round(scrape, 2),
                'metrics_scrape_max_ms': round(scrape_max, 2),
@@ -485,6 +542,9 @@ def main(argv):
                'reconcile_200_s': round(reconcile_s, 3),
                'event_to_applied_s': round(event_s, 4),
                'event_to_applied_max_s': round(max(latencies), 4),
+               'schemata_write_s': round(write_mb_s, 6),
+               'schemata_write_l3_s': round(write_l3_s, 6),
+               'schemata_write_mb_ratio': round(write_mb_s / write_l3_s, 3),
                'instances': INSTANCES, 'ways_per_domain': WAYS}
     if daemon_latencies:
         daemon_s = statistics.median(daemon_latencies)

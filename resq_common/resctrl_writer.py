@@ -58,6 +58,12 @@ CHECK_FS_MAGIC = True
 MAX_CPU = 8191
 MAX_WAYS = 1024
 MAX_PID = 1 << 22
+# What mba.read_info found of a tree, by the root and its info/MB
+# directory's (device, inode, ctime): it reads several files and the mount
+# table, and a mount's MB rules hold until it is unmounted (a mount made
+# again, or a fake tree built again, has a directory of its own).
+_MBA_INFO = {}
+_MBA_INFO_MAX = 64
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _libc = None
@@ -210,8 +216,11 @@ class Writer:
         self.require_mount = require_mount
         self.tree = None
         # The tree's MBA (resq_common.mba.MbaInfo) and MB domains, read
-        # once per writer (one privileged call) when a write carries MB.
+        # once per writer (one privileged call) when a write carries MB,
+        # and the default group's schemata, whose domains do not change
+        # while the writer lives.
         self._mba = None
+        self._default = None
 
     def __enter__(self):
         hint = ('mount it with "mount -t resctrl resctrl %s" on a host '
@@ -306,7 +315,10 @@ class Writer:
                           (1 << MAX_WAYS) - 1)
         masks = dict(zip(doms, vals))
         info = self.tree.info()
-        known = set(self.tree.domains())
+        default = self._default_schemata()
+        if 'L3' not in default and 'L3CODE' not in default:
+            self.tree.domains()         # raises, saying so
+        known = set(default.get('L3', default.get('L3CODE', {})))
         for dom, mask in masks.items():
             if dom not in known:
                 _refuse('cache domain %s does not exist under %s; known '
@@ -346,15 +358,27 @@ class Writer:
     def _write_at(self, dir_fd, name, text, append=False):
         SYSCALLS.write_file(dir_fd, name, text, append, 'in %s' % self.root)
 
+    def _default_schemata(self):
+        if self._default is None:
+            self._default = resctrl.parse_schemata(
+                self.tree._read('schemata'))
+        return self._default
+
     def _mba_rules(self):
-        """``(MbaInfo or None, MB domain ids)`` of the tree, read once."""
+        """``(MbaInfo or None, MB domain ids)`` of the tree."""
         if self._mba is None:
-            info = mba.read_info(self.root)
-            doms = set()
-            if info is not None:
-                doms = set(resctrl.parse_schemata(
-                    self.tree._read('schemata')).get('MB', {}))
-            self._mba = (info, doms)
+            info = None
+            st = self.tree._stat(('info', 'MB'))
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                key = (self.root, st.st_dev, st.st_ino, st.st_ctime_ns)
+                info = _MBA_INFO.get(key)
+                if info is None:
+                    info = mba.read_info(self.root)
+                    if len(_MBA_INFO) >= _MBA_INFO_MAX:
+                        _MBA_INFO.clear()
+                    _MBA_INFO[key] = info
+            self._mba = (info, set(self._default_schemata().get('MB', {}))
+                         if info is not None else set())
         return self._mba
 
     @staticmethod
