@@ -34,6 +34,7 @@ steps after it are not tried.
 
 import os
 
+from resq_common import mba
 from resq_common import resctrl
 
 PROC_ROOT = '/proc'
@@ -78,6 +79,16 @@ def plan(root):
         default = resctrl.parse_schemata(f.read())
     line = default.get('L3CODE' if info['cdp'] else 'L3', {})
     restore = {d: full for d in tree.domains() if line.get(d) != full}
+    # The default group's memory bandwidth limit, if the agent set one:
+    # back to no limit, in the same write as its masks (all of them).
+    rules = mba.read_info(tree.root)
+    unlimited = {}
+    if rules is not None:
+        unlimited = {d: rules.max_value
+                     for d, v in default.get('MB', {}).items()
+                     if v != str(rules.max_value)}
+        if unlimited:
+            restore = {d: full for d in tree.domains()}
     return {
         'groups': [g for g in tree.owned_groups()
                    if resctrl.AGENT.owns(g)],
@@ -85,6 +96,7 @@ def plan(root):
         'kept': [g for g in tree.groups() if not resctrl.AGENT.owns(g)],
         'default_l3_masks': {str(d): '%x' % m
                              for d, m in sorted(restore.items())},
+        'default_mb': {str(d): v for d, v in sorted(unlimited.items())},
     }
 
 
@@ -197,8 +209,9 @@ def execute(doc):
                         'outcome': 'skipped', 'error': 'not tried: some '
                         'groups could not be removed and may hold ways'})
     elif masks:
+        mb = {int(d): v for d, v in doc.get('default_mb', {}).items()}
         try:
-            priv.write_default_l3_masks(masks)
+            priv.write_default_l3_masks(masks, mb=mb or None)
             actions.append({'default_l3_masks': doc['default_l3_masks'],
                             'outcome': 'written'})
         except Exception as exc:

@@ -112,6 +112,20 @@ class AgentCleanupTest(CleanupTestBase):
         self.assertEqual({}, doc['default_l3_masks'])
         self.assertEqual([], doc['actions'])
 
+    def test_the_default_groups_bandwidth_limit_is_lifted(self):
+        tree = self.useFixture(resctrl_fixture.ResctrlTree(
+            ways=11, domains=(0, 1), foreign=(), kernel=True,
+            resources={'MB': {}}))
+        self.flags('resq_agent', resctrl_root=tree.root)
+        priv.write_default_l3_masks({0: 0x7ff, 1: 0x7ff}, mb={0: 30, 1: 100})
+        doc = cleanup.plan(tree.root)
+        self.assertEqual({'0': 100}, doc['default_mb'])
+        self.assertEqual({'0': '7ff', '1': '7ff'}, doc['default_l3_masks'])
+        self.assertTrue(cleanup.execute(doc))
+        self.assertEqual('L3:0=7ff;1=7ff\nMB:0=100;1=100\n',
+                         tree.read('schemata'))
+        self.assertEqual({}, cleanup.plan(tree.root)['default_mb'])
+
     def test_refused_while_the_agent_runs(self):
         # Never this test's own pid (which the check skips): it once was
         # 4242 on a busy machine.
