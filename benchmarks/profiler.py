@@ -20,15 +20,40 @@ at a budget of runs, both curves and repeats included, and the worst
 error against the noiseless truth; ``testbed_runs_median_by_noise`` and
 ``testbed_error_pct_by_noise`` are the profiler's own stopping rule,
 ``profiler_budget`` the whole trade-off.
+
+Then the profiler against its limit (issue 45 item 4,
+:mod:`resq_profiler.bound`): ``runs_lower_bound_by_noise``, the fewest
+runs any unbiased estimator needs for a profile of the model family at
+0.5% and 1% noise (2.5 standard errors within 1% at every grid point), and
+``runs_to_bound_ratio``: per truth (``nfmodel``, ``testbed``) and noise,
+the profiler's runs over that bound with the testbed's noise known
+(``[resq_profiler] known_noise_pct``, the bound's own assumption), over
+``--bound-seeds`` seeds (default 10): ``mean`` (over seeds and NFs),
+``worst_seed`` (the seed whose NFs' mean ratio is highest; the target,
+1.25, is judged on it), ``worst_profile``, and the worst error of each
+seed's profiles against the noiseless truth (mean and worst over seeds).
+``runs_to_bound_ratio_noise_learnt`` is the same for the default profiler
+that learns the noise from its own runs (analytic truth only: it is the
+slow one). ``oracle`` is the least-squares fit on the best whole-run design
+for each catalog NF's curves (parameters fitted to the analytic model's
+noiseless curves): its runs, and its root mean square error over the
+Cramer-Rao standard error (simulated draws).
 """
 
 import argparse
 
 import json
+import logging
 import statistics
 
+import numpy
+
 from resq_profiler import accuracy
+from resq_profiler import bound
 from resq_profiler import budget
+from resq_profiler import catalog
+from resq_profiler.conf import profiler as prof_opts
+from resq_profiler import nfmodel
 
 NOISE_LEVELS = accuracy.NOISE_LEVELS
 
@@ -77,13 +102,148 @@ def _testbed():
     return testbed
 
 
+BOUND_NOISE = (0.5, 1.0)
+BOUND_TARGET = 1.25
+ORACLE_DRAWS = 60
+
+
+def _ratios(kind, noise, seeds, known):
+    """The profiler's runs over the bound at one noise, over ``seeds``."""
+    lb = bound.runs_lower_bound(noise)
+    per_seed, errs, profiles, runs = [], [], [], []
+    for seed in range(seeds):
+        rows = accuracy.run(noise, seed, kind, known_noise=known)
+        r = [row['measurements'] / lb for row in rows]
+        runs += [row['measurements'] for row in rows]
+        profiles += r
+        per_seed.append(statistics.mean(r))
+        errs.append(max(max(row['throughput_error_pct'],
+                            row['latency_error_pct']) for row in rows))
+    return {'mean': round(statistics.mean(per_seed), 4),
+            'worst_seed': round(max(per_seed), 4),
+            'best_seed': round(min(per_seed), 4),
+            'worst_profile': round(max(profiles), 4),
+            'runs_mean': round(statistics.mean(runs), 2),
+            'runs_max': max(runs),
+            'error_pct_mean_seed': round(statistics.mean(errs), 4),
+            'error_pct_worst_seed': round(max(errs), 4),
+            'seeds_over_1pct': sum(e > 1.0 for e in errs),
+            'target_met': max(per_seed) <= BOUND_TARGET}
+
+
+def _family_params(name, model, grid):
+    """The model family's parameters of a catalog NF's noiseless curve."""
+    nf = nfmodel.NFModel(catalog.get(name))
+    if model.name == 'queueing':
+        ys = [nf.latency_p95_us(x) for x in grid]
+    else:
+        ys = [nf.throughput_mpps(w) for w in grid]
+    return model.fit(numpy.array(grid, dtype=float), numpy.array(ys))
+
+
+def _oracle(noise):
+    """Least squares on the best whole-run design, per catalog NF."""
+    grids = (list(range(1, 21)), prof_opts.DEFAULT_LOAD_LEVELS)
+    runs, local, ratio, ratio_mean, within = [], [], [], [], []
+    for name in catalog.names():
+        total = local_total = 0
+        for model, grid in zip(bound.MODELS, grids):
+            params = _family_params(name, model, grid)
+            jac = bound.jacobian(model, params, grid)
+            counts, _ = bound.exact_design(jac, noise)
+            total += int(counts.sum())
+            local_total += bound.runs_for_curve(jac.shape[1], noise)
+            sim = bound.simulate(model, params, grid, counts, noise,
+                                 draws=ORACLE_DRAWS, seed=len(runs))
+            ratio.append(sim['rmse_to_crb'])
+            ratio_mean.append(sim['rmse_to_crb_mean'])
+            within.append(sim['within_pct'])
+        runs.append(total)
+        local.append(local_total)
+    return {'runs_mean': round(statistics.mean(runs), 2),
+            'runs_max': max(runs),
+            'local_bound_mean': round(statistics.mean(local), 2),
+            'local_bound_min': min(local),
+            'rmse_to_crb_max': round(max(ratio), 3),
+            'rmse_to_crb_mean': round(statistics.mean(ratio_mean), 3),
+            'curves_within_pct_min': round(min(within), 1),
+            'draws': ORACLE_DRAWS}
+
+
+def _bound_figures(seeds):
+    """``runs_lower_bound_by_noise``, ``runs_to_bound_ratio`` and more."""
+    log = logging.getLogger('resq_profiler.profiler')
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        out = {'runs_lower_bound_by_noise': {
+                   _key(n): bound.runs_lower_bound(n) for n in BOUND_NOISE},
+               'runs_lower_bound_per_curve_by_noise': {
+                   _key(n): {m.name: bound.runs_for_curve(m.nparams, n)
+                             for m in bound.MODELS} for n in BOUND_NOISE},
+               'bound_z': bound.Z, 'bound_target': BOUND_TARGET,
+               'bound_seeds': seeds,
+               'runs_to_bound_ratio': {}, 'oracle': {},
+               'runs_to_bound_ratio_noise_learnt': {}}
+        for kind in ('nfmodel', 'testbed'):
+            out['runs_to_bound_ratio'][kind] = {
+                _key(n): _ratios(kind, n, seeds, True) for n in BOUND_NOISE}
+        out['runs_to_bound_ratio_noise_learnt']['nfmodel'] = {
+            _key(n): _ratios('nfmodel', n, seeds, False)
+            for n in BOUND_NOISE}
+        for n in BOUND_NOISE:
+            out['oracle'][_key(n)] = _oracle(n)
+    finally:
+        log.setLevel(level)
+    out['bound_target_met'] = all(
+        v['target_met'] for per in out['runs_to_bound_ratio'].values()
+        for v in per.values())
+    _print_bound(out)
+    return out
+
+
+def _print_bound(out):
+    print()
+    print('The profiler against its limit: runs per profile over the '
+          'Cramer-Rao bound (z %.1f, 1%% tolerance), %d seeds'
+          % (out['bound_z'], out['bound_seeds']))
+    print('%-8s %-7s %6s %6s %8s %8s %8s %9s %9s' % (
+        'truth', 'noise%', 'bound', 'runs', 'ratio', 'worst', 'w.prof',
+        'err% mean', 'err% max'))
+    for label, table in (('', out['runs_to_bound_ratio']),
+                         (' (noise learnt)',
+                          out['runs_to_bound_ratio_noise_learnt'])):
+        for kind, per in table.items():
+            for n, v in per.items():
+                print('%-8s %-7s %6d %6.1f %8.3f %8.3f %8.3f %9.3f %9.3f%s'
+                      % (kind, n, out['runs_lower_bound_by_noise'][n],
+                         v['runs_mean'], v['mean'], v['worst_seed'],
+                         v['worst_profile'], v['error_pct_mean_seed'],
+                         v['error_pct_worst_seed'], label))
+    for n, o in out['oracle'].items():
+        print('oracle at %s%% noise: best whole-run design %.1f runs '
+              '(max %d; rank-aware bound %.1f), least-squares RMSE / '
+              'Cramer-Rao SE worst %.3f, mean %.3f' % (
+                  n, o['runs_mean'], o['runs_max'], o['local_bound_mean'],
+                  o['rmse_to_crb_max'], o['rmse_to_crb_mean']))
+    print('target: worst seed <= %.2f x the bound: %s' % (
+        out['bound_target'], 'met' if out['bound_target_met'] else
+        'missed'))
+
+
 def main(argv):
     parser = argparse.ArgumentParser(prog='benchmarks profiler')
     parser.add_argument('--seeds', type=int, default=1,
                         help='noise seeds per noisy level (default 1)')
+    parser.add_argument('--bound-seeds', type=int, default=10,
+                        help='seeds of the runs-to-bound figures '
+                             '(default 10)')
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error('--seeds must be at least 1, got %d' % args.seeds)
+    if args.bound_seeds < 1:
+        parser.error('--bound-seeds must be at least 1, got %d'
+                     % args.bound_seeds)
     by_noise = {}
     per_seed = {}
     for noise in NOISE_LEVELS:
@@ -133,6 +293,7 @@ def main(argv):
           '<= 1% error at 0.5% noise')
     trade = budget.tradeoff(noise_levels=NOISE_LEVELS, kind='testbed')
     _print_tradeoff(trade)
+    limit = _bound_figures(args.bound_seeds)
     figures = {
         'benchmark': 'profiler',
         'max_measurements_per_curve': max_pts,
@@ -159,6 +320,7 @@ def main(argv):
             'latency_error_pct': round(r['latency_error_pct'], 4)}
             for r in rows},
     }
+    figures.update(limit)
     print(json.dumps(figures, sort_keys=True))
     return 0
 

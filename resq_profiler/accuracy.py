@@ -86,13 +86,15 @@ def load_error_pct(points, latency):
     return worst
 
 
-def run(noise_pct=0.0, seed=0, kind='nfmodel'):
+def run(noise_pct=0.0, seed=0, kind='nfmodel', known_noise=False):
     """Profile every catalog NF and judge it against the noiseless truth.
 
     :param noise_pct: the model driver's measurement noise, in percent.
     :param seed: the model driver's noise seed.
     :param kind: the truth the driver measures, ``nfmodel`` or
         ``testbed``.
+    :param known_noise: tell the profiler the noise (``[resq_profiler]
+        known_noise_pct``) instead of letting it learn it.
     :returns: a row per NF, in catalog order: ``{"nf", "sensitivity",
         "throughput_points", "latency_points", "measurements",
         "curve_measurements", "repeats", "throughput_error_pct",
@@ -105,6 +107,9 @@ def run(noise_pct=0.0, seed=0, kind='nfmodel'):
     conf.set_override('model_noise_pct', noise_pct, group='resq_profiler')
     conf.set_override('model_seed', seed, group='resq_profiler')
     conf.set_override('model_truth', kind, group='resq_profiler')
+    if known_noise and noise_pct:
+        conf.set_override('known_noise_pct', noise_pct,
+                          group='resq_profiler')
     rows = []
     traffic = nfmodel.Traffic()
     for name in catalog.names():

@@ -53,6 +53,10 @@ class Model:
         """Grid indices to measure first (``nparams`` of them)."""
         raise NotImplementedError
 
+    def initial_known(self, grid):
+        """The first design when the testbed's noise is known."""
+        return self.initial(grid)
+
     def value(self, params, x):
         raise NotImplementedError
 
@@ -204,6 +208,18 @@ class QueueingLatency(Model):
         if n <= self.nparams:
             return list(range(n))
         return [0, n // 2, n - 1]
+
+    def initial_known(self, grid):
+        """The first design when the noise is known.
+
+        The lowest load and the two highest, where the optimal design's
+        runs go (the queue's steepness is learnt at the top;
+        :mod:`resq_profiler.bound`).
+        """
+        n = len(grid)
+        if n <= self.nparams:
+            return list(range(n))
+        return [0, n - 2, n - 1]
 
     def value(self, params, x):
         a, b, c = params

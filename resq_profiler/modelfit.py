@@ -67,6 +67,7 @@ from scipy import stats
 
 from resq_common import profile
 from resq_profiler import adaptive
+from resq_profiler import bound
 from resq_profiler import curvefit
 
 # Standard errors of the fitted curve the stated error includes.
@@ -86,6 +87,10 @@ MIN_DOF = 3
 SPREAD = 2
 # Confidence of the lack-of-fit F test.
 LACK_OF_FIT = 0.999
+# With the testbed's noise known, distinct points per model parameter
+# measured before the curve may be done (a knee between as many points as
+# parameters goes unseen), rounded up.
+KNOWN_SPREAD = {'saturating-miss': 2.0, 'queueing': 1.0}
 
 
 @dataclasses.dataclass
@@ -140,13 +145,22 @@ def _positive(x, y):
 def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
            progress=None, known=None, noise_pct=None,
            noise_dof=adaptive.PRIOR_DOF, max_repeats=4, shape=None,
-           dense=None):
+           dense=None, noise_known=False):
     """Sample ``measure`` on ``grid`` by fitting ``model``.
 
     :param model: a :class:`resq_profiler.curvefit.Model`.
     :param shape: ``'concave'``/``'convex'`` for the fallback.
     :param dense: x values to store the model's curve at besides the grid
         (the profile's derived points); default the grid.
+    :param noise_known: ``noise_pct`` is the testbed's known run-to-run
+        noise (``[resq_profiler] noise_pct``), not an estimate: the
+        stopping rule takes it as is (no upper confidence bound), the
+        measurements go where they lower the curve's largest standard
+        error most (:func:`next_point`), as often as that asks, and the
+        curve is done once ``Z`` standard errors are within the
+        tolerance and ``KNOWN_SPREAD`` distinct points per parameter were
+        measured. Residuals that contradict the figure (a chi-square test
+        at ``LACK_OF_FIT``) make the noise an estimate again.
     Other parameters as :func:`resq_profiler.adaptive.sample`.
     :returns: a :class:`CurveResult`.
     """
@@ -159,8 +173,10 @@ def sample(measure, grid, model, tolerance_pct=1.0, max_points=None,
     meas = adaptive.Measurements(measure, grid, known, max_points, progress,
                                  cast=float, check=_positive)
     sampler = _ModelSampler(meas, model, tolerance_pct, noise_pct,
-                            noise_dof, max_repeats)
-    exhausted = meas.run(model.initial(grid), sampler.step)
+                            noise_dof, max_repeats,
+                            noise_known=bool(noise_known and noise_pct))
+    exhausted = meas.run(model.initial_known(grid) if sampler.noise_known
+                         else model.initial(grid), sampler.step)
     if sampler.fallback:
         return _fall_back(measure, grid, tolerance_pct, max_points, progress,
                           meas, shape, noise_pct, noise_dof,
@@ -172,9 +188,10 @@ class _ModelSampler(adaptive.CurveSampler):
     """The state of one :func:`sample`: measurements, checks and fit."""
 
     def __init__(self, meas, model, tolerance_pct, noise_pct, noise_dof,
-                 max_repeats):
+                 max_repeats, noise_known=False):
         super().__init__(meas, tolerance_pct, max_repeats, noise_pct,
                          noise_dof)
+        self.noise_known = noise_known
         self.model = model
         self.regime = None
         self.fallback = ''
@@ -285,8 +302,42 @@ class _ModelSampler(adaptive.CurveSampler):
         self.checked(nxt, self.params)
         return True
 
+    def step_known(self, resid, dof, lev, xs):
+        """The noise is known: measure where it helps most; False when done.
+
+        Done once ``Z`` standard errors of the fitted curve are within the
+        tolerance at every grid point and ``KNOWN_SPREAD`` distinct points
+        per parameter were measured; until then the next measurement goes
+        where it lowers the largest standard error most
+        (:func:`next_point`), an unmeasured point while too few are.
+        """
+        grid, raw, model = self.grid, self.raw, self.model
+        sigma = self.noise_pct / 100.0
+        ss = float(numpy.sum(resid ** 2))
+        if dof >= MIN_DOF and ss > sigma ** 2 * stats.chi2.ppf(
+                LACK_OF_FIT, dof):
+            # The residuals are noisier than the testbed is said to be:
+            # a wrong figure or a wrong model. Learn the noise, the
+            # figure kept as a prior of a few runs.
+            self.noise_known = False
+            self.noise_dof = adaptive.PRIOR_DOF
+            return True
+        spread = KNOWN_SPREAD.get(model.name, SPREAD)
+        distinct = min(int(math.ceil(spread * model.nparams)), len(grid))
+        bound = Z * sigma * float(numpy.max(lev)) * 100.0
+        if bound <= self.tol and len(raw) >= distinct:
+            return False
+        candidates = list(range(len(grid)))
+        if len(raw) < distinct:
+            candidates = [i for i in candidates if i not in raw]
+        self.meas.take(next_point(model, self.params, xs, grid, candidates,
+                                  {i: len(v) for i, v in raw.items()}))
+        return True
+
     def step_noisy(self, resid, dof, ss_pure, dof_pure, lev):
         """Measure where the curve is least certain; False when done."""
+        if self.noise_known:
+            return self.step_known(resid, dof, lev, self.observations()[0])
         grid, raw, model = self.grid, self.raw, self.model
         sigma, dof_total = _pooled_sigma(resid, dof, self.noise_pct,
                                          self.noise_dof)
@@ -360,7 +411,13 @@ class _ModelSampler(adaptive.CurveSampler):
             linear, x)) for x, v in zip(xs_out, values)) if len(linear) > 1 \
             else math.inf
         failed = [c.error_pct for c in checks if c.outcome != 'pass']
-        if self.regime == 'noisy':
+        if self.regime == 'noisy' and self.noise_known:
+            lev = curvefit.leverage(model, params, xs, self.grid)
+            error = Z * self.noise_pct * float(numpy.max(lev))
+            noise = (math.sqrt(ss_pure / dof_pure) * 100.0 if dof_pure
+                     else self.noise_pct)
+            noise_dof_out = dof_pure or self.noise_dof
+        elif self.regime == 'noisy':
             dof = len(ys) - model.nparams
             sigma, dof_total = _pooled_sigma(resid, dof, self.noise_pct,
                                              self.noise_dof)
@@ -382,6 +439,49 @@ class _ModelSampler(adaptive.CurveSampler):
         if not math.isfinite(error):
             error = max(failed + [spread])
         return error, noise, noise_dof_out
+
+
+# Below this many runs, a grid point's shortfall from its share of the
+# optimal design counts as none (see next_point).
+DEFICIT = 0.05
+
+
+def next_point(model, params, obs_x, grid, candidates, counts=None):
+    """The grid index among ``candidates`` to measure next.
+
+    The optimal design for the current fit (:func:`resq_profiler.bound.
+    optimal_weights`, D- and G-optimal) says what share of the runs each
+    grid point should have; the next run goes to the candidate furthest
+    below its share (``counts``: runs per grid index so far). Ties go to
+    the candidate whose run lowers the fitted curve's largest standard
+    error most, then to the lower index.
+    """
+    counts = counts or {}
+    jac_grid = curvefit._gradients(model, params,
+                                   numpy.asarray(grid, dtype=float))
+    jac_obs = curvefit._gradients(model, params,
+                                  numpy.asarray(obs_x, dtype=float))
+    info = jac_obs.T @ jac_obs
+    try:
+        weights, _ = bound.optimal_weights(
+            bound.jacobian(model, params, grid), max_iter=2000, gap=1e-3)
+    except ValueError:
+        weights = numpy.full(len(grid), 1.0 / len(grid))
+    total = len(obs_x) + 1
+    best = None
+    for i in candidates:
+        cov = numpy.linalg.pinv(info + numpy.outer(jac_grid[i], jac_grid[i]),
+                                rcond=1e-10)
+        worst = float(numpy.max(numpy.einsum('ij,jk,ik->i', jac_grid, cov,
+                                             jac_grid)))
+        deficit = weights[i] * total - counts.get(i, 0)
+        # Shares of a twentieth of a run are the iteration's leftovers,
+        # not the design's.
+        deficit = round(float(deficit), 6) if deficit > DEFICIT else 0.0
+        key = (-deficit, round(worst, 12), i)
+        if best is None or key < best[0]:
+            best = (key, i)
+    return best[1]
 
 
 def _fall_back(measure, grid, tol, max_points, progress, meas, shape,

@@ -138,10 +138,15 @@ def _measure(drv, opts, tol, progress, budget=None):
         reserve = max(3, budget * lat_model.nparams
                       // (thr_model.nparams + lat_model.nparams))
         thr_cap = min(per_curve, budget - reserve)
+    # The testbed's noise, when the operator knows it: both curves plan
+    # with it as is (resq_profiler.bound's assumption) instead of learning
+    # it from each profile's residuals.
+    known_noise = opts.known_noise_pct or None
     thr = modelfit.sample(saturate, drv.way_range(), thr_model, tol,
                           max_points=thr_cap,
                           progress=report('throughput'),
-                          shape='concave')
+                          shape='concave', noise_pct=known_noise,
+                          noise_known=known_noise is not None)
     best_ways, peak = _best_allocation(thr)
     levels = sorted(opts.latency_load_levels)
     known = {}
@@ -159,8 +164,8 @@ def _measure(drv, opts, tol, progress, budget=None):
         max_points=(per_curve if budget is None else
                     min(per_curve, budget - thr.measurements)),
         progress=report('latency'), shape='convex', known=known,
-        noise_pct=thr.noise_pct, noise_dof=thr.noise_dof,
-        dense=_dense(levels))
+        noise_pct=known_noise or thr.noise_pct, noise_dof=thr.noise_dof,
+        dense=_dense(levels), noise_known=known_noise is not None)
     return thr, lat, best_ways, known
 
 

@@ -52,6 +52,24 @@ profile_opts = [
                     'whose curves fit the shape models needs 4-6 per '
                     'curve; at 0.5% run-to-run noise about 8-25. The '
                     'profile records the error it reached.'),
+    cfg.FloatOpt('known_noise_pct', min=0.0, max=20.0,
+                 help='The testbed\'s run-to-run measurement noise, as a '
+                      'relative standard deviation in percent, when it is '
+                      'known (for instance from a calibration of many '
+                      'repeated runs on this testbed). Both curves then '
+                      'plan with it as is: each measurement goes to the '
+                      'grid point furthest below its share of the optimal '
+                      'design for the current fit, and a curve is done once '
+                      '2.5 standard errors are within '
+                      'max_interpolation_error_pct (and the throughput '
+                      'curve has two distinct points per parameter), which '
+                      'comes within a few runs of the fewest any estimator '
+                      'needs (doc: the profiler budget). Residuals noisier '
+                      'than it (chi-square, 99.9%) make the profiler learn '
+                      'the noise instead. Unset (or 0): the noise is learnt '
+                      'from each profile\'s residuals and repeats, which '
+                      'costs runs. The noise is a property of the testbed '
+                      'and traffic generator, not of the NF.'),
     cfg.ListOpt('latency_load_levels',
                 item_type=cfg.types.Float(min=0.001, max=1.0),
                 default=DEFAULT_LOAD_LEVELS,

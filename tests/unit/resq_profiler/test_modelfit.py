@@ -4,6 +4,7 @@ import statistics
 
 from resq_common import profile
 from resq_profiler import adaptive
+from resq_profiler import bound
 from resq_profiler import catalog
 from resq_profiler import curvefit
 from resq_profiler import modelfit
@@ -169,6 +170,65 @@ class ModelSampleTest(base.TestCase):
         exc = self.assertRaises(ValueError, modelfit.sample,
                                 lambda x: -1.0, [1.0, 2.0, 3.0], m)
         self.assertIn('positive', str(exc))
+
+
+class KnownNoiseTest(base.TestCase):
+    """``noise_known``: the testbed's noise given, not learnt."""
+
+    def _sample(self, seed, noise, known, told=None):
+        nf = nfmodel.NFModel(catalog.get('Stats'))
+        f = _Counter(nf.throughput_mpps, noise, seed)
+        res = modelfit.sample(f, WAYS, curvefit.SaturatingThroughput(), 1.0,
+                              max_points=60, shape='concave',
+                              noise_pct=told or noise, noise_known=known)
+        truth = [(w, nf.throughput_mpps(w)) for w in WAYS]
+        return res, _worst(res.points, truth)
+
+    def test_comes_near_the_bound(self):
+        lower = bound.runs_for_curve(4, 0.5)
+        for seed in range(3):
+            res, err = self._sample(seed, 0.5, True)
+            learnt, _ = self._sample(seed, 0.5, False)
+            self.assertEqual('saturating-miss', res.kind)
+            # At least the bound and two distinct points per parameter;
+            # within the best whole-run design's 8 and the spread's 2.
+            self.assertGreaterEqual(res.measurements, lower)
+            self.assertGreaterEqual(len(res.measured), 8)
+            self.assertLessEqual(res.measurements, 12)
+            self.assertLess(res.measurements, learnt.measurements)
+            self.assertLessEqual(res.reported_error_pct, 1.0)
+            self.assertLess(err, 1.0)
+
+    def test_a_wrong_figure_is_found_out(self):
+        # The testbed is six times noisier than it is said to be: the
+        # residuals say so and the noise is learnt after all.
+        res, _ = self._sample(0, 3.0, True, told=0.5)
+        self.assertGreater(res.noise_pct, 1.5)
+        told, _ = self._sample(0, 0.5, True)
+        self.assertGreater(res.measurements, told.measurements)
+
+    def test_latency_starts_where_the_optimal_design_is(self):
+        m = curvefit.QueueingLatency()
+        self.assertEqual([0, 11, 12], m.initial_known(LEVELS))
+        self.assertEqual([0, 6, 12], m.initial(LEVELS))
+        thr = curvefit.SaturatingThroughput()
+        self.assertEqual(thr.initial(WAYS), thr.initial_known(WAYS))
+
+    def test_next_point_fills_the_optimal_design(self):
+        m = curvefit.QueueingLatency()
+        params = [10.0, 0.5, 0.95]
+        obs = [LEVELS[0], LEVELS[11], LEVELS[12], LEVELS[0], LEVELS[12]]
+        counts = {0: 2, 11: 1, 12: 2}
+        # The optimal design has a third of the runs at each of these:
+        # the next goes to the one below its share.
+        self.assertEqual(11, modelfit.next_point(
+            m, params, obs, LEVELS, range(len(LEVELS)), counts))
+        # Among unmeasured points only, the one the design wants most.
+        self.assertIn(modelfit.next_point(
+            m, params, obs, LEVELS, [1, 5, 10], counts), (10,))
+
+    def test_z_is_the_bounds(self):
+        self.assertEqual(modelfit.Z, bound.Z)
 
 
 class ProfileRecordsTheFitTest(base.TestCase):
