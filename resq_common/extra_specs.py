@@ -45,6 +45,15 @@ TRAIT_WAYS_PREFIX = 'CUSTOM_RESQ_LLC_WAYS_'
 TRAIT_WAY_KIB_PREFIX = 'CUSTOM_RESQ_LLC_WAY_KIB_'
 # A cache domain leasing <n> ways to on-demand NFs (the agent's lease).
 TRAIT_ONDEMAND_PREFIX = 'CUSTOM_RESQ_ONDEMAND_WAYS_'
+# L2 cache allocation (resq_agent.l2): a per-core property of the compute
+# node's provider, not a resource class (doc/source/contributor/l2-cat.rst
+# says why). A host whose kernel offers L2 CAT carries TRAIT_L2_CAT and
+# TRAIT_L2_WAYS_PER_CORE_PREFIX<n> for n = 1 .. the L2 ways each dedicated
+# core of every L2 domain gets (at most L2_LADDER_MAX), so a flavor asking
+# for k ways per core requires <prefix>k.
+TRAIT_L2_CAT = 'CUSTOM_RESQ_L2_CAT'
+TRAIT_L2_WAYS_PER_CORE_PREFIX = 'CUSTOM_RESQ_L2_WAYS_PER_CORE_'
+L2_LADDER_MAX = 32
 RESERVED = 'reserved'
 ON_DEMAND = 'on-demand'
 _NUMBER = r'(?:[0-9]{1,12}(?:\.[0-9]{0,12})?|\.[0-9]{1,12})'
@@ -116,6 +125,15 @@ SPECS = {s.key: s for s in (
          'requires trait CUSTOM_RESQ_L3_CDP in its LLC request group.',
          'an integer from 1 to 1023, less than the flavor\'s '
          'CUSTOM_LLC_WAY', minimum=1, maximum=1023),
+    Spec('resq:l2_ways_per_core', 'int',
+         'L2 cache ways each of the instance\'s dedicated cores keeps to '
+         'itself (L2 CAT, for cores that share an L2 in clusters). A '
+         'per-core property of the host, not a Placement resource: the '
+         'flavor requires trait CUSTOM_RESQ_L2_WAYS_PER_CORE_<n> of the '
+         'compute node (the unnamed request group), which hosts whose '
+         'cores each get at least n ways carry. Reserved SLOs only.',
+         'an integer from 1 to %d' % L2_LADDER_MAX, minimum=1,
+         maximum=L2_LADDER_MAX),
     Spec('resq:term', 'id',
          'Name of the SLO term this instance belongs to, to group the '
          'instances of one term.',
@@ -198,6 +216,8 @@ class ResQRequest:
     mem_bw_mibps: int = 0
     # Of the ways, those holding code (CDP); 0: code and data share them.
     code_ways: int = 0
+    # L2 ways each pinned core keeps (resq_agent.l2); 0: no L2 isolation.
+    l2_ways_per_core: int = 0
 
 
 def placement_names(extra_specs):
@@ -306,6 +326,7 @@ def parse(extra_specs, vcpus=0):
                         traits.get(suffix, set()))
         _check_bandwidth(values, mem_bw, suffix)
         _check_code_ways(values, ways, suffix, traits.get(suffix, set()))
+        _check_l2(values, traits.get('', set()))
     else:
         _check_on_demand(values, ways, od_cores, od_suffix, dedicated,
                          vcpus)
@@ -313,6 +334,11 @@ def parse(extra_specs, vcpus=0):
             raise InvalidResQSpec(
                 'resq:slo=on-demand NFs share the lease\'s ways; they cannot '
                 'ask for code ways of their own: remove resq:code_ways')
+        if values.get('l2_ways_per_core') is not None:
+            raise InvalidResQSpec(
+                'resq:slo=on-demand NFs share the lease\'s cores; they '
+                'cannot ask for L2 ways of their own: remove '
+                'resq:l2_ways_per_core')
         if mem_bw is not None or values.get('mem_bw_mibps') is not None:
             raise InvalidResQSpec(
                 'resq:slo=on-demand NFs share the host\'s on-demand lease; '
@@ -331,7 +357,8 @@ def parse(extra_specs, vcpus=0):
                        min_ways=values.get('min_ways'),
                        ondemand_cores=od_cores,
                        mem_bw_mibps=mem_bw[1] if mem_bw else 0,
-                       code_ways=values.get('code_ways') or 0)
+                       code_ways=values.get('code_ways') or 0,
+                       l2_ways_per_core=values.get('l2_ways_per_core') or 0)
 
 
 def _check_on_demand(values, ways, cores, suffix, dedicated, vcpus):
@@ -406,6 +433,31 @@ def _check_code_ways(values, ways, suffix, traits):
             'resq:code_ways needs a cache domain with code and data '
             'prioritization: add "trait%s:%s=required" to the flavor, so '
             'Placement only offers such domains' % (suffix, TRAIT_CDP))
+
+
+def l2_trait(ways_per_core):
+    """The compute node trait a flavor asking ``ways_per_core`` needs."""
+    return '%s%d' % (TRAIT_L2_WAYS_PER_CORE_PREFIX, ways_per_core)
+
+
+def _check_l2(values, traits):
+    """L2 ways per core need a host whose cores each get that many.
+
+    The compute node's provider carries the trait (the unnamed request
+    group): L2 ways are a property of the cores Nova pins, which no
+    request group of a cache domain can choose.
+    """
+    wanted = values.get('l2_ways_per_core')
+    if wanted is None:
+        return
+    trait = l2_trait(wanted)
+    if trait not in traits:
+        raise InvalidResQSpec(
+            'resq:l2_ways_per_core=%d needs a host whose cores each get '
+            'that many L2 ways: add "trait:%s=required" to the flavor (the '
+            'unnamed request group, the compute node\'s: L2 ways belong '
+            'to the cores, not to a cache domain provider)'
+            % (wanted, trait))
 
 
 def _trait_number(traits, prefix):
