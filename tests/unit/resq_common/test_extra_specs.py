@@ -319,3 +319,54 @@ class DocumentedKeysTest(base.TestCase):
         listed = set(re.findall(r'^   \* - ``(resq:[a-z_0-9]+)``', table,
                                 re.M))
         self.assertEqual(set(extra_specs.SPECS), listed)
+
+
+class L2WaysPerCoreTest(base.TestCase):
+    """``resq:l2_ways_per_core`` needs the compute node's trait."""
+
+    def test_needs_the_trait_in_the_unnamed_group(self):
+        spec = dict(GOOD, **{'resq:l2_ways_per_core': '2'})
+        exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                extra_specs.parse, spec)
+        self.assertIn('add "trait:CUSTOM_RESQ_L2_WAYS_PER_CORE_2=required"',
+                      str(exc))
+        self.assertIn('the unnamed request group', str(exc))
+        # In the LLC group (a cache domain's provider) it is not enough.
+        exc = self.assertRaises(
+            extra_specs.InvalidResQSpec, extra_specs.parse, dict(spec, **{
+                'trait_LLC:CUSTOM_RESQ_L2_WAYS_PER_CORE_2': 'required'}))
+        self.assertIn('trait:CUSTOM_RESQ_L2_WAYS_PER_CORE_2', str(exc))
+        # Another rung of the ladder is not the one asked.
+        self.assertRaises(
+            extra_specs.InvalidResQSpec, extra_specs.parse, dict(spec, **{
+                'trait:CUSTOM_RESQ_L2_WAYS_PER_CORE_1': 'required'}))
+        req = extra_specs.parse(dict(spec, **{
+            'trait:CUSTOM_RESQ_L2_WAYS_PER_CORE_2': 'required'}))
+        self.assertEqual(2, req.l2_ways_per_core)
+        self.assertEqual(0, extra_specs.parse(GOOD).l2_ways_per_core)
+
+    def test_values_and_slo(self):
+        for bad in ('0', '33', 'two', '-1', '2.0'):
+            self.assertRaises(extra_specs.InvalidResQSpec,
+                              extra_specs.check_value,
+                              'resq:l2_ways_per_core', bad)
+        self.assertEqual(32, extra_specs.check_value(
+            'resq:l2_ways_per_core', '32'))
+        exc = self.assertRaises(extra_specs.InvalidResQSpec,
+                                extra_specs.parse, {
+                                    'resq:slo': 'on-demand',
+                                    'hw:cpu_policy': 'dedicated',
+                                    'resq:latency_p95_us': '40',
+                                    'resources_OD:CUSTOM_RESQ_ONDEMAND_CORE':
+                                        '1',
+                                    'resq:l2_ways_per_core': '1',
+                                    'trait:CUSTOM_RESQ_L2_WAYS_PER_CORE_1':
+                                        'required'}, vcpus=1)
+        self.assertIn('remove resq:l2_ways_per_core', str(exc))
+        # Reserved SLOs need dedicated cores anyway.
+        self.assertRaises(extra_specs.InvalidResQSpec, extra_specs.parse,
+                          dict(GOOD, **{
+                              'hw:cpu_policy': 'shared',
+                              'resq:l2_ways_per_core': '1',
+                              'trait:CUSTOM_RESQ_L2_WAYS_PER_CORE_1':
+                                  'required'}))
