@@ -33,6 +33,12 @@ servers, then takes the least of the cluster. ``resq-evaluate`` runs both
 (the schemes ``resq_greedy_paper`` and ``resq_greedy``) and reports each
 one's server count over the proven optimum's (``ratios`` in its JSON).
 
+Memory bandwidth is a second dimension where a term asks for it
+(:attr:`SLOTerm.mem_bw_mibps`, MiB/s per instance) and a server has a
+limit (:attr:`Server.mem_bw`, ``None``: not limited): an instance goes
+only where its bandwidth is free too, and a term that fits the cores and
+ways but not the bandwidth is refused as ``memory_bandwidth``.
+
 Admission is all or nothing: a refused term leaves the cluster unchanged
 and says which constraint failed. Pure logic, no I/O.
 """
@@ -41,9 +47,13 @@ import collections
 import dataclasses
 import math
 
+from oslo_log import log as logging
+
 from resq_nova.admission import milp
 from resq_nova.admission import packing
 from resq_profiler import exception as prof_exc
+
+LOG = logging.getLogger(__name__)
 
 DEFAULT_DISCOUNT = 0.03
 
@@ -53,6 +63,8 @@ INSTANCES = 'instances'
 CLUSTER_CAPACITY = 'cluster_capacity'
 NO_ROOM = 'no_server_with_room'
 PROFILE = 'profile'
+# The cores and ways are there, the memory bandwidth is not.
+BANDWIDTH = 'memory_bandwidth'
 
 
 class AdmissionRefused(prof_exc.ResQException):
@@ -77,6 +89,9 @@ class SLOTerm:
     latency_p95_us: float
     packet_bytes: int = None
     max_instances: int = None
+    # Memory bandwidth (MiB/s) each instance holds from its cache domain
+    # (None: the term asks for none).
+    mem_bw_mibps: int = None
 
 
 @dataclasses.dataclass
@@ -88,6 +103,9 @@ class Server:
     ways: int = 18
     used_cores: int = 0
     used_ways: int = 0
+    # Memory bandwidth (MiB/s) instances may hold (None: not limited).
+    mem_bw: int = None
+    used_mem_bw: int = 0
 
     @property
     def free_cores(self):
@@ -97,8 +115,25 @@ class Server:
     def free_ways(self):
         return self.ways - self.used_ways
 
-    def fits(self, ways):
-        return self.free_cores >= 1 and self.free_ways >= ways
+    @property
+    def free_mem_bw(self):
+        """Free bandwidth (MiB/s); ``None`` when not limited."""
+        return None if self.mem_bw is None else self.mem_bw - \
+            self.used_mem_bw
+
+    def fits(self, ways, mem_bw=0):
+        return (self.free_cores >= 1 and self.free_ways >= ways
+                and bw_fits(self.free_mem_bw, mem_bw))
+
+
+def bw_fits(free, need):
+    """Whether ``need`` MiB/s fit in ``free`` (``None``: not limited)."""
+    return not need or free is None or free >= need
+
+
+def bw_of(term):
+    """MiB/s each instance of ``term`` holds (0 without a demand)."""
+    return getattr(term, 'mem_bw_mibps', None) or 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,13 +225,15 @@ def size(term, cores_per_server, ways_per_server,
                   tuple(prof.throughput_at(w) * cap for w in ways))
 
 
-def place(sizing, servers):
+def place(sizing, servers, mem_bw=0):
     """Step 4: first-fit decreasing; all instances or none.
 
     :param servers: list of :class:`Server`, in fill order; updated only
         when every instance fits.
+    :param mem_bw: MiB/s of memory bandwidth each instance holds.
     :raises AdmissionRefused: when the cluster lacks cores or ways in
-        total, or no server has room for some instance.
+        total, or no server has room for some instance; ``memory_bandwidth``
+        when the cores and ways are there but the bandwidth is not.
     """
     need_cores = sizing.instances
     need_ways = sum(sizing.ways)
@@ -208,21 +245,34 @@ def place(sizing, servers):
             'cluster has %d cores and %d ways free across %d servers; add '
             'servers or lower the throughput target' % (
                 need_cores, need_ways, free_cores, free_ways, len(servers)))
+    if mem_bw and all(s.free_mem_bw is not None for s in servers):
+        free_bw = sum(max(s.free_mem_bw, 0) for s in servers)
+        if need_cores * mem_bw > free_bw:
+            raise AdmissionRefused(
+                sizing.term, BANDWIDTH, 'fits the cores and ways, but needs '
+                '%d MiB/s of memory bandwidth (%d instances of %d MiB/s); '
+                'the cluster has %d MiB/s free across %d servers; add '
+                'servers with memory bandwidth or lower the term\'s '
+                'mem_bw_mibps' % (need_cores * mem_bw, need_cores, mem_bw,
+                                  free_bw, len(servers)))
     # Tentative use per server index; the servers change only at the end.
     taken = {}
 
     def free(i):
-        cores, ways = taken.get(i, (0, 0))
-        return (servers[i].free_cores - cores, servers[i].free_ways - ways)
+        cores, ways, bw = taken.get(i, (0, 0, 0))
+        server = servers[i]
+        free_bw = server.free_mem_bw
+        return (server.free_cores - cores, server.free_ways - ways,
+                None if free_bw is None else free_bw - bw)
 
     placements = []
     for index, (ways, mpps) in enumerate(zip(sizing.ways,
                                              sizing.per_instance_mpps)):
         for i, server in enumerate(servers):
-            f_cores, f_ways = free(i)
-            if f_cores >= 1 and f_ways >= ways:
-                cores, used = taken.get(i, (0, 0))
-                taken[i] = (cores + 1, used + ways)
+            f_cores, f_ways, f_bw = free(i)
+            if f_cores >= 1 and f_ways >= ways and bw_fits(f_bw, mem_bw):
+                cores, used, bw = taken.get(i, (0, 0, 0))
+                taken[i] = (cores + 1, used + ways, bw + mem_bw)
                 placements.append(Placement(sizing.term, index, server.name,
                                             ways, mpps))
                 break
@@ -230,14 +280,27 @@ def place(sizing, servers):
             room = [(free(i)[1], s.name) for i, s in enumerate(servers)
                     if free(i)[0] >= 1]
             most, where = max(room) if room else (0, 'no server')
+            if most >= ways:
+                # (Only a bandwidth can have stopped it.)
+                bws = [free(i)[2] for i in range(len(servers))
+                       if free(i)[0] >= 1 and free(i)[1] >= ways]
+                raise AdmissionRefused(
+                    sizing.term, BANDWIDTH, 'instance %d needs a core, %d '
+                    'ways and %d MiB/s of memory bandwidth; servers have '
+                    'the core and the ways free, but the most memory '
+                    'bandwidth any of them has free is %d MiB/s; add '
+                    'servers with memory bandwidth or lower the term\'s '
+                    'mem_bw_mibps' % (index, ways, mem_bw,
+                                      max(b for b in bws if b is not None)))
             raise AdmissionRefused(
                 sizing.term, NO_ROOM, 'instance %d needs a core and %d ways; '
                 'no server has both free (the most ways with a free core is '
                 '%d on %s); fragmentation: the background optimizer can '
                 'repack, or add servers' % (index, ways, most, where))
-    for i, (cores, ways) in taken.items():
+    for i, (cores, ways, bw) in taken.items():
         servers[i].used_cores += cores
         servers[i].used_ways += ways
+        servers[i].used_mem_bw += bw
     return placements
 
 
@@ -258,7 +321,7 @@ def admit_first_fit(term, servers, discount=DEFAULT_DISCOUNT):
     """
     shape = servers[0] if servers else Server('none')
     sizing = size(term, shape.cores, shape.ways, discount)
-    return sizing, place(sizing, servers)
+    return sizing, place(sizing, servers, bw_of(term))
 
 
 _SIZINGS_MEMO = collections.OrderedDict()
@@ -336,7 +399,7 @@ def _split(servers):
     return in_use, empty
 
 
-def _best_fit(sizing, servers, split=None):
+def _best_fit(sizing, servers, split=None, mem_bw=0):
     """Where best fit would put the instances, without changing anything.
 
     Each instance, largest first, goes to the server already in use that
@@ -344,7 +407,8 @@ def _best_fit(sizing, servers, split=None):
     the server's), ties to the lowest index, else to the first empty
     server it fits. Only the servers in use are scanned (a cluster sized
     for the worst case is mostly empty servers): ``split`` is
-    :func:`_split`'s answer for ``servers``, computed once per term.
+    :func:`_split`'s answer for ``servers``, computed once per term. Each
+    instance holds ``mem_bw`` MiB/s of its server's memory bandwidth too.
 
     :returns: ``(servers opened, [server index per instance])`` or None.
     """
@@ -352,6 +416,12 @@ def _best_fit(sizing, servers, split=None):
     taken = {}
     opened = 0
     where = []
+
+    def bw_ok(i):
+        free = servers[i].free_mem_bw
+        return bw_fits(None if free is None
+                       else free - taken.get(i, (0, 0, 0))[2], mem_bw)
+
     for ways in sizing.ways:
         best = None
         # Empty servers this sizing already opened count as in use.
@@ -361,9 +431,10 @@ def _best_fit(sizing, servers, split=None):
                                     if not servers[i].used_cores])
         for i in scan:
             server = servers[i]
-            cores_t, ways_t = taken.get(i, (0, 0))
+            cores_t, ways_t, _ = taken.get(i, (0, 0, 0))
             if (server.free_cores - cores_t < 1
-                    or server.free_ways - ways_t < ways):
+                    or server.free_ways - ways_t < ways
+                    or (mem_bw and not bw_ok(i))):
                 continue
             left = ((server.free_ways - ways_t - ways) / max(server.ways, 1)
                     + (server.free_cores - cores_t - 1)
@@ -374,13 +445,12 @@ def _best_fit(sizing, servers, split=None):
             i = best[1]
         else:
             i = next((j for j in empty if j not in taken
-                      and servers[j].free_cores >= 1
-                      and servers[j].free_ways >= ways), None)
+                      and servers[j].fits(ways, mem_bw)), None)
             if i is None:
                 return None
             opened += 1
-        cores_t, ways_t = taken.get(i, (0, 0))
-        taken[i] = (cores_t + 1, ways_t + ways)
+        cores_t, ways_t, bw_t = taken.get(i, (0, 0, 0))
+        taken[i] = (cores_t + 1, ways_t + ways, bw_t + mem_bw)
         where.append(i)
     return opened, where
 
@@ -429,9 +499,10 @@ def admit(term, servers, discount=DEFAULT_DISCOUNT):
     options = sizings(term, shape.cores, shape.ways, discount)
     core_price, way_price = prices(servers)
     split = _split(servers)
+    mem_bw = bw_of(term)
     best = None
     for sizing in options:
-        plan = _best_fit(sizing, servers, split)
+        plan = _best_fit(sizing, servers, split, mem_bw)
         if plan is None:
             continue
         opened, where = plan
@@ -441,13 +512,14 @@ def admit(term, servers, discount=DEFAULT_DISCOUNT):
         if best is None or cost < best[0]:
             best = (cost, sizing, where)
     if best is None:
-        return options[0], place(options[0], servers)
+        return options[0], place(options[0], servers, mem_bw)
     _, sizing, where = best
     placements = []
     for index, (ways, mpps, i) in enumerate(zip(
             sizing.ways, sizing.per_instance_mpps, where)):
         servers[i].used_cores += 1
         servers[i].used_ways += ways
+        servers[i].used_mem_bw += mem_bw
         placements.append(Placement(sizing.term, index, servers[i].name,
                                     ways, mpps))
     return sizing, placements
@@ -515,6 +587,19 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
     empty = [s for s in servers if not s.used_cores]
     result = _solve_batch(terms, bases, shape, in_use, empty,
                           solve or milp.solve, time_limit, mip_gap)
+    if result is not None:
+        over = milp.bandwidth_over(
+            result.assignment, {t.name: bw_of(t) for t in terms},
+            [s.free_mem_bw for s in in_use + empty])
+        if over:
+            # (The MILP keeps the bandwidth of all the servers together;
+            # this plan over-commits some: the greedy's is used.)
+            LOG.info('The joint plan over-commits the memory bandwidth of '
+                     '%s; the greedy plans the batch', ', '.join(
+                         '%s (%d MiB/s of %d)' % ((in_use + empty)[i].name,
+                                                  held, free)
+                         for i, (held, free) in over.items()))
+            result = None
     # The greedy on a copy as well: the joint plan is kept only when it is
     # at least as good (servers opened, then cluster taken).
     trial = [dataclasses.replace(s) for s in servers]
@@ -554,6 +639,7 @@ def admit_batch(terms, servers, discount=DEFAULT_DISCOUNT, time_limit=10.0,
         raise BatchRefused(refusals)
     for real, copy in zip(servers, trial):
         real.used_cores, real.used_ways = copy.used_cores, copy.used_ways
+        real.used_mem_bw = copy.used_mem_bw
     return greedy_out, 'greedy'
 
 
@@ -574,7 +660,8 @@ def _solve_batch(terms, bases, shape, in_use, empty, solve, time_limit,
     for term in terms:
         prof = term.profile
         cap = bases[term.name].load_cap
-        key = '%s/%.9f' % (prof.profile_id, cap)
+        # (Terms of one group hold the same bandwidth.)
+        key = '%s/%.9f/%d' % (prof.profile_id, cap, bw_of(term))
         curves[key] = {w: prof.throughput_at(w) * cap for w in range(
             prof.min_ways, min(prof.max_ways, shape.ways) + 1)}
         entries.append((term.name, term.throughput_mpps, key))
@@ -583,9 +670,25 @@ def _solve_batch(terms, bases, shape, in_use, empty, solve, time_limit,
             milp.groups_from_terms(entries, capacity_of), shape.cores,
             shape.ways, time_limit=time_limit, mip_gap=mip_gap,
             max_servers=len(empty), existing=[
-                (s.free_cores, s.free_ways) for s in in_use])
+                (s.free_cores, s.free_ways) for s in in_use],
+            **_bandwidth_args(terms, in_use, empty))
     except (ValueError, milp.SolverUnavailable):
         return None       # no plan in time (or no solver): the greedy
+
+
+def _bandwidth_args(terms, in_use, empty):
+    """The MILP's bandwidth arguments; none when no term holds any.
+
+    New servers offer the least any empty one does.
+    """
+    mem_bw = {t.name: bw_of(t) for t in terms if bw_of(t)}
+    if not mem_bw:
+        return {}
+    offers = [s.free_mem_bw for s in empty]
+    return {'mem_bw': mem_bw,
+            'server_mem_bw': (None if not offers or None in offers
+                              else min(offers)),
+            'existing_mem_bw': [s.free_mem_bw for s in in_use]}
 
 
 def _apply_plan(result, targets, bases, by_name):
@@ -599,6 +702,7 @@ def _apply_plan(result, targets, bases, by_name):
         server = targets[index]
         server.used_cores += 1
         server.used_ways += ways
+        server.used_mem_bw += bw_of(by_name[name])
         i = counters.get(name, 0)
         counters[name] = i + 1
         cap = bases[name].load_cap

@@ -36,6 +36,14 @@ configurations than a limit (very large targets) get per-term count
 variables ``n[i, w]`` instead, with their throughput constraint written
 out; the model stays exact.
 
+Memory bandwidth, where terms ask for it (MiB/s per instance) and servers
+have a limit, is a second dimension: the instances' bandwidth is at most
+what the servers used offer together (one row, valid for every schedule).
+Patterns count slots by ways, not by whose they are, so the row cannot
+keep each server's bandwidth on its own; the caller checks the schedule
+server by server (:func:`bandwidth_over`) and does not use one that
+over-commits a server.
+
 The schedule is warm-started from the greedy's, the solve stops at a time
 limit or relative gap, and the result always carries the best schedule, the
 proven lower bound and the gap.
@@ -124,8 +132,15 @@ def groups_from_terms(terms, capacity_of):
 
 def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
           warm_start=None, max_servers=None, config_limit=2000,
-          existing=()):
+          existing=(), mem_bw=None, server_mem_bw=None,
+          existing_mem_bw=()):
     """Solve for the fewest servers.
+
+    :param mem_bw: ``{term name: MiB/s per instance}`` of the terms that
+        hold memory bandwidth; the terms of one group must agree.
+    :param server_mem_bw: MiB/s a new server offers (None: not limited).
+    :param existing_mem_bw: free MiB/s of each existing server, in the
+        order of ``existing`` (None: not limited).
 
     :param existing: ``(free cores, free ways)`` of servers already in
         use; they take instances at no cost (their own patterns, at most
@@ -178,6 +193,8 @@ def solve(groups, cores, ways, time_limit=60.0, mip_gap=0.0,
     if max_servers is not None:
         m.cap = pyo.Constraint(expr=sum(m.x[p] for p in m.x)
                                <= max_servers)
+    _bandwidth_row(pyo, m, groups, configs, yi, ni, mem_bw, server_mem_bw,
+                   existing_mem_bw)
     if warm_start and not existing:
         _set_warm_start(m, groups, configs, pats, warm_start, ways, ni)
     else:
@@ -297,6 +314,43 @@ def _cover_and_slots(pyo, m, groups, configs, yi, ni, sizes, pats, epats,
                    if packing.at_least(epats[sh][pi], s)]
         if demand:
             m.slots.add(sum(supply) >= sum(demand))
+
+
+def _bandwidth_row(pyo, m, groups, configs, yi, ni, mem_bw, server_mem_bw,
+                   existing_mem_bw):
+    """The instances' bandwidth within what the servers offer together.
+
+    Nothing when no term holds bandwidth or a server is not limited.
+    """
+    per = {gi: (mem_bw or {}).get(g.members[0], 0) or 0
+           for gi, g in enumerate(groups)}
+    if not any(per.values()) or server_mem_bw is None or any(
+            b is None for b in existing_mem_bw):
+        return
+    demand = [len(configs[groups[gi].key][ci]) * per[gi] * m.y[gi, ci]
+              for gi, ci in yi if per[gi]]
+    demand += [per[gi] * m.n[gi, mi, w] for gi, mi, w in ni if per[gi]]
+    supply = server_mem_bw * sum(m.x[p] for p in m.x)
+    m.bandwidth = pyo.Constraint(
+        expr=sum(demand) <= supply + sum(max(b, 0) for b in existing_mem_bw))
+
+
+def bandwidth_over(assignment, mem_bw, free_mem_bw):
+    """Servers of a schedule whose memory bandwidth it over-commits.
+
+    :param assignment: ``[(term name, ways, server index)]``.
+    :param mem_bw: ``{term name: MiB/s per instance}``.
+    :param free_mem_bw: free MiB/s per server index (None: not limited).
+    :returns: ``{server index: (MiB/s held, MiB/s free)}``, empty when
+        every server keeps its bandwidth.
+    """
+    held = {}
+    for name, _, index in assignment:
+        need = (mem_bw or {}).get(name) or 0
+        if need:
+            held[index] = held.get(index, 0) + need
+    return {i: (n, free_mem_bw[i]) for i, n in sorted(held.items())
+            if free_mem_bw[i] is not None and n > free_mem_bw[i]}
 
 
 def _run(pyo, solver, m, seconds, mip_gap, warm_obj):

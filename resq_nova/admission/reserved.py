@@ -25,6 +25,12 @@ usage of its cache-domain providers and of its own ``PCPU``, memory and
 disk. The profile's platform traits are checked here rather than sent to
 Placement, so a cluster without a cache of the profile's shape is refused
 as ``platform`` with the shapes it does have, instead of as "no host".
+
+A term whose instances hold memory bandwidth (``mem_bw_mibps``) needs it
+free in the cache domain that gives the ways: each domain's free
+``CUSTOM_MEM_BW_MIBPS`` (none where the domain has no inventory of it) is
+read from the same answer, the fit keeps it, and a term that fits the ways
+and cores but not the bandwidth is refused as ``memory_bandwidth``.
 """
 
 import dataclasses
@@ -62,6 +68,8 @@ class Domain:
     free_cores: int = None
     # Classes of service for instances (capacity), None when unknown.
     clos: int = None
+    # Free memory bandwidth (MiB/s): 0 where the domain offers none.
+    free_mem_bw: int = 0
 
 
 @dataclasses.dataclass
@@ -84,7 +92,7 @@ class Plan:
 
     def to_dict(self, host_names=None):
         names = host_names or {}
-        return {
+        doc = {
             'term': self.term.name,
             'profile': self.term.profile.profile_id,
             'throughput_mpps': self.term.throughput_mpps,
@@ -97,6 +105,10 @@ class Plan:
                                mpps=round(i.mpps, 6))
                           for i in self.instances],
         }
+        if greedy.bw_of(self.term):
+            # MiB/s of memory bandwidth each instance holds.
+            doc['mem_bw_mibps'] = greedy.bw_of(self.term)
+        return doc
 
 
 def server_name(term, index):
@@ -166,7 +178,8 @@ def cluster(candidates, options):
             uuid, _free(summary, extra_specs.RC_LLC_WAY),
             _free(summary, extra_specs.RC_LLC_CLOS),
             summary['resources'][extra_specs.RC_LLC_WAY]['capacity'],
-            traits, free_cores, clos.get('capacity')))
+            traits, free_cores, clos.get('capacity'),
+            max(_free(summary, extra_specs.RC_MEM_BW), 0)))
     return list(hosts.values())
 
 
@@ -188,6 +201,14 @@ def of_shape(term, hosts, options):
         seen.update(_shape_of(d) for d in host.domains)
         if domains:
             result.append(Host(host.uuid, host.slots, host.pcpus, domains))
+    if greedy.bw_of(term) and not any(d.free_mem_bw for h in result
+                                      for d in h.domains):
+        raise greedy.AdmissionRefused(
+            term.name, greedy.BANDWIDTH, 'its instances need %d MiB/s of '
+            'memory bandwidth each and no cache domain with room offers any '
+            '(%s): the hosts need MBA and [resq_agent] '
+            'memory_bandwidth_mibps, or admit the term without '
+            'mem_bw_mibps' % (greedy.bw_of(term), extra_specs.RC_MEM_BW))
     if not result:
         raise greedy.AdmissionRefused(
             term.name, PLATFORM, 'profile %s was measured on a %s cache; the '
@@ -204,19 +225,22 @@ def _shape_of(dom):
     return ' / '.join(shape) or 'no platform traits'
 
 
-def fit(sizing, hosts, vcpus=1):
+def fit(sizing, hosts, vcpus=1, mem_bw=0):
     """First-fit decreasing over hosts and their cache domains.
 
     Each instance needs a host slot (its dedicated cores, memory, disk)
-    and, in one of that host's domains, its ways, a class of service and
-    (where the agent reports the cell's cores) its ``vcpus`` cores: on a
-    two-socket host the cores must be free in the socket of the ways.
-    Hosts are tried fullest first, as the ResQ weigher packs. The hosts
-    are not changed.
+    and, in one of that host's domains, its ways, a class of service,
+    (where the agent reports the cell's cores) its ``vcpus`` cores and
+    its ``mem_bw`` MiB/s of memory bandwidth (one figure for every
+    instance, or a list of one per instance): on a two-socket host the
+    cores must be free in the socket of the ways. Hosts are tried
+    fullest first, as the ResQ weigher packs. The hosts are not changed.
 
     :returns: ``[(host uuid, domain uuid)]`` per instance of ``sizing``.
     :raises greedy.AdmissionRefused: ``cluster_capacity`` or
-        ``no_server_with_room``, as :func:`resq_nova.admission.greedy.place`.
+        ``no_server_with_room``, as :func:`resq_nova.admission.greedy.place`;
+        ``memory_bandwidth`` when the ways and cores are there but the
+        bandwidth is not.
     """
     slots = sum(h.slots for h in hosts)
     ways = sum(d.free_ways for h in hosts for d in h.domains
@@ -228,25 +252,41 @@ def fit(sizing, hosts, vcpus=1):
             'across %d hosts; add hosts or lower the throughput target' % (
                 sizing.instances, sum(sizing.ways), slots, ways,
                 len(hosts)))
+    bws = (list(mem_bw) if isinstance(mem_bw, (list, tuple))
+           else [mem_bw or 0] * sizing.instances)
+    free_bw = sum(d.free_mem_bw for h in hosts for d in h.domains
+                  if d.free_clos > 0)
+    if sum(bws) > free_bw:
+        raise greedy.AdmissionRefused(
+            sizing.term, greedy.BANDWIDTH, 'fits the ways and cores, but '
+            'needs %d MiB/s of memory bandwidth (%d instances, %d MiB/s '
+            'the largest); the cache domains have %d MiB/s free together; '
+            'add hosts with memory bandwidth or lower the term\'s '
+            'mem_bw_mibps' % (sum(bws), sizing.instances, max(bws),
+                              free_bw))
     order = sorted(hosts, key=lambda h: (h.slots, h.uuid))
     used_slots = {h.uuid: 0 for h in order}
-    used = {d.uuid: [0, 0, 0] for h in order for d in h.domains}
+    used = {d.uuid: [0, 0, 0, 0] for h in order for d in h.domains}
 
     def cores_ok(dom):
         return (dom.free_cores is None
                 or dom.free_cores - used[dom.uuid][2] >= vcpus)
 
+    def bw_ok(dom, need_bw):
+        return not need_bw or dom.free_mem_bw - used[dom.uuid][3] >= need_bw
+
     result = []
     for index, need in enumerate(sizing.ways):
+        need_bw = bws[index]
         spot = None
         for host in order:
             if used_slots[host.uuid] >= host.slots:
                 continue
             for dom in sorted(host.domains, key=lambda d: (d.free_ways,
                                                            d.uuid)):
-                w, c, _ = used[dom.uuid]
+                w, c, _, _ = used[dom.uuid]
                 if (dom.free_ways - w >= need and dom.free_clos - c >= 1
-                        and cores_ok(dom)):
+                        and cores_ok(dom) and bw_ok(dom, need_bw)):
                     spot = (host, dom)
                     break
             if spot:
@@ -257,6 +297,22 @@ def fit(sizing, hosts, vcpus=1):
                         if used_slots[h.uuid] < h.slots
                         and d.free_clos > used[d.uuid][1]
                         and cores_ok(d)), default=0)
+            if most >= need:
+                # (Only the bandwidth can have stopped it.)
+                bw_most = max(d.free_mem_bw - used[d.uuid][3]
+                              for h in order for d in h.domains
+                              if used_slots[h.uuid] < h.slots
+                              and d.free_clos > used[d.uuid][1]
+                              and cores_ok(d)
+                              and d.free_ways - used[d.uuid][0] >= need)
+                raise greedy.AdmissionRefused(
+                    sizing.term, greedy.BANDWIDTH, 'instance %d needs %d '
+                    'ways, %d dedicated cores and %d MiB/s of memory '
+                    'bandwidth in one cache domain; domains have the ways '
+                    'and cores free, but the most memory bandwidth any of '
+                    'them has free is %d MiB/s; add hosts with memory '
+                    'bandwidth or lower the term\'s mem_bw_mibps'
+                    % (index, need, vcpus, need_bw, bw_most))
             raise greedy.AdmissionRefused(
                 sizing.term, greedy.NO_ROOM, 'instance %d needs %d ways and '
                 '%d dedicated cores in one cache domain (its socket); the '
@@ -268,6 +324,7 @@ def fit(sizing, hosts, vcpus=1):
         used[dom.uuid][0] += need
         used[dom.uuid][1] += 1
         used[dom.uuid][2] += vcpus
+        used[dom.uuid][3] += need_bw
         result.append((host.uuid, dom.uuid))
     return result
 
@@ -287,8 +344,8 @@ def make_plan(term, candidates, options, discount=greedy.DEFAULT_DISCOUNT):
     owner = next(h for h in hosts if largest in h.domains)
     cores = max(owner.pcpus // max(len(owner.domains), 1), 1)
     sizing = greedy.size(term, cores, largest.ways, discount)
-    return plan_for(term, sizing, fit(sizing, hosts, options.vcpus),
-                    options)
+    return plan_for(term, sizing, fit(sizing, hosts, options.vcpus,
+                                      greedy.bw_of(term)), options)
 
 
 def plan_for(term, sizing, spots, options):

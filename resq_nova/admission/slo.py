@@ -20,7 +20,8 @@ JSON; a list of terms, or a mapping whose ``terms`` key holds it)::
                 "packet_bytes": 64, "max_instances": 8}]}
 
 ``profile`` names a profile in the store; ``packet_bytes``,
-``max_instances`` and ``chain`` are optional. ``resq-plan --slo-file`` and
+``max_instances``, ``chain`` and ``mem_bw_mibps`` (the memory bandwidth,
+MiB/s, each instance holds) are optional. ``resq-plan --slo-file`` and
 ``resq-admit --slo-file`` read the same files.
 """
 
@@ -82,5 +83,6 @@ def load_terms(path, store):
             throughput_mpps=spec.throughput_mpps,
             latency_p95_us=spec.latency_p95_us,
             packet_bytes=spec.packet_bytes,
-            max_instances=spec.max_instances))
+            max_instances=spec.max_instances,
+            mem_bw_mibps=spec.mem_bw_mibps))
     return result

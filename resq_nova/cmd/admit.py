@@ -80,6 +80,11 @@ cli_opts = [
                     'must match it)'),
     cfg.IntOpt('max-instances', min=1,
                help='refuse the term if it needs more instances'),
+    cfg.IntOpt('mem-bw-mibps', min=1, max=slo_file.MEM_BW_MAX,
+               help='memory bandwidth (MiB/s) each instance holds from its '
+                    'cache domain: admission refuses the term where the '
+                    'domains lack it, and its flavors ask Placement for it '
+                    '(resq:mem_bw_mibps and CUSTOM_MEM_BW_MIBPS)'),
     cfg.IntOpt('vcpus', default=1, min=1,
                help='dedicated cores per instance'),
     cfg.IntOpt('ram-mb', default=1024, min=1, help='memory per instance'),
@@ -117,7 +122,7 @@ cli_opts = [
 
 # The options that describe one term; an SLO file describes its own.
 TERM_OPTIONS = ('term', 'profile', 'throughput_mpps', 'latency_p95_us',
-                'packet_bytes', 'max_instances')
+                'packet_bytes', 'max_instances', 'mem_bw_mibps')
 
 
 def register_opts(conf):
@@ -209,6 +214,16 @@ def stack_project_error(args):
     return None
 
 
+def bandwidth_error(args):
+    """Why ``--mem-bw-mibps`` cannot be used here, or None."""
+    if (getattr(args, 'mem_bw_mibps', None)
+            and getattr(args, 'slo', None) == extra_specs.ON_DEMAND):
+        return ('--mem-bw-mibps is for reserved terms: on-demand NFs share '
+                'their host\'s lease and hold no memory bandwidth of their '
+                'own; drop it or admit a reserved term')
+    return None
+
+
 def conflicting_options(args):
     """The one-term options given together with ``--slo-file``."""
     if not getattr(args, 'slo_file', None):
@@ -264,7 +279,8 @@ def admit(args, placement, compute, store, load_discount):
                                     args.mem_page_size)
     term = deployment.load_term(
         store, args.term, args.profile, args.throughput_mpps,
-        args.latency_p95_us, args.packet_bytes, args.max_instances)
+        args.latency_p95_us, args.packet_bytes, args.max_instances,
+        getattr(args, 'mem_bw_mibps', None))
     if not args.dry_run:
         # Before the capacity check: the term's own servers would make
         # it fail for the wrong reason.
@@ -318,7 +334,7 @@ def run(conf, placement, compute, out=None, err=None):
               'comes from the file: drop them or --slo-file'
               % ', '.join(conflicting), file=err)
         return 1
-    wrong = stack_project_error(conf)
+    wrong = stack_project_error(conf) or bandwidth_error(conf)
     if wrong:
         print('ERROR: %s' % wrong, file=err)
         return 1
@@ -441,9 +457,10 @@ def _show(conf, doc, out):
         doc['term'], ' (chain %s)' % doc['chain'] if doc.get('chain') else '',
         doc['throughput_mpps'], doc['latency_p95_us'], doc['profile']),
         file=out)
-    print('  %d instances, load cap %.1f%%, capacity %.3f Mpps' % (
-        len(doc['instances']), doc['load_cap'] * 100, doc['capacity_mpps']),
-        file=out)
+    print('  %d instances, load cap %.1f%%, capacity %.3f Mpps%s' % (
+        len(doc['instances']), doc['load_cap'] * 100, doc['capacity_mpps'],
+        ', %d MiB/s of memory bandwidth each' % doc['mem_bw_mibps']
+        if doc.get('mem_bw_mibps') else ''), file=out)
     for flavor in doc['flavors']:
         state = ('created' if flavor['name'] in doc.get('flavors_created', ())
                  else 'exists' if flavor['exists'] else 'to create')

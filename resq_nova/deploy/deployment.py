@@ -56,8 +56,10 @@ class BootFailed(exception.ResQException):
 
 
 def load_term(store, name, profile_id, throughput_mpps, latency_p95_us,
-              packet_bytes=None, max_instances=None):
+              packet_bytes=None, max_instances=None, mem_bw_mibps=None):
     """An SLO term whose profile comes from ``store``.
+
+    ``mem_bw_mibps``: the memory bandwidth (MiB/s) each instance holds.
 
     :raises greedy.AdmissionRefused: ``profile`` when the store lacks it.
     """
@@ -66,7 +68,7 @@ def load_term(store, name, profile_id, throughput_mpps, latency_p95_us,
     except exception.ResQException as exc:
         raise greedy.AdmissionRefused(name, greedy.PROFILE, str(exc))
     return greedy.SLOTerm(name, prof, throughput_mpps, latency_p95_us,
-                          packet_bytes, max_instances)
+                          packet_bytes, max_instances, mem_bw_mibps or None)
 
 
 class HostGate:

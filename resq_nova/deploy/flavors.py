@@ -13,8 +13,10 @@
 
 One flavor per distinct way count of a term, ``resq.<term>.<ways>w``. Its
 extra specs ask Placement for the ways and a class of service of one cache
-domain of the profile's shape, dedicated cores and huge pages, and carry the
-SLO in the ``resq:`` keys; they are checked with
+domain of the profile's shape (and its memory bandwidth, where the term
+asks for some: ``resq:mem_bw_mibps`` and ``CUSTOM_MEM_BW_MIBPS`` in the same
+request group), dedicated cores and huge pages, and carry the SLO in the
+``resq:`` keys; they are checked with
 :func:`resq_common.extra_specs.parse` before anything is created.
 """
 
@@ -103,6 +105,13 @@ def flavor_specs(term, ways, share_mpps, options):
     # check the flavor without the profile file.
     need = prof.min_ways_for(share_mpps)
     specs['resq:min_ways'] = str(min(need or ways, ways))
+    mem_bw = getattr(term, 'mem_bw_mibps', None)
+    if mem_bw:
+        # Memory bandwidth from the cache domain that gives the ways:
+        # Placement allocates it, the agent writes it as the MB limit.
+        specs['resq:mem_bw_mibps'] = str(mem_bw)
+        specs['resources%s:%s' % (LLC_GROUP, extra_specs.RC_MEM_BW)] = \
+            str(mem_bw)
     extra_specs.parse(specs, options.vcpus)
     return specs
 

@@ -68,7 +68,8 @@ def load_terms(store, specs):
         try:
             terms.append(deployment.load_term(
                 store, spec.name, spec.profile, spec.throughput_mpps,
-                spec.latency_p95_us, spec.packet_bytes, spec.max_instances))
+                spec.latency_p95_us, spec.packet_bytes, spec.max_instances,
+                spec.mem_bw_mibps))
         except greedy.AdmissionRefused as exc:
             refusals.append(exc)
     if refusals:

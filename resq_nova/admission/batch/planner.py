@@ -51,7 +51,8 @@ def servers_of(hosts, vcpus):
     many instances as its host's dedicated cores over its domains (in
     instances of ``vcpus`` cores) and its classes of service allow. A
     domain offers as many more instances as its free classes of service,
-    its free cores and its host's room allow, and its free ways.
+    its free cores and its host's room allow, and its free ways; and the
+    memory bandwidth it has free (none where it offers none).
 
     :returns: ``([Server], {domain uuid: host uuid})``.
     """
@@ -70,7 +71,8 @@ def servers_of(hosts, vcpus):
             room = max(min(room + [cores]), 0)
             servers.append(greedy.Server(
                 dom.uuid, cores, largest.ways, used_cores=cores - room,
-                used_ways=max(largest.ways - dom.free_ways, 0)))
+                used_ways=max(largest.ways - dom.free_ways, 0),
+                mem_bw=dom.free_mem_bw))
             host_of[dom.uuid] = host.uuid
     return servers, host_of
 
@@ -117,7 +119,7 @@ def _hosts(placement, terms, options, exclude=()):
     return list(hosts.values())
 
 
-def _spots(admitted, hosts, host_of, vcpus):
+def _spots(admitted, hosts, host_of, vcpus, by_name=None):
     """Each term's instances, largest first, with host and domain.
 
     The joint plan counts each domain's room on its own; a host with
@@ -139,8 +141,10 @@ def _spots(admitted, hosts, host_of, vcpus):
                          for i, p in enumerate(pl)), reverse=True)
     joint = greedy.Sizing('batch', 1.0, tuple(w for w, _, _ in everything),
                           tuple(0.0 for _ in everything))
+    bws = [greedy.bw_of((by_name or {}).get(name)) for _, name, _ in
+           everything]
     try:
-        spots = admission.fit(joint, hosts, vcpus)
+        spots = admission.fit(joint, hosts, vcpus, bws)
     except greedy.AdmissionRefused as exc:
         _refuse([greedy.AdmissionRefused(
             name, exc.constraint, 'the terms fit the cache domains together '
@@ -173,7 +177,8 @@ def plan(placement, terms, options, chains=None,
                                           solve=(isolated.solve
                                                  if isolated.needed()
                                                  else None))
-    spots = _spots(admitted, hosts, host_of, options.vcpus)
+    spots = _spots(admitted, hosts, host_of, options.vcpus,
+                   {t.name: t for t in terms})
     plans = []
     for term in terms:
         sizing, placements = admitted[term.name]

@@ -20,6 +20,13 @@ A file is a list of terms, or a mapping whose ``terms`` key holds it::
       chain: edge-sfc          # optional
       packet_bytes: 64         # optional: must match the profile's
       max_instances: 4         # optional
+      mem_bw_mibps: 2000       # optional: memory bandwidth per instance
+
+``mem_bw_mibps`` is the memory bandwidth, in MiB/s, each instance of the
+term holds from its cache domain (the NF's DRAM traffic at its share of the
+target, which the operator measures or reads from the profile's
+measurements): admission counts it as a second dimension beside the ways,
+and the term's flavors ask Placement for it (``resq:mem_bw_mibps``).
 
 Every error names the file, the term (1-based index and name) and the
 field, and says how to fix it.
@@ -35,7 +42,9 @@ from resq_common import profile as profile_mod
 from resq_profiler import exception
 
 REQUIRED = ('name', 'profile', 'throughput_mpps', 'latency_p95_us')
-OPTIONAL = ('chain', 'packet_bytes', 'max_instances')
+OPTIONAL = ('chain', 'packet_bytes', 'max_instances', 'mem_bw_mibps')
+# As Nova's validator of resq:mem_bw_mibps.
+MEM_BW_MAX = 100_000_000
 EXAMPLE = ('- name: fw\n  profile: <profile id>\n  throughput_mpps: 10\n'
            '  latency_p95_us: 25\n  chain: <chain name, optional>')
 
@@ -59,6 +68,7 @@ class TermSpec:
     chain: str = None
     packet_bytes: int = None
     max_instances: int = None
+    mem_bw_mibps: int = None
 
 
 def load(path):
@@ -167,5 +177,13 @@ def _term(path, index, item):
             raise bad(field, 'is %r; give a whole number of at least 1: %s'
                       % (value, what))
         values[field] = value
+    value = item.get('mem_bw_mibps')
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, int) \
+                or not 1 <= value <= MEM_BW_MAX:
+            raise bad('mem_bw_mibps', 'is %r; give a whole number of MiB/s '
+                      'from 1 to %d: the memory bandwidth each instance '
+                      'holds (or leave it out)' % (value, MEM_BW_MAX))
+        values['mem_bw_mibps'] = value
     return TermSpec(index, item['name'], item['profile'],
                     chain=item.get('chain'), **values)

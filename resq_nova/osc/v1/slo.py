@@ -68,6 +68,9 @@ def admission_view(doc):
     }
     if doc.get('slo_term'):
         data['slo_term'] = doc['slo_term']
+    if doc.get('mem_bw_mibps'):
+        # Memory bandwidth each instance holds (shown only where asked).
+        data['mem_bw_mibps'] = doc['mem_bw_mibps']
     _stack_fields(doc, data)
     names = sorted(data)
     return names, [data[n] for n in names]
@@ -84,6 +87,8 @@ def batch_view(doc):
             'throughput_mpps': term['throughput_mpps'],
             'latency_p95_us': term['latency_p95_us'],
             'capacity_mpps': term['capacity_mpps'],
+            **({'mem_bw_mibps': term['mem_bw_mibps']}
+               if term.get('mem_bw_mibps') else {}),
             'flavors': ', '.join(
                 '%s (%s)' % (f['name'], 'created' if f['name'] in created
                              else 'exists' if f.get('exists')
@@ -134,6 +139,9 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
             "must match it)")
         add('--max-instances', metavar='<n>', type=int,
             help='refuse the term if it needs more instances')
+        add('--mem-bw-mibps', metavar='<mibps>', type=int,
+            help='memory bandwidth (MiB/s) each instance holds from its '
+            'cache domain; its flavors ask Placement for it')
         add('--vcpus', metavar='<n>', type=int, default=1,
             help='dedicated cores per instance (default: 1)')
         add('--ram-mb', metavar='<mb>', type=int, default=1024,
@@ -183,13 +191,15 @@ class AdmitSLO(client.AuthenticatedCommand, command.ShowOne):
                 '%s describe one term; with --slo-file every term comes '
                 'from the file: drop them or --slo-file'
                 % ', '.join(conflicting))
-        wrong = admit.stack_project_error(parsed_args)
+        wrong = (admit.stack_project_error(parsed_args)
+                 or admit.bandwidth_error(parsed_args))
         if wrong:
             raise exceptions.CommandError(wrong)
         if parsed_args.batch_time_limit <= 0:
             raise exceptions.CommandError(
                 '--batch-time-limit must be a positive number of seconds')
-        for name in ('vcpus', 'ram_mb', 'boot_timeout', 'max_instances'):
+        for name in ('vcpus', 'ram_mb', 'boot_timeout', 'max_instances',
+                     'mem_bw_mibps'):
             value = getattr(parsed_args, name)
             if value is not None and value < 1:
                 raise exceptions.CommandError(

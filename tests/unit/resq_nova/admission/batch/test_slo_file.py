@@ -89,8 +89,8 @@ class ParseTest(base.TestCase):
                                           'chian: edge\n- name: nat'))
         self.assertIn('term 1 (fw): field chian is unknown; the fields are '
                       'name, profile, throughput_mpps, latency_p95_us '
-                      '(required) and chain, packet_bytes, max_instances '
-                      '(optional)', message)
+                      '(required) and chain, packet_bytes, max_instances, '
+                      'mem_bw_mibps (optional)', message)
 
     def test_names_must_be_ids_and_unique(self):
         message = self.error(GOOD.replace('name: ids', 'name: i d s'))
