@@ -32,6 +32,9 @@ the profiler's runs over that bound with the testbed's noise known
 ``worst_seed`` (the seed whose NFs' mean ratio is highest; the target,
 1.25, is judged on it), ``worst_profile``, and the worst error of each
 seed's profiles against the noiseless truth (mean and worst over seeds).
+``runs_to_bound_ratio/trace`` is the throughput curve alone on the
+trace-driven truth's recorded curves (``bench-trace.json``: DPDK's lookup
+code at 1-20 ways; it has no latency), against that curve's bound.
 ``runs_to_bound_ratio_noise_learnt`` is the same for the default profiler
 that learns the noise from its own runs (analytic truth only: it is the
 slow one). ``oracle`` is the least-squares fit on the best whole-run design
@@ -41,19 +44,24 @@ Cramer-Rao standard error (simulated draws).
 """
 
 import argparse
-
 import json
 import logging
+import os
 import statistics
+import zlib
 
 import numpy
 
 from resq_profiler import accuracy
+from resq_profiler import adaptive
 from resq_profiler import bound
 from resq_profiler import budget
 from resq_profiler import catalog
 from resq_profiler.conf import profiler as prof_opts
+from resq_profiler import curvefit
+from resq_profiler import modelfit
 from resq_profiler import nfmodel
+from resq_profiler import truth
 
 NOISE_LEVELS = accuracy.NOISE_LEVELS
 
@@ -131,6 +139,66 @@ def _ratios(kind, noise, seeds, known):
             'target_met': max(per_seed) <= BOUND_TARGET}
 
 
+# The trace-driven truth's recorded curves (``python -m benchmarks trace
+# --record``): cycles per packet of DPDK's own lookup code at 1-20 ways.
+TRACE_RECORD = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), 'doc', 'source', 'figures',
+    'bench-trace.json')
+
+
+def _trace_curves():
+    """``{nf: [(ways, Mpps)]}`` of the recorded trace truth, or None."""
+    try:
+        with open(TRACE_RECORD) as f:
+            cycles = json.load(f)['cycles_per_packet']
+    except (OSError, ValueError, KeyError):
+        return None
+    mhz = nfmodel.Platform().cpu_ghz * 1e3
+    return {nf: [(w, mhz / float(c[str(w)])) for w in range(1, 21)]
+            for nf, c in sorted(cycles.items())}
+
+
+def _trace_ratios(curves, noise, seeds):
+    """The throughput curve alone on the trace truth, the noise known.
+
+    The trace gives no latency (its harness has no queue), so only the
+    throughput curve is profiled and judged, against its own bound
+    (:func:`resq_profiler.bound.runs_for_curve`).
+    """
+    model = curvefit.SaturatingThroughput()
+    lb = bound.runs_for_curve(model.nparams, noise)
+    ways = list(range(1, 21))
+    per_seed, errs, profiles, runs = [], [], [], []
+    for seed in range(seeds):
+        ratios, worst = [], 0.0
+        for nf, curve in curves.items():
+            values = dict(curve)
+            noisy = truth.Noise(noise, zlib.crc32(
+                ('trace/%s/%s' % (nf, seed)).encode()))
+            res = modelfit.sample(lambda w: noisy(values[int(w)]), ways,
+                                  model, 1.0, max_points=40,
+                                  shape='concave', noise_pct=noise,
+                                  noise_known=True)
+            ratios.append(res.measurements / lb)
+            runs.append(res.measurements)
+            worst = max(worst, adaptive.max_error_pct(list(res.points),
+                                                      curve))
+        profiles += ratios
+        per_seed.append(statistics.mean(ratios))
+        errs.append(worst)
+    return {'mean': round(statistics.mean(per_seed), 4),
+            'worst_seed': round(max(per_seed), 4),
+            'best_seed': round(min(per_seed), 4),
+            'worst_profile': round(max(profiles), 4),
+            'runs_mean': round(statistics.mean(runs), 2),
+            'runs_max': max(runs), 'bound': lb,
+            'error_pct_mean_seed': round(statistics.mean(errs), 4),
+            'error_pct_worst_seed': round(max(errs), 4),
+            'seeds_over_1pct': sum(e > 1.0 for e in errs),
+            'target_met': max(per_seed) <= BOUND_TARGET,
+            'curves': 'throughput', 'nfs': list(curves)}
+
+
 def _family_params(name, model, grid):
     """The model family's parameters of a catalog NF's noiseless curve."""
     nf = nfmodel.NFModel(catalog.get(name))
@@ -145,6 +213,8 @@ def _oracle(noise):
     """Least squares on the best whole-run design, per catalog NF."""
     grids = (list(range(1, 21)), prof_opts.DEFAULT_LOAD_LEVELS)
     runs, local, ratio, ratio_mean, within = [], [], [], [], []
+    full = []
+    worst_curve = None
     for name in catalog.names():
         total = local_total = 0
         for model, grid in zip(bound.MODELS, grids):
@@ -157,6 +227,11 @@ def _oracle(noise):
                                  draws=ORACLE_DRAWS, seed=len(runs))
             ratio.append(sim['rmse_to_crb'])
             ratio_mean.append(sim['rmse_to_crb_mean'])
+            if sim['rmse_to_crb'] >= max(ratio):
+                worst_curve = '%s %s (%d of %d parameters identifiable)' % (
+                    name, model.name, jac.shape[1], model.nparams)
+            if jac.shape[1] == model.nparams:
+                full.append(sim['rmse_to_crb'])
             within.append(sim['within_pct'])
         runs.append(total)
         local.append(local_total)
@@ -166,6 +241,9 @@ def _oracle(noise):
             'local_bound_min': min(local),
             'rmse_to_crb_max': round(max(ratio), 3),
             'rmse_to_crb_mean': round(statistics.mean(ratio_mean), 3),
+            'rmse_to_crb_worst_curve': worst_curve,
+            'rmse_to_crb_max_identifiable': round(max(full), 3),
+            'rmse_to_crb_median': round(statistics.median(ratio), 3),
             'curves_within_pct_min': round(min(within), 1),
             'draws': ORACLE_DRAWS}
 
@@ -188,6 +266,11 @@ def _bound_figures(seeds):
         for kind in ('nfmodel', 'testbed'):
             out['runs_to_bound_ratio'][kind] = {
                 _key(n): _ratios(kind, n, seeds, True) for n in BOUND_NOISE}
+        curves = _trace_curves()
+        if curves:
+            out['runs_to_bound_ratio']['trace'] = {
+                _key(n): _trace_ratios(curves, n, seeds)
+                for n in BOUND_NOISE}
         out['runs_to_bound_ratio_noise_learnt']['nfmodel'] = {
             _key(n): _ratios('nfmodel', n, seeds, False)
             for n in BOUND_NOISE}
@@ -216,16 +299,22 @@ def _print_bound(out):
         for kind, per in table.items():
             for n, v in per.items():
                 print('%-8s %-7s %6d %6.1f %8.3f %8.3f %8.3f %9.3f %9.3f%s'
-                      % (kind, n, out['runs_lower_bound_by_noise'][n],
+                      % (kind, n, v.get('bound', out[
+                          'runs_lower_bound_by_noise'][n]),
                          v['runs_mean'], v['mean'], v['worst_seed'],
                          v['worst_profile'], v['error_pct_mean_seed'],
-                         v['error_pct_worst_seed'], label))
+                         v['error_pct_worst_seed'], label
+                         + (' (throughput curve only)'
+                            if v.get('curves') else '')))
     for n, o in out['oracle'].items():
         print('oracle at %s%% noise: best whole-run design %.1f runs '
               '(max %d; rank-aware bound %.1f), least-squares RMSE / '
-              'Cramer-Rao SE worst %.3f, mean %.3f' % (
+              'Cramer-Rao SE worst %.3f (%s), %.3f where every parameter '
+              'is identifiable, median %.3f' % (
                   n, o['runs_mean'], o['runs_max'], o['local_bound_mean'],
-                  o['rmse_to_crb_max'], o['rmse_to_crb_mean']))
+                  o['rmse_to_crb_max'], o['rmse_to_crb_worst_curve'],
+                  o['rmse_to_crb_max_identifiable'],
+                  o['rmse_to_crb_median']))
     print('target: worst seed <= %.2f x the bound: %s' % (
         out['bound_target'], 'met' if out['bound_target_met'] else
         'missed'))
