@@ -112,7 +112,7 @@ def _testbed():
 
 BOUND_NOISE = (0.5, 1.0)
 BOUND_TARGET = 1.25
-ORACLE_DRAWS = 60
+ORACLE_DRAWS = 100
 
 
 def _ratios(kind, noise, seeds, known):
