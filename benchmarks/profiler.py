@@ -158,6 +158,24 @@ def _trace_curves():
             for nf, c in sorted(cycles.items())}
 
 
+def _misfit(curves):
+    """How far the family's best fit is from each noiseless trace curve.
+
+    ``{nf: worst relative residual in %}`` of a least-squares fit of the
+    throughput model to all 20 points without noise: an error no number
+    of runs removes.
+    """
+    model = curvefit.SaturatingThroughput()
+    out = {}
+    for nf, curve in curves.items():
+        xs = numpy.array([w for w, _ in curve], dtype=float)
+        ys = numpy.array([y for _, y in curve])
+        fitted = model.value(model.fit(xs, ys), xs)
+        out[nf] = round(float(numpy.max(numpy.abs(fitted / ys - 1.0)))
+                        * 100.0, 3)
+    return out
+
+
 def _trace_ratios(curves, noise, seeds):
     """The throughput curve alone on the trace truth, the noise known.
 
@@ -237,6 +255,11 @@ def _oracle(noise):
         local.append(local_total)
     return {'runs_mean': round(statistics.mean(runs), 2),
             'runs_max': max(runs),
+            'runs_to_bound': round(statistics.mean(runs)
+                                   / bound.runs_lower_bound(noise), 3),
+            'runs_full_rank_mean': round(statistics.mean(
+                r for r, lo in zip(runs, local)
+                if lo == bound.runs_lower_bound(noise)), 2),
             'local_bound_mean': round(statistics.mean(local), 2),
             'local_bound_min': min(local),
             'rmse_to_crb_max': round(max(ratio), 3),
@@ -266,8 +289,12 @@ def _bound_figures(seeds):
         for kind in ('nfmodel', 'testbed'):
             out['runs_to_bound_ratio'][kind] = {
                 _key(n): _ratios(kind, n, seeds, True) for n in BOUND_NOISE}
+        out['bound_target_runs_by_noise'] = {
+            _key(n): int(BOUND_TARGET * bound.runs_lower_bound(n) + 1e-9)
+            for n in BOUND_NOISE}
         curves = _trace_curves()
         if curves:
+            out['trace_family_misfit_pct'] = _misfit(curves)
             out['runs_to_bound_ratio']['trace'] = {
                 _key(n): _trace_ratios(curves, n, seeds)
                 for n in BOUND_NOISE}
