@@ -14,8 +14,11 @@
 Two sources, both under configurable roots: the sysfs CPU cache topology
 (``devices/system/cpu/cpu*/cache/index*``: which CPUs share which L3, its
 size) and resctrl's ``info/`` (way mask, ``min_cbm_bits``, classes of
-service, ways shared with I/O, CDP, MBA). libvirt's host capabilities are a
-third opinion, compared and warned about, never trusted over the kernel.
+service, ways shared with I/O, CDP, MBA). Where the kernel also offers L2
+CAT (``info/L2``, or ``info/L2CODE`` and ``info/L2DATA`` with ``cdpl2``),
+the L2 domains the same way (:class:`L2DomainInfo`). libvirt's host
+capabilities are a third opinion, compared and warned about, never
+trusted over the kernel.
 """
 
 import dataclasses
@@ -26,6 +29,7 @@ import xml.etree.ElementTree as ET
 
 from oslo_log import log as logging
 
+from resq_agent import l2
 from resq_agent import layout
 from resq_common import cache_domain
 from resq_common import cbm
@@ -83,6 +87,35 @@ class CacheDomainInfo:
 
 
 @dataclasses.dataclass(frozen=True)
+class L2DomainInfo:
+    """One L2 cache domain (cores sharing an L2) as the agent found it."""
+
+    id: int
+    cpus: tuple
+    # Ways CAT controls (bits of info/L2/cbm_mask) and the cache's
+    # associativity and size from sysfs (0 when sysfs does not say).
+    ways: int
+    cbm_mask: int
+    min_cbm_bits: int
+    shareable_bits: int
+    num_closids: int
+    size_bytes: int = 0
+    way_size_bytes: int = 0
+    associativity: int = 0
+    # The contiguous ways the agent divides among the CPUs
+    # (resq_agent.l2): cbm_mask less ways shared with other agents
+    # (shareable_bits) and ways others' exclusive groups hold.
+    usable_mask: int = 0
+    cdp: bool = False
+    sparse_masks: bool = False
+
+    def l2_domain(self):
+        """The :class:`resq_agent.l2.L2Domain` the agent divides."""
+        return l2.L2Domain(self.id, tuple(self.cpus), self.usable_mask,
+                           self.min_cbm_bits)
+
+
+@dataclasses.dataclass(frozen=True)
 class HostTopology:
     domains: tuple
     resctrl_available: bool
@@ -95,6 +128,20 @@ class HostTopology:
     # resources (0 without resctrl).
     closid_limit: int = 0
     mba_info: object = None
+    # L2 cache domains (L2DomainInfo) where the kernel offers L2 CAT;
+    # empty without info/L2 (and then nothing about L2 is reported).
+    l2_domains: tuple = ()
+    # Mounted with cdpl2: info/L2CODE and info/L2DATA.
+    cdpl2: bool = False
+
+    def l2_share(self, dedicated_cpus=None):
+        """The L2 ways each dedicated CPU gets (resq_agent.l2.host_share).
+
+        0 without L2 CAT, or when a domain cannot give its CPUs a slice the
+        kernel takes (a :class:`resq_agent.l2.L2Error`, which is raised).
+        """
+        return l2.host_share([d.l2_domain() for d in self.l2_domains],
+                             dedicated_cpus)
 
     def domain(self, domain_id):
         for dom in self.domains:
@@ -122,12 +169,26 @@ def _read(path):
 
 def read_sysfs_l3(sysfs_root):
     """``{cache id: {'cpus', 'size_bytes', 'ways_of_associativity'}}``."""
+    return read_sysfs_cache(sysfs_root, 3)
+
+
+def read_sysfs_l2(sysfs_root):
+    """:func:`read_sysfs_l3` of the level-2 caches."""
+    return read_sysfs_cache(sysfs_root, 2)
+
+
+def read_sysfs_cache(sysfs_root, level):
+    """``{cache id: {...}}`` of the unified (or data) caches of ``level``.
+
+    Cache ids are unique per level only (the kernel numbers each level's
+    caches on its own).
+    """
     result = {}
     pattern = os.path.join(sysfs_root, 'devices', 'system', 'cpu',
                            'cpu[0-9]*', 'cache', 'index[0-9]*')
     for index in sorted(glob.glob(pattern)):
         try:
-            if _read(os.path.join(index, 'level')) != '3':
+            if _read(os.path.join(index, 'level')) != str(level):
                 continue
             if _read(os.path.join(index, 'type')) not in ('Unified', 'Data'):
                 continue
@@ -187,22 +248,8 @@ def read_cpu_vendor(sysfs_root):
     return ''
 
 
-def largest_run(mask):
-    """The longest run of adjacent set bits of ``mask``, lowest on a tie.
-
-    ``0xff00f`` -> ``0xff000``; ``0xf0f`` -> ``0xf``; ``0`` -> ``0``.
-    """
-    best, pos = 0, 0
-    while mask >> pos:
-        if not (mask >> pos) & 1:
-            pos += 1
-            continue
-        start = pos
-        while (mask >> pos) & 1:
-            pos += 1
-        if pos - start > cbm.bits(best):
-            best = cbm.make(start, pos - start)
-    return best
+# ``0xff00f`` -> ``0xff000``; ``0xf0f`` -> ``0xf``; ``0`` -> ``0``.
+largest_run = l2.largest_run
 
 
 def read_sysfs_numa(sysfs_root):
@@ -373,11 +420,118 @@ def discover(resctrl_root, sysfs_root, ddio_ways=2, quiet=False):
     for cid in sorted(set(sysfs) - set(rules['ids'])):
         warn('sysfs has L3 cache %d but resctrl does not; it gets no '
              'inventory', cid)
+    l2_doms, cdpl2 = discover_l2(tree, sysfs_root, warn, info_log,
+                                 rules['vendor'])
     return HostTopology(tuple(doms), True, cdp=info['cdp'],
                         mba=rules['mba'], vendor=rules['vendor'],
                         sparse_masks=rules['sparse'],
                         closid_limit=rules['closid_limit'],
-                        mba_info=rules['mba_info'])
+                        mba_info=rules['mba_info'],
+                        l2_domains=l2_doms, cdpl2=cdpl2)
+
+
+L2_INFO_DIRS = ('L2', 'L2CODE')
+
+
+def read_l2_info(resctrl_root):
+    """``info/L2`` (or ``info/L2CODE`` with cdpl2), or None without it.
+
+    :returns: ``{'cbm_mask', 'min_cbm_bits', 'num_closids',
+        'shareable_bits', 'sparse_masks' (None when the file is absent),
+        'cdp'}``.
+    :raises OSError, ValueError: unreadable files.
+    """
+    for name in L2_INFO_DIRS:
+        base = os.path.join(resctrl_root, 'info', name)
+        if os.path.isdir(base):
+            break
+    else:
+        return None
+
+    def opt(fname, default):
+        path = os.path.join(base, fname)
+        return _read(path) if os.path.isfile(path) else default
+
+    sparse = opt('sparse_masks', None)
+    return {'cbm_mask': cbm.parse(_read(os.path.join(base, 'cbm_mask'))),
+            'min_cbm_bits': int(_read(os.path.join(base, 'min_cbm_bits'))),
+            'num_closids': int(_read(os.path.join(base, 'num_closids'))),
+            'shareable_bits': cbm.parse(opt('shareable_bits', '0')),
+            'sparse_masks': None if sparse is None else sparse == '1',
+            'cdp': name == 'L2CODE'}
+
+
+def _foreign_l2_ways(tree):
+    """``{L2 domain: ways}`` exclusive to or locked by others' groups."""
+    reserved = {}
+    for group in tree.groups():
+        if resctrl.GROUP_RE.fullmatch(group) and not group.startswith(
+                resctrl.PROFILER_PREFIX):
+            continue
+        if tree.group_mode(group) not in (resctrl.MODE_EXCLUSIVE,
+                                          resctrl.MODE_LOCKED):
+            continue
+        for kind, masks in tree.group_schemata(group).items():
+            if kind.startswith('L2'):
+                for dom, mask in masks.items():
+                    # parse_schemata leaves all but L3 masks as text.
+                    reserved[dom] = reserved.get(dom, 0) | cbm.parse(
+                        str(mask))
+    return reserved
+
+
+def discover_l2(tree, sysfs_root, warn, info_log, vendor=''):
+    """``(L2 domains, cdpl2)``; ``((), False)`` without L2 CAT.
+
+    Never raises: an unreadable ``info/L2`` is logged and taken as none
+    (the L3 side goes on as before).
+    """
+    try:
+        info = read_l2_info(tree.root)
+        if info is None:
+            return (), False
+        sch = resctrl.parse_schemata(_read(os.path.join(tree.root,
+                                                        'schemata')))
+        ids = sorted(sch.get('L2') or sch.get('L2CODE') or ())
+        foreign = _foreign_l2_ways(tree)
+    except (exception.ResctrlError, OSError, ValueError) as exc:
+        warn('Ignoring L2 cache allocation: its resctrl files cannot be '
+             'read (%s)', getattr(exc, 'message', exc))
+        return (), False
+    sysfs = read_sysfs_l2(sysfs_root)
+    ways = cbm.bits(info['cbm_mask'])
+    sparse = info['sparse_masks']
+    if sparse is None:
+        sparse = vendor in NO_DDIO
+    doms = []
+    for cid in ids:
+        sys_dom = sysfs.get(cid)
+        if sys_dom is None:
+            warn('resctrl has L2 cache domain %d but sysfs (%s) does not '
+                 'describe it: its CPUs are unknown and it gets no L2 ways '
+                 'per core', cid, sysfs_root)
+            sys_dom = {'cpus': (), 'size_bytes': 0,
+                       'ways_of_associativity': 0}
+        held = foreign.get(cid, 0) & info['cbm_mask']
+        usable = largest_run(info['cbm_mask'] & ~info['shareable_bits']
+                             & ~held)
+        if usable != info['cbm_mask']:
+            info_log('L2 cache domain %d: the agent divides ways %s of %s '
+                     '(shareable_bits %s, others\' exclusive ways %s)', cid,
+                     cbm.fmt(usable), cbm.fmt(info['cbm_mask']),
+                     cbm.fmt(info['shareable_bits']), cbm.fmt(held))
+        doms.append(L2DomainInfo(
+            id=cid, cpus=tuple(sys_dom['cpus']), ways=ways,
+            cbm_mask=info['cbm_mask'], min_cbm_bits=info['min_cbm_bits'],
+            shareable_bits=info['shareable_bits'],
+            num_closids=info['num_closids'],
+            size_bytes=sys_dom['size_bytes'],
+            way_size_bytes=sys_dom['size_bytes'] // ways if ways else 0,
+            associativity=sys_dom['ways_of_associativity'],
+            usable_mask=usable, cdp=info['cdp'], sparse_masks=sparse))
+    for cid in sorted(set(sysfs) - set(ids)):
+        warn('sysfs has L2 cache %d but resctrl does not', cid)
+    return tuple(doms), info['cdp']
 
 
 def _usable_ways(cid, info, foreign, warn):
@@ -686,6 +840,27 @@ def describe(topology, default_group_ways, default_io=False,
            'resctrl_available': topology.resctrl_available}
     if topology.resctrl_available:
         doc['closid_limit'] = topology.closid_limit
+    if topology.l2_domains:
+        doc['l2_domains'] = [_describe_l2(d) for d in topology.l2_domains]
+        doc['cdpl2'] = topology.cdpl2
     if topology.reason:
         doc['reason'] = topology.reason
+    return doc
+
+
+def _describe_l2(dom):
+    """An L2 domain for ``resq-agent inspect``: what each CPU gets."""
+    doc = {'id': dom.id, 'cpus': list(dom.cpus), 'ways': dom.ways,
+           'size_bytes': dom.size_bytes,
+           'way_size_bytes': dom.way_size_bytes,
+           'cbm_mask': cbm.fmt(dom.cbm_mask),
+           'usable_mask': cbm.fmt(dom.usable_mask),
+           'min_cbm_bits': dom.min_cbm_bits,
+           'shareable_bits': cbm.fmt(dom.shareable_bits),
+           'num_closids': dom.num_closids, 'cdp': dom.cdp}
+    try:
+        doc['ways_per_cpu'] = l2.share(dom.l2_domain())
+    except l2.L2Error as exc:
+        doc['ways_per_cpu'] = 0
+        doc['reason'] = str(exc)
     return doc

@@ -179,8 +179,10 @@ def prepare(paths, args):
     if not os.path.isdir(paths.sysfs):
         memory, huge = fake_resctrl.real_memory()
         cells = max(len(layout), 1)
-        fake_resctrl.build_sysfs(paths.sysfs, layout, args.way_kib,
-                                 args.ways, memory // cells, huge // cells)
+        fake_resctrl.build_sysfs(
+            paths.sysfs, layout, args.way_kib, args.ways, memory // cells,
+            huge // cells, l2_domains=fake_resctrl.l2_layout(
+                cpus, getattr(args, 'l2', 0)))
     os.makedirs(paths.resctrl, exist_ok=True)
     os.makedirs(paths.backing, exist_ok=True)
     return cpus, layout
@@ -195,6 +197,8 @@ def _tree_argv(args):
         argv += ['--cpus', args.cpus]
     if getattr(args, 'mba', 'none') != 'none':
         argv += ['--mba', args.mba]
+    if getattr(args, 'l2', 0):
+        argv += ['--l2', str(args.l2)]
     return argv
 
 

@@ -62,6 +62,9 @@ BW_RESOURCES = ('MB', 'SMBA')
 MBA_CHOICES = ('none', 'percent', 'mbps')
 L2_KINDS = ('L2', 'L2CODE', 'L2DATA')
 L2_DEFAULT_WAYS = 8
+# 8 ways of 256 KiB: a 2 MiB L2 shared by a cluster of cores (an E-core
+# module's size).
+L2_DEFAULT_WAY_KIB = 256
 
 
 class InvalidTree(ValueError):
@@ -966,10 +969,15 @@ VENDORS = {'intel': (0, 6), 'amd': (2, 0x19), 'hygon': (9, 0x18)}
 
 
 def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS,
-                memory_mb=None, hugepages_mb=None, vendor=None):
+                memory_mb=None, hugepages_mb=None, vendor=None,
+                l2_domains=None, l2_ways=L2_DEFAULT_WAYS,
+                l2_way_kib=L2_DEFAULT_WAY_KIB):
     """The L3 part of ``devices/system/cpu``, and the NUMA cells.
 
     :param domains: ``{L3 cache id: CPUs sharing it}``.
+    :param l2_domains: ``{L2 cache id: CPUs sharing it}``: their
+        ``cache/index2`` entries (a unified level-2 cache of ``l2_ways``
+        ways of ``l2_way_kib``); None writes no L2.
     :param memory_mb: small-page memory of each cell (its ``meminfo``);
         with ``hugepages_mb``, 2 MiB huge pages of each cell. ``None``
         writes no memory (the agent then reports none).
@@ -1005,6 +1013,15 @@ def build_sysfs(root, domains, way_kib=DEFAULT_WAY_KIB, ways=DEFAULT_WAYS,
                                 ('shared_cpu_list', format_cpus(cpus)),
                                 ('size', '%dK' % (way_kib * ways)),
                                 ('ways_of_associativity', str(ways))):
+                _write(root, '%s/%s' % (base, name), value + '\n')
+    for cache_id, cpus in sorted((l2_domains or {}).items()):
+        for cpu in cpus:
+            base = 'devices/system/cpu/cpu%d/cache/index2' % cpu
+            for name, value in (('level', '2'), ('type', 'Unified'),
+                                ('id', str(cache_id)),
+                                ('shared_cpu_list', format_cpus(cpus)),
+                                ('size', '%dK' % (l2_way_kib * l2_ways)),
+                                ('ways_of_associativity', str(l2_ways))):
                 _write(root, '%s/%s' % (base, name), value + '\n')
 
 
@@ -1042,6 +1059,12 @@ def add_tree_options(parser):
                              'bandwidth_gran 10) or the software controller '
                              '(mounted with mba_MBps: MiBps); default '
                              '%(default)s')
+    parser.add_argument('--l2', type=int, default=0, metavar='CPUS',
+                        help='L2 cache allocation: L2 caches shared by '
+                             'clusters of CPUS consecutive CPUs (info/L2, '
+                             '%d ways of %d KiB), as Atom-based parts have; '
+                             'default 0, no L2 CAT' % (L2_DEFAULT_WAYS,
+                                                       L2_DEFAULT_WAY_KIB))
     return parser
 
 
@@ -1056,17 +1079,41 @@ def tree_layout(args):
     if args.num_rmids < 1:
         raise InvalidTree('num_rmids must be at least 1, got %d'
                           % args.num_rmids)
+    l2_layout(cpus, getattr(args, 'l2', 0))
     return cpus, layout
+
+
+def l2_layout(cpus, per_cluster):
+    """``{L2 cache id: CPUs}``: ``cpus`` in clusters of ``per_cluster``.
+
+    None for 0 (no L2 CAT); the last cluster may be smaller (a part with a
+    core disabled).
+
+    :raises InvalidTree: a negative size.
+    """
+    if per_cluster < 0:
+        raise InvalidTree('--l2 must be a number of CPUs per L2 cluster '
+                          '(0: none), got %d' % per_cluster)
+    if not per_cluster:
+        return None
+    cpus = sorted(cpus)
+    return {i: tuple(cpus[start:start + per_cluster])
+            for i, start in enumerate(range(0, len(cpus), per_cluster))}
 
 
 def build_from_args(root, args, cpus, layout):
     """:func:`build_resctrl` in ``root`` as the tree options say."""
     mba = getattr(args, 'mba', 'none')
+    resources = {'MB': {}} if mba != 'none' else {}
+    l2 = l2_layout(cpus, getattr(args, 'l2', 0))
+    if l2:
+        resources['L2'] = {'ways': L2_DEFAULT_WAYS,
+                           'num_closids': args.num_closids}
     return build_resctrl(root, args.ways, tuple(layout), args.min_cbm_bits,
                          args.num_closids, cpus=cpus,
                          num_rmids=args.num_rmids,
-                         resources={'MB': {}} if mba != 'none' else None,
-                         mba_mbps=mba == 'mbps')
+                         resources=resources or None,
+                         mba_mbps=mba == 'mbps', l2_domains=l2)
 
 
 def _parser():
@@ -1125,14 +1172,16 @@ def main(argv=None, out=None):
         memory = real[0] // cells if memory is None else memory
         huge = real[1] // cells if huge is None else huge
     build_sysfs(args.sysfs_root, layout, args.way_kib, args.ways,
-                memory, huge)
+                memory, huge, l2_domains=l2_layout(cpus, args.l2))
     build_from_args(args.resctrl_root, args, cpus, layout)
     print('Fake resctrl tree in %s (%d cache domain(s) of %d ways of %d KiB, '
           '%d classes of service, CPUs %s); CPU cache topology and NUMA '
-          'cells (%d MB and %d MB of huge pages each) in %s' % (
+          'cells (%d MB and %d MB of huge pages each) in %s%s' % (
               args.resctrl_root, len(layout), args.ways, args.way_kib,
               args.num_closids, format_cpus(cpus), memory, huge,
-              args.sysfs_root),
+              args.sysfs_root,
+              '; L2 CAT, %d-way L2 caches shared by clusters of %d CPUs'
+              % (L2_DEFAULT_WAYS, args.l2) if args.l2 else ''),
           file=out)
     return 0
 

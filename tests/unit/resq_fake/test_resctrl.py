@@ -1,5 +1,6 @@
 """The fake resctrl and sysfs trees devstack builds on hosts without RDT."""
 
+import argparse
 import contextlib
 import io
 import os
@@ -72,6 +73,47 @@ class FakeResctrlTest(base.TestCase):
         self.main('--cpus', '0-3', '--replace')
         self.assertIsNone(
             discovery.discover(self.resctrl, self.sysfs).mba_info)
+
+    def test_l2_clusters_as_discovery_sees_them(self):
+        rc, out, err = self.main('--cpus', '0-7', '--l2', '2',
+                                 '--memory-mb', '64', '--hugepages-mb', '0')
+        self.assertEqual(0, rc, err)
+        self.assertIn('L2 CAT, 8-way L2 caches shared by clusters of 2 CPUs',
+                      out)
+        self.assertIn('L2:0=ff;1=ff;2=ff;3=ff', self.read('schemata'))
+        topo = discovery.discover(self.resctrl, self.sysfs)
+        self.assertEqual([(0, (0, 1)), (1, (2, 3)), (2, (4, 5)),
+                          (3, (6, 7))],
+                         [(d.id, d.cpus) for d in topo.l2_domains])
+        self.assertEqual({(8, 2 * 1024 ** 2, 256 * 1024, 0xff)},
+                         {(d.ways, d.size_bytes, d.way_size_bytes,
+                           d.usable_mask) for d in topo.l2_domains})
+        self.assertEqual(3, topo.l2_share())
+        # The L3 side is as without --l2.
+        self.assertEqual([(0, tuple(range(8)))],
+                         [(d.id, d.cpus) for d in topo.domains])
+        self.main('--cpus', '0-7', '--replace')
+        self.assertEqual((), discovery.discover(self.resctrl,
+                                                self.sysfs).l2_domains)
+        rc, out, err = self.main('--cpus', '0-7', '--replace', '--l2', '-1')
+        self.assertEqual(2, rc)
+        self.assertIn('--l2 must be a number of CPUs per L2 cluster', err)
+
+    def test_fake_hosts_pass_the_l2_option_on(self):
+        from resq_fake import host
+
+        args = fake_resctrl.add_tree_options(argparse.ArgumentParser(
+        )).parse_args(['--l2', '4', '--cpus', '0-7'])
+        argv = host._tree_argv(args)
+        self.assertEqual(['--l2', '4'], argv[-2:])
+        self.assertEqual(4, fake_resctrl.add_tree_options(
+            argparse.ArgumentParser()).parse_args(argv).l2)
+        self.assertNotIn('--l2', host._tree_argv(
+            fake_resctrl.add_tree_options(argparse.ArgumentParser(
+            )).parse_args([])))
+        self.assertEqual({0: (0, 1, 2), 1: (3, 4, 5), 2: (6,)},
+                         fake_resctrl.l2_layout(range(7), 3))
+        self.assertIsNone(fake_resctrl.l2_layout(range(7), 0))
 
     def read(self, *parts):
         with open(os.path.join(self.resctrl, *parts)) as f:
