@@ -16,7 +16,8 @@ proves how far from the optimum it can be) and is the plan itself when
 the solver finds nothing better in its time. Hosts are tried emptiest
 first; a host is drained only if every one of its instances finds a place,
 best fit, on a host that stays in use, with the same rules as the MILP:
-capacity of each cache domain and classes of service of each host,
+capacity of each cache domain (cores, ways, classes of service, NUMA
+memory and memory bandwidth) and classes of service of each host,
 destinations that accept instances, pinned availability zones, one member
 of an anti-affinity group per host, and fixed instances stay.
 """

@@ -24,7 +24,9 @@ cache domain instead of placing each one, which keeps it linear and small
 
 Constraints: every shape keeps its count; cores and ways of a domain and
 classes of service of a host hold what is placed there (and nothing on a
-host that is not open); instances that cannot move (not migratable, on a
+host that is not open), and so do the domain's NUMA memory and memory
+bandwidth where they are limited (a shape's ``numa_need()``, a domain's
+``numa_caps()``); instances that cannot move (not migratable, on a
 host whose compute service is down, members of an affinity group) are
 fixed load; nothing arrives at a disabled or down host, outside an
 instance's pinned availability zone, or next to another member of its
