@@ -25,6 +25,7 @@ import typing
 from oslo_log import log as logging
 
 from resq_agent import discovery
+from resq_agent import l2
 from resq_agent import reporter
 from resq_common import cache_domain
 from resq_common.clients import placement as placement_client
@@ -94,6 +95,8 @@ class Inventory:
         self.dedicated_cpus = dedicated_cpus
         self.default_io = default_io
         self._compute_uuid = None
+        self._l2_refusal = None
+        self._l2_ladder_known = False
 
     @classmethod
     def from_conf(cls, conf, hostname):
@@ -134,6 +137,28 @@ class Inventory:
                                           self.default_mem_bw_mibps)
                 for d in topology.domains]
 
+    def l2_traits(self, topology):
+        """The compute node traits of the host's L2 ways per core.
+
+        The ladder of :func:`resq_agent.l2.traits` for the smallest share
+        of the L2 domains holding dedicated CPUs; none without L2 CAT, or
+        when a domain cannot give its CPUs a slice the kernel takes (said
+        once per change in the log). No I/O.
+        """
+        if not topology.l2_domains:
+            return []
+        try:
+            per_cpu = topology.l2_share(self.dedicated_cpus)
+        except l2.L2Error as exc:
+            reason = str(exc)
+            if reason != self._l2_refusal:
+                LOG.warning('The kernel offers L2 cache allocation but this '
+                            'host publishes no L2 ways per core: %s', reason)
+            self._l2_refusal = reason
+            return []
+        self._l2_refusal = None
+        return l2.traits(per_cpu)
+
     def report(self, topology):
         """Write the topology's providers; ``{domain id: provider uuid}``.
 
@@ -141,7 +166,15 @@ class Inventory:
             or the compute node not registered yet (Nova creates it).
         """
         doms = self.cache_domains(topology)
-        result = reporter.report(self.client, self.hostname, doms)
+        if topology.l2_domains and not self._l2_ladder_known:
+            # Every rung exists in Placement, so a flavor asking for more
+            # L2 ways per core than any host offers gets "No valid host",
+            # not Placement's 400 for an unknown trait.
+            for trait in l2.traits(extra_specs.L2_LADDER_MAX):
+                self.client.ensure_trait(trait)
+            self._l2_ladder_known = True
+        result = reporter.report(self.client, self.hostname, doms,
+                                 compute_traits=self.l2_traits(topology))
         LOG.info('Reported %d cache domain(s) of %s to Placement: %s',
                  len(doms), self.hostname, ', '.join(
                      '%d=%s' % (d.domain_id, d.inventory().get(

@@ -198,6 +198,41 @@ class PlacementClient:
         if self.get_traits(uuid) != traits:
             self._replace(uuid, 'traits', traits)
 
+    def update_owned_traits(self, uuid, owns, traits):
+        """Make the traits ``owns`` accepts exactly ``traits``; keep others.
+
+        For a provider others write too (the compute node's, whose traits
+        Nova's resource tracker keeps): its traits are read with their
+        generation and written back with only the owned ones changed, at
+        that generation, so a concurrent writer's change is never lost
+        (a generation conflict reads again and retries).
+
+        :param owns: ``owns(trait)``: whether the caller publishes it.
+        :returns: the provider's traits after the change.
+        """
+        traits = set(traits)
+        for trait in sorted(traits):
+            if trait.startswith('CUSTOM_'):
+                self.ensure_trait(trait)
+        url = '/resource_providers/%s/traits' % uuid
+        for attempt in range(1, GENERATION_RETRIES + 1):
+            body = self._call('GET', url, MV_TRAITS, missing=uuid)
+            current = set(body['traits'])
+            wanted = {t for t in current if not owns(t)} | traits
+            if wanted == current:
+                return sorted(current)
+            try:
+                self._call('PUT', url, MV_TRAITS, {
+                    'resource_provider_generation':
+                        body['resource_provider_generation'],
+                    'traits': sorted(wanted)}, missing=uuid)
+                return sorted(wanted)
+            except _Conflict:
+                LOG.debug('Generation conflict on the traits of %s '
+                          '(attempt %d)', uuid, attempt)
+        raise GenerationConflict(method='PUT', url=url, uuid=uuid,
+                                 attempts=GENERATION_RETRIES)
+
     def get_usages(self, uuid):
         return self._call('GET', '/resource_providers/%s/usages' % uuid,
                           MV_NESTED, missing=uuid)['usages']
