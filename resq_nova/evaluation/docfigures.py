@@ -363,8 +363,10 @@ def profiler_figures(progress=None):
 # callable). Adding a source is one line; the docs then quote its
 # figures by paths that start with its key, and the unit tests check it
 # for drift (one test per source). doc/source/admin/profiler-budget.rst
-# expects a ``profiler_budget`` source (resq_profiler/budget.py) and
-# doc/source/admin/slomo.rst a ``slomo`` one.
+# expects a ``profiler_budget`` source (resq_profiler/budget.py). The
+# ``slomo`` source is one seed's class error (seed 0's models and mixes);
+# doc/source/admin/slomo.rst quotes the mean and worst of ten seeds from
+# the seeds benchmark's record (bench/seeds) instead.
 def profiler_budget_figures(progress=None):
     """The adaptive profiler's runs against its error under noise."""
     return budget.tradeoff()
