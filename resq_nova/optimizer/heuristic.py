@@ -132,8 +132,9 @@ class _Room:
             use[1] -= inst.ways
             use[2] -= inst.clos
             clos[key[0]] -= inst.clos
-            # (numa_need() is empty without memory or bandwidth.)
-            if inst.needs_domain and key in numa:
+            # (numa_need() is empty without memory or bandwidth; tested inline:
+            # this runs for every instance.)
+            if (inst.memory_mb or inst.mem_bw_mibps) and key in numa:
                 _take(numa[key], inst.numa_need())
             if inst.resources:
                 held = res[key[0]]
@@ -221,7 +222,7 @@ class _Room:
             return False
         if inst.az and self.hosts[name].az != inst.az:
             return False
-        if (inst.needs_domain and key in self.numa
+        if ((inst.memory_mb or inst.mem_bw_mibps) and key in self.numa
                 and not _room(self.numa[key], inst.numa_need())):
             return False
         if inst.resources and not _room(self.res[name], inst.resources):
@@ -247,7 +248,7 @@ class _Room:
             return False
         if inst.az and self.hosts[name].az != inst.az:
             return False
-        if inst.needs_domain and key in self.numa:
+        if (inst.memory_mb or inst.mem_bw_mibps) and key in self.numa:
             back = out.numa_need()
             caps = self.numa[key]
             if not all(amount <= caps[k] + back.get(k, 0)
@@ -275,7 +276,7 @@ class _Room:
         free[1] -= sign * inst.ways
         free[2] -= sign * inst.clos
         self.clos[key[0]] -= sign * inst.clos
-        if inst.needs_domain and key in self.numa:
+        if (inst.memory_mb or inst.mem_bw_mibps) and key in self.numa:
             _take(self.numa[key], inst.numa_need(), sign)
         if inst.resources:
             _take(self.res[key[0]], inst.resources, sign)

@@ -65,7 +65,7 @@ class Ledger:
             use[1] += inst.ways
             use[2] += inst.clos
             host_clos[host] += inst.clos
-            if inst.needs_domain:
+            if inst.memory_mb or inst.mem_bw_mibps:
                 numa = self.numa[host, inst.domain]
                 for key, amount in inst.numa_need().items():
                     numa[key] = numa.get(key, 0) + amount
@@ -82,7 +82,7 @@ class Ledger:
         use[2] += sign * inst.clos
         self.host_clos[host] += sign * inst.clos
         # (numa_need() is empty without memory or bandwidth.)
-        if inst.needs_domain:
+        if inst.memory_mb or inst.mem_bw_mibps:
             numa = self.numa[host, dom]
             for key, amount in inst.numa_need().items():
                 numa[key] = numa.get(key, 0) + sign * amount
@@ -117,7 +117,7 @@ class Ledger:
                     % (dom_id, host))
         if self.host_clos[host] + inst.clos > h.clos:
             return 'host %s has no class of service free' % host
-        if inst.needs_domain:
+        if inst.memory_mb or inst.mem_bw_mibps:
             why = self._numa_blocker(inst, host, dom, dom_id)
             if why:
                 return why

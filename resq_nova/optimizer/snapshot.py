@@ -165,11 +165,6 @@ class Instance:
             need[MEM_BW] = self.mem_bw_mibps
         return need
 
-    @property
-    def needs_domain(self):
-        """Whether :meth:`numa_need` has anything in it (cheap)."""
-        return bool(self.memory_mb or self.mem_bw_mibps)
-
 
 @dataclasses.dataclass
 class ServerGroup:
