@@ -15,6 +15,7 @@ from resq_nova.admission import reserved as admission
 from resq_nova.cmd import admit
 from resq_nova.deploy import flavors
 from resq_nova.deploy import heat
+from resq_nova.osc.v1 import slo as slo_cmd
 from tests import base
 from tests.unit.resq_nova.admission.batch import test_planner
 from tests.unit.resq_nova.admission import test_greedy
@@ -263,3 +264,27 @@ class TermSourceTest(base.TestCase):
                       admit.bandwidth_error(args))
         args.slo = extra_specs.RESERVED
         self.assertIsNone(admit.bandwidth_error(args))
+
+
+class ShownTest(base.TestCase):
+
+    def test_the_cli_views_show_the_bandwidth(self):
+        prof = test_greedy.make_profile()
+        term = greedy.SLOTerm('fw-a', prof, 10.0, 25.0, mem_bw_mibps=700)
+        plan = admission.make_plan(
+            term, ta.body(ta.node('h1'), bw_domain('d1', 'h1', 5000)),
+            flavors.FlavorOptions())
+        doc = plan.to_dict()
+        for flavor in doc['flavors']:
+            flavor['exists'] = False
+        data = dict(zip(*slo_cmd.admission_view(doc)))
+        self.assertEqual(700, data['mem_bw_mibps'])
+        plain = dict(doc)
+        del plain['mem_bw_mibps']
+        self.assertNotIn('mem_bw_mibps',
+                         dict(zip(*slo_cmd.admission_view(plain))))
+        out = []
+        conf = type('Conf', (), {'format': 'text'})
+        admit._show(conf, doc, type('Out', (), {
+            'write': lambda self, text: out.append(text)})())
+        self.assertIn('700 MiB/s of memory bandwidth each', ''.join(out))
