@@ -101,6 +101,8 @@ class GroupPlan:
     members: list = dataclasses.field(default_factory=list)
     # {domain: MB value} of the members with bandwidth.
     mb: dict = dataclasses.field(default_factory=dict)
+    # {domain: code mask} of the members with code ways (cdp).
+    code: dict = dataclasses.field(default_factory=dict)
 
     @property
     def shared(self):
@@ -115,6 +117,8 @@ def plans(lay):
         plan.masks[a.domain_id] = a.mask
         if a.mb is not None:
             plan.mb[a.domain_id] = a.mb
+        if a.code_mask is not None:
+            plan.code[a.domain_id] = a.code_mask
         plan.cpus = tuple(sorted(set(plan.cpus) | set(a.cpus)))
         plan.members.append(a)
     return result
@@ -126,6 +130,9 @@ class GroupState:
     masks: dict = None       # {domain: mask}; None when unreadable
     cpus: tuple = ()
     mb: dict = None          # {domain: MB value}; None: no MB line
+    # {domain: code mask} where L3CODE and L3DATA differ (cdp); the
+    # masks are then both lines' ways together.
+    code: dict = dataclasses.field(default_factory=dict)
 
     @property
     def instance_uuid(self):
@@ -143,10 +150,19 @@ class ApplyResult:
 
 
 def _l3(schemata):
-    for key in ('L3', 'L3CODE'):
-        if key in schemata:
-            return dict(schemata[key])
+    """``{domain: mask}``: the ways a group holds (code and data's)."""
+    if 'L3' in schemata:
+        return dict(schemata['L3'])
+    if 'L3CODE' in schemata:
+        data = schemata.get('L3DATA', {})
+        return {d: m | data.get(d, 0) for d, m in schemata['L3CODE'].items()}
     return None
+
+
+def _code(schemata):
+    """``{domain: code mask}`` where a group's code and data masks differ."""
+    code, data = schemata.get('L3CODE', {}), schemata.get('L3DATA', {})
+    return {d: m for d, m in code.items() if data.get(d, m) != m}
 
 
 def _mb(schemata):
@@ -211,6 +227,7 @@ class ResctrlEnforcer:
             try:
                 schemata = self.tree.read_schemata(name)
                 state.masks = _l3(schemata)
+                state.code = _code(schemata)
                 state.mb = _mb(schemata)
                 state.cpus = discovery.parse_cpu_list(
                     self.tree.read_cpus(name))
@@ -348,7 +365,8 @@ class ResctrlEnforcer:
         cpus = tuple(sorted(plan.cpus))
         have = tuple(sorted(state.cpus))
         staying = tuple(c for c in have if c in cpus)
-        stale = state.masks != masks or _mb_differs(state.mb, mb)
+        stale = (state.masks != masks or _mb_differs(state.mb, mb)
+                 or state.code != plan.code)
         if stale and staying != have:
             # Departing members' CPUs go back to the default group before
             # the masks change under them.
@@ -359,9 +377,14 @@ class ResctrlEnforcer:
             moved = [a for a in plan.members
                      if (state.masks or {}).get(a.domain_id) != a.mask
                      or (mb is not None and (state.mb or {}).get(
-                         a.domain_id) != mb[a.domain_id])]
+                         a.domain_id) != mb[a.domain_id])
+                     or state.code.get(a.domain_id) != a.code_mask]
             op = ('schemata', name, name, masks)
-            batch.add(op if mb is None else op + (mb,),
+            if plan.code:
+                op += (mb, dict(plan.code))
+            elif mb is not None:
+                op += (mb,)
+            batch.add(op,
                       'schemata %s' % name, 'schemata %s' % name,
                       self._written(result, name), moved)
         if have != cpus:
@@ -376,8 +399,10 @@ class ResctrlEnforcer:
                 LOG.info('Instance %s: cache domain %d mask %s (%d ways)%s '
                          'in resctrl group %s%s', a.instance_uuid,
                          a.domain_id, cbm.fmt(a.mask), a.ways,
-                         ', MB %d (%d MiB/s)' % (a.mb, a.mem_bw_mibps)
-                         if a.mb is not None else '', name,
+                         (', MB %d (%d MiB/s)' % (a.mb, a.mem_bw_mibps)
+                          if a.mb is not None else '')
+                         + (', code %s' % cbm.fmt(a.code_mask)
+                            if a.code_mask is not None else ''), name,
                          ', moved to remove fragmentation' if a.moved
                          else '')
         return done

@@ -153,6 +153,9 @@ class Request:
     # Placement's CUSTOM_MEM_BW_MIBPS, and its MB value (None: no limit).
     mem_bw_mibps: int = 0
     mb: int = None
+    # Of its ways, those holding code (resq:code_ways, on a host mounted
+    # with cdp); 0: code and data share them.
+    code_ways: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,6 +172,9 @@ class Assignment:
     clos: int = None
     mem_bw_mibps: int = 0
     mb: int = None
+    # The lowest ``code_ways`` ways of ``mask``, which hold code (the
+    # rest hold data); None when code and data share the mask.
+    code_mask: int = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,6 +235,13 @@ def compute(shapes, requests, num_closids, shared=False):
         elif req.ways < max(shape.min_cbm_bits, 1):
             reason = ('%d ways is below the platform minimum of %d '
                       '(min_cbm_bits)' % (req.ways, shape.min_cbm_bits))
+        elif req.code_ways and min(
+                req.code_ways, req.ways - req.code_ways) < max(
+                shape.min_cbm_bits, 1):
+            reason = ('%d code ways of %d leave %d for data: each part '
+                      'needs at least %d ways (min_cbm_bits)' % (
+                          req.code_ways, req.ways,
+                          req.ways - req.code_ways, shape.min_cbm_bits))
         elif not classes.free(shape.id):
             reason = classes.exhausted(shape.id)
         elif used[shape.id] + req.ways > shape.capacity:
@@ -261,7 +274,10 @@ def compute(shapes, requests, num_closids, shared=False):
                 moved=(req.current_mask is not None
                        and req.current_mask != mask),
                 clos=clos_of.get(req.instance_uuid),
-                mem_bw_mibps=req.mem_bw_mibps, mb=req.mb))
+                mem_bw_mibps=req.mem_bw_mibps, mb=req.mb,
+                code_mask=cbm.make((mask & -mask).bit_length() - 1,
+                                   req.code_ways)
+                if req.code_ways else None))
     assignments.sort(key=lambda a: (a.domain_id, a.mask))
     return Layout(assignments, refused, defaults)
 

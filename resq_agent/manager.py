@@ -725,7 +725,8 @@ class AgentManager:
             requests.append(layout.Request(
                 inst.uuid, domain_id, ways, inst.cpus, inst.packet_bytes,
                 masks.get(domain_id), clos, mem_bw_mibps=mibps,
-                mb=self._mb_value(inst.uuid, mibps, info, warned)))
+                mb=self._mb_value(inst.uuid, mibps, info, warned),
+                code_ways=self._code_ways(inst, ways, warned)))
         lay = layout.compute(self.shapes, requests, self.num_closids,
                              shared=self.shared_classes)
         if info is not None:
@@ -790,6 +791,26 @@ class AgentManager:
         if self._mb_warnings.get(key) != text:
             self._mb_warnings[key] = text
             LOG.warning('%s', text)
+
+    def _code_ways(self, inst, ways, warned):
+        """Its code ways where the host can split them, else 0."""
+        code = inst.code_ways
+        if not code:
+            return 0
+        if not self.topology.cdp or self.enforcer.name != 'resctrl':
+            why = ('the %s backend writes one mask for code and data; use '
+                   '[resq_agent] backend = resctrl' % self.enforcer.name
+                   if self.topology.cdp else
+                   'this host\'s resctrl is not mounted with cdp (no '
+                   'info/L3CODE): mount it with -o cdp, or keep flavors '
+                   'with resq:code_ways off this host (they require '
+                   'CUSTOM_RESQ_L3_CDP)')
+            self._warn_mb((inst.uuid, 'code'), warned,
+                          'Instance %s asks for %d of its LLC ways for code, '
+                          'which cannot be enforced: %s. Code and data share '
+                          'its ways.', inst.uuid, code, why)
+            return 0
+        return code if code < ways else 0
 
     def _mb_value(self, uuid, mibps, info, warned):
         """An instance's ``MB:`` value; None: no limit (or no MBA)."""

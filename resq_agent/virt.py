@@ -103,6 +103,15 @@ class Instance:
         return None
 
     @property
+    def code_ways(self):
+        """Of its ways, those the flavor wants for code (0: shared)."""
+        value = self.extra_specs.get('resq:code_ways')
+        try:
+            return max(int(value), 0) if value is not None else 0
+        except ValueError:
+            return 0
+
+    @property
     def mem_bw_mibps(self):
         """Memory bandwidth the flavor asks for, MiB/s (0: none)."""
         for key, value in self.extra_specs.items():

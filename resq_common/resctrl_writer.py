@@ -427,14 +427,59 @@ class Writer:
                         % (value, dom, gran, -(-value // gran) * gran))
         return {d: '%d' % v for d, v in zip(doms, vals)}
 
-    def _write_l3(self, dir_fd, masks, mb=None):
+    def _code_masks(self, code, masks, info):
+        """``{domain: (code mask, data mask)}`` of a group's split ways.
+
+        Code and data prioritization: ``code`` holds, for some domains,
+        the ways of the group's mask (``masks``) that hold code; the rest
+        of that mask holds data. Each part must be a valid mask of its own
+        and the split needs a tree mounted with ``cdp``.
+        """
+        if not isinstance(code, dict) or not code:
+            _refuse('code masks must be a non-empty {cache domain id: '
+                    'mask} map, got %r' % (code,))
+        if not info['cdp']:
+            _refuse('code masks need resctrl mounted with cdp (info/L3CODE '
+                    'and info/L3DATA); %s has one L3 mask per group: send '
+                    'none' % self.root)
+        doms = self._ints(code.keys(), 'cache domain ids', 0, 4095)
+        vals = self._ints(code.values(), 'code masks', 1,
+                          (1 << MAX_WAYS) - 1)
+        split = {}
+        for dom, mask in zip(doms, vals):
+            whole = masks.get(dom)
+            if whole is None or mask & ~whole or mask == whole:
+                _refuse('cache domain %s: code mask %x must be some of the '
+                        'group\'s ways %s, leaving ways for data'
+                        % (dom, mask, '%x' % whole if whole else '(none)'))
+            for part, what in ((mask, 'code'), (whole & ~mask, 'data')):
+                try:
+                    cbm.validate(part, info['cbm_mask'],
+                                 info['min_cbm_bits'])
+                except cbm.InvalidMask as exc:
+                    _refuse('cache domain %s: the %s part of %x: %s'
+                            % (dom, what, whole, exc))
+            split[dom] = (mask, whole & ~mask)
+        return split
+
+    def _write_l3(self, dir_fd, masks, mb=None, code=None):
         """The L3 (or L3CODE and L3DATA) lines, and MB's, in one write.
 
         :param mb: ``{MB domain id: value}``, in the tree's units; None
             writes no MB line (the kernel keeps the group's).
+        :param code: ``{domain id: code mask}``: of the group's ways in
+            those domains, the ones holding code (the rest hold data);
+            needs cdp. None: code and data share every way.
         """
         masks, info = self._masks(masks)
-        if info['cdp']:
+        if code is not None:
+            split = self._code_masks(code, masks, info)
+            resources = {
+                'L3CODE': {d: split[d][0] if d in split else m
+                           for d, m in masks.items()},
+                'L3DATA': {d: split[d][1] if d in split else m
+                           for d, m in masks.items()}}
+        elif info['cdp']:
             resources = {'L3CODE': masks, 'L3DATA': masks}
         else:
             resources = {'L3': masks}
@@ -479,9 +524,9 @@ class Writer:
             pass  # refuses an existing symlink or file of that name
         return os.path.join(self.root, group)
 
-    def write_l3_masks(self, group, masks, mb=None):
+    def write_l3_masks(self, group, masks, mb=None, code=None):
         with self._group_fd(group) as gfd:
-            self._write_l3(gfd, masks, mb)
+            self._write_l3(gfd, masks, mb, code)
 
     def write_default_l3_masks(self, masks, mb=None):
         self._write_l3(self.tree.fd, masks, mb)

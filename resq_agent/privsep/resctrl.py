@@ -131,6 +131,11 @@ def _mb(mb):
     return () if mb is None else (mb,)
 
 
+def _code(code):
+    """The writer's code masks argument: none when code and data share."""
+    return {} if code is None else {'code': _decode(code)}
+
+
 def write_l3_masks(group, masks, *, mb=None):
     """Set the group's L3 way masks: ``{domain id: int mask}``.
 
@@ -203,7 +208,8 @@ def remove_mon_group(group, mon):
 # A batch: each operation is ``[kind, chain, *arguments]``, the arguments
 # those of the single call of that name above: their counts, and the call.
 # ``default`` and ``schemata`` take MB values after the masks where the
-# host has MBA (an agent that sends none is understood as before).
+# host has MBA (an agent that sends none is understood as before);
+# ``schemata`` then takes code masks (code and data prioritization).
 _OPS = {
     'remove': ((1,), lambda w, group: w.remove_group(group)),
     'remove_mon': ((2,), lambda w, group, mon: w.remove_mon_group(group,
@@ -212,8 +218,9 @@ _OPS = {
         _decode(masks), *_mb(mb))),
     'create': ((1,), lambda w, group: w.create_group(group)),
     'cpus': ((2,), lambda w, group, cpus: w.assign_cpus(group, cpus)),
-    'schemata': ((2, 3), lambda w, group, masks, mb=None: w.write_l3_masks(
-        group, _decode(masks), *_mb(mb))),
+    'schemata': ((2, 3, 4), lambda w, group, masks, mb=None, code=None:
+                 w.write_l3_masks(group, _decode(masks), *_mb(mb),
+                                  **_code(code))),
     'mon': ((3,), lambda w, group, mon, cpus: w.create_mon_group(
         group, mon, cpus)),
 }
@@ -303,6 +310,8 @@ def _wire(op):
     at = _MASKS_AT.get(op[0])
     if at is not None and len(op) > at:
         op[at] = _encode(op[at])
+    if op[0] == 'schemata' and len(op) > 5:
+        op[5] = _encode(op[5])      # the code masks
     return op
 
 

@@ -44,7 +44,8 @@ MODES = {
 }
 
 
-class AgentMbaTest(base.TestCase):
+class AgentHostBase(base.TestCase):
+    """An agent on a fake kernel tree, against a real Placement."""
 
     def setUp(self):
         super().setUp()
@@ -102,6 +103,9 @@ class AgentMbaTest(base.TestCase):
 
     def mb(self, uuid=None):
         return {d: int(v) for d, v in self.schemata(uuid)['MB'].items()}
+
+
+class AgentMbaTest(AgentHostBase):
 
     def test_each_mode_gives_the_allocation_its_mb_value(self):
         for mode, (tree, value, default, unlimited) in sorted(MODES.items()):

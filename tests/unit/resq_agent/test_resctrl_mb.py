@@ -172,7 +172,8 @@ class WriterTest(base.TestCase):
         # An arity no kind has: the whole batch is refused.
         exc = self.assertRaises(
             exception.ResctrlError, self.mod.apply_ops,
-            [['schemata', 'resq-g', 'resq-g', {0: 0x3}, {0: 40}, 'x']])
+            [['schemata', 'resq-g', 'resq-g', {0: 0x3}, {0: 40}, None,
+              'x']])
         self.assertIn('refused resctrl batch operation', exc.message)
         self.assertIn('MB:0=40;1=100', tree.read('resq-g', 'schemata'))
 
