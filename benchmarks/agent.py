@@ -35,6 +35,16 @@ in-process (real allocations):
   the kernel's own handling is not in it, nor a disk file system's
   truncation, which resctrl's files do not have);
   ``schemata_write_mb_ratio`` (target <= 1.10) is their ratio;
+* ``mba_feedback_error_pct``: a group's bandwidth against its MiB/s
+  target under percentage MBA, closed from MBM readings
+  (:mod:`resq_agent.mba_feedback`): the agent's ``proportional``
+  controller beside ``kernel_step``, the kernel's mba_sc stepping, each
+  the mean absolute error in percent of the target after five readings of
+  each phase, ``mean`` and ``worst_seed`` over :data:`FEEDBACK_SEEDS`
+  modelled groups (a linear throttle of 60-150 MiB/s per percent, 3 % MBM
+  noise, a demand above the target, then below it, then above again). A
+  percentage step of 10 moves a group by 10 % of its peak, which is
+  17-50 % of these targets: most of either error is the step itself;
 * with ``--through-daemon`` (root only), ``event_to_applied_daemon_s``:
   the same event -> partition time, measured in the same run, with every
   resctrl write going through a real ``resq-privsep-daemon`` that root
@@ -70,6 +80,7 @@ from resq_agent import discovery
 from resq_agent import enforcer
 from resq_agent import inventory
 from resq_agent import manager
+from resq_agent import mba_feedback
 from resq_agent import metrics as agent_metrics
 from resq_agent import monitor
 from resq_agent import privsep
@@ -89,6 +100,8 @@ from tests.fixtures import sysfs as sysfs_fixture
 
 WAYS = 128
 INSTANCES = 200
+# Modelled groups the MBA feedback figures are taken over.
+FEEDBACK_SEEDS = 20
 EVENTS = 10
 # Privileged schemata writes timed for schemata_write_s, of each kind.
 WRITES = 1000
@@ -529,7 +542,19 @@ def main(argv):
                                  write_mb_s, ''))
     print('%-34s %10.3f %10s' % ('  L3 + MB / L3 alone (ratio)',
                                  write_mb_s / write_l3_s, '<= 1.10'))
+    feedback = {}
+    for name, cls in (('proportional', mba_feedback.ProportionalController),
+                      ('kernel_step', mba_feedback.StepController)):
+        errors = [mba_feedback.simulate(cls, seed)
+                  for seed in range(FEEDBACK_SEEDS)]
+        feedback[name] = {'mean': round(statistics.mean(errors), 2),
+                          'worst_seed': round(max(errors), 2)}
+        print('%-34s %10.2f %10s' % (
+            'MBA feedback %s error %%' % name, feedback[name]['mean'],
+            'worst %.2f' % feedback[name]['worst_seed']))
     figures = {'benchmark': 'agent',
+               'mba_feedback_error_pct': feedback,
+               'mba_feedback_seeds': FEEDBACK_SEEDS,
                'metrics_scrape_ms': round(scrape, 2),
                'metrics_scrape_max_ms': round(scrape_max, 2),
                'metrics_scrape_cpu_ms': round(scrape_cpu, 2),

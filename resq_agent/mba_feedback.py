@@ -47,6 +47,7 @@ modelled group.
 """
 
 import math
+import random
 
 MAX_PERCENT = 100
 
@@ -115,3 +116,38 @@ def error_pct(readings, target_mibps):
         return None
     return 100.0 * sum(abs(r - target_mibps) for r in readings) / (
         len(readings) * target_mibps)
+
+
+def simulate(controller_cls, seed, readings=60, settle=5, noise=0.03):
+    """A controller on a modelled group; its error after ``settle``.
+
+    The group (one seed's draw): ``k`` MiB/s per percent (60-150, the
+    linear throttle), a demand that the limit binds (1.2-2x the target)
+    for the first half and that drops below the target, then rises again
+    (so the limit must open and close), readings with +/-``noise``
+    relative MBM noise, the target 20-60 % of the group's peak.
+
+    :returns: the mean absolute error of the readings after the first
+        ``settle`` of each phase, percent of the target.
+    """
+    rng = random.Random(seed)
+    per_percent = rng.uniform(60, 150)
+    target = per_percent * rng.uniform(20, 60)
+    heavy = target * rng.uniform(1.2, 2.0)
+    light = target * rng.uniform(0.5, 0.9)
+    ctl = controller_cls(target)
+    phases = [heavy] * (readings // 2) + [light] * (readings // 4)
+    phases += [heavy] * (readings - len(phases))
+    errors, since = [], 0
+    for i, demand in enumerate(phases):
+        if i and demand != phases[i - 1]:
+            since = 0
+        bw = min(demand, per_percent * ctl.percent)
+        bw *= 1 + rng.uniform(-noise, noise)
+        # The target binds only while the group wants more than it.
+        wanted = min(demand, target)
+        if since >= settle:
+            errors.append(abs(bw - wanted) / target * 100.0)
+        since += 1
+        ctl.step(bw)
+    return sum(errors) / len(errors)

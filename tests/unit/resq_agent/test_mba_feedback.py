@@ -88,3 +88,15 @@ class ControllerTest(base.TestCase):
             self.assertRaises(ValueError,
                               mba_feedback.ProportionalController, **kw)
         self.assertIsNone(mba_feedback.error_pct([], 10))
+
+
+class SimulateTest(base.TestCase):
+
+    def test_proportional_beats_the_kernels_steps_over_seeds(self):
+        ours = [mba_feedback.simulate(mba_feedback.ProportionalController,
+                                      s) for s in range(10)]
+        kernel = [mba_feedback.simulate(mba_feedback.StepController, s)
+                  for s in range(10)]
+        self.assertLess(sum(ours), sum(kernel))
+        self.assertEqual(ours[3], mba_feedback.simulate(
+            mba_feedback.ProportionalController, 3))
