@@ -531,10 +531,56 @@ class Writer:
     def write_default_l3_masks(self, masks, mb=None):
         self._write_l3(self.tree.fd, masks, mb)
 
+    def _owns(self, group):
+        if self.owner is not None:
+            return self.owner.owns(group)
+        return bool(resctrl.GROUP_RE.fullmatch(group))
+
+    def _cpus_held_by_others(self):
+        """``{CPU: holder}`` of CPUs groups this writer does not own hold.
+
+        Writing a group's ``cpus_list`` moves each CPU out of whichever
+        control or monitoring group held it (the kernel's
+        ``cpus_ctrl_write``), so taking a CPU another tool's group, the
+        profiler's or a monitoring group of the default group holds would
+        rewrite that group. The default group's own CPUs are free to take.
+        """
+        held = {}
+
+        def add(where, *parts):
+            try:
+                cpus = resctrl.parse_cpu_list(self.tree._read(*parts))
+            except (OSError, ValueError, exception.ResQException):
+                return
+            for cpu in cpus:
+                held.setdefault(cpu, where)
+
+        for name in self.tree.groups():
+            if self._owns(name):
+                continue
+            add(name, name, 'cpus_list')
+            for mon in self.tree._subdirs(name, resctrl.MON_GROUPS):
+                add('%s/%s/%s' % (name, resctrl.MON_GROUPS, mon), name,
+                    resctrl.MON_GROUPS, mon, 'cpus_list')
+        for mon in self.tree._subdirs(resctrl.MON_GROUPS):
+            add('%s/%s' % (resctrl.MON_GROUPS, mon), resctrl.MON_GROUPS, mon,
+                'cpus_list')
+        return held
+
     def assign_cpus(self, group, cpus):
         if isinstance(cpus, (str, bytes)):
             _refuse('CPU numbers must be a list of integers, got %r' % cpus)
         cpus = sorted(set(self._ints(cpus, 'CPU numbers', 0, MAX_CPU)))
+        self._check(group)
+        held = self._cpus_held_by_others()
+        taken = sorted(c for c in cpus if c in held)
+        if taken:
+            _refuse('CPUs %s of %s are held by %s, a group %s does not own: '
+                    'writing them would move them out of it; free them '
+                    'there first' % (
+                        ','.join(str(c) for c in taken), self.root,
+                        ', '.join(sorted({held[c] for c in taken})),
+                        self.owner.name if self.owner else 'resq-nova'))
         with self._group_fd(group) as gfd:
             self._write_at(gfd, 'cpus_list',
                            ','.join(str(c) for c in cpus) + '\n')
