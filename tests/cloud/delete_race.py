@@ -156,6 +156,12 @@ def log_lines(path, patterns, since_wall):
     return found
 
 
+#: ``--retry``: deletes sent while the server stays in ERROR, this far
+#: apart (a minute in all, past any --hold the docs use).
+RETRIES = 30
+RETRY_INTERVAL_S = 2.0
+
+
 def attempt(aio, state, conn, host, phase, offset, retry, watch, name,
             hold=0.0, source=None, resize=None):
     """One attempt; see the module's doc.
@@ -246,9 +252,11 @@ def attempt(aio, state, conn, host, phase, offset, retry, watch, name,
                     and not record['deletes']):
                 send_delete('after the resize left it in ERROR')
             elif (retry and now[0] == 'ERROR' and not now[1]
-                    and record['deletes'] and retries < 5):
+                    and record['deletes'] and retries < RETRIES):
+                # Until libvirtd answers again a retried delete fails as
+                # the first did: keep trying past --hold.
                 retries += 1
-                time.sleep(1)
+                time.sleep(RETRY_INTERVAL_S)
                 send_delete('retry %d after ERROR' % retries)
             time.sleep(0.2)
     follower = threading.Thread(target=follow, daemon=True)
@@ -304,7 +312,9 @@ def main(argv=None):
     p.add_argument('--host', required=True)
     p.add_argument('--at', choices=PHASES, default='sigterm')
     p.add_argument('--offset', type=float, default=0.0)
-    p.add_argument('--retry', action='store_true')
+    p.add_argument('--retry', action='store_true',
+                   help='delete again every %g s while the server is in '
+                        'ERROR, up to %d times' % (RETRY_INTERVAL_S, RETRIES))
     p.add_argument('--watch', type=int, default=60)
     p.add_argument('--repeat', type=int, default=1)
     p.add_argument('--source', help='with --resize: the host it boots on')
