@@ -215,6 +215,9 @@ class Writer:
         # on hosts without Intel RDT), as its configuration says.
         self.require_mount = require_mount
         self.tree = None
+        # {CPU: holder} of groups this writer does not own, once read
+        # (see _cpus_held_by_others); reset each time the tree is opened.
+        self._held = None
         # The tree's MBA (resq_common.mba.MbaInfo) and MB domains, read
         # once per writer (one privileged call) when a write carries MB,
         # and the default group's schemata, whose domains do not change
@@ -223,6 +226,7 @@ class Writer:
         self._default = None
 
     def __enter__(self):
+        self._held = None
         hint = ('mount it with "mount -t resctrl resctrl %s" on a host '
                 'with Intel RDT and set resctrl_root to the mount point'
                 % resctrl.DEFAULT_ROOT)
@@ -544,8 +548,12 @@ class Writer:
         ``cpus_ctrl_write``), so taking a CPU another tool's group, the
         profiler's or a monitoring group of the default group holds would
         rewrite that group. The default group's own CPUs are free to take.
+        Read once per writer (one privileged call or batch): the writer's
+        own writes never move a CPU those groups hold.
         """
-        held = {}
+        if self._held is not None:
+            return self._held
+        held = self._held = {}
 
         def add(where, *parts):
             try:

@@ -1,11 +1,9 @@
 """Code and data prioritization: split masks, writer to enforcer."""
 
-from resq_agent import enforcer
 from resq_agent import layout
 import resq_agent.privsep.resctrl
-from resq_common import resctrl
 from tests import base
-from tests.fixtures import resctrl as resctrl_fixture
+from tests.unit.resq_agent import test_resctrl_mb
 
 U1 = '11111111-1111-1111-1111-111111111111'
 U2 = '22222222-2222-2222-2222-222222222222'
@@ -13,19 +11,11 @@ SHAPES = [layout.DomainShape(0, 0xfffff, io_mask=0xc0000),
           layout.DomainShape(1, 0xfffff, io_mask=0xc0000)]
 
 
-class Base(base.TestCase):
+class Base(test_resctrl_mb.EnforcerTreeMixin, base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(base.PrivsepInProcess(self.conf))
         self.mod = resq_agent.privsep.resctrl
-
-    def make(self, **kw):
-        self.tree = self.useFixture(resctrl_fixture.ResctrlTree(
-            ways=20, domains=(0, 1), kernel=True, **kw))
-        self.flags('resq_agent', resctrl_root=self.tree.root)
-        self.rt = resctrl.Resctrl(self.tree.root)
-        return enforcer.ResctrlEnforcer(self.tree.root)
 
 
 class WriterTest(Base):

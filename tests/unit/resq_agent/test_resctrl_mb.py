@@ -198,7 +198,8 @@ def lay(mb_max=None, default_mb=None, *members):
     return result
 
 
-class EnforcerTest(base.TestCase):
+class EnforcerTreeMixin:
+    """An enforcer on a two-domain fake kernel tree (:meth:`make`)."""
 
     def setUp(self):
         super().setUp()
@@ -210,6 +211,9 @@ class EnforcerTest(base.TestCase):
         self.flags('resq_agent', resctrl_root=self.tree.root)
         self.rt = resctrl.Resctrl(self.tree.root)
         return enforcer.ResctrlEnforcer(self.tree.root)
+
+
+class EnforcerTest(EnforcerTreeMixin, base.TestCase):
 
     def mb(self, group=None):
         sch = (self.rt.read_schemata(group) if group else
